@@ -1,0 +1,362 @@
+"""The per-file state every rule shares: ancestors, scopes, imports, classes and values.
+
+The engine calls ``enter``/``leave`` around each node of its single traversal, so when a
+rule's ``visit_Call`` runs, the context describes the program at that point: which names
+are bound to tensors or modules, which imports are in effect, which class and function
+enclose the call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable
+
+import libcst as cst
+
+from torchdev_lint.analysis import kinds
+from torchdev_lint.analysis.guards import is_guarded
+from torchdev_lint.analysis.imports import ImportTable, dotted_name
+from torchdev_lint.analysis.kinds import Kind, Value
+from torchdev_lint.finding import Fix
+
+if TYPE_CHECKING:
+    from torchdev_lint.rule import Rule
+
+_STEP_METHODS = ("training_step", "validation_step", "test_step", "predict_step")
+_TENSOR_ANNOTATIONS = ("Tensor", "torch.Tensor", "FloatTensor", "LongTensor")
+
+
+@dataclass
+class ClassInfo:
+    name: str
+    node: cst.ClassDef
+    is_module: bool
+    attrs: dict[str, Value] = field(default_factory=dict)
+
+
+@dataclass
+class Scope:
+    node: cst.CSTNode  # Module, FunctionDef, Lambda or ClassDef
+    values: dict[str, Value] = field(default_factory=dict)
+    class_info: ClassInfo | None = None  # for class scopes
+    self_name: str | None = None  # for methods: the name of their first parameter
+
+    @property
+    def is_class(self) -> bool:
+        return self.class_info is not None
+
+
+@dataclass
+class Report:
+    rule: Rule
+    node: cst.CSTNode
+    message: str
+    ancestors: tuple[cst.CSTNode, ...]
+    fix: Fix | Callable[[], Fix | None] | None
+
+
+class FileContext:
+    def __init__(self, path: str, source: str) -> None:
+        self.path = path
+        self.source = source
+        self.imports = ImportTable()
+        self.ancestors: list[cst.CSTNode] = []
+        self.scopes: list[Scope] = []
+        self.classes: dict[str, ClassInfo] = {}
+        self.reports: list[Report] = []
+        self.positions = None  # set by the engine once a rule has reported
+
+    @property
+    def torch_name(self) -> str:
+        """The name ``torch`` is imported under here (``torch`` if it is not imported)."""
+        return self.imports.local_name_for("torch") or "torch"
+
+    # -- traversal hooks -------------------------------------------------------------
+
+    def enter(self, node: cst.CSTNode) -> None:
+        self.ancestors.append(node)
+        if isinstance(node, cst.Module):
+            self.scopes.append(Scope(node))
+        elif isinstance(node, cst.FunctionDef):
+            self._enter_function(node)
+        elif isinstance(node, cst.Lambda):
+            scope = Scope(node)
+            for param in node.params.params:
+                scope.values[param.name.value] = kinds.UNKNOWN
+            self.scopes.append(scope)
+        elif isinstance(node, cst.ClassDef):
+            self._enter_class(node)
+        elif isinstance(node, cst.Import):
+            self.imports.record_import(node)
+        elif isinstance(node, cst.ImportFrom):
+            self.imports.record_import_from(node)
+        elif isinstance(node, (cst.For, cst.CompFor)):
+            self._bind_loop(node.target, node.iter)
+
+    def leave(self, node: cst.CSTNode) -> None:
+        if isinstance(node, cst.Assign):
+            value = self.value_of(node.value)
+            for target in node.targets:
+                self._bind_target(target.target, value, node.value)
+        elif isinstance(node, cst.AnnAssign):
+            value = self.value_of(node.value) if node.value is not None else kinds.UNKNOWN
+            if dotted_name(node.annotation.annotation) in _TENSOR_ANNOTATIONS:
+                value = kinds.TENSOR
+            self._bind_target(node.target, value, node.value)
+        elif isinstance(node, cst.WithItem) and node.asname is not None:
+            self._bind_target(node.asname.name, kinds.UNKNOWN)
+        elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            self.scopes.pop()
+            self._bind_name(node.name.value, kinds.UNKNOWN)
+        elif isinstance(node, cst.Lambda):
+            self.scopes.pop()
+        self.ancestors.pop()
+
+    # -- questions rules ask -----------------------------------------------------------
+
+    def qualified_name(self, node: cst.BaseExpression) -> str | None:
+        if isinstance(node, cst.Name) and self._lookup_local(node.value) is not None:
+            return None  # a local variable or parameter shadows the import
+        return self.imports.qualified_name(node)
+
+    def is_guarded(self) -> bool:
+        return is_guarded(self.ancestors)
+
+    @property
+    def function(self) -> cst.FunctionDef | None:
+        for scope in reversed(self.scopes):
+            if isinstance(scope.node, cst.FunctionDef):
+                return scope.node
+        return None
+
+    @property
+    def enclosing_class(self) -> ClassInfo | None:
+        """The class whose method we are in (or whose body we are in)."""
+        for scope in reversed(self.scopes):
+            if scope.class_info is not None:
+                return scope.class_info
+        return None
+
+    def value_of(self, expr: cst.BaseExpression | None) -> Value:
+        """What ``expr`` evaluates to, as far as the file says."""
+        if expr is None:
+            return kinds.UNKNOWN
+        if isinstance(expr, cst.Name):
+            return self.lookup(expr.value)
+        if isinstance(expr, cst.Attribute):
+            return self._attribute_value(expr)
+        if isinstance(expr, cst.Call):
+            return self._call_value(expr)
+        if isinstance(expr, cst.BinaryOperation):
+            left, right = self.value_of(expr.left), self.value_of(expr.right)
+            if Kind.TENSOR in (left.kind, right.kind):
+                return Value(Kind.TENSOR, left.maybe_accelerator or right.maybe_accelerator)
+            return kinds.UNKNOWN
+        if isinstance(expr, cst.UnaryOperation) and not isinstance(expr.operator, cst.Not):
+            return self.value_of(expr.expression)
+        if isinstance(expr, cst.Subscript):
+            base = self.value_of(expr.value)
+            if base.kind is Kind.TENSOR:
+                return base
+            if base.kind is Kind.BATCH:
+                return Value(Kind.TENSOR, base.maybe_accelerator)
+            return kinds.UNKNOWN
+        if isinstance(expr, cst.IfExp):
+            body, orelse = self.value_of(expr.body), self.value_of(expr.orelse)
+            return body if body == orelse else kinds.UNKNOWN
+        return kinds.UNKNOWN
+
+    def lookup(self, name: str) -> Value:
+        value = self._lookup_local(name)
+        return value if value is not None else kinds.UNKNOWN
+
+    def report(self, rule: Rule, node: cst.CSTNode, message: str, fix) -> None:
+        self.reports.append(Report(rule, node, message, tuple(self.ancestors), fix))
+
+    # -- internals ---------------------------------------------------------------------
+
+    def _lookup_local(self, name: str) -> Value | None:
+        innermost = True
+        for scope in reversed(self.scopes):
+            # Class bodies do not enclose their methods (Python's scoping rule).
+            if scope.is_class and not innermost:
+                continue
+            if name in scope.values:
+                return scope.values[name]
+            innermost = False
+        return None
+
+    def _enter_class(self, node: cst.ClassDef) -> None:
+        is_module = False
+        for base in node.bases:
+            qualified = self.qualified_name(base.value)
+            dotted = dotted_name(base.value) or ""
+            if (qualified and kinds.is_module_class(qualified)) or (
+                dotted in self.classes and self.classes[dotted].is_module
+            ):
+                is_module = True
+        info = ClassInfo(node.name.value, node, is_module)
+        self.classes[info.name] = info
+        self.scopes.append(Scope(node, class_info=info))
+
+    def _enter_function(self, node: cst.FunctionDef) -> None:
+        outer = self.scopes[-1]
+        scope = Scope(node)
+        params = node.params
+        positional = [*params.posonly_params, *params.params]
+        if outer.is_class and positional and not _is_static(node):
+            scope.self_name = positional[0].name.value
+            scope.class_info = outer.class_info
+            scope.values[scope.self_name] = (
+                kinds.MODULE if outer.class_info.is_module else kinds.UNKNOWN
+            )
+            positional = positional[1:]
+        name = node.name.value
+        in_module = outer.is_class and outer.class_info.is_module
+        for index, param in enumerate([*positional, *params.kwonly_params]):
+            scope.values[param.name.value] = _parameter_value(param, name, index, in_module)
+        for star in (params.star_arg, params.star_kwarg):
+            if isinstance(star, cst.Param):
+                scope.values[star.name.value] = kinds.UNKNOWN
+        self.scopes.append(scope)
+
+    def _method_scope(self) -> Scope | None:
+        for scope in reversed(self.scopes):
+            if isinstance(scope.node, cst.FunctionDef):
+                return scope if scope.self_name else None
+        return None
+
+    def _attribute_value(self, expr: cst.Attribute) -> Value:
+        attr = expr.attr.value
+        if isinstance(expr.value, cst.Name):
+            method = self._method_scope()
+            if method is not None and expr.value.value == method.self_name:
+                return method.class_info.attrs.get(attr, kinds.UNKNOWN)
+        if attr in kinds.TENSOR_ATTRIBUTES:
+            base = self.value_of(expr.value)
+            if base.kind is Kind.TENSOR:
+                return base
+        return kinds.UNKNOWN
+
+    def _call_value(self, call: cst.Call) -> Value:
+        func = call.func
+        qualified = self.qualified_name(func)
+        if qualified is not None:
+            if kinds.is_tensor_function(qualified) or qualified in (
+                "torch.nn.Parameter",
+                "torch.nn.parameter.Parameter",
+            ):
+                return Value(Kind.TENSOR, _has_device_argument(call))
+            if qualified.endswith("DataLoader"):
+                return Value(Kind.LOADER)
+            if kinds.is_optimizer_class(qualified):
+                return Value(Kind.OPTIMIZER)
+            if kinds.is_module_class(qualified) or qualified.startswith(kinds.MODEL_ZOO_PREFIXES):
+                return kinds.MODULE
+            if qualified == "copy.deepcopy" and call.args:
+                return self.value_of(call.args[0].value)
+        if isinstance(func, cst.Name) and func.value in self.classes:
+            return kinds.MODULE if self.classes[func.value].is_module else kinds.UNKNOWN
+        if isinstance(func, cst.Attribute):
+            method = func.attr.value
+            if method == "from_pretrained":
+                return kinds.MODULE
+            return kinds.method_call_value(self.value_of(func.value), method, call)
+        callee = self.value_of(func)
+        if callee.kind is Kind.MODULE:
+            return Value(Kind.TENSOR, maybe_accelerator=True)  # a model output
+        return kinds.UNKNOWN
+
+    def _bind_loop(self, target: cst.BaseExpression, iterable: cst.BaseExpression) -> None:
+        """``for i, (x, y) in enumerate(loader)`` binds the index and a batch."""
+        if (
+            isinstance(iterable, cst.Call)
+            and dotted_name(iterable.func) == "enumerate"
+            and iterable.args
+            and isinstance(target, (cst.Tuple, cst.List))
+            and len(target.elements) == 2
+        ):
+            self._bind_target(target.elements[0].value, kinds.UNKNOWN)
+            target, iterable = target.elements[1].value, iterable.args[0].value
+        self._bind_target(target, self._element_value(iterable))
+
+    def _element_value(self, iterable: cst.BaseExpression) -> Value:
+        """The value of each element when iterating over ``iterable``."""
+        if isinstance(iterable, cst.Call) and iterable.args:
+            if dotted_name(iterable.func) in ("tqdm", "tqdm.tqdm", "iter"):
+                return self._element_value(iterable.args[0].value)
+        name = dotted_name(iterable.func if isinstance(iterable, cst.Call) else iterable)
+        if self.value_of(iterable).kind is Kind.LOADER or (
+            name and kinds.LOADER_NAME.search(name.rsplit(".", 1)[-1])
+        ):
+            return Value(Kind.BATCH)
+        return kinds.UNKNOWN
+
+    def _bind_target(
+        self, target: cst.BaseExpression, value: Value, source: cst.BaseExpression | None = None
+    ) -> None:
+        if isinstance(target, cst.Name):
+            self._bind_name(target.value, value)
+            if source is not None and len(self.scopes) == 1:
+                self.imports.bind_alias(target.value, source)
+            else:
+                self.imports.unbind(target.value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            sources = (
+                [e.value for e in source.elements]
+                if isinstance(source, (cst.Tuple, cst.List))
+                and len(source.elements) == len(target.elements)
+                else None
+            )
+            for index, element in enumerate(target.elements):
+                if sources is not None:
+                    element_value = self.value_of(sources[index])
+                elif value.kind is Kind.BATCH:
+                    # The parts of a batch are tensors, or nested batches.
+                    nested = isinstance(element.value, (cst.Tuple, cst.List))
+                    element_value = Value(
+                        Kind.BATCH if nested else Kind.TENSOR, value.maybe_accelerator
+                    )
+                else:
+                    element_value = kinds.UNKNOWN
+                self._bind_target(element.value, element_value)
+        elif isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name):
+            method = self._method_scope()
+            if method is not None and target.value.value == method.self_name:
+                attrs = method.class_info.attrs
+                # Keep the most informative value seen for the attribute.
+                if value.kind is not Kind.UNKNOWN or target.attr.value not in attrs:
+                    attrs[target.attr.value] = value
+        elif isinstance(target, cst.StarredElement):
+            self._bind_target(target.value, kinds.UNKNOWN)
+
+    def _bind_name(self, name: str, value: Value) -> None:
+        self.scopes[-1].values[name] = value
+
+
+def _is_static(node: cst.FunctionDef) -> bool:
+    return any(dotted_name(d.decorator) == "staticmethod" for d in node.decorators)
+
+
+def _parameter_value(param: cst.Param, function: str, index: int, in_module: bool) -> Value:
+    annotation = param.annotation
+    if annotation is not None:
+        text = dotted_name(annotation.annotation) or ""
+        return kinds.TENSOR if text in _TENSOR_ANNOTATIONS else kinds.UNKNOWN
+    if not in_module:
+        return kinds.UNKNOWN
+    if function == "forward":
+        default = param.default
+        if default is None or (isinstance(default, cst.Name) and default.value == "None"):
+            return kinds.TENSOR
+    elif function in _STEP_METHODS and index == 0:
+        return Value(Kind.BATCH)
+    return kinds.UNKNOWN
+
+
+def _has_device_argument(call: cst.Call) -> bool:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == "device":
+            value = arg.value
+            return not (isinstance(value, cst.SimpleString) and "cpu" in value.value)
+    return False

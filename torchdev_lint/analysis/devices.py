@@ -1,0 +1,202 @@
+"""Which device expression a fix can use at a given point without binding errors.
+
+Order of preference (RULES.md): a device variable or attribute already in scope
+(``device``, ``self.device``, ``args.device``), then the ``.device`` of a tensor at hand,
+then a module-level default added once after the imports. A name is only used where it is
+bound: a local ``device`` assigned *later* in the same function makes ``device`` an
+unbound local there, so the fix spells the default out inline instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Sequence
+
+import libcst as cst
+
+from torchdev_lint.analysis.imports import dotted_name
+
+if TYPE_CHECKING:
+    from torchdev_lint.analysis.context import FileContext
+
+DEVICE_NAME = "device"
+_CONFIG_OBJECTS = ("args", "opt", "opts", "cfg", "config", "hparams", "self.args", "self.cfg",
+                   "self.config", "self.hparams")
+
+
+@dataclass(frozen=True)
+class DeviceChoice:
+    code: str  # the expression to write
+    needs_default: bool = False  # the module-level default must be added
+
+    @property
+    def existing(self) -> bool:
+        """An expression of the program's own, rather than our default."""
+        return not self.needs_default and not self.code.endswith('else "cpu")')
+
+
+def default_device_definition(torch_name: str) -> str:
+    return (
+        f'{DEVICE_NAME} = {torch_name}.device("cuda" if {torch_name}.cuda.is_available() '
+        f'else "cpu")'
+    )
+
+
+def inline_default(torch_name: str) -> str:
+    return f'{torch_name}.device("cuda" if {torch_name}.cuda.is_available() else "cpu")'
+
+
+class _Bindings(cst.CSTVisitor):
+    """Names bound directly in one scope's body (not in nested functions or classes)."""
+
+    def __init__(self, root: cst.CSTNode) -> None:
+        super().__init__()
+        self.root = root
+        self.names: dict[str, list[cst.CSTNode]] = {}
+
+    def _add(self, target: cst.CSTNode) -> None:
+        if isinstance(target, cst.Name):
+            self.names.setdefault(target.value, []).append(target)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self._add(element.value)
+        elif isinstance(target, cst.StarredElement):
+            self._add(target.value)
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if node is not self.root and isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            self._add(node.name)
+            return False
+        if isinstance(node, cst.Lambda) and node is not self.root:
+            return False
+        if isinstance(node, cst.Assign):
+            for target in node.targets:
+                self._add(target.target)
+        elif isinstance(node, (cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor)):
+            self._add(node.target)
+        elif isinstance(node, cst.WithItem) and node.asname is not None:
+            self._add(node.asname.name)
+        elif isinstance(node, cst.NamedExpr):
+            self._add(node.target)
+        elif isinstance(node, cst.Param):
+            self._add(node.name)
+        elif isinstance(node, cst.ImportAlias):
+            bound = node.asname.name if node.asname else node.name
+            while isinstance(bound, cst.Attribute):
+                bound = bound.value
+            self._add(bound)
+        return True
+
+
+def bindings(scope: cst.CSTNode) -> dict[str, list[cst.CSTNode]]:
+    visitor = _Bindings(scope)
+    scope.visit(visitor)
+    return visitor.names
+
+
+def _bound_before(ctx: FileContext, sites: list[cst.CSTNode], use: cst.CSTNode) -> bool:
+    use_at = ctx.positions[use].start
+    for site in sites:
+        at = ctx.positions[site].start
+        if (at.line, at.column) < (use_at.line, use_at.column):
+            return True
+    return False
+
+
+def device_expression(
+    ctx: FileContext, ancestors: Sequence[cst.CSTNode], use: cst.CSTNode, moved: str | None = None
+) -> DeviceChoice:
+    """The device expression for a fix at ``use``; ``moved`` names the value being moved,
+    whose own ``.device`` is no answer."""
+    torch_name = ctx.torch_name
+    functions = [a for a in reversed(ancestors) if isinstance(a, (cst.FunctionDef, cst.Lambda))]
+    in_function = bool(functions)
+    for function in functions:
+        local = bindings(function)
+        if DEVICE_NAME in local:
+            if _bound_before(ctx, local[DEVICE_NAME], use) or _is_param(function, DEVICE_NAME):
+                return DeviceChoice(DEVICE_NAME)
+            return DeviceChoice(inline_default(torch_name))  # `device` is an unbound local here
+    method_class = _method_class(ancestors)
+    if method_class is not None and _class_has_device(method_class):
+        return DeviceChoice("self.device")
+    module_names = bindings(ancestors[0])
+    if DEVICE_NAME in module_names and (
+        in_function or _bound_before(ctx, module_names[DEVICE_NAME], use)
+    ):
+        return DeviceChoice(DEVICE_NAME)
+    for obj in _CONFIG_OBJECTS:
+        head = obj.split(".")[0]
+        if f"{obj}.device" in ctx.source and _bound_anywhere(head, functions, module_names):
+            return DeviceChoice(f"{obj}.device")
+    tensor = _tensor_parameter(functions[0], avoid=moved) if functions else None
+    if tensor is not None and method_class is not None:
+        return DeviceChoice(f"{tensor}.device")
+    if DEVICE_NAME in module_names:
+        # A module-level `device` exists but is assigned after this point.
+        return DeviceChoice(inline_default(torch_name))
+    return DeviceChoice(DEVICE_NAME, needs_default=True)
+
+
+def _is_param(function: cst.CSTNode, name: str) -> bool:
+    params = function.params
+    every = [*params.posonly_params, *params.params, *params.kwonly_params]
+    return any(p.name.value == name for p in every)
+
+
+def _bound_anywhere(name: str, functions, module_names) -> bool:
+    if name == "self":
+        return bool(functions)
+    return name in module_names or any(name in bindings(f) for f in functions)
+
+
+def _method_class(ancestors: Sequence[cst.CSTNode]) -> cst.ClassDef | None:
+    """The class of the innermost enclosing function, if that function is a method."""
+    for index in range(len(ancestors) - 1, 1, -1):
+        if isinstance(ancestors[index], cst.FunctionDef):
+            owner = ancestors[index - 2]
+            return owner if isinstance(owner, cst.ClassDef) else None
+    return None
+
+
+def _class_has_device(node: cst.ClassDef) -> bool:
+    """``self.device`` exists: assigned in the class, or inherited from Lightning."""
+    if any("LightningModule" in (dotted_name(b.value) or "") for b in node.bases):
+        return True
+    found = []
+
+    class _Finder(cst.CSTVisitor):
+        def visit_Attribute(self, attribute: cst.Attribute) -> None:
+            if (
+                attribute.attr.value == DEVICE_NAME
+                and isinstance(attribute.value, cst.Name)
+                and attribute.value.value == "self"
+            ):
+                found.append(attribute)
+
+        def visit_Assign(self, assign: cst.Assign) -> bool:
+            for target in assign.targets:
+                target.target.visit(self)
+            return False
+
+        def visit_FunctionDef(self, function: cst.FunctionDef) -> bool:
+            if function.name.value == DEVICE_NAME:
+                found.append(function)  # a `device` property
+            return True
+
+        def visit_Expr(self, expr: cst.Expr) -> bool:
+            return False
+
+    node.visit(_Finder())
+    return bool(found)
+
+
+def _tensor_parameter(function: cst.CSTNode, avoid: str | None) -> str | None:
+    """The first tensor input of ``forward``: a tensor whose device is at hand."""
+    if not isinstance(function, cst.FunctionDef) or function.name.value != "forward":
+        return None
+    params = function.params.params[1:]
+    for param in params:
+        if param.default is None and param.name.value != avoid:
+            return param.name.value
+    return None

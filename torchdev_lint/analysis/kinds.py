@@ -1,0 +1,146 @@
+"""What a value is: a tensor, an nn.Module, a data loader, a batch, or unknown.
+
+Every rule that needs to know "is this a tensor?" asks here. The inference is local and
+conservative: a value is a tensor only when something says so (a torch factory or op,
+a move of a tensor, a batch element from a loader, a tensor parameter of ``forward``),
+and a module only when built from an ``nn.Module`` class, a model zoo, ``from_pretrained``
+or a method that returns the module itself. Everything else is UNKNOWN, and rules stay
+silent on UNKNOWN: we prefer silence to noise.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass
+
+import libcst as cst
+
+
+class Kind(enum.Enum):
+    TENSOR = "tensor"
+    MODULE = "module"
+    LOADER = "loader"  # iterating yields batches
+    BATCH = "batch"  # unpacking or indexing yields tensors
+    OPTIMIZER = "optimizer"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class Value:
+    kind: Kind
+    # May live on an accelerator: the result of a move to a device, a model output, or
+    # something computed from those (TDL009 needs this).
+    maybe_accelerator: bool = False
+
+
+UNKNOWN = Value(Kind.UNKNOWN)
+TENSOR = Value(Kind.TENSOR)
+MODULE = Value(Kind.MODULE)
+
+# torch functions that return a tensor. Factories first (torch.utils._device lists the ones
+# set_default_device intercepts), then common ops.
+TENSOR_FACTORIES = frozenset(
+    """zeros ones empty full arange range linspace logspace eye rand randn randint randperm
+    tensor as_tensor asarray scalar_tensor empty_strided zeros_like ones_like empty_like
+    full_like rand_like randn_like randint_like from_numpy frombuffer normal bernoulli
+    multinomial tril_indices triu_indices bartlett_window blackman_window hamming_window
+    hann_window kaiser_window""".split()
+)
+TENSOR_OPS = frozenset(
+    """cat concat concatenate stack hstack vstack dstack where matmul mm bmm einsum softmax
+    log_softmax sigmoid tanh relu exp log sqrt abs clamp clip sum mean std var prod cumsum
+    argmax argmin gather scatter index_select masked_select flatten reshape squeeze
+    unsqueeze transpose permute flip roll repeat_interleave tile outer cross dot norm
+    cdist bucketize searchsorted tril triu diag clone detach polar complex real imag
+    lerp maximum minimum floor ceil round sign sin cos atan2 pow square rsqrt erf
+    logsumexp cumprod diff nan_to_num isnan isinf isfinite logical_and logical_or
+    logical_not eq ne lt le gt ge addmm baddbmm narrow view_as_real
+    view_as_complex fft""".split()
+)
+TENSOR_CLASSES = frozenset(
+    "Tensor FloatTensor DoubleTensor HalfTensor LongTensor IntTensor ShortTensor "
+    "ByteTensor BoolTensor BFloat16Tensor".split()
+)
+# Tensor methods whose result is not a tensor.
+NON_TENSOR_METHODS = frozenset(
+    """item tolist numpy size dim ndimension numel element_size data_ptr is_contiguous
+    is_floating_point is_complex get_device nelement storage untyped_storage
+    register_hook backward stride __len__ chunk split unbind""".split()
+)
+TENSOR_ATTRIBUTES = frozenset("T mT H mH data grad real imag".split())
+# nn.Module methods that return the module itself.
+MODULE_SELF_METHODS = frozenset(
+    """to cuda cpu xpu mps train eval half float double bfloat16 requires_grad_ type
+    apply share_memory to_empty zero_grad""".split()
+)
+# Base classes, beyond torch.nn.*, whose subclasses are nn.Modules.
+MODULE_BASE_NAMES = frozenset(
+    "Module LightningModule PreTrainedModel ModelMixin DiffusionPipeline".split()
+)
+MODEL_ZOO_PREFIXES = ("torchvision.models.", "timm.create_model", "timm.models.")
+OPTIMIZER_PACKAGES = ("torch.optim.", "apex.optimizers.", "bitsandbytes.optim.",
+                      "torch_optimizer.", "timm.optim.", "transformers.", "deepspeed.ops.",
+                      "lion_pytorch.", "pytorch_lamb.", "adabelief_pytorch.")
+OPTIMIZER_NAME = re.compile(
+    r"(Optimizer|Adam\w*|AdamW|SGD\w*|RMSprop|Adagrad|Adadelta|Adamax|LBFGS|Lamb|LAMB|Lion"
+    r"|Adafactor|Ranger\w*|NAdam|RAdam|ASGD|Rprop|Shampoo|Sophia\w*|Lars|LARS)$"
+)
+LOADER_NAME = re.compile(r"(?i)loader")
+
+_MOVE_METHODS = frozenset({"to", "cuda", "xpu", "mps"})
+
+
+def is_tensor_function(qualified: str) -> bool:
+    if qualified.startswith("torch.nn.functional."):
+        return True
+    if not qualified.startswith("torch."):
+        return False
+    last = qualified.rsplit(".", 1)[1]
+    if last in TENSOR_CLASSES:
+        return qualified.count(".") == 1 or qualified.startswith("torch.cuda.")
+    return qualified.count(".") == 1 and (last in TENSOR_FACTORIES or last in TENSOR_OPS)
+
+
+def is_optimizer_class(qualified: str) -> bool:
+    last = qualified.rsplit(".", 1)[-1]
+    return (qualified.startswith(OPTIMIZER_PACKAGES) or "optim" in qualified.lower()) and bool(
+        OPTIMIZER_NAME.search(last)
+    ) and last[:1].isupper()
+
+
+def is_module_class(qualified: str) -> bool:
+    """An nn.Module class named by its import (``torch.nn.Linear``, ``pl.LightningModule``)."""
+    last = qualified.rsplit(".", 1)[-1]
+    if qualified.startswith("torch.nn.") and last[:1].isupper():
+        return last not in ("Parameter", "Buffer") and not qualified.startswith(
+            ("torch.nn.utils.", "torch.nn.init.", "torch.nn.functional.")
+        )
+    return last in MODULE_BASE_NAMES
+
+
+def moves_to_cpu(call: cst.Call) -> bool:
+    """``.to("cpu")``, ``.to(device="cpu")``, ``.cpu()``: the result is on the CPU."""
+    func = call.func
+    if isinstance(func, cst.Attribute) and func.attr.value == "cpu":
+        return True
+    for arg in call.args:
+        if arg.keyword is None or arg.keyword.value == "device":
+            value = arg.value
+            return isinstance(value, cst.SimpleString) and value.value.strip("'\"") == "cpu"
+    return False
+
+
+def method_call_value(receiver: Value, method: str, call: cst.Call) -> Value:
+    """The value of ``receiver.method(...)``."""
+    if receiver.kind is Kind.TENSOR:
+        if method in NON_TENSOR_METHODS:
+            return UNKNOWN
+        if method == "cpu":
+            return TENSOR
+        if method in _MOVE_METHODS:
+            return Value(Kind.TENSOR, maybe_accelerator=not moves_to_cpu(call))
+        return receiver
+    if receiver.kind is Kind.MODULE and method in MODULE_SELF_METHODS:
+        return MODULE
+    return UNKNOWN

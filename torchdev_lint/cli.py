@@ -1,0 +1,173 @@
+"""``torchdev-lint``: the command line."""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torchdev_lint.rules  # noqa: F401  (registers the rules)
+from torchdev_lint import __version__, config, docs, files, output
+from torchdev_lint.engine import FileResult, lint_source
+from torchdev_lint.finding import FileError, Finding
+from torchdev_lint.fixer import applicable, fix_file
+from torchdev_lint.rule import Rule
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="torchdev-lint",
+        description="Find and fix PyTorch device-placement bugs. "
+        "Run `torchdev-lint trace SCRIPT` to confirm findings by executing a program.",
+    )
+    parser.add_argument("paths", nargs="*", default=["."], help="files or directories; '-' reads standard input")
+    parser.add_argument("--select", help="comma-separated rule codes or prefixes to enable (e.g. TDL001,TDL00)")
+    parser.add_argument("--extend-select", help="codes or prefixes to enable on top of the configured ones")
+    parser.add_argument("--ignore", help="comma-separated rule codes or prefixes to disable")
+    parser.add_argument("--format", choices=output.FORMATS, default="text", help="output format")
+    parser.add_argument("--exit-zero", action="store_true", help="exit 0 even when problems are found")
+    parser.add_argument("--fix", action="store_true", help="apply safe fixes in place")
+    parser.add_argument("--unsafe-fixes", action="store_true", help="also apply unsafe fixes")
+    parser.add_argument("--diff", action="store_true", help="print the diff of what --fix would change; write nothing")
+    parser.add_argument("--stdin-filename", help="the path to show for '-' (standard input)")
+    parser.add_argument("--config", type=Path, help="use this pyproject.toml instead of the nearest one")
+    parser.add_argument("--isolated", action="store_true", help="ignore all configuration files")
+    parser.add_argument("--explain", metavar="CODE", help="print a rule's documentation and exit")
+    parser.add_argument("-q", "--quiet", action="store_true", help="print findings only, no summary")
+    parser.add_argument("--version", action="version", version=f"torchdev-lint {__version__}")
+    return parser
+
+
+@dataclass
+class Run:
+    results: list[FileResult] = field(default_factory=list)
+    errors: list[FileError] = field(default_factory=list)
+    fixed: list[Finding] = field(default_factory=list)
+    diffs: list[str] = field(default_factory=list)
+
+    @property
+    def findings(self) -> list[Finding]:
+        return sorted((f for r in self.results for f in r.findings), key=Finding.sort_key)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["trace"]:
+        from torchdev_lint.trace.cli import main as trace_main
+
+        return trace_main(argv[1:])
+    args = build_parser().parse_args(argv)
+    try:
+        return _run(args)
+    except config.UsageError as error:
+        print(f"torchdev-lint: error: {error}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+def _settings(args) -> config.Settings:
+    if args.isolated:
+        return config.Settings()
+    if args.config is not None:
+        if not args.config.is_file():
+            raise config.UsageError(f"{args.config}: no such configuration file")
+        return config.load(args.config)
+    real = [p for p in args.paths if p != "-"]
+    start = Path(real[0]) if real else Path(args.stdin_filename or ".")
+    return config.load(config.find_pyproject(start if start.exists() else Path.cwd()))
+
+
+def _run(args) -> int:
+    if args.explain:
+        code = args.explain.upper()
+        if code not in Rule.registry:
+            raise config.UsageError(f"--explain: unknown rule code '{args.explain}'")
+        print(docs.page(Rule.registry[code]))
+        return EXIT_CLEAN
+    settings = _settings(args)
+    select = config.split_codes(args.select) if args.select else settings.select
+    if args.extend_select:
+        select = [*select, *config.split_codes(args.extend_select)]
+    ignore = [*settings.ignore, *config.split_codes(args.ignore or "")]
+    config.check_codes(select, "--select" if args.select else "select")
+    config.check_codes(ignore, "--ignore")
+    for pattern, codes in settings.per_file_ignores.items():
+        config.check_codes(codes, f"per-file-ignores '{pattern}'")
+    rules = config.enabled_rules(select, ignore)
+    unsafe = args.unsafe_fixes or settings.unsafe_fixes
+    fixing = args.fix or args.diff
+
+    run = Run()
+    paths, run.errors = files.discover([p for p in args.paths if p != "-"], settings.exclude, settings.root)
+    sources: list[files.SourceFile | FileError] = [files.read(p) for p in paths]
+    if "-" in args.paths:
+        sources.insert(0, files.decode(args.stdin_filename or "-", sys.stdin.buffer.read()))
+    for source in sources:
+        if isinstance(source, FileError):
+            run.errors.append(source)
+            continue
+        file_rules = _rules_for(rules, settings, source.path)
+        result = lint_source(source.path, source.text, file_rules)
+        if fixing and any(applicable(f, unsafe) for f in result.findings):
+            result = _fix(run, source, result, file_rules, unsafe, write=not args.diff,
+                          to_stdout=source.path == (args.stdin_filename or "-") and "-" in args.paths)
+        if result.error:
+            run.errors.append(result.error)
+        run.results.append(result)
+
+    for error in sorted(run.errors, key=lambda e: e.path):
+        print(f"torchdev-lint: {error}", file=sys.stderr)
+    if args.diff:
+        sys.stdout.write("".join(run.diffs))
+        if not args.quiet:
+            print(f"Would fix {len(run.fixed)} problem{'s' if len(run.fixed) != 1 else ''}.", file=sys.stderr)
+        return EXIT_ERROR if run.errors else (EXIT_FINDINGS if run.diffs else EXIT_CLEAN)
+    findings = run.findings
+    rendered = output.render(findings, args.format)
+    if rendered:
+        print(rendered)
+    if args.format == "text" and not args.quiet:
+        if not sources and not run.errors:
+            print("No Python files found.", file=sys.stderr)
+        elif args.fix:
+            print(f"Fixed {len(run.fixed)} problem{'s' if len(run.fixed) != 1 else ''}, "
+                  f"{len(findings)} remaining.")
+        else:
+            print(output.summary(findings, len(run.results)))
+    elif not sources and not run.errors:
+        print("No Python files found.", file=sys.stderr)
+    if run.errors:
+        return EXIT_ERROR
+    return EXIT_FINDINGS if findings and not args.exit_zero else EXIT_CLEAN
+
+
+def _rules_for(rules: list[type[Rule]], settings: config.Settings, path: str) -> list[type[Rule]]:
+    ignored = config.ignored_codes(settings, Path(path))
+    return [r for r in rules if not any(r.code.startswith(c) for c in ignored)]
+
+
+def _fix(run: Run, source: files.SourceFile, result: FileResult, rules, unsafe: bool,
+         write: bool, to_stdout: bool) -> FileResult:
+    outcome = fix_file(result, unsafe)
+    if outcome.error is not None:
+        run.errors.append(outcome.error)
+        return result
+    if outcome.source == source.text:
+        return result
+    if not write:
+        run.diffs.append("".join(difflib.unified_diff(
+            source.text.splitlines(keepends=True), outcome.source.splitlines(keepends=True),
+            f"a/{source.path.lstrip('/')}", f"b/{source.path.lstrip('/')}",
+        )))
+    elif to_stdout:
+        sys.stdout.write(outcome.source)
+    else:
+        error = files.write_atomically(source, outcome.source)
+        if error is not None:
+            run.errors.append(error)
+            return result
+    run.fixed.extend(outcome.fixed)
+    return lint_source(source.path, outcome.source, rules)

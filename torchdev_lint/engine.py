@@ -1,0 +1,112 @@
+"""The core: parse a file once, run every enabled rule over that one tree in one traversal,
+and turn what the rules reported into positioned, noqa-filtered findings."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from torchdev_lint.analysis.context import FileContext
+from torchdev_lint.finding import FileError, Finding, Fix
+from torchdev_lint.noqa import NoqaMap
+from torchdev_lint.rule import Rule
+
+
+@dataclass
+class FileResult:
+    path: str
+    findings: list[Finding] = field(default_factory=list)
+    error: FileError | None = None
+    module: cst.Module | None = None  # kept for the fixer
+    context: FileContext | None = None
+
+
+class _Dispatcher(cst.CSTVisitor):
+    """One traversal for all rules: the shared context first, then each rule's hooks."""
+
+    def __init__(self, context: FileContext, rules: list[Rule]) -> None:
+        super().__init__()
+        self.context = context
+        self.visits: dict[str, list] = {}
+        self.leaves: dict[str, list] = {}
+        for rule in rules:
+            for attr in dir(type(rule)):
+                if attr.startswith("visit_"):
+                    self.visits.setdefault(attr[6:], []).append(getattr(rule, attr))
+                elif attr.startswith("leave_"):
+                    self.leaves.setdefault(attr[6:], []).append(getattr(rule, attr))
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        self.context.enter(node)
+        for hook in self.visits.get(type(node).__name__, ()):
+            hook(node)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        for hook in self.leaves.get(type(original_node).__name__, ()):
+            hook(original_node)
+        self.context.leave(original_node)
+
+
+_PARSER_POSITION = re.compile(r"error at (\d+):(\d+)")
+
+
+def parse(path: str, source: str) -> cst.Module | FileError:
+    try:
+        return cst.parse_module(source)
+    except cst.ParserSyntaxError as error:
+        match = _PARSER_POSITION.search(error.message)
+        line, column = (
+            (int(match.group(1)), int(match.group(2))) if match
+            else (error.raw_line, error.raw_column + 1)
+        )
+        detail = error.message.split(": ", 2)[-1].splitlines()[0]
+        return FileError(path, f"syntax error: {detail}", line, column)
+    except RecursionError:
+        return FileError(path, "file too deeply nested to parse")
+
+
+def lint_source(path: str, source: str, rule_classes: list[type[Rule]]) -> FileResult:
+    """Check one file's text with the given rules."""
+    wanted = [cls for cls in rule_classes if cls.wants(source)]
+    if not wanted:
+        return FileResult(path)
+    module = parse(path, source)
+    if isinstance(module, FileError):
+        return FileResult(path, error=module)
+    context = FileContext(path, source)
+    rules = [cls(context) for cls in wanted]
+    module.visit(_Dispatcher(context, rules))
+    for rule in rules:
+        rule.end_of_file()
+    result = FileResult(path, module=module, context=context)
+    if not context.reports:
+        return result
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    context.positions = positions
+    noqa = NoqaMap(source)
+    for report in context.reports:
+        where = positions[report.node]
+        line, column = where.start.line, where.start.column + 1
+        if noqa.suppresses(line, report.rule.code):
+            continue
+        fix = report.fix() if callable(report.fix) else report.fix
+        result.findings.append(
+            Finding(
+                path=path,
+                line=line,
+                column=column,
+                end_line=where.end.line,
+                end_column=where.end.column + 1,
+                code=report.rule.code,
+                name=report.rule.name,
+                message=report.message,
+                fix=fix if isinstance(fix, Fix) else None,
+                node=report.node,
+            )
+        )
+    result.findings.sort(key=Finding.sort_key)
+    return result

@@ -1,0 +1,114 @@
+"""Finding the files to check, reading them faithfully and writing fixes back safely."""
+
+from __future__ import annotations
+
+import io
+import os
+import stat
+import tempfile
+import tokenize
+from dataclasses import dataclass
+from pathlib import Path
+
+from torchdev_lint.config import DEFAULT_EXCLUDE, matches_any, relative_to_root
+from torchdev_lint.finding import FileError
+
+SUFFIXES = (".py", ".pyi")
+
+
+@dataclass
+class SourceFile:
+    path: str  # as shown to the user
+    text: str  # decoded, newlines untouched
+    encoding: str  # what to encode it back with ("utf-8-sig" keeps a BOM)
+
+
+def discover(arguments: list[str], exclude: list[str], root: Path) -> tuple[list[str], list[FileError]]:
+    """The files to check under ``arguments``, in a stable order, and paths that do not exist."""
+    patterns = [*DEFAULT_EXCLUDE, *exclude]
+    found: list[str] = []
+    errors: list[FileError] = []
+    for argument in arguments:
+        path = Path(argument)
+        if not path.exists():
+            errors.append(FileError(argument, "no such file or directory"))
+        elif path.is_dir():
+            found.extend(_walk(argument, patterns, root))
+        elif not matches_any(relative_to_root(path, root), exclude):
+            found.append(os.path.normpath(argument))  # named explicitly: always checked
+    return list(dict.fromkeys(found)), errors
+
+
+def _walk(top: str, patterns: list[str], root: Path) -> list[str]:
+    files = []
+    for directory, subdirs, names in os.walk(top, onerror=None):
+        subdirs[:] = sorted(
+            d for d in subdirs
+            if not matches_any(relative_to_root(Path(directory, d), root), patterns)
+            and not (Path(directory, d) / "pyvenv.cfg").exists()
+        )
+        for name in sorted(names):
+            if name.endswith(SUFFIXES):
+                full = os.path.normpath(os.path.join(directory, name))
+                if not matches_any(relative_to_root(Path(full), root), patterns):
+                    files.append(full)
+    return files
+
+
+def decode(path: str, data: bytes) -> SourceFile | FileError:
+    if b"\0" in data:
+        return FileError(path, "binary file, not Python source")
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as error:
+        return FileError(path, f"bad encoding declaration: {error.msg}")
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError as error:
+        return FileError(
+            path, f"cannot decode as {encoding}: {error.reason} at byte {error.start}"
+        )
+    except LookupError:
+        return FileError(path, f"unknown encoding '{encoding}'")
+    return SourceFile(path, text, encoding)
+
+
+def read(path: str) -> SourceFile | FileError:
+    try:
+        data = Path(path).read_bytes()
+    except IsADirectoryError:
+        return FileError(path, "is a directory")
+    except OSError as error:
+        return FileError(path, f"cannot read: {error.strerror or error}")
+    return decode(path, data)
+
+
+def write_atomically(source: SourceFile, text: str) -> FileError | None:
+    """Replace the file's contents in one rename, keeping its encoding and mode.
+    A read-only file (or one whose text cannot be encoded back) is left untouched."""
+    path = Path(source.path)
+    try:
+        data = text.encode(source.encoding)
+    except UnicodeEncodeError as error:
+        return FileError(source.path, f"fix not written: cannot encode as {source.encoding}: {error.reason}")
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+        if not mode & stat.S_IWUSR:
+            return FileError(source.path, "fix not written: file is read-only")
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as error:
+        return FileError(source.path, f"fix not written: {error.strerror or error}")
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(temporary, mode)
+        os.replace(temporary, path)
+    except OSError as error:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        return FileError(source.path, f"fix not written: {error.strerror or error}")
+    return None

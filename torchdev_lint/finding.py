@@ -1,0 +1,82 @@
+"""What a check produces: findings, their fixes, and files that could not be checked."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Callable
+
+import libcst as cst
+
+
+class Applicability(enum.Enum):
+    """How far a fix can be trusted (ruff's vocabulary).
+
+    SAFE: behaviour on a machine with a GPU is unchanged; applied by ``--fix``.
+    UNSAFE: the fix may change behaviour somewhere; applied only with ``--unsafe-fixes``.
+    """
+
+    SAFE = "safe"
+    UNSAFE = "unsafe"
+
+
+# An edit rewrites one node: it receives the node as already updated by inner edits
+# and returns its replacement, so fixes of nested findings compose.
+Edit = Callable[[cst.CSTNode], cst.CSTNode]
+
+
+@dataclass
+class Fix:
+    applicability: Applicability
+    edits: list[tuple[cst.CSTNode, Edit]]
+    # Module-level definitions the edits rely on (see fixer.DefaultDevice).
+    needs_default_device: bool = False
+
+
+@dataclass
+class Finding:
+    path: str
+    line: int
+    column: int  # 1-based, in characters
+    end_line: int
+    end_column: int  # 1-based, one past the last character
+    code: str
+    name: str
+    message: str
+    fix: Fix | None = None
+    node: cst.CSTNode | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def fixable(self) -> bool:
+        return self.fix is not None
+
+    def sort_key(self) -> tuple:
+        return (self.path, self.line, self.column, self.code)
+
+    def to_json(self) -> dict:
+        return {
+            "path": self.path,
+            "line": self.line,
+            "column": self.column,
+            "end_line": self.end_line,
+            "end_column": self.end_column,
+            "code": self.code,
+            "name": self.name,
+            "message": self.message,
+            "fixable": self.fixable,
+            "fix_applicability": self.fix.applicability.value if self.fix else None,
+        }
+
+
+@dataclass
+class FileError:
+    """A file that could not be checked; rendered as one line naming file and problem."""
+
+    path: str
+    message: str
+    line: int | None = None
+    column: int | None = None
+
+    def __str__(self) -> str:
+        where = self.path if self.line is None else f"{self.path}:{self.line}:{self.column}"
+        return f"{where}: error: {self.message}"

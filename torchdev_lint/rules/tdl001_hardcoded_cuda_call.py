@@ -1,0 +1,154 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from torchdev_lint import fixes
+from torchdev_lint.analysis.guards import code_of
+from torchdev_lint.finding import Applicability, Fix
+from torchdev_lint.rule import Invalid, Rule, Valid
+
+
+class HardcodedCudaCall(Rule):
+    """
+    ## What it does
+    Flags `.cuda()` calls (`.cuda()`, `.cuda(n)`, `.cuda(device=...)`,
+    `.cuda(non_blocking=True)`) on tensors, modules or anything else, unless they only run
+    when an accelerator is wanted or present: inside an `if`/`while`, conditional
+    expression or `and`/`or` whose test mentions CUDA, a GPU or a device choice
+    (`torch.cuda.is_available()`, `args.cuda`, `use_gpu`, `device.type == "cuda"`...),
+    under a decorator that does (`@unittest.skipIf(not torch.cuda.is_available(), ...)`),
+    or after an early exit such as `if not torch.cuda.is_available(): return`.
+
+    `torch.cuda.*` API calls and reads of a `.cuda` attribute are not flagged.
+
+    ## Why is this bad?
+    `.cuda()` raises `AssertionError: Torch not compiled with CUDA enabled` (or
+    `RuntimeError: No CUDA GPUs are available`) on a laptop, a CPU-only CI runner or an
+    Apple-silicon Mac, so code that could run anywhere runs on one kind of machine only.
+    A device chosen once (`device = torch.device("cuda" if torch.cuda.is_available() else
+    "cpu")`) and used everywhere with `.to(device)` runs on all of them.
+
+    ## Fix
+    Rewrites `.cuda()` to `.to(device)`, using a device expression that is bound at that
+    point: a `device` variable or parameter already in scope, `self.device`, `args.device`,
+    the `.device` of a tensor input of `forward`, or else a module-level
+    `device = torch.device("cuda" if torch.cuda.is_available() else "cpu")` added once
+    after the imports (with `import torch` if needed). It never uses a name that is unbound
+    where it is used: when a function assigns `device` only after the call, the default is
+    written inline. `.cuda(n)` keeps its index where CUDA exists:
+    `.to(n if torch.cuda.is_available() else "cpu")`. Inside a `map_location` callable the
+    whole callable becomes the device (`map_location=device`).
+
+    Fix safety: safe when the fix uses its own default device, which is exactly
+    `torch.device("cuda")` (the current device, as `.cuda()` uses) on a machine with a
+    GPU; unsafe when it reuses a device expression of the program's, whose value may differ.
+
+    ## When not to use
+    In a project that only ever runs on CUDA (a multi-GPU trainer), turn the rule off:
+    `ignore = ["TDL001"]` under `[tool.torchdev-lint]` in `pyproject.toml`.
+    """
+
+    code = "TDL001"
+    name = "hardcoded-cuda-call"
+    message = "`.cuda()` hardcodes a CUDA device: this line fails on machines without one"
+    fix_title = "Use `.to(device)`"
+
+    VALID = [
+        Valid("import torch\nif torch.cuda.is_available():\n    model.cuda()\n"),
+        Valid("def f(x, args):\n    if args.cuda:\n        x = x.cuda()\n    return x\n"),
+        Valid("x = x.cuda() if use_gpu else x\n"),
+        Valid("import torch\nn = torch.cuda.device_count()\ntorch.cuda.synchronize()\n"),
+        Valid("def f(x):\n    if not torch.cuda.is_available():\n        return x\n"
+              "    return x.cuda()\n"),
+        Valid("has_cuda = hasattr(x, 'cuda')\nfn = x.cuda\n"),
+        Valid("self.use_gpu and model.cuda()\n"),
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\nmodel = Net()\nmodel.cuda()\n",
+            3, 1,
+            'import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else '
+            '"cpu")\nmodel = Net()\nmodel.to(device)\n',
+        ),
+        Invalid(
+            "import torch\n\ndevice = torch.device('cuda:0')\n\ndef train(x):\n"
+            "    return x.cuda(non_blocking=True)\n",
+            6, 12,
+            "import torch\n\ndevice = torch.device('cuda:0')\n\ndef train(x):\n"
+            "    return x.to(device, non_blocking=True)\n",
+            unsafe=True,
+        ),
+        Invalid(
+            "import torch as T\nx = T.zeros(2).cuda(1)\n",
+            2, 5,
+            'import torch as T\nx = T.zeros(2).to(1 if T.cuda.is_available() else "cpu")\n',
+        ),
+        Invalid(
+            "import torch\ndef main(x):\n    y = x.cuda()\n    device = torch.device('cpu')\n"
+            "    return y\n",
+            3, 9,
+            "import torch\ndef main(x):\n"
+            '    y = x.to(torch.device("cuda" if torch.cuda.is_available() else "cpu"))\n'
+            "    device = torch.device('cpu')\n    return y\n",
+        ),
+        Invalid(
+            "import torch\nstate = torch.load(p, map_location=lambda s, loc: s.cuda())\n",
+            2, 51,
+            'import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else '
+            '"cpu")\nstate = torch.load(p, map_location=device)\n',
+        ),
+    ]
+
+    @classmethod
+    def wants(cls, source: str) -> bool:
+        return ".cuda" in source
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if not isinstance(func, cst.Attribute) or func.attr.value != "cuda":
+            return
+        if self.ctx.qualified_name(func.value) == "torch" or self.ctx.is_guarded():
+            return
+        ancestors = tuple(self.ctx.ancestors)
+        self.report(node, fix=lambda: self._fix(node, ancestors))
+
+    def _fix(self, node: cst.Call, ancestors: tuple[cst.CSTNode, ...]) -> Fix:
+        moved = code_of(node.func.value)
+        choice, applicability = fixes.device_for(self.ctx, ancestors, node, moved)
+        device = fixes.expression(choice.code)
+        callable_arg = _map_location_callable(ancestors)
+        if callable_arg is not None:
+            return Fix(
+                applicability,
+                [(callable_arg, lambda updated: updated.with_changes(value=device))],
+                needs_default_device=choice.needs_default,
+            )
+        index = [a for a in node.args if a.keyword is None or a.keyword.value == "device"]
+        keep = [a for a in node.args if a not in index]
+        needs_default = choice.needs_default
+        if index:
+            torch_name = self.ctx.torch_name
+            device = cst.IfExp(
+                test=fixes.expression(f"{torch_name}.cuda.is_available()"),
+                body=index[0].value,
+                orelse=cst.SimpleString('"cpu"'),
+            )
+            applicability, needs_default = Applicability.SAFE, False
+        return Fix(
+            applicability,
+            [(node, lambda updated: fixes.move_call(updated, device, keep))],
+            needs_default_device=needs_default,
+        )
+
+
+def _map_location_callable(ancestors) -> cst.Arg | None:
+    """The ``map_location=<lambda>`` argument that encloses the call, if any."""
+    for parent, child in zip(ancestors, ancestors[1:]):
+        if (
+            isinstance(parent, cst.Arg)
+            and parent.keyword is not None
+            and parent.keyword.value == "map_location"
+            and isinstance(child, cst.Lambda)
+        ):
+            return parent
+    return None

@@ -1,0 +1,113 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from torchdev_lint.analysis.kinds import Kind
+from torchdev_lint.finding import Applicability, Fix
+from torchdev_lint.rule import Invalid, Rule, Valid
+
+_MOVES = frozenset({"to", "cuda", "cpu"})
+
+
+class DiscardedToResult(Rule):
+    """
+    ## What it does
+    Flags a statement whose whole value is `t.to(...)`, `t.cuda(...)` or `t.cpu()` where
+    `t` is a tensor: a tensor built by a torch factory or op, a batch element from
+    `for x, y in loader:`, a tensor input of `forward`/`training_step`, or a value computed
+    from those.
+
+    It does not flag receivers that are `nn.Module`s (`model.to(device)` moves the module in
+    place and is correct), objects whose `.to` works in place (a tokenizer's
+    `BatchEncoding`, a project's own class with a `to` method) or receivers of unknown type.
+
+    ## Why is this bad?
+    Unlike `nn.Module.to`, `Tensor.to` is not in place: it returns a new tensor on the
+    target device and leaves `t` where it was. The statement does the copy and throws it
+    away, and the next op that mixes `t` with a tensor on the GPU fails with
+    `Expected all tensors to be on the same device`, or the program silently computes
+    on the CPU.
+
+    ## Fix
+    Assigns the result back to the receiver: `t = t.to(device)`, `self.t = self.t.to(device)`,
+    `batch[k] = batch[k].to(device)`. A receiver that cannot be assigned to (the result of a
+    call) gets no fix.
+
+    Fix safety: safe. The move the statement asked for now takes effect.
+
+    ## When not to use
+    Never: a discarded out-of-place move is always either a bug or dead code.
+    """
+
+    code = "TDL003"
+    name = "discarded-to-result"
+    message = "Result of a tensor move is discarded: `Tensor.to()` is not in place"
+    fix_title = "Assign the result back"
+
+    VALID = [
+        Valid("import torch.nn as nn\nmodel = nn.Linear(2, 2)\nmodel.to('cuda')\n"),
+        Valid("class Net(nn.Module):\n    pass\nnet = Net()\nnet.to(device)\n"),
+        Valid("import torch\nx = torch.zeros(3)\nx = x.to(device)\n"),
+        Valid("batch = tokenizer(texts, return_tensors='pt')\nbatch.to(device)\n"),
+        Valid("def f(thing):\n    thing.to(device)\n"),
+        Valid("from transformers import AutoModel\nm = AutoModel.from_pretrained('x')\n"
+              "m.to(device)\n"),
+        Valid("class M(nn.Module):\n    def setup(self):\n        self.encoder.to(self.device)\n"
+              "        super().to(self.device)\n"),
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\nx = torch.randn(4, 4)\nx.to('cuda')\n",
+            3, 1,
+            "import torch\nx = torch.randn(4, 4)\nx = x.to('cuda')\n",
+        ),
+        Invalid(
+            "for step, (images, labels) in enumerate(train_loader):\n"
+            "    images.to(device)  # move the batch\n    loss = model(images)\n",
+            2, 5,
+            "for step, (images, labels) in enumerate(train_loader):\n"
+            "    images = images.to(device)  # move the batch\n    loss = model(images)\n",
+        ),
+        Invalid(
+            "import torch.nn as nn\nclass Net(nn.Module):\n    def forward(self, x, mask=None):\n"
+            "        mask.cpu()\n        return x\n",
+            4, 9,
+            "import torch.nn as nn\nclass Net(nn.Module):\n    def forward(self, x, mask=None):\n"
+            "        mask = mask.cpu()\n        return x\n",
+        ),
+        Invalid(
+            "import torch\nclass Buf:\n    def __init__(self):\n        self.w = torch.ones(2)\n"
+            "    def move(self, d):\n        self.w.to(d)\n",
+            6, 9,
+            "import torch\nclass Buf:\n    def __init__(self):\n        self.w = torch.ones(2)\n"
+            "    def move(self, d):\n        self.w = self.w.to(d)\n",
+        ),
+    ]
+
+    @classmethod
+    def wants(cls, source: str) -> bool:
+        return ".to(" in source or ".cuda(" in source or ".cpu(" in source
+
+    def visit_Expr(self, node: cst.Expr) -> None:
+        call = node.value
+        if not (
+            isinstance(call, cst.Call)
+            and isinstance(call.func, cst.Attribute)
+            and call.func.attr.value in _MOVES
+        ):
+            return
+        receiver = call.func.value
+        if self.ctx.value_of(receiver).kind is not Kind.TENSOR:
+            return
+        fix = None
+        if isinstance(receiver, (cst.Name, cst.Attribute, cst.Subscript)):
+            fix = Fix(Applicability.SAFE, [(node, _assign_back)])
+        self.report(call, fix=fix)
+
+
+def _assign_back(updated: cst.Expr) -> cst.Assign:
+    return cst.Assign(
+        targets=[cst.AssignTarget(target=updated.value.func.value)],
+        value=updated.value,
+        semicolon=updated.semicolon,
+    )

@@ -1,0 +1,123 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from torchdev_lint import fixes
+from torchdev_lint.finding import Applicability, Fix
+from torchdev_lint.rule import Invalid, Rule, Valid
+
+_LOADERS = frozenset({"torch.load", "torch.jit.load", "torch.serialization.load"})
+
+
+class LoadWithoutMapLocation(Rule):
+    """
+    ## What it does
+    Flags `torch.load(...)` and `torch.jit.load(...)` calls that do not pass `map_location`
+    (as a keyword or as the second positional argument), whatever name torch is imported
+    under: `import torch as T`, `from torch import load`, `from torch import jit`.
+
+    It does not flag calls that pass `map_location` (even `None`, an explicit choice),
+    calls with `*args`/`**kwargs` that may carry it, a project's own function or method
+    named `load`, or `safetensors` loaders (they take `device=` and default to the CPU).
+
+    ## Why is this bad?
+    Without `map_location`, every tensor is restored to the device it was saved from. A
+    checkpoint written on `cuda:0` fails to load on a machine without a GPU
+    (`RuntimeError: Attempting to deserialize object on a CUDA device but
+    torch.cuda.is_available() is False`), and on a multi-GPU machine every process loads
+    it onto GPU 0, which runs out of memory.
+
+    ## Fix
+    Adds `map_location=<device>` with a device expression already bound at that point
+    (`device`, `self.device`, `args.device`...), or `map_location="cpu"` where none is at
+    hand.
+
+    Fix safety: safe when the loaded object goes straight into `load_state_dict(...)`,
+    which copies the values onto the module's own devices wherever they were loaded.
+    Unsafe otherwise: tensors used directly now land on the chosen device instead of the
+    one they were saved from.
+
+    ## When not to use
+    When checkpoints are always produced and consumed on identical single-GPU machines.
+    """
+
+    code = "TDL004"
+    name = "load-without-map-location"
+    message = "`torch.load` without `map_location`: tensors go back to the device they were saved from"
+    fix_title = "Pass `map_location`"
+
+    VALID = [
+        Valid("import torch\nstate = torch.load('ckpt.pt', map_location='cpu')\n"),
+        Valid("import torch\nstate = torch.load('ckpt.pt', None)\n"),
+        Valid("import torch\nstate = torch.load(path, map_location=None)\n"),
+        Valid("import torch\nstate = torch.load(path, **load_kwargs)\n"),
+        Valid("import json\ndata = json.load(f)\n"),
+        Valid("from .checkpoint import load\nstate = load('ckpt.pt')\n"),
+        Valid("def load(p):\n    return p\nstate = load('ckpt.pt')\n"),
+        Valid("from safetensors.torch import load_file\nstate = load_file('m.safetensors')\n"),
+        Valid("import torch\nclass Saver:\n    def go(self):\n        return self.load('x')\n"),
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\nmodel.load_state_dict(torch.load('ckpt.pt'))\n",
+            2, 23,
+            "import torch\nmodel.load_state_dict(torch.load('ckpt.pt', map_location=\"cpu\"))\n",
+        ),
+        Invalid(
+            "import torch as T\nstate = T.load(\n    path,\n)\n",
+            2, 9,
+            'import torch as T\nstate = T.load(\n    path,\n    map_location="cpu",\n)\n',
+            unsafe=True,
+        ),
+        Invalid(
+            "from torch import load as L\ndevice = 'cpu'\nstate = L(path)\n",
+            3, 9,
+            "from torch import load as L\ndevice = 'cpu'\nstate = L(path, map_location=device)\n",
+            unsafe=True,
+        ),
+        Invalid(
+            "from torch import jit\nscripted = jit.load('model.pt')\n",
+            2, 12,
+            "from torch import jit\nscripted = jit.load('model.pt', map_location=\"cpu\")\n",
+            unsafe=True,
+        ),
+    ]
+
+    @classmethod
+    def wants(cls, source: str) -> bool:
+        return "load" in source and "torch" in source
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.ctx.qualified_name(node.func) not in _LOADERS:
+            return
+        positional = [a for a in node.args if a.keyword is None and not a.star]
+        if len(positional) >= 2 or any(a.star for a in node.args):
+            return
+        if any(a.keyword is not None and a.keyword.value == "map_location" for a in node.args):
+            return
+        ancestors = tuple(self.ctx.ancestors)
+        self.report(node, fix=lambda: self._fix(node, ancestors))
+
+    def _fix(self, node: cst.Call, ancestors: tuple[cst.CSTNode, ...]) -> Fix:
+        choice, _ = fixes.device_for(self.ctx, ancestors, node)
+        device = fixes.expression(choice.code if choice.existing else '"cpu"')
+        applicability = (
+            Applicability.SAFE if _feeds_load_state_dict(ancestors) else Applicability.UNSAFE
+        )
+        return Fix(
+            applicability,
+            [(node, lambda updated: fixes.add_keyword(updated, "map_location", device))],
+        )
+
+
+def _feeds_load_state_dict(ancestors) -> bool:
+    """``m.load_state_dict(torch.load(...))``: the call is the direct argument."""
+    if len(ancestors) < 3:
+        return False
+    outer, arg = ancestors[-3], ancestors[-2]
+    return (
+        isinstance(outer, cst.Call)
+        and isinstance(arg, cst.Arg)
+        and isinstance(outer.func, cst.Attribute)
+        and outer.func.attr.value == "load_state_dict"
+    )

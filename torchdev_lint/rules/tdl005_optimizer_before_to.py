@@ -1,0 +1,272 @@
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from torchdev_lint.analysis.guards import code_of
+from torchdev_lint.analysis.kinds import Kind
+from torchdev_lint.finding import Applicability, Fix
+from torchdev_lint.rule import Invalid, Rule, Valid
+
+_PARAMETER_METHODS = ("parameters", "named_parameters")
+
+
+@dataclass
+class _Optimizer:
+    """An optimizer built from a model's parameters, waiting to see the model move."""
+
+    call: cst.Call
+    model: str  # the model expression's code, e.g. "model" or "self.net"
+    name: str | None  # what the optimizer was assigned to
+    scope: cst.CSTNode  # the function or module body it was built in
+    ancestors: tuple[cst.CSTNode, ...]
+    stepped: bool = False
+
+
+@dataclass
+class _Statement:
+    node: cst.BaseStatement
+    reads: set[str] = field(default_factory=set)
+    writes: set[str] = field(default_factory=set)
+
+
+class OptimizerBeforeTo(Rule):
+    """
+    ## What it does
+    Flags an optimizer (`torch.optim.*`, or a class named like an optimizer from a known
+    optimizer package) built from `M.parameters()`, `M.named_parameters()`, param groups
+    or a `filter(...)` of them, when the same function or module body later moves `M` with
+    `M.to(...)` or `M.cuda()` and no `opt.step()` happens in between.
+
+    It does not flag optimizers built after the move, moves of another model, a move in
+    another function, or a move after training (e.g. `model.cpu()` before export, after
+    `opt.step()` ran).
+
+    ## Why is this bad?
+    The PyTorch docs say to move a model before building its optimizer. With default flags
+    `Module.to` keeps each `Parameter` object and swaps its data, so SGD and Adam happen to
+    keep working; but any optimizer state that exists before the move (Adagrad builds it in
+    its constructor, a `load_state_dict` or `step()` before the move builds it too) stays
+    on the old device and the first `step()` fails with a device mismatch. With
+    `torch.__future__.set_swap_module_params_on_conversion(True)` or modules that replace
+    their parameters, the optimizer keeps updating tensors the model no longer uses.
+
+    ## Fix
+    Moves the optimizer construction, and statements that only depend on it (such as a
+    scheduler built from it), to just after the move, when they are statements of the same
+    block and nothing in between reads them or changes what they read. Otherwise the
+    finding is reported without a fix.
+
+    Fix safety: unsafe. Statements are reordered; code in between with side effects that
+    the construction relied on cannot be fully ruled out.
+
+    ## When not to use
+    When the optimizer is known to keep no state until its first step and the project
+    never swaps parameters on conversion.
+    """
+
+    code = "TDL005"
+    name = "optimizer-before-to"
+    message = "Optimizer built from the model's parameters before the model is moved"
+    fix_title = "Build the optimizer after the move"
+
+    VALID = [
+        Valid("import torch\nmodel = Net().to(device)\nopt = torch.optim.Adam(model.parameters())\n"),
+        Valid("import torch\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+              "other.to(device)\n"),
+        Valid("import torch\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+              "for x in data:\n    opt.step()\nmodel.cpu()\nmodel.to('cpu')\n"),
+        Valid("import torch\ndef build(model):\n    return torch.optim.SGD(model.parameters())\n"
+              "def run(model):\n    model.to(device)\n"),
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\n\nmodel = Net()\noptimizer = torch.optim.Adagrad(model.parameters(), lr=0.01)\n"
+            "scheduler = torch.optim.lr_scheduler.StepLR(optimizer, 10)\nmodel.to(device)\n"
+            "train(model, optimizer, scheduler)\n",
+            4, 13,
+            "import torch\n\nmodel = Net()\nmodel.to(device)\n"
+            "optimizer = torch.optim.Adagrad(model.parameters(), lr=0.01)\n"
+            "scheduler = torch.optim.lr_scheduler.StepLR(optimizer, 10)\n"
+            "train(model, optimizer, scheduler)\n",
+            unsafe=True,
+        ),
+        Invalid(
+            "from torch import optim\ndef main(net):\n"
+            "    opt = optim.AdamW([{'params': net.parameters()}], lr=1e-3)\n"
+            "    print(opt)\n    net = net.to(device)\n",
+            3, 11,
+            None,
+        ),
+        Invalid(
+            "import torch\nclass Trainer:\n    def setup(self):\n"
+            "        self.opt = torch.optim.SGD(filter(lambda p: p.requires_grad, "
+            "self.model.parameters()), lr=0.1)\n        self.model.cuda()\n",
+            4, 20,
+            "import torch\nclass Trainer:\n    def setup(self):\n        self.model.cuda()\n"
+            "        self.opt = torch.optim.SGD(filter(lambda p: p.requires_grad, "
+            "self.model.parameters()), lr=0.1)\n",
+            unsafe=True,
+        ),
+    ]
+
+    @classmethod
+    def wants(cls, source: str) -> bool:
+        return "parameters()" in source and (".to(" in source or ".cuda(" in source)
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self.pending: list[_Optimizer] = []
+        self.reported: set[int] = set()
+
+    def _scope(self) -> cst.CSTNode:
+        return self.ctx.function or self.ctx.ancestors[0]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if self.ctx.value_of(node).kind is Kind.OPTIMIZER:
+            model = _model_of_parameters(node)
+            if model is not None:
+                self.pending.append(
+                    _Optimizer(node, model, _assigned_name(self.ctx.ancestors), self._scope(),
+                               tuple(self.ctx.ancestors))
+                )
+            return
+        if not isinstance(func, cst.Attribute):
+            return
+        method, receiver = func.attr.value, code_of(func.value)
+        if method == "step":
+            stepped = {receiver} | {code_of(a.value) for a in node.args}
+            for optimizer in self.pending:
+                if optimizer.name in stepped:
+                    optimizer.stepped = True
+        elif method in ("to", "cuda") and self.ctx.value_of(func.value).kind is not Kind.TENSOR:
+            scope = self._scope()
+            for optimizer in self.pending:
+                if (optimizer.model == receiver and optimizer.scope is scope
+                        and not optimizer.stepped and id(optimizer.call) not in self.reported):
+                    self.reported.add(id(optimizer.call))
+                    move_ancestors = tuple(self.ctx.ancestors)
+                    self.report(
+                        optimizer.call,
+                        f"Optimizer built from `{receiver}` parameters before "
+                        f"`{code_of(node)}` moves the model: build it after the move",
+                        fix=lambda o=optimizer, m=move_ancestors: _reorder_fix(o, m),
+                    )
+
+    def leave_Assign(self, node: cst.Assign) -> None:
+        # Rebinding the model (other than by its move) means later moves are of another model.
+        targets = {code_of(t.target) for t in node.targets}
+        value = node.value
+        is_move = isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and (
+            code_of(value.func.value) in targets
+        )
+        if not is_move:
+            self.pending = [o for o in self.pending if o.model not in targets]
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.pending = [o for o in self.pending if o.scope is not node]
+
+
+def _model_of_parameters(call: cst.Call) -> str | None:
+    """``model`` for ``Optim(model.parameters())``, param groups or ``filter(...)``."""
+    if not call.args:
+        return None
+    first = next((a for a in call.args if a.keyword is None or a.keyword.value == "params"), None)
+    if first is None:
+        return None
+    found: list[str] = []
+
+    class _Finder(cst.CSTVisitor):
+        def visit_Call(self, inner: cst.Call) -> None:
+            if isinstance(inner.func, cst.Attribute) and inner.func.attr.value in _PARAMETER_METHODS:
+                found.append(code_of(inner.func.value))
+
+    first.value.visit(_Finder())
+    return found[0] if len(set(found)) == 1 else None
+
+
+def _assigned_name(ancestors) -> str | None:
+    for node in reversed(ancestors):
+        if isinstance(node, cst.Assign) and len(node.targets) == 1:
+            return code_of(node.targets[0].target)
+        if isinstance(node, (cst.BaseStatement, cst.FunctionDef)):
+            break
+    return None
+
+
+def _statement_in_block(ancestors) -> tuple[cst.CSTNode, int] | None:
+    """The block (Module or IndentedBlock) holding the statement of the innermost node,
+    and the statement's index in it."""
+    for parent, child in zip(reversed(ancestors[:-1]), reversed(ancestors[1:])):
+        if isinstance(child, cst.BaseStatement):
+            if isinstance(parent, (cst.Module, cst.IndentedBlock)):
+                for index, statement in enumerate(parent.body):
+                    if statement is child:
+                        return parent, index
+            return None
+    return None
+
+
+class _Names(cst.CSTVisitor):
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads: set[str] = set()
+        self.writes: set[str] = set()
+
+    def visit_Assign(self, node: cst.Assign) -> bool:
+        for target in node.targets:
+            self.writes.add(code_of(target.target))
+        node.value.visit(self)
+        return False
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.reads.add(node.value)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self.reads.add(code_of(node))
+
+
+def _names(statement: cst.CSTNode) -> _Statement:
+    visitor = _Names()
+    statement.visit(visitor)
+    return _Statement(statement, visitor.reads, visitor.writes)
+
+
+def _reorder_fix(optimizer: _Optimizer, move_ancestors) -> Fix | None:
+    """Move the optimizer's statement (and its dependents) to just after the move."""
+    if optimizer.name is None:
+        return None
+    start = _statement_in_block(optimizer.ancestors)
+    end = _statement_in_block(move_ancestors)
+    if start is None or end is None or start[0] is not end[0]:
+        return None
+    block, first = start
+    last = end[1]
+    statements = [_names(s) for s in block.body]
+    moved_names = {optimizer.name}
+    moved = [first]
+    reads_of_moved = set(statements[first].reads)
+    for index in range(first + 1, last):
+        statement = statements[index]
+        if statement.reads & moved_names:
+            if not statement.writes or statement.writes & reads_of_moved:
+                return None  # something in between uses the optimizer
+            moved.append(index)
+            moved_names |= statement.writes
+            reads_of_moved |= statement.reads
+    for index in range(first + 1, last + 1):
+        if index not in moved and statements[index].writes & (reads_of_moved - {optimizer.model}):
+            return None  # something in between changes what the construction reads
+        if index not in moved and statements[index].reads & moved_names:
+            return None
+
+    def reorder(updated: cst.CSTNode) -> cst.CSTNode:
+        body = list(updated.body)
+        kept = [s for i, s in enumerate(body) if i not in moved]
+        insert_at = kept.index(body[last]) + 1
+        kept[insert_at:insert_at] = [body[i] for i in moved]
+        return updated.with_changes(body=kept)
+
+    return Fix(Applicability.UNSAFE, [(block, reorder)])
