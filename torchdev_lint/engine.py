@@ -69,8 +69,11 @@ def parse(path: str, source: str) -> cst.Module | FileError:
         return FileError(path, "file too deeply nested to parse")
 
 
-def lint_source(path: str, source: str, rule_classes: list[type[Rule]]) -> FileResult:
-    """Check one file's text with the given rules."""
+def lint_source(
+    path: str, source: str, rule_classes: list[type[Rule]], *, apply_noqa: bool = True
+) -> FileResult:
+    """Check one file's text with the given rules. ``apply_noqa=False`` keeps findings that a
+    ``# noqa`` comment suppresses, for hosts that apply their own (the flake8 plugin)."""
     wanted = [cls for cls in rule_classes if cls.wants(source)]
     if not wanted:
         return FileResult(path)
@@ -87,11 +90,11 @@ def lint_source(path: str, source: str, rule_classes: list[type[Rule]]) -> FileR
         return result
     positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
     context.positions = positions
-    noqa = NoqaMap(source)
+    noqa = NoqaMap(source) if apply_noqa else None
     for report in context.reports:
         where = positions[report.node]
         line, column = where.start.line, where.start.column + 1
-        if noqa.suppresses(line, report.rule.code):
+        if noqa is not None and noqa.suppresses(line, report.rule.code):
             continue
         fix = report.fix() if callable(report.fix) else report.fix
         result.findings.append(
