@@ -8,12 +8,13 @@ enclose the call.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
 import libcst as cst
 
-from torchdev_lint.analysis import kinds
+from torchdev_lint.analysis import devices, kinds
 from torchdev_lint.analysis.guards import is_guarded
 from torchdev_lint.analysis.imports import ImportTable, dotted_name
 from torchdev_lint.analysis.kinds import Kind, Value
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
 
 _STEP_METHODS = ("training_step", "validation_step", "test_step", "predict_step")
 _TENSOR_ANNOTATIONS = ("Tensor", "torch.Tensor", "FloatTensor", "LongTensor")
+_DEVICE_WORDS = re.compile(r"cuda|device|\bmps\b|xpu|accelerat|\.to\(")
 
 
 @dataclass
@@ -65,6 +67,23 @@ class FileContext:
         self.classes: dict[str, ClassInfo] = {}
         self.reports: list[Report] = []
         self.positions = None  # set by the engine once a rule has reported
+        self._mentions_devices: bool | None = None
+        self._bindings: dict[int, dict] = {}
+
+    def bindings(self, scope: cst.CSTNode) -> dict[str, list[cst.CSTNode]]:
+        """Names bound directly in a function or module body (computed once per scope)."""
+        cached = self._bindings.get(id(scope))
+        if cached is None:
+            cached = self._bindings[id(scope)] = devices.bindings(scope)
+        return cached
+
+    @property
+    def mentions_devices(self) -> bool:
+        """The file names a device or moves something to one: a model it calls may be on an
+        accelerator. A file that never does runs where torch's default device is."""
+        if self._mentions_devices is None:
+            self._mentions_devices = bool(_DEVICE_WORDS.search(self.source))
+        return self._mentions_devices
 
     @property
     def torch_name(self) -> str:
@@ -75,42 +94,49 @@ class FileContext:
 
     def enter(self, node: cst.CSTNode) -> None:
         self.ancestors.append(node)
-        if isinstance(node, cst.Module):
-            self.scopes.append(Scope(node))
-        elif isinstance(node, cst.FunctionDef):
-            self._enter_function(node)
-        elif isinstance(node, cst.Lambda):
-            scope = Scope(node)
-            for param in node.params.params:
-                scope.values[param.name.value] = kinds.UNKNOWN
-            self.scopes.append(scope)
-        elif isinstance(node, cst.ClassDef):
-            self._enter_class(node)
-        elif isinstance(node, cst.Import):
-            self.imports.record_import(node)
-        elif isinstance(node, cst.ImportFrom):
-            self.imports.record_import_from(node)
-        elif isinstance(node, (cst.For, cst.CompFor)):
-            self._bind_loop(node.target, node.iter)
+        handler = _ENTER.get(type(node))
+        if handler is not None:
+            handler(self, node)
 
     def leave(self, node: cst.CSTNode) -> None:
-        if isinstance(node, cst.Assign):
-            value = self.value_of(node.value)
-            for target in node.targets:
-                self._bind_target(target.target, value, node.value)
-        elif isinstance(node, cst.AnnAssign):
-            value = self.value_of(node.value) if node.value is not None else kinds.UNKNOWN
-            if dotted_name(node.annotation.annotation) in _TENSOR_ANNOTATIONS:
-                value = kinds.TENSOR
-            self._bind_target(node.target, value, node.value)
-        elif isinstance(node, cst.WithItem) and node.asname is not None:
-            self._bind_target(node.asname.name, kinds.UNKNOWN)
-        elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
-            self.scopes.pop()
-            self._bind_name(node.name.value, kinds.UNKNOWN)
-        elif isinstance(node, cst.Lambda):
-            self.scopes.pop()
+        handler = _LEAVE.get(type(node))
+        if handler is not None:
+            handler(self, node)
         self.ancestors.pop()
+
+    def _enter_module(self, node: cst.Module) -> None:
+        self.scopes.append(Scope(node))
+
+    def _enter_lambda(self, node: cst.Lambda) -> None:
+        scope = Scope(node)
+        for param in node.params.params:
+            scope.values[param.name.value] = kinds.UNKNOWN
+        self.scopes.append(scope)
+
+    def _enter_loop(self, node: cst.For | cst.CompFor) -> None:
+        self._bind_loop(node.target, node.iter)
+
+    def _leave_assign(self, node: cst.Assign) -> None:
+        value = self.value_of(node.value)
+        for target in node.targets:
+            self._bind_target(target.target, value, node.value)
+
+    def _leave_ann_assign(self, node: cst.AnnAssign) -> None:
+        value = self.value_of(node.value) if node.value is not None else kinds.UNKNOWN
+        if dotted_name(node.annotation.annotation) in _TENSOR_ANNOTATIONS:
+            value = kinds.TENSOR
+        self._bind_target(node.target, value, node.value)
+
+    def _leave_with_item(self, node: cst.WithItem) -> None:
+        if node.asname is not None:
+            self._bind_target(node.asname.name, kinds.UNKNOWN)
+
+    def _leave_definition(self, node: cst.FunctionDef | cst.ClassDef) -> None:
+        self.scopes.pop()
+        self._bind_name(node.name.value, kinds.UNKNOWN)
+
+    def _leave_lambda(self, node: cst.Lambda) -> None:
+        self.scopes.pop()
 
     # -- questions rules ask -----------------------------------------------------------
 
@@ -164,6 +190,11 @@ class FileContext:
         if isinstance(expr, cst.IfExp):
             body, orelse = self.value_of(expr.body), self.value_of(expr.orelse)
             return body if body == orelse else kinds.UNKNOWN
+        if isinstance(expr, (cst.DictComp, cst.ListComp, cst.GeneratorExp)):
+            # `{k: v.to(device) for k, v in batch.items()}`: a batch on the device.
+            element = self.value_of(expr.value if isinstance(expr, cst.DictComp) else expr.elt)
+            if element.maybe_accelerator:
+                return Value(Kind.BATCH, maybe_accelerator=True)
         return kinds.UNKNOWN
 
     def lookup(self, name: str) -> Value:
@@ -236,6 +267,11 @@ class FileContext:
             base = self.value_of(expr.value)
             if base.kind is Kind.TENSOR:
                 return base
+        elif attr not in kinds.NON_TENSOR_ATTRIBUTES:
+            # A field of a model's output (`outputs.logits`) lives where the output does.
+            base = self.value_of(expr.value)
+            if base.kind is Kind.TENSOR and base.maybe_accelerator:
+                return base
         return kinds.UNKNOWN
 
     def _call_value(self, call: cst.Call) -> Value:
@@ -246,7 +282,10 @@ class FileContext:
                 "torch.nn.Parameter",
                 "torch.nn.parameter.Parameter",
             ):
-                return Value(Kind.TENSOR, _has_device_argument(call))
+                return Value(
+                    Kind.TENSOR,
+                    _has_device_argument(call) or self._follows_inputs(qualified, call),
+                )
             if qualified.endswith("DataLoader"):
                 return Value(Kind.LOADER)
             if kinds.is_optimizer_class(qualified):
@@ -255,6 +294,13 @@ class FileContext:
                 return kinds.MODULE
             if qualified == "copy.deepcopy" and call.args:
                 return self.value_of(call.args[0].value)
+        if (
+            isinstance(func, cst.Name)
+            and func.value in ("tuple", "list", "dict")
+            and len(call.args) == 1
+            and isinstance(call.args[0].value, (cst.GeneratorExp, cst.ListComp, cst.DictComp))
+        ):
+            return self.value_of(call.args[0].value)
         if isinstance(func, cst.Name) and func.value in self.classes:
             return kinds.MODULE if self.classes[func.value].is_module else kinds.UNKNOWN
         if isinstance(func, cst.Attribute):
@@ -264,8 +310,24 @@ class FileContext:
             return kinds.method_call_value(self.value_of(func.value), method, call)
         callee = self.value_of(func)
         if callee.kind is Kind.MODULE:
-            return Value(Kind.TENSOR, maybe_accelerator=True)  # a model output
+            # A model output: on an accelerator if the file places anything on one.
+            return Value(Kind.TENSOR, maybe_accelerator=self.mentions_devices)
         return kinds.UNKNOWN
+
+    def _follows_inputs(self, qualified: str, call: cst.Call) -> bool:
+        """An op (not a factory, except ``*_like``) computes where its tensor inputs live."""
+        last = qualified.rsplit(".", 1)[-1]
+        if last in kinds.TENSOR_FACTORIES and not last.endswith("_like"):
+            return False
+        for arg in call.args:
+            value = arg.value
+            elements = (
+                [e.value for e in value.elements]
+                if isinstance(value, (cst.List, cst.Tuple)) else [value]
+            )
+            if any(self.value_of(e).maybe_accelerator for e in elements):
+                return True
+        return False
 
     def _bind_loop(self, target: cst.BaseExpression, iterable: cst.BaseExpression) -> None:
         """``for i, (x, y) in enumerate(loader)`` binds the index and a batch."""
@@ -317,6 +379,10 @@ class FileContext:
                     element_value = Value(
                         Kind.BATCH if nested else Kind.TENSOR, value.maybe_accelerator
                     )
+                elif value.kind is Kind.TENSOR:
+                    # Unpacking a tensor (or a model's tuple output, or `torch.max(x, 1)`)
+                    # gives tensors on the same device.
+                    element_value = value
                 else:
                     element_value = kinds.UNKNOWN
                 self._bind_target(element.value, element_value)
@@ -360,3 +426,25 @@ def _has_device_argument(call: cst.Call) -> bool:
             value = arg.value
             return not (isinstance(value, cst.SimpleString) and "cpu" in value.value)
     return False
+
+
+# What the context does on entering and leaving each kind of node (a dict lookup per node:
+# isinstance chains on LibCST's abstract classes cost more than the rest of the walk).
+_ENTER = {
+    cst.Module: FileContext._enter_module,
+    cst.FunctionDef: FileContext._enter_function,
+    cst.Lambda: FileContext._enter_lambda,
+    cst.ClassDef: FileContext._enter_class,
+    cst.Import: lambda self, node: self.imports.record_import(node),
+    cst.ImportFrom: lambda self, node: self.imports.record_import_from(node),
+    cst.For: FileContext._enter_loop,
+    cst.CompFor: FileContext._enter_loop,
+}
+_LEAVE = {
+    cst.Assign: FileContext._leave_assign,
+    cst.AnnAssign: FileContext._leave_ann_assign,
+    cst.WithItem: FileContext._leave_with_item,
+    cst.FunctionDef: FileContext._leave_definition,
+    cst.ClassDef: FileContext._leave_definition,
+    cst.Lambda: FileContext._leave_lambda,
+}

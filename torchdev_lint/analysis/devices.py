@@ -89,6 +89,7 @@ class _Bindings(cst.CSTVisitor):
 
 
 def bindings(scope: cst.CSTNode) -> dict[str, list[cst.CSTNode]]:
+    """Names bound directly in ``scope``, with their binding sites."""
     visitor = _Bindings(scope)
     scope.visit(visitor)
     return visitor.names
@@ -112,7 +113,7 @@ def device_expression(
     functions = [a for a in reversed(ancestors) if isinstance(a, (cst.FunctionDef, cst.Lambda))]
     in_function = bool(functions)
     for function in functions:
-        local = bindings(function)
+        local = ctx.bindings(function)
         if DEVICE_NAME in local:
             if _bound_before(ctx, local[DEVICE_NAME], use) or _is_param(function, DEVICE_NAME):
                 return DeviceChoice(DEVICE_NAME)
@@ -120,14 +121,14 @@ def device_expression(
     method_class = _method_class(ancestors)
     if method_class is not None and _class_has_device(method_class):
         return DeviceChoice("self.device")
-    module_names = bindings(ancestors[0])
+    module_names = ctx.bindings(ancestors[0])
     if DEVICE_NAME in module_names and (
         in_function or _bound_before(ctx, module_names[DEVICE_NAME], use)
     ):
         return DeviceChoice(DEVICE_NAME)
     for obj in _CONFIG_OBJECTS:
         head = obj.split(".")[0]
-        if f"{obj}.device" in ctx.source and _bound_anywhere(head, functions, module_names):
+        if f"{obj}.device" in ctx.source and _bound_anywhere(ctx, head, functions, module_names):
             return DeviceChoice(f"{obj}.device")
     tensor = _tensor_parameter(functions[0], avoid=moved) if functions else None
     if tensor is not None and method_class is not None:
@@ -144,10 +145,10 @@ def _is_param(function: cst.CSTNode, name: str) -> bool:
     return any(p.name.value == name for p in every)
 
 
-def _bound_anywhere(name: str, functions, module_names) -> bool:
+def _bound_anywhere(ctx: FileContext, name: str, functions, module_names) -> bool:
     if name == "self":
         return bool(functions)
-    return name in module_names or any(name in bindings(f) for f in functions)
+    return name in module_names or any(name in ctx.bindings(f) for f in functions)
 
 
 def _method_class(ancestors: Sequence[cst.CSTNode]) -> cst.ClassDef | None:
