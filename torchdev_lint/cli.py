@@ -88,10 +88,11 @@ def _run(args) -> int:
         print(docs.page(Rule.registry[code]))
         return EXIT_CLEAN
     settings = _settings(args)
+    # An explicit --select replaces the configured selection, its ignores included.
     select = config.split_codes(args.select) if args.select else settings.select
     if args.extend_select:
         select = [*select, *config.split_codes(args.extend_select)]
-    ignore = [*settings.ignore, *config.split_codes(args.ignore or "")]
+    ignore = [*([] if args.select else settings.ignore), *config.split_codes(args.ignore or "")]
     config.check_codes(select, "--select" if args.select else "select")
     config.check_codes(ignore, "--ignore")
     for pattern, codes in settings.per_file_ignores.items():

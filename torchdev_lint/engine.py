@@ -3,6 +3,7 @@ and turn what the rules reported into positioned, noqa-filtered findings."""
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import re
 from dataclasses import dataclass, field
@@ -118,6 +119,14 @@ def lint_source(
     ``# noqa`` comment suppresses, for hosts that apply their own (the flake8 plugin)."""
     wanted = [cls for cls in rule_classes if cls.wants(source)]
     if not wanted:
+        # No rule needs the tree, but a broken file is still reported: the stdlib parser
+        # checks it at a fraction of LibCST's cost, and LibCST confirms (it knows newer syntax).
+        try:
+            ast.parse(source)
+        except (SyntaxError, ValueError, RecursionError):
+            error = parse(path, source)
+            if isinstance(error, FileError):
+                return FileResult(path, error=error)
         return FileResult(path)
     module = parse(path, source)
     if isinstance(module, FileError):

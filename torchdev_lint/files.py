@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import stat
 import tempfile
 import tokenize
@@ -14,6 +15,7 @@ from torchdev_lint.config import DEFAULT_EXCLUDE, matches_any, relative_to_root
 from torchdev_lint.finding import FileError
 
 SUFFIXES = (".py", ".pyi")
+_COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=]", re.M)
 
 
 @dataclass
@@ -61,7 +63,9 @@ def decode(path: str, data: bytes) -> SourceFile | FileError:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as error:
-        return FileError(path, f"bad encoding declaration: {error.msg}")
+        if _COOKIE.search(b"\n".join(data.splitlines()[:2])):
+            return FileError(path, f"bad encoding declaration: {error.msg}")
+        encoding = "utf-8"  # no declaration: the bytes are not UTF-8, said below
     try:
         text = data.decode(encoding)
     except UnicodeDecodeError as error:

@@ -1,0 +1,279 @@
+"""End-to-end: the real command line in a subprocess, as a user runs it."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from conftest import ROOT
+
+BUGGY = textwrap.dedent(
+    """\
+    import torch
+
+    model = Net()
+    model.cuda()
+    state = torch.load("ckpt.pt")
+    """
+)
+CLEAN = "import torch\nx = torch.zeros(2)\nx = x.to('cpu')\n"
+
+
+def write(path, text, mode="w"):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if mode == "wb":
+        path.write_bytes(text)
+    else:
+        path.write_text(text)
+    return path
+
+
+def test_text_output_sorted_with_summary(tmp_path, run_cli):
+    write(tmp_path / "b.py", BUGGY)
+    write(tmp_path / "a.py", "x = y.cuda()\n")
+    write(tmp_path / "clean.py", CLEAN)
+    status, out, err = run_cli("--isolated", ".", cwd=tmp_path)
+    assert status == 1, err
+    lines = out.splitlines()
+    assert lines[:3] == [
+        "a.py:1:5: TDL001 [*] `.cuda()` hardcodes a CUDA device: this line fails on machines without one",
+        "b.py:4:1: TDL001 [*] `.cuda()` hardcodes a CUDA device: this line fails on machines without one",
+        "b.py:5:9: TDL004 [*] `torch.load` without `map_location`: tensors go back to the device they were saved from",
+    ]
+    assert lines[3] == "Found 3 problems in 2 files."
+
+
+def test_paths_are_shown_as_typed(tmp_path, run_cli):
+    write(tmp_path / "pkg" / "sub" / "m.py", "x = y.cuda()\n")
+    status, out, _ = run_cli("--isolated", "pkg/", cwd=tmp_path)
+    assert out.startswith("pkg/sub/m.py:1:5: TDL001")
+
+
+def test_exit_status_clean_and_exit_zero(tmp_path, run_cli):
+    write(tmp_path / "clean.py", CLEAN)
+    write(tmp_path / "bug.py", BUGGY)
+    assert run_cli("--isolated", "clean.py", cwd=tmp_path)[0] == 0
+    assert run_cli("--isolated", "bug.py", cwd=tmp_path)[0] == 1
+    assert run_cli("--isolated", "--exit-zero", "bug.py", cwd=tmp_path)[0] == 0
+
+
+def test_json_output_is_the_documented_contract(tmp_path, run_cli):
+    write(tmp_path / "bug.py", BUGGY)
+    status, out, _ = run_cli("--isolated", "--format", "json", "bug.py", cwd=tmp_path)
+    assert status == 1
+    findings = json.loads(out)
+    assert findings[0] == {
+        "path": "bug.py", "line": 4, "column": 1, "end_line": 4, "end_column": 13,
+        "code": "TDL001", "name": "hardcoded-cuda-call",
+        "message": "`.cuda()` hardcodes a CUDA device: this line fails on machines without one",
+        "fixable": True, "fix_applicability": "safe",
+    }
+    assert [f["code"] for f in findings] == ["TDL001", "TDL004"]
+
+
+def test_json_output_is_an_empty_array_when_clean(tmp_path, run_cli):
+    write(tmp_path / "clean.py", CLEAN)
+    status, out, _ = run_cli("--isolated", "--format", "json", "clean.py", cwd=tmp_path)
+    assert (status, json.loads(out)) == (0, [])
+
+
+def test_github_and_sarif_formats(tmp_path, run_cli):
+    write(tmp_path / "bug.py", BUGGY)
+    _, out, _ = run_cli("--isolated", "--format", "github", "bug.py", cwd=tmp_path)
+    assert out.splitlines()[0].startswith("::error title=torchdev-lint (TDL001),file=bug.py,line=4,col=1,")
+    _, out, _ = run_cli("--isolated", "--format", "sarif", "bug.py", cwd=tmp_path)
+    sarif = json.loads(out)
+    assert sarif["version"] == "2.1.0"
+    results = sarif["runs"][0]["results"]
+    assert [r["ruleId"] for r in results] == ["TDL001", "TDL004"]
+    assert results[0]["locations"][0]["physicalLocation"]["region"]["startLine"] == 4
+
+
+@pytest.mark.parametrize(
+    "args, codes",
+    [
+        (["--select", "TDL004"], ["TDL004"]),
+        (["--select", "tdl00"], ["TDL001", "TDL004"]),
+        (["--ignore", "TDL001"], ["TDL004"]),
+        (["--select", "TDL001,TDL004", "--ignore", "TDL004"], ["TDL001"]),
+    ],
+)
+def test_select_and_ignore(tmp_path, run_cli, args, codes):
+    write(tmp_path / "bug.py", BUGGY)
+    _, out, _ = run_cli("--isolated", "--format", "json", *args, "bug.py", cwd=tmp_path)
+    assert [f["code"] for f in json.loads(out)] == codes
+
+
+@pytest.mark.parametrize("option", ["--select", "--ignore"])
+def test_unknown_code_is_a_one_line_error(tmp_path, run_cli, option):
+    write(tmp_path / "bug.py", BUGGY)
+    status, out, err = run_cli(option, "TDL999", "bug.py", cwd=tmp_path)
+    assert status == 2
+    assert err.strip().count("\n") == 0 and "TDL999" in err and "Traceback" not in err
+
+
+def test_pyproject_configuration(tmp_path, run_cli):
+    write(tmp_path / "pyproject.toml", textwrap.dedent("""\
+        [tool.torchdev-lint]
+        ignore = ["TDL001"]
+        exclude = ["vendored"]
+        per-file-ignores = { "tests/*" = ["TDL004"] }
+        """))
+    write(tmp_path / "src" / "bug.py", BUGGY)
+    write(tmp_path / "tests" / "test_bug.py", BUGGY)
+    write(tmp_path / "vendored" / "bug.py", BUGGY)
+    status, out, _ = run_cli("--format", "json", ".", cwd=tmp_path)
+    found = [(f["path"], f["code"]) for f in json.loads(out)]
+    assert found == [("src/bug.py", "TDL004")]
+    # The command line overrides the configuration.
+    _, out, _ = run_cli("--format", "json", "--select", "TDL001", "src", cwd=tmp_path)
+    assert [f["code"] for f in json.loads(out)] == ["TDL001"]
+
+
+def test_pyproject_unknown_option_is_an_error(tmp_path, run_cli):
+    write(tmp_path / "pyproject.toml", "[tool.torchdev-lint]\nselcet = ['TDL001']\n")
+    write(tmp_path / "bug.py", BUGGY)
+    status, _, err = run_cli("bug.py", cwd=tmp_path)
+    assert status == 2 and "selcet" in err
+
+
+def test_cuda_only_project_turns_tdl001_off(tmp_path, run_cli):
+    write(tmp_path / "pyproject.toml", '[tool.torchdev-lint]\nignore = ["TDL001"]\n')
+    write(tmp_path / "trainer.py", "import torch\nmodel = model.cuda()\n")
+    assert run_cli(".", cwd=tmp_path)[0] == 0
+
+
+@pytest.mark.parametrize(
+    "line, flagged",
+    [
+        ("model.cuda()  # noqa\n", False),
+        ("model.cuda()  # noqa: TDL001\n", False),
+        ("model.cuda()  # noqa: TDL004, TDL001\n", False),
+        ("model.cuda()  # noqa:TDL00\n", False),
+        ("model.cuda()  # noqa: TDL004\n", True),
+        ("model.cuda()  # a comment\n", True),
+    ],
+)
+def test_noqa(tmp_path, run_cli, line, flagged):
+    write(tmp_path / "m.py", "import torch\n" + line)
+    status, out, _ = run_cli("--isolated", "m.py", cwd=tmp_path)
+    assert ("TDL001" in out) == flagged
+
+
+def test_noqa_on_a_multiline_statement(tmp_path, run_cli):
+    write(tmp_path / "m.py", textwrap.dedent("""\
+        import torch
+        state = torch.load(
+            "ckpt.pt",
+        )  # noqa: TDL004
+        other = torch.load(  # noqa: TDL004
+            "ckpt.pt")
+        third = torch.load("x")
+        """))
+    status, out, _ = run_cli("--isolated", "--format", "json", "m.py", cwd=tmp_path)
+    assert [f["line"] for f in json.loads(out)] == [7]
+
+
+def test_stdin_with_filename(tmp_path, run_cli):
+    status, out, _ = run_cli("--isolated", "-", "--stdin-filename", "src/train.py", input=BUGGY, cwd=tmp_path)
+    assert status == 1
+    assert out.startswith("src/train.py:4:1: TDL001")
+
+
+def test_version_help_and_explain(run_cli):
+    status, out, _ = run_cli("--version")
+    assert status == 0 and out.startswith("torchdev-lint 0.")
+    status, out, _ = run_cli("--help")
+    assert status == 0 and "--select" in out and "--fix" in out
+    status, out, _ = run_cli("--explain", "TDL003")
+    assert status == 0 and out.startswith("# TDL003: discarded-to-result")
+    assert "## Why is this bad?" in out
+    status, _, err = run_cli("--explain", "TDL042")
+    assert status == 2 and "TDL042" in err
+
+
+def test_default_excludes(tmp_path, run_cli):
+    for skipped in [".git/hooks/x.py", "build/x.py", "dist/x.py", "__pycache__/x.py",
+                    "node_modules/x.py", "env1/lib/x.py"]:
+        write(tmp_path / skipped, BUGGY)
+    write(tmp_path / "env1" / "pyvenv.cfg", "home = /usr\n")
+    write(tmp_path / "real.py", BUGGY)
+    _, out, _ = run_cli("--isolated", "--format", "json", ".", cwd=tmp_path)
+    assert {f["path"] for f in json.loads(out)} == {"real.py"}
+
+
+def test_static_path_never_imports_torch(tmp_path):
+    write(tmp_path / "bug.py", BUGGY)
+    probe = (
+        "import sys\n"
+        "from torchdev_lint.cli import main\n"
+        f"code = main(['--isolated', {str(tmp_path)!r}, '--fix', '--diff'])\n"
+        "code = main(['--isolated', '--format', 'json', {!r}])\n".format(str(tmp_path))
+        + "print('torch' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}).stdout
+    assert out.strip().splitlines()[-1] == "False"
+
+
+# -- bad input: one clear line naming the file, the other files still checked, exit 2 ------
+
+
+def test_python2_syntax_error(tmp_path, run_cli):
+    write(tmp_path / "old.py", 'import torch\nprint "hello"\n')
+    write(tmp_path / "bug.py", BUGGY)
+    status, out, err = run_cli("--isolated", ".", cwd=tmp_path)
+    assert status == 2
+    assert "bug.py:4:1: TDL001" in out  # the other file is still checked
+    (line,) = [l for l in err.splitlines() if "old.py" in l]
+    assert line.startswith("torchdev-lint: old.py:2:") and "syntax error" in line
+
+
+@pytest.mark.parametrize(
+    "name, data, problem",
+    [
+        ("latin.py", b"x = 'caf\xe9'\n", "cannot decode as utf-8"),
+        ("blob.py", b"\x7fELF\x02\x01\x01\x00\x00\x00", "binary file"),
+        ("cookie.py", b"# -*- coding: klingon -*-\nx = 1\n", "encoding"),
+    ],
+)
+def test_undecodable_files(tmp_path, run_cli, name, data, problem):
+    write(tmp_path / name, data, mode="wb")
+    write(tmp_path / "bug.py", BUGGY)
+    status, out, err = run_cli("--isolated", ".", cwd=tmp_path)
+    assert status == 2
+    assert "bug.py:4:1: TDL001" in out
+    (line,) = [l for l in err.splitlines() if name in l]
+    assert problem in line
+
+
+def test_unreadable_path(tmp_path, run_cli):
+    os.symlink(tmp_path / "gone.py", tmp_path / "dangling.py")
+    write(tmp_path / "bug.py", BUGGY)
+    status, out, err = run_cli("--isolated", ".", cwd=tmp_path)
+    assert status == 2 and "bug.py:4:1" in out
+    assert "dangling.py: error: cannot read" in err
+
+
+def test_latin1_coding_cookie_and_non_ascii_columns(tmp_path, run_cli):
+    source = "# -*- coding: latin-1 -*-\nnom = 'café'; x = y.cuda()\n".encode("latin-1")
+    write(tmp_path / "m.py", source, mode="wb")
+    status, out, err = run_cli("--isolated", "m.py", cwd=tmp_path)
+    assert status == 1, err
+    assert out.startswith("m.py:2:19: TDL001")  # columns count characters, not bytes
+
+
+def test_empty_file_and_missing_path(tmp_path, run_cli):
+    write(tmp_path / "empty.py", "")
+    assert run_cli("--isolated", "empty.py", cwd=tmp_path)[0] == 0
+    status, _, err = run_cli("--isolated", "nope.py", cwd=tmp_path)
+    assert status == 2 and "nope.py: error: no such file or directory" in err
+
+
+def test_no_python_files(tmp_path, run_cli):
+    write(tmp_path / "notes.txt", "hello")
+    status, out, err = run_cli("--isolated", ".", cwd=tmp_path)
+    assert status == 0 and "No Python files found" in err
