@@ -25,7 +25,9 @@ if TYPE_CHECKING:
 
 _STEP_METHODS = ("training_step", "validation_step", "test_step", "predict_step")
 _TENSOR_ANNOTATIONS = ("Tensor", "torch.Tensor", "FloatTensor", "LongTensor")
-_DEVICE_WORDS = re.compile(r"cuda|device|\bmps\b|xpu|accelerat|\.to\(")
+# A file that names these may run its models on an accelerator (Lightning and Accelerate
+# place models themselves).
+_DEVICE_WORDS = re.compile(r"cuda|device|\bmps\b|xpu|accelerat|lightning|\.to\(")
 
 
 @dataclass
@@ -307,6 +309,8 @@ class FileContext:
             method = func.attr.value
             if method == "from_pretrained":
                 return kinds.MODULE
+            if self.value_of(func).kind is Kind.MODULE:  # `self.encoder(x)`: a submodule's output
+                return Value(Kind.TENSOR, maybe_accelerator=self.mentions_devices)
             return kinds.method_call_value(self.value_of(func.value), method, call)
         callee = self.value_of(func)
         if callee.kind is Kind.MODULE:

@@ -37,6 +37,7 @@ class Value:
 UNKNOWN = Value(Kind.UNKNOWN)
 TENSOR = Value(Kind.TENSOR)
 MODULE = Value(Kind.MODULE)
+MOVED_UNKNOWN = Value(Kind.UNKNOWN, maybe_accelerator=True)  # `thing.to(device)`
 
 # torch functions that return a tensor. Factories first (torch.utils._device lists the ones
 # set_default_device intercepts), then common ops.
@@ -56,7 +57,7 @@ TENSOR_OPS = frozenset(
     lerp maximum minimum floor ceil round sign sin cos atan2 pow square rsqrt erf
     logsumexp cumprod diff nan_to_num isnan isinf isfinite logical_and logical_or
     logical_not eq ne lt le gt ge addmm baddbmm narrow view_as_real
-    view_as_complex fft""".split()
+    view_as_complex fft max min sort topk median unique argsort""".split()
 )
 TENSOR_CLASSES = frozenset(
     "Tensor FloatTensor DoubleTensor HalfTensor LongTensor IntTensor ShortTensor "
@@ -69,6 +70,16 @@ NON_TENSOR_METHODS = frozenset(
     register_hook backward stride __len__ chunk split unbind""".split()
 )
 TENSOR_ATTRIBUTES = frozenset("T mT H mH data grad real imag".split())
+# Attributes of a tensor (or of a model's output object) that are not tensors themselves.
+NON_TENSOR_ATTRIBUTES = frozenset(
+    """shape device dtype ndim is_cuda is_cpu is_meta is_leaf requires_grad layout names
+    grad_fn is_sparse is_quantized itemsize nbytes""".split()
+)
+# The names torch gives its dtypes: `.to(torch.float16)` changes the dtype, not the device.
+DTYPE_NAMES = frozenset(
+    """float16 float32 float64 half float double bfloat16 int8 int16 int32 int64 int long
+    short uint8 bool complex64 complex128 cfloat cdouble float8_e4m3fn float8_e5m2 dtype""".split()
+)
 # nn.Module methods that return the module itself.
 MODULE_SELF_METHODS = frozenset(
     """to cuda cpu xpu mps train eval half float double bfloat16 requires_grad_ type
@@ -127,8 +138,34 @@ def moves_to_cpu(call: cst.Call) -> bool:
     for arg in call.args:
         if arg.keyword is None or arg.keyword.value == "device":
             value = arg.value
+            if (  # torch.device("cpu")
+                isinstance(value, cst.Call)
+                and isinstance(value.func, (cst.Name, cst.Attribute))
+                and (value.func.value if isinstance(value.func, cst.Name) else value.func.attr.value)
+                == "device"
+                and value.args
+            ):
+                value = value.args[0].value
+            if isinstance(value, (cst.Name, cst.Attribute)):  # `cpu_device`, `self._cpu_device`
+                name = value.value if isinstance(value, cst.Name) else value.attr.value
+                return "cpu" in name.lower()
             return isinstance(value, cst.SimpleString) and value.value.strip("'\"") == "cpu"
     return False
+
+
+def changes_dtype_only(call: cst.Call) -> bool:
+    """``.to(torch.float16)``, ``.to(x.dtype)``, ``.to(dtype=...)``: no device named."""
+    for arg in call.args:
+        if arg.keyword is not None:
+            if arg.keyword.value in ("device", "other"):
+                return False
+            continue
+        value = arg.value
+        last = value.attr.value if isinstance(value, cst.Attribute) else (
+            value.value if isinstance(value, cst.Name) else None
+        )
+        return last in DTYPE_NAMES
+    return any(a.keyword is not None and a.keyword.value == "dtype" for a in call.args)
 
 
 def method_call_value(receiver: Value, method: str, call: cst.Call) -> Value:
@@ -138,9 +175,20 @@ def method_call_value(receiver: Value, method: str, call: cst.Call) -> Value:
             return UNKNOWN
         if method == "cpu":
             return TENSOR
+        if method == "to" and changes_dtype_only(call):
+            return receiver
         if method in _MOVE_METHODS:
             return Value(Kind.TENSOR, maybe_accelerator=not moves_to_cpu(call))
         return receiver
     if receiver.kind is Kind.MODULE and method in MODULE_SELF_METHODS:
         return MODULE
+    if receiver.kind is Kind.UNKNOWN:
+        # Whatever was moved to a device is there: if it is a tensor (or holds tensors),
+        # what is computed from it is too (TDL009). The kind stays unknown.
+        if method in _MOVE_METHODS and not moves_to_cpu(call) and not (
+            method == "to" and changes_dtype_only(call)
+        ):
+            return MOVED_UNKNOWN
+        if receiver.maybe_accelerator and method not in NON_TENSOR_METHODS and method != "cpu":
+            return receiver
     return UNKNOWN
