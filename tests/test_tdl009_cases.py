@@ -1,0 +1,185 @@
+"""TDL009 (numpy-on-accelerator): what counts as "may be on an accelerator", and the fix's
+shape on aliases, chains laid out over lines, comments, nested calls and other rules' fixes."""
+
+import textwrap
+
+import pytest
+
+import torchdev_lint.rules  # noqa: F401
+from torchdev_lint.engine import lint_source
+from torchdev_lint.fixer import fix_file
+from torchdev_lint.rule import Rule
+
+RULE = Rule.registry["TDL009"]
+
+
+def lint(code, rules=(RULE,)):
+    return lint_source("example.py", textwrap.dedent(code), list(rules))
+
+
+def positions(code):
+    return [(f.line, f.column) for f in lint(code).findings]
+
+
+def fixed(code, rules=(RULE,)):
+    result = lint(code, rules)
+    outcome = fix_file(result)
+    assert outcome.error is None
+    again = lint(outcome.source, rules)
+    assert [f for f in again.findings if f.code == "TDL009"] == []
+    return outcome.source
+
+
+MODEL = "import torch\nimport torch.nn as nn\nmodel = nn.Linear(2, 2).to(device)\n"
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        # Clearly on the CPU.
+        "import torch\nx = torch.arange(3)\nprint(x.numpy())\n",
+        "import torch\nx = torch.from_numpy(a)\nprint((x * 2).numpy())\n",
+        MODEL + "out = model(x).cpu()\nprint(out.numpy())\n",
+        MODEL + "out = model(x).to('cpu')\nprint(out.numpy())\n",
+        MODEL + "out = model(x).to(torch.device('cpu'))\nprint(out.numpy())\n",
+        MODEL + "out = model(x).to(self._cpu_device)\nprint(out.numpy())\n",
+        MODEL + "out = model(x).detach().cpu().float()\nprint(out.numpy())\n",
+        # A dtype change is no move.
+        "import torch\nx = torch.ones(2).to(torch.float16)\nprint(x.numpy())\n",
+        "import torch\nx = torch.ones(2).to(dtype=torch.float64)\nprint(x.numpy())\n",
+        # Parameters of unknown origin.
+        "def show(t):\n    return t.numpy()\n",
+        "import torch.nn as nn\nclass M(nn.Module):\n    def forward(self, x):\n"
+        "        return x.numpy()\n",
+        # Asked to copy.
+        MODEL + "print(model(x).numpy(force=True))\n",
+        MODEL + "print(model(x).numpy(True))\n",
+        # Not a tensor: `.numpy()` of a numpy-like object, shapes and devices.
+        MODEL + "out = model(x)\nprint(out.shape.numpy())\n",
+        "import pandas as pd\ndf = pd.read_csv(p)\nprint(df.to_numpy())\n",
+        # A script that never places anything on a device runs on the CPU.
+        "import torch.nn as nn\nmodel = nn.Linear(2, 2)\nout = model(x)\n"
+        "print(out.detach().numpy())\n",
+    ],
+)
+def test_not_flagged(code):
+    assert positions(code) == []
+
+
+@pytest.mark.parametrize(
+    "code, where",
+    [
+        # A model's output, a field of it, an element of its tuple output.
+        (MODEL + "out = model(x)\nprint(out.logits.numpy())\n", (5, 7)),
+        (MODEL + "logits, hidden = model(x)\nprint(hidden.numpy())\n", (5, 7)),
+        (MODEL + "print(model(x)[0].numpy())\n", (4, 7)),
+        # Computed from it: ops, methods, arithmetic.
+        (MODEL + "print(torch.sigmoid(model(x)).numpy())\n", (4, 7)),
+        (MODEL + "print((model(x) * 2).argmax(1).numpy())\n", (4, 7)),
+        (MODEL + "pred = model(x).max(1)[1]\nprint(pred.numpy())\n", (5, 7)),
+        (MODEL + "out = torch.cat([model(x), model(y)])\nprint(out.numpy())\n", (5, 7)),
+        # Moved to the device, whatever it was.
+        ("def f(x, device):\n    x = x.to(device)\n    return x.numpy()\n", (3, 12)),
+        ("def f(x):\n    return x.cuda().float().numpy()\n", (2, 12)),
+        ("images = [t.to(device) for t in batch]\nprint(images[0].numpy())\n", (2, 7)),
+        # A method's attribute holding a model output.
+        (
+            "import torch.nn as nn\nclass Probe(nn.Module):\n    def __init__(self):\n"
+            "        super().__init__()\n        self.net = nn.Linear(2, 2)\n"
+            "    def run(self, x):\n        self.out = self.net(x.to(self.device))\n"
+            "        return self.out.numpy()\n",
+            (8, 16),
+        ),
+    ],
+)
+def test_flagged(code, where):
+    assert positions(code) == [where]
+
+
+def test_alias_and_from_imports():
+    code = """\
+        import torch as T
+        from torch.nn import Linear
+        net = Linear(2, 2).to(device)
+        with T.no_grad():
+            y = T.relu(net(x)).numpy()
+    """
+    assert fixed(code).splitlines()[-1] == "    y = T.relu(net(x)).cpu().numpy()"
+
+
+def test_multi_line_chain_keeps_its_layout_and_comments():
+    code = """\
+        import torch
+        import torch.nn as nn
+        model = nn.Linear(2, 2).cuda()
+        with torch.inference_mode():
+            arr = (
+                model(x)  # logits
+                .softmax(-1)
+                .numpy()  # to numpy
+            )
+    """
+    assert fixed(code).splitlines()[4:] == [
+        "    arr = (",
+        "        model(x)  # logits",
+        "        .softmax(-1).cpu()",
+        "        .numpy()  # to numpy",
+        "    )",
+    ]
+
+
+def test_nested_calls_are_each_fixed():
+    code = """\
+        import numpy as np
+        import torch.nn as nn
+        model = nn.Linear(2, 2).to(device)
+        def score(x, y):
+            return np.mean(model(x).numpy() == model(y).detach().numpy())
+    """
+    assert fixed(code).splitlines()[-1] == (
+        "    return np.mean(model(x).detach().cpu().numpy() == model(y).detach().cpu().numpy())"
+    )
+
+
+def test_detach_only_where_grad_may_be_on():
+    code = """\
+        import torch
+        import torch.nn as nn
+        model = nn.Linear(2, 2).to(device)
+
+        @torch.no_grad()
+        def predict(x):
+            return model(x).numpy()
+
+        def train_step(x):
+            out = model(x)
+            out.sum().backward()
+            return out.numpy(), out.argmax(1).numpy(), out.data.numpy()
+    """
+    lines = fixed(code).splitlines()
+    assert lines[6] == "    return model(x).cpu().numpy()"
+    assert lines[-1] == (
+        "    return out.detach().cpu().numpy(), out.argmax(1).cpu().numpy(), "
+        "out.data.cpu().numpy()"
+    )
+
+
+def test_lightning_evaluation_steps_run_without_grad():
+    code = """\
+        import lightning as L
+        class Lit(L.LightningModule):
+            def validation_step(self, batch, batch_idx):
+                x, y = batch
+                preds = self(x)
+                self.log_preds(preds.numpy())
+    """
+    assert fixed(code).splitlines()[-1] == "        self.log_preds(preds.cpu().numpy())"
+
+
+def test_composes_with_the_cuda_call_fix():
+    code = "import torch\nx = torch.randn(3)\nprint(x.cuda().numpy())\n"
+    rules = [Rule.registry["TDL001"], RULE]
+    result = lint(code, rules)
+    assert sorted(f.code for f in result.findings) == ["TDL001", "TDL009"]
+    outcome = fix_file(result)
+    assert outcome.source.splitlines()[-1] == "print(x.to(device).cpu().numpy())"
