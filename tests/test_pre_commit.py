@@ -50,28 +50,30 @@ def repo(tmp_path) -> tuple[Path, dict]:
     return work, env
 
 
-def try_repo(work: Path, env: dict, *hook: str) -> subprocess.CompletedProcess:
+def try_repo(work: Path, env: dict) -> subprocess.CompletedProcess:
+    """``pre-commit try-repo <this checkout> --all-files``: every hook in the manifest, in order
+    (the check, then the fix). One call per step, as each call builds its own environment."""
     return subprocess.run(
-        [sys.executable, "-m", "pre_commit", "try-repo", str(ROOT), *hook, "--all-files", "--color", "never"],
+        [sys.executable, "-m", "pre_commit", "try-repo", str(ROOT), "--all-files", "--color", "never"],
         cwd=work, env=env, capture_output=True, text=True, timeout=540,
     )
 
 
-def test_check_then_fix_then_pass(repo):
+def test_check_fails_fix_rewrites_then_both_pass(repo):
     work, env = repo
 
-    check = try_repo(work, env, "torchdev-lint")
-    assert check.returncode == 1, check.stdout + check.stderr
-    assert "bug.py:3:5: TDL001" in check.stdout
-    assert (work / "bug.py").read_text() == BUGGY  # the check hook changes nothing
-
-    fix = try_repo(work, env, "torchdev-lint-fix")
-    assert fix.returncode == 1, fix.stdout + fix.stderr
-    assert "files were modified by this hook" in fix.stdout
+    first = try_repo(work, env)
+    assert first.returncode == 1, first.stdout + first.stderr
+    check, fix = first.stdout.split("- hook id: torchdev-lint\n", 1)[1].split("- hook id: torchdev-lint-fix\n", 1)
+    # the check ran first, on the buggy file: it names the finding and changes nothing
+    assert "bug.py:3:5: TDL001" in check
+    assert "files were modified" not in check
+    # the fix hook rewrote the file, and pre-commit fails a hook that modifies files
+    assert "files were modified by this hook" in fix
     fixed = (work / "bug.py").read_text()
     assert ".cuda()" not in fixed and "x = torch.zeros(3).to(device)" in fixed
 
-    again = try_repo(work, env)  # both hooks: nothing left to report or fix
-    assert again.returncode == 0, again.stdout + again.stderr
-    assert again.stdout.count("Passed") == 2
+    second = try_repo(work, env)
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert second.stdout.count("Passed") == 2 and "Failed" not in second.stdout
     assert (work / "bug.py").read_text() == fixed
