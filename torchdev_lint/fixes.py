@@ -14,23 +14,17 @@ def expression(code: str) -> cst.BaseExpression:
     return cst.parse_expression(code)
 
 
+def _new_line(like: cst.ParenthesizedWhitespace) -> cst.ParenthesizedWhitespace:
+    """A line break to the same indentation as ``like``, without its comment."""
+    return cst.ParenthesizedWhitespace(indent=like.indent, last_line=like.last_line)
+
+
 def _separator(call: cst.Call) -> cst.Comma:
-    """The comma to put between arguments, multi-line when the call is laid out that way."""
-    if isinstance(call.whitespace_before_args, cst.ParenthesizedWhitespace):
-        return cst.Comma(whitespace_after=call.whitespace_before_args)
+    """The comma to put between arguments: one per line when the call is laid out that way."""
+    before = call.whitespace_before_args
+    if isinstance(before, cst.ParenthesizedWhitespace):
+        return cst.Comma(whitespace_after=_new_line(before))
     return cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-
-
-def with_arguments(call: cst.Call, args: Sequence[cst.Arg]) -> cst.Call:
-    """``call`` with ``args``, keeping the original trailing comma and closing layout."""
-    args = list(args)
-    if not args:
-        return call.with_changes(args=())
-    trailing = call.args[-1].comma if call.args else cst.MaybeSentinel.DEFAULT
-    separator = _separator(call)
-    laid_out = [a.with_changes(comma=separator) for a in args[:-1]]
-    laid_out.append(args[-1].with_changes(comma=trailing))
-    return call.with_changes(args=laid_out)
 
 
 def keyword(name: str, value: cst.BaseExpression) -> cst.Arg:
@@ -44,13 +38,32 @@ def keyword(name: str, value: cst.BaseExpression) -> cst.Arg:
 
 
 def add_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Call:
-    return with_arguments(call, [*call.args, keyword(name, value)])
+    """``f(a)`` -> ``f(a, name=value)``; in a call laid out one argument per line with a
+    trailing comma, the new argument gets its own line and the comments stay where they were."""
+    new = keyword(name, value)
+    if not call.args:
+        return call.with_changes(args=[new])
+    *others, last = call.args
+    trailing = last.comma
+    if isinstance(trailing, cst.Comma) and isinstance(trailing.whitespace_after, cst.ParenthesizedWhitespace):
+        separator = _separator(call).whitespace_after
+        after = trailing.whitespace_after
+        last = last.with_changes(comma=trailing.with_changes(whitespace_after=after.with_changes(
+            indent=separator.indent, last_line=separator.last_line)))
+        new = new.with_changes(comma=cst.Comma(whitespace_after=_new_line(after)))
+    else:
+        last = last.with_changes(comma=_separator(call))
+        new = new.with_changes(comma=trailing)  # `f(a, )` keeps its trailing comma
+    return call.with_changes(args=[*others, last, new])
 
 
 def move_call(call: cst.Call, device: cst.BaseExpression, keep: Sequence[cst.Arg] = ()) -> cst.Call:
-    """``x.<method>(...)`` -> ``x.to(<device>, <keep>...)``."""
+    """``x.<method>(...)`` -> ``x.to(<device>, <keep>...)``: the kept arguments keep their
+    own commas and comments; a lone device takes over the original closing comma."""
     renamed = call.with_changes(func=call.func.with_changes(attr=cst.Name("to")))
-    return with_arguments(renamed, [cst.Arg(value=device), *keep])
+    closing = call.args[-1].comma if call.args else cst.MaybeSentinel.DEFAULT
+    first = cst.Arg(value=device, comma=_separator(call) if keep else closing)
+    return renamed.with_changes(args=[first, *keep])
 
 
 def device_for(ctx, ancestors, node, moved: str | None = None) -> tuple[DeviceChoice, Applicability]:

@@ -22,6 +22,8 @@ class _Optimizer:
     scope: cst.CSTNode  # the function or module body it was built in
     ancestors: tuple[cst.CSTNode, ...]
     stepped: bool = False
+    # Where the model moves before any step; the fix goes after the last of them.
+    moves: list[tuple[cst.CSTNode, ...]] = field(default_factory=list)
 
 
 @dataclass
@@ -109,6 +111,16 @@ class OptimizerBeforeTo(Rule):
             "self.model.parameters()), lr=0.1)\n",
             unsafe=True,
         ),
+        Invalid(
+            "import torch\ndef main(args):\n    model = Net()\n"
+            "    opt = torch.optim.Adagrad(model.parameters())\n    model.to(device)\n"
+            "    if args.cuda:\n        model.cuda()\n    train(model, opt)\n",
+            4, 11,
+            "import torch\ndef main(args):\n    model = Net()\n    model.to(device)\n"
+            "    if args.cuda:\n        model.cuda()\n"
+            "    opt = torch.optim.Adagrad(model.parameters())\n    train(model, opt)\n",
+            unsafe=True,
+        ),
     ]
 
     @classmethod
@@ -118,7 +130,6 @@ class OptimizerBeforeTo(Rule):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self.pending: list[_Optimizer] = []
-        self.reported: set[int] = set()
 
     def _scope(self) -> cst.CSTNode:
         return self.ctx.function or self.ctx.ancestors[0]
@@ -144,15 +155,15 @@ class OptimizerBeforeTo(Rule):
         elif method in ("to", "cuda") and self.ctx.value_of(func.value).kind is not Kind.TENSOR:
             scope = self._scope()
             for optimizer in self.pending:
-                if (optimizer.model == receiver and optimizer.scope is scope
-                        and not optimizer.stepped and id(optimizer.call) not in self.reported):
-                    self.reported.add(id(optimizer.call))
-                    move_ancestors = tuple(self.ctx.ancestors)
+                if optimizer.model != receiver or optimizer.scope is not scope or optimizer.stepped:
+                    continue
+                optimizer.moves.append(tuple(self.ctx.ancestors))
+                if len(optimizer.moves) == 1:
                     self.report(
                         optimizer.call,
                         f"Optimizer built from `{receiver}` parameters before "
                         f"`{code_of(node)}` moves the model: build it after the move",
-                        fix=lambda o=optimizer, m=move_ancestors: _reorder_fix(o, m),
+                        fix=lambda o=optimizer: _reorder_fix(o),
                     )
 
     def leave_Assign(self, node: cst.Assign) -> None:
@@ -196,16 +207,21 @@ def _assigned_name(ancestors) -> str | None:
     return None
 
 
-def _statement_in_block(ancestors) -> tuple[cst.CSTNode, int] | None:
-    """The block (Module or IndentedBlock) holding the statement of the innermost node,
-    and the statement's index in it."""
+def _statement_in(block: cst.CSTNode, ancestors) -> int | None:
+    """The index in ``block`` (a Module or IndentedBlock) of the statement that holds the
+    innermost of ``ancestors``, or None when that node is not inside ``block``."""
+    for depth, node in enumerate(ancestors[:-1]):
+        if node is block:
+            statement = ancestors[depth + 1]
+            return next(i for i, s in enumerate(block.body) if s is statement)
+    return None
+
+
+def _block_of(ancestors) -> cst.CSTNode | None:
+    """The statement block directly holding the innermost node's statement."""
     for parent, child in zip(reversed(ancestors[:-1]), reversed(ancestors[1:])):
         if isinstance(child, cst.BaseStatement):
-            if isinstance(parent, (cst.Module, cst.IndentedBlock)):
-                for index, statement in enumerate(parent.body):
-                    if statement is child:
-                        return parent, index
-            return None
+            return parent if isinstance(parent, (cst.Module, cst.IndentedBlock)) else None
     return None
 
 
@@ -234,16 +250,17 @@ def _names(statement: cst.CSTNode) -> _Statement:
     return _Statement(statement, visitor.reads, visitor.writes)
 
 
-def _reorder_fix(optimizer: _Optimizer, move_ancestors) -> Fix | None:
-    """Move the optimizer's statement (and its dependents) to just after the move."""
+def _reorder_fix(optimizer: _Optimizer) -> Fix | None:
+    """Move the optimizer's statement (and its dependents) to just after the last move."""
     if optimizer.name is None:
         return None
-    start = _statement_in_block(optimizer.ancestors)
-    end = _statement_in_block(move_ancestors)
-    if start is None or end is None or start[0] is not end[0]:
+    block = _block_of(optimizer.ancestors)
+    if block is None:
         return None
-    block, first = start
-    last = end[1]
+    first = _statement_in(block, optimizer.ancestors)
+    last = _statement_in(block, optimizer.moves[-1])
+    if last is None:
+        return None
     statements = [_names(s) for s in block.body]
     moved_names = {optimizer.name}
     moved = [first]
