@@ -113,12 +113,18 @@ def parse(path: str, source: str) -> cst.Module | FileError:
 
 
 def lint_source(
-    path: str, source: str, rule_classes: list[type[Rule]], *, apply_noqa: bool = True
+    path: str,
+    source: str,
+    rule_classes: list[type[Rule]],
+    *,
+    apply_noqa: bool = True,
+    module: cst.Module | None = None,
 ) -> FileResult:
     """Check one file's text with the given rules. ``apply_noqa=False`` keeps findings that a
-    ``# noqa`` comment suppresses, for hosts that apply their own (the flake8 plugin)."""
+    ``# noqa`` comment suppresses, for hosts that apply their own (the flake8 plugin);
+    ``module`` is the text's tree when a host has already parsed it (the LibCST codemod)."""
     wanted = [cls for cls in rule_classes if cls.wants(source)]
-    if not wanted:
+    if not wanted and module is None:
         # No rule needs the tree, but a broken file is still reported: the stdlib parser
         # checks it at a fraction of LibCST's cost, and LibCST confirms (it knows newer syntax).
         try:
@@ -128,7 +134,8 @@ def lint_source(
             if isinstance(error, FileError):
                 return FileResult(path, error=error)
         return FileResult(path)
-    module = parse(path, source)
+    if module is None:
+        module = parse(path, source)
     if isinstance(module, FileError):
         return FileResult(path, error=module)
     context = FileContext(path, source)

@@ -1,0 +1,44 @@
+"""The fixes as a LibCST codemod command, for teams that run LibCST codemods:
+
+    python -m libcst.tool codemod -x torchdev_lint.codemod.FixDevicePlacement PATH
+    python -m libcst.tool codemod -x torchdev_lint.codemod.FixDevicePlacement --unsafe-fixes PATH
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import libcst as cst
+from libcst.codemod import CodemodContext, SkipFile, VisitorBasedCodemodCommand
+
+import torchdev_lint.rules  # noqa: F401  (registers the rules)
+from torchdev_lint import config
+from torchdev_lint.engine import lint_source
+from torchdev_lint.fixer import fix_file
+
+
+class FixDevicePlacement(VisitorBasedCodemodCommand):
+    DESCRIPTION = "Apply torchdev-lint's fixes for PyTorch device-placement bugs."
+
+    def __init__(self, context: CodemodContext, unsafe_fixes: bool = False, select: str = "TDL") -> None:
+        super().__init__(context)
+        self.unsafe = unsafe_fixes
+        codes = config.split_codes(select)
+        config.check_codes(codes, "--select")
+        self.rules = config.enabled_rules(codes, [])
+
+    @staticmethod
+    def add_args(arg_parser: argparse.ArgumentParser) -> None:
+        arg_parser.add_argument("--unsafe-fixes", dest="unsafe_fixes", action="store_true",
+                                help="also apply fixes marked unsafe")
+        arg_parser.add_argument("--select", default="TDL", help="rule codes or prefixes to fix")
+
+    def transform_module_impl(self, tree: cst.Module) -> cst.Module:
+        path = self.context.filename or "<stdin>"
+        result = lint_source(path, tree.code, self.rules, module=tree)
+        outcome = fix_file(result, self.unsafe)
+        if outcome.error is not None:
+            raise SkipFile(outcome.error.message)
+        if not outcome.fixed:
+            raise SkipFile("nothing to fix")
+        return cst.parse_module(outcome.source)
