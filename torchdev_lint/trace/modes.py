@@ -1,0 +1,365 @@
+"""The TorchFunctionMode: the API surface, above autograd and argument parsing.
+
+One class serves the three modes:
+* ``sim``: answers ``.device``/``.is_cuda``/``get_device()`` with the virtual device, performs
+  moves and ``device=`` requests on the CPU and tags the result, raises the GPU's TypeError on
+  ``.numpy()`` of an accelerator tensor, makes pinning a no-op;
+* ``real``: real devices; records the same events, and turns a real mixed-device error into
+  an event (and with --keep-going, retries the call with the operands moved);
+* ``cpu-only``: a machine without any GPU: every CUDA request is an event, then raises
+  ``AssertionError: Torch not compiled with CUDA enabled`` as a CPU build does (or, with
+  --keep-going, is redirected to the CPU).
+
+In every mode it records: discarded results of tensor moves (TDL003: the caller's next
+instruction is ``POP_TOP``), ``.numpy()`` calls (TDL009), and the origin of tensors made by a
+factory without ``device=`` in the program's own code (TDL008).
+"""
+
+from __future__ import annotations
+
+import dis
+import sys
+
+import torch
+import torch.utils._device as _device_utils
+from torch.overrides import TorchFunctionMode
+
+from torchdev_lint.trace import sim
+from torchdev_lint.trace.runtime import CPU, NO_CUDA_TEXT, NUMPY_TEXT, Runtime
+from torchdev_lint.trace.sites import frame_site
+
+Tensor = torch.Tensor
+TB = torch._C.TensorBase
+
+_GET_DEVICE = TB.device.__get__
+_GET_IS_CUDA = TB.is_cuda.__get__
+_GET_IS_CPU = TB.is_cpu.__get__
+_CONSTRUCTORS = _device_utils._device_constructors()
+_ALIASING_CONSTRUCTORS = {torch.as_tensor, torch.asarray}
+_NEW = {TB.new_zeros, TB.new_ones, TB.new_empty, TB.new_full, TB.new_tensor, TB.new_empty_strided}
+_MISMATCH_PREFIXES = ("Expected all tensors to be on the same device",
+                      "Tensors of the same index must be on the same device")
+
+_NEXT_OP: dict = {}
+
+
+def next_opname(code, lasti: int) -> str | None:
+    """The instruction executed after the call at ``lasti`` (caches hidden)."""
+    table = _NEXT_OP.get(code)
+    if table is None:
+        table = {}
+        previous = None
+        for instruction in dis.get_instructions(code):
+            if previous is not None:
+                table[previous] = instruction.opname
+            previous = instruction.offset
+        _NEXT_OP[code] = table
+    return table.get(lasti)
+
+
+def _constructor_name(func) -> str:
+    return f"torch.{getattr(func, '__name__', func)}"
+
+
+class TraceFunctionMode(TorchFunctionMode):
+    def __init__(self, rt: Runtime):
+        super().__init__()
+        self.rt = rt
+        handlers = {TB.to: self._to, TB.cuda: self._to, TB.cpu: self._to,
+                    TB.numpy: self._numpy, Tensor.__array__: self._numpy}
+        if rt.sim:
+            handlers.update({
+                _GET_DEVICE: self._get_device, _GET_IS_CUDA: self._get_is_cuda,
+                _GET_IS_CPU: self._get_is_cpu, TB.get_device: self._get_device_index,
+                TB.pin_memory: self._pin_memory, TB.is_pinned: self._is_pinned,
+                Tensor.__repr__: self._repr,
+            })
+            for new in _NEW:
+                handlers[new] = self._new
+        self.handlers = handlers
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if kwargs is None:
+            kwargs = {}
+        handler = self.handlers.get(func)
+        if handler is not None:
+            return handler(func, args, kwargs)
+        if "device" in kwargs and kwargs["device"] is not None:
+            return self._device_request(func, args, kwargs)
+        if func in _CONSTRUCTORS:
+            return self._factory(func, args, kwargs)
+        if self.rt.mode == "real":
+            return self._call_real(func, args, kwargs)
+        return func(*args, **kwargs)
+
+    # -- getters (simulator) ------------------------------------------------------------
+    def _get_device(self, func, args, kwargs):
+        return self.rt.torch_device(self.rt.dev(args[0]))
+
+    def _get_is_cuda(self, func, args, kwargs):
+        return self.rt.dev(args[0]).startswith("cuda")
+
+    def _get_is_cpu(self, func, args, kwargs):
+        return self.rt.dev(args[0]) == CPU
+
+    def _get_device_index(self, func, args, kwargs):
+        device = self.rt.dev(args[0])
+        return int(device.split(":")[1]) if device.startswith("cuda") else -1
+
+    def _pin_memory(self, func, args, kwargs):
+        return args[0]
+
+    def _is_pinned(self, func, args, kwargs):
+        return False
+
+    def _repr(self, func, args, kwargs):
+        text = func(*args, **kwargs)
+        device = self.rt.dev(args[0])
+        if device == CPU or "device=" in text:
+            return text
+        cut = len(text) - 1
+        for suffix in (", size=", ", dtype=", ", layout=", ", grad_fn=", ", requires_grad="):
+            position = text.rfind(suffix)
+            if position != -1 and position > text.rfind("]"):
+                cut = min(cut, position)
+        return f"{text[:cut]}, device='{device}'{text[cut:]}"
+
+    def _new(self, func, args, kwargs):
+        if kwargs.get("device") is not None:
+            return self._device_request(func, args, kwargs)
+        out = func(*args, **kwargs)
+        device = self.rt.dev(args[0])
+        if device != CPU and isinstance(out, Tensor):
+            self.rt.tag(out, device)
+        return out
+
+    # -- moves --------------------------------------------------------------------------
+    def _parse_move(self, func, args, kwargs):
+        """(target device or None, dtype, memory_format, copy) of .to/.cuda/.cpu."""
+        rt = self.rt
+        if func is TB.cpu:
+            return CPU, None, kwargs.get("memory_format"), False
+        if func is TB.cuda:
+            device = args[1] if len(args) > 1 else kwargs.get("device")
+            if device is None:
+                return f"cuda:{rt.current_index}", None, kwargs.get("memory_format"), False
+            return rt.normalize(device), None, kwargs.get("memory_format"), False
+        rest = args[1:]
+        kw = dict(kwargs)
+        copy = kw.pop("copy", False)
+        if rest and isinstance(rest[0], Tensor):
+            other = rest[0]
+            copy = rest[3] if len(rest) > 3 else (rest[2] if len(rest) > 2 else copy)
+            return rt.dev(other), other.dtype, kw.get("memory_format"), bool(copy)
+        if "other" in kw and isinstance(kw["other"], Tensor):
+            return rt.dev(kw["other"]), kw["other"].dtype, kw.get("memory_format"), bool(copy)
+        try:
+            device, dtype, _non_blocking, memory_format = torch._C._nn._parse_to(*rest, **kw)
+        except TypeError:
+            if rest and isinstance(rest[-1], bool):  # .to(device, dtype, non_blocking, copy)
+                copy = rest[-1]
+                device, dtype, _non_blocking, memory_format = torch._C._nn._parse_to(*rest[:-1], **kw)
+            else:
+                raise
+        return rt.normalize(device), dtype, memory_format, bool(copy)
+
+    def _to(self, func, args, kwargs):
+        rt = self.rt
+        x = args[0] if args else None
+        if not isinstance(x, Tensor):
+            return func(*args, **kwargs)
+        caller = sys._getframe(2)
+        target, dtype, memory_format, copy = self._parse_move(func, args, kwargs)
+        src = rt.dev(x)
+        if target is not None and target.startswith("cuda"):
+            self._cuda_request(caller, func, target)
+            if rt.mode == "cpu-only":  # --keep-going: stay on the CPU
+                target = CPU
+        if rt.mode == "real":
+            out = self._call_real(func, args, kwargs)
+        elif target is None or target == src:
+            if dtype is None and memory_format is None and not copy:
+                out = x
+            else:
+                kw = {"copy": copy}
+                if dtype is not None:
+                    kw["dtype"] = dtype
+                if memory_format is not None:
+                    kw["memory_format"] = memory_format
+                out = x.to(**kw)
+        elif rt.sim and (target == CPU or target.startswith("cuda")):
+            if target.startswith("cuda") and int(target.split(":")[1]) >= rt.device_count:
+                raise RuntimeError("CUDA error: invalid device ordinal")
+            out = sim.move(rt, x, target, dtype, memory_format)
+        else:
+            out = func(*args, **kwargs)
+        if out is not x and isinstance(out, Tensor) and target is not None and target != src:
+            if caller.f_code.co_filename in rt.users:
+                rt.set_src(out, {"what": _move_text(func, target), "site": frame_site(caller, rt.users)})
+        if caller.f_code.co_filename in rt.users and next_opname(caller.f_code, caller.f_lasti) == "POP_TOP":
+            self._discarded(caller, func, x, out, src, target)
+        return out
+
+    def _discarded(self, caller, func, x, out, src, target) -> None:
+        rt = self.rt
+        site = frame_site(caller, rt.users)
+        new = out is not x
+        after = rt.dev(out) if isinstance(out, Tensor) else src
+        rt.event("discarded-move", (tuple(site), new, src, after),
+                 site=site, what=_move_text(func, target or after), src=src, dst=after, new=new)
+        if new:
+            rt.set_origin(x, {"kind": "discarded-to-result", "site": site,
+                              "what": _move_text(func, target or after), "dst": after})
+
+    def _cuda_request(self, caller, func, target, what=None) -> None:
+        """A request for a CUDA device: an event everywhere; on a machine without GPU, the error."""
+        rt = self.rt
+        users = rt.users
+        frame = caller
+        while frame is not None and frame.f_code.co_filename not in users:
+            frame = frame.f_back
+        site = frame_site(frame, users) if frame is not None else None
+        what = what or _move_text(func, target)
+        rt.event("cuda-request", (tuple(site or ()), what), site=site, stack=rt.stack(2), what=what,
+                 target=target, raised=rt.mode == "cpu-only" and not rt.keep_going)
+        if rt.mode == "cpu-only" and not rt.keep_going:
+            raise AssertionError(NO_CUDA_TEXT)
+
+    # -- device= and factories ----------------------------------------------------------
+    def _device_request(self, func, args, kwargs):
+        rt = self.rt
+        target = rt.normalize(kwargs["device"])
+        if target is None or not (target.startswith("cuda") or target == CPU):
+            return func(*args, **kwargs)
+        if target.startswith("cuda"):
+            caller = sys._getframe(2)
+            self._cuda_request(caller, func, target, f"{_constructor_name(func)}(device='{target}')"
+                               if func in _CONSTRUCTORS else f"device='{target}'")
+            if rt.mode == "cpu-only":
+                return func(*args, **{**kwargs, "device": CPU})
+            if not rt.sim:
+                return self._call_real(func, args, kwargs)
+            index = int(target.split(":")[1])
+            if index >= rt.device_count:
+                raise RuntimeError("CUDA error: invalid device ordinal")
+            out = func(*args, **{**kwargs, "device": CPU})
+            inputs = [a for a in args if isinstance(a, Tensor)]
+            if isinstance(out, Tensor) and any(out is a for a in inputs):
+                out = out.clone()  # as_tensor(cpu_t, device='cuda') copies on a GPU
+            self._retag(out, inputs, target)
+            return out
+        if not rt.sim:
+            return func(*args, **kwargs)
+        out = func(*args, **kwargs)
+        self._retag(out, [a for a in args if isinstance(a, Tensor)], CPU)
+        return out
+
+    def _retag(self, out, inputs, device) -> None:
+        shared = set()
+        for a in inputs:
+            storage = sim._storage(a)
+            if storage is not None:
+                shared.add(storage._cdata)
+        for o in (out if isinstance(out, (tuple, list)) else (out,)):
+            if isinstance(o, Tensor):
+                storage = sim._storage(o)
+                if storage is not None and storage._cdata not in shared:
+                    self.rt.tag(o, device)
+
+    def _factory(self, func, args, kwargs):
+        rt = self.rt
+        default = _device_utils.CURRENT_DEVICE
+        if default is not None and rt.normalize(default).startswith("cuda"):
+            # set_default_device("cuda") / `with torch.device("cuda")`: its mode sits below ours.
+            return self._device_request(func, args, {**kwargs, "device": default})
+        out = func(*args, **kwargs)
+        caller = sys._getframe(2)
+        if rt.mode != "cpu-only" and caller.f_code.co_filename in rt.users and isinstance(out, Tensor):
+            if func in _ALIASING_CONSTRUCTORS and any(out is a for a in args):
+                return out
+            rt.set_origin(out, {"kind": "factory-without-device", "site": frame_site(caller, rt.users),
+                                "what": _constructor_name(func)})
+        return out
+
+    # -- numpy ----------------------------------------------------------------------------
+    def _numpy(self, func, args, kwargs):
+        rt = self.rt
+        x = args[0]
+        if rt.mode == "cpu-only":
+            return func(*args, **kwargs)
+        device = rt.dev(x)
+        force = func is TB.numpy and kwargs.get("force", False)
+        site = rt.site(2)
+        what = ".numpy()" if func is TB.numpy else "numpy.asarray()"
+        if site is not None:
+            rt.event("numpy", (tuple(site), device, force), site=site, device=device, what=what,
+                     force=bool(force), raised=device != CPU and not force and not rt.keep_going)
+        if device != CPU and not force:
+            if not rt.keep_going:
+                raise TypeError(NUMPY_TEXT.format(dev=device))
+            if not rt.sim:
+                return func(x.cpu(), *args[1:], **kwargs)
+        return func(*args, **kwargs)
+
+    # -- real devices ---------------------------------------------------------------------
+    def _call_real(self, func, args, kwargs):
+        try:
+            return func(*args, **kwargs)
+        except RuntimeError as error:
+            message = str(error)
+            if not message.startswith(_MISMATCH_PREFIXES):
+                raise
+            target = self._real_mismatch(func, args, kwargs, message)
+            if not self.rt.keep_going or target is None:
+                raise
+        # --keep-going on a real GPU: move the odd operands (differentiably) and retry once.
+        args = tuple(self._to_device(a, target, i == 0 and _inplace(func)) for i, a in enumerate(args))
+        kwargs = {k: self._to_device(v, target, False) for k, v in kwargs.items()}
+        return func(*args, **kwargs)
+
+    def _to_device(self, value, target, inplace):
+        if isinstance(value, Tensor):
+            if value.dim() == 0 and value.device.type == "cpu" or str(value.device) == target:
+                return value
+            if inplace:
+                value.data = value.data.to(target)
+                return value
+            return value.to(target)
+        if isinstance(value, (list, tuple)):
+            return type(value)(self._to_device(v, target, inplace) for v in value)
+        return value
+
+    def _real_mismatch(self, func, args, kwargs, message):
+        rt = self.rt
+        operands = []
+        devices = []
+        for i, a in enumerate(list(args) + list(kwargs.values())):
+            for t in (a if isinstance(a, (list, tuple)) else (a,)):
+                if isinstance(t, Tensor) and not (t.dim() == 0 and t.device.type == "cpu"):
+                    d = rt.dev(t)
+                    if d not in devices:
+                        devices.append(d)
+                    if len(operands) < 8:
+                        operands.append(rt.operand(t, i))
+        devices.sort(key=lambda d: (d == CPU, d))
+        op = getattr(func, "__qualname__", None) or getattr(func, "__name__", str(func))
+        site = rt.site(3)
+        origins = tuple(sorted({(o["origin"]["kind"], tuple(o["origin"].get("site") or ()))
+                                for o in operands if "origin" in o}))
+        rt.event("mismatch", (op, tuple(site or ()), origins), op=op, devices=devices, site=site,
+                 stack=rt.stack(3), operands=operands, raised=not rt.keep_going, message=message)
+        accelerators = [d for d in devices if d != CPU]
+        return accelerators[0] if accelerators else None
+
+
+def _inplace(func) -> bool:
+    name = getattr(func, "__name__", "")
+    return name.endswith("_") and not name.endswith("__")
+
+
+def _move_text(func, target) -> str:
+    if func is TB.cuda:
+        return ".cuda()"
+    if func is TB.cpu:
+        return ".cpu()"
+    return f".to({target})" if target else ".to()"

@@ -1,0 +1,153 @@
+"""State shared by the child's instrumentation: the mode, the event recorder, and where a
+tensor lives (its virtual device in the simulator, its real device otherwise).
+
+Child side only: imports torch.
+
+Provenance is kept on the tensor's ``UntypedStorage`` Python object, which torch preserves
+for as long as the storage lives and which views, ``.data``, ``detach()`` and ``param.data =``
+share:
+* ``_tdl_dev``: the virtual device (simulator only; absent means cpu);
+* ``_tdl_origin``: why the storage matters for a rule (e.g. the result of a factory called
+  without ``device=`` at a site), so a later mismatch can name the static finding's line;
+* ``_tdl_src``: where it got its device (a move or a factory with ``device=``).
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import torch
+
+from torchdev_lint.trace import sites
+
+CPU = "cpu"
+ACCEL = "cuda"
+
+# What a mismatch looks like to the user: the TensorIterator wording of a real GPU.
+MISMATCH_TEXT = "Expected all tensors to be on the same device, but found at least two devices, {a} and {b}!"
+NUMPY_TEXT = ("can't convert {dev} device type tensor to numpy. Use Tensor.cpu() to copy the tensor "
+              "to host memory first.")
+NO_CUDA_TEXT = "Torch not compiled with CUDA enabled"
+
+
+class StopTracing(BaseException):
+    """Ends the traced program (time limit, --max-steps); a BaseException so that the
+    program's ``except Exception`` does not swallow it."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+class SimulatedDeviceError(RuntimeError):
+    """The error a real GPU raises for mixed devices (a RuntimeError, as there)."""
+
+
+class Runtime:
+    def __init__(self, mode: str, keep_going: bool, users: sites.UserFiles, recorder,
+                 device_count: int = 1):
+        self.mode = mode  # "sim", "real" or "cpu-only"
+        self.sim = mode == "sim"
+        self.keep_going = keep_going
+        self.users = users
+        self.recorder = recorder
+        self.device_count = device_count
+        self.current_index = 0
+        # optimizer -> {"site", "stack", "name"}; module -> {attribute: site}
+        self.optimizers: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self.attr_sites: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self.steps = 0
+        self.max_steps: int | None = None
+        self._devices: dict[str, torch.device] = {}
+
+    # -- devices ------------------------------------------------------------------------
+    def dev(self, t) -> str:
+        """The device ``t`` lives on, as a string ("cpu", "cuda:0")."""
+        if self.sim:
+            try:
+                return getattr(t.untyped_storage(), "_tdl_dev", CPU)
+            except (RuntimeError, NotImplementedError, TypeError):
+                return CPU
+        device = t.device
+        if device.type == "cuda" and device.index is None:
+            return f"cuda:{torch.cuda.current_device()}"
+        return str(device)
+
+    def tag(self, t, device: str) -> None:
+        """Put ``t``'s storage on a virtual device (simulator only)."""
+        try:
+            storage = t.untyped_storage()
+        except (RuntimeError, NotImplementedError, TypeError):
+            return
+        if device == CPU:
+            if "_tdl_dev" in storage.__dict__:
+                del storage._tdl_dev
+        else:
+            storage._tdl_dev = device
+
+    def torch_device(self, name: str) -> torch.device:
+        device = self._devices.get(name)
+        if device is None:
+            device = self._devices[name] = torch.device(name)
+        return device
+
+    def normalize(self, device) -> str | None:
+        """"cuda" -> "cuda:0" (the current index), 1 -> "cuda:1", None -> None."""
+        if device is None:
+            return None
+        if isinstance(device, int):
+            return f"cuda:{device}"
+        if not isinstance(device, torch.device):
+            device = torch.device(device)
+        if device.type == "cuda":
+            return f"cuda:{self.current_index if device.index is None else device.index}"
+        if device.type == "cpu":
+            return CPU
+        return str(device)
+
+    # -- provenance ---------------------------------------------------------------------
+    @staticmethod
+    def _storage(t):
+        try:
+            return t.untyped_storage()
+        except (RuntimeError, NotImplementedError, TypeError):
+            return None
+
+    def origin(self, t) -> dict | None:
+        storage = self._storage(t)
+        return getattr(storage, "_tdl_origin", None) if storage is not None else None
+
+    def set_origin(self, t, origin: dict, overwrite: bool = True) -> None:
+        storage = self._storage(t)
+        if storage is not None and (overwrite or not hasattr(storage, "_tdl_origin")):
+            storage._tdl_origin = origin
+
+    def src(self, t) -> dict | None:
+        storage = self._storage(t)
+        return getattr(storage, "_tdl_src", None) if storage is not None else None
+
+    def set_src(self, t, src: dict) -> None:
+        storage = self._storage(t)
+        if storage is not None:
+            storage._tdl_src = src
+
+    # -- sites and events ---------------------------------------------------------------
+    def site(self, depth: int = 1):
+        return sites.site(self.users, depth + 1)
+
+    def stack(self, depth: int = 1):
+        return sites.stack(self.users, depth + 1)
+
+    def event(self, kind: str, key: tuple, **fields) -> bool:
+        return self.recorder.event((kind, *key), {"kind": kind, **fields})
+
+    def operand(self, t, index) -> dict:
+        """How a mismatch operand is described: its device, origin and where it got its device."""
+        entry = {"arg": index, "device": self.dev(t), "shape": list(t.shape)}
+        origin = self.origin(t)
+        if origin is not None:
+            entry["origin"] = origin
+        src = self.src(t)
+        if src is not None:
+            entry["src"] = src
+        return entry

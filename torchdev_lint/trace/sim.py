@@ -1,0 +1,478 @@
+"""The simulated accelerator: real values on the CPU, a virtual device per storage.
+
+Child side only. Design (see docs/trace.md): every tensor's data is an ordinary CPU tensor;
+its *virtual* device is an attribute of its ``UntypedStorage`` (``Runtime.tag``). The function
+mode (``modes.py``) handles the API surface (``device=``, ``.to``/``.cuda``/``.cpu``,
+``.device``...). ``SimDispatchMode`` here sees every aten op (forward, backward, optimizer
+``_foreach_*``): it checks that the operands' virtual devices agree, as a GPU would, and gives
+new outputs the operands' device. ``Patches`` make ``torch.cuda``/``torch.accelerator`` report
+one device, and make ``torch.save``/``torch.load`` write and read ``cuda:N`` location tags.
+
+Private torch APIs used here (checked by tests/trace/test_sim_smoke.py):
+``torch.serialization._package_registry``, ``OpOverload._schema`` alias info,
+``torch.utils._device.CURRENT_DEVICE``, storage PyObject preservation.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import types
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from torchdev_lint.trace.runtime import CPU, MISMATCH_TEXT, Runtime, SimulatedDeviceError
+
+aten = torch.ops.aten
+Tensor = torch.Tensor
+
+# How an op treats its operands' devices (decided once per op overload):
+NORMAL = 0      # all tensor operands must agree (0-dim CPU tensors excepted, as on a GPU)
+SELF_ONLY = 1   # cross-device by design (copy_, _to_copy, set_): only ``self`` decides the output
+IGNORE = 2      # some operands may stay on the CPU (index with CPU indices, lengths...)
+
+_SELF_ONLY = {"copy_", "_to_copy", "_foreach_copy_", "set_", "lift_fresh", "lift_fresh_copy",
+              "_copy_from", "_copy_from_and_resize", "detach", "alias", "_local_scalar_dense",
+              "_has_compatible_shallow_copy_type", "is_pinned", "_pin_memory"}
+# op name -> (positions of operands a GPU accepts on the CPU, output positions that stay on CPU,
+#             whether the exemption needs ``self`` on the accelerator)
+_IGNORE = {
+    "index": ((1,), (), True),
+    "index_put": ((1,), (), True),
+    "index_put_": ((1,), (), True),
+    "_index_put_impl_": ((1,), (), True),
+    "_unsafe_index": ((1,), (), True),
+    "_unsafe_index_put": ((1,), (), True),
+    "_pack_padded_sequence": ((1,), (1,), False),
+    "ctc_loss": ((2, 3), (), False),
+    "_ctc_loss": ((2, 3), (), False),
+}
+
+
+def _decide(func):
+    name = func._schema.name.split("::", 1)[-1]
+    if name in _SELF_ONLY:
+        return SELF_ONLY, None
+    if name in _IGNORE:
+        return IGNORE, _IGNORE[name]
+    return NORMAL, None
+
+
+def _fresh(func) -> tuple[bool, ...]:
+    """Which outputs are new storage (not a view or an in-place result of an input)."""
+    return tuple(r.alias_info is None for r in func._schema.returns)
+
+
+class SimDispatchMode(TorchDispatchMode):
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        # True (the default) wraps __torch_dispatch__ in torch._disable_dynamo, whose first call
+        # imports torch._dynamo (3.4 s here); torch.compile is patched to eager mode anyway.
+        return False
+
+    def __init__(self, rt: Runtime):
+        super().__init__()
+        self.rt = rt
+        self._rules: dict = {}
+        self._fresh: dict = {}
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        rule = self._rules.get(func)
+        if rule is None:
+            rule = self._rules[func] = _decide(func)
+        kind, extra = rule
+        if kind == SELF_ONLY:
+            out = func(*args, **kwargs)
+            if args and isinstance(args[0], Tensor):
+                device = getattr(_storage(args[0]), "_tdl_dev", None)
+                if device is not None:
+                    self._tag_outputs(func, out, device, ())
+            return out
+
+        # Gather the operands' virtual devices (walked by hand: tree_flatten costs ~9 us).
+        accel = None
+        mixed = False
+        skip = ()
+        keep_cpu = ()
+        if kind == IGNORE:
+            positions, keep_cpu, needs_accel_self = extra
+            if not needs_accel_self or (args and isinstance(args[0], Tensor)
+                                        and getattr(_storage(args[0]), "_tdl_dev", None)):
+                skip = positions
+        has_cpu = False
+        for i, a in enumerate(args):
+            if i in skip:
+                continue
+            if isinstance(a, Tensor):
+                d = getattr(_storage(a), "_tdl_dev", None)
+                if d is None:
+                    if a.dim() != 0:
+                        has_cpu = True
+                elif accel is None:
+                    accel = d
+                elif d != accel:
+                    mixed = True
+            elif isinstance(a, (list, tuple)):
+                for b in a:
+                    if isinstance(b, Tensor):
+                        d = getattr(_storage(b), "_tdl_dev", None)
+                        if d is None:
+                            if b.dim() != 0:
+                                has_cpu = True
+                        elif accel is None:
+                            accel = d
+                        elif d != accel:
+                            mixed = True
+        if kwargs:
+            for a in kwargs.values():
+                if isinstance(a, Tensor):
+                    d = getattr(_storage(a), "_tdl_dev", None)
+                    if d is None:
+                        if a.dim() != 0:
+                            has_cpu = True
+                    elif accel is None:
+                        accel = d
+                    elif d != accel:
+                        mixed = True
+        if accel is None:
+            return func(*args, **kwargs)
+        if has_cpu or mixed:
+            self._mismatch(func, args, kwargs, skip)
+        out = func(*args, **kwargs)
+        self._tag_outputs(func, out, accel, keep_cpu)
+        return out
+
+    def _tag_outputs(self, func, out, device, keep_cpu) -> None:
+        fresh = self._fresh.get(func)
+        if fresh is None:
+            fresh = self._fresh[func] = _fresh(func)
+        if len(fresh) == 1:
+            if fresh[0]:
+                _tag_any(out, device)
+            return
+        if isinstance(out, (tuple, list)):
+            for i, (o, new) in enumerate(zip(out, fresh)):
+                if new and i not in keep_cpu:
+                    _tag_any(o, device)
+
+    def _mismatch(self, func, args, kwargs, skip) -> None:
+        rt = self.rt
+        operands = []
+        devices: list[str] = []
+        for i, a in enumerate(args):
+            if i in skip:
+                continue
+            for t in (a if isinstance(a, (list, tuple)) else (a,)):
+                if isinstance(t, Tensor) and not (t.dim() == 0 and rt.dev(t) == CPU):
+                    d = rt.dev(t)
+                    if d not in devices:
+                        devices.append(d)
+                    if len(operands) < 8:
+                        operands.append(rt.operand(t, i))
+        for k, t in kwargs.items():
+            if isinstance(t, Tensor) and not (t.dim() == 0 and rt.dev(t) == CPU):
+                d = rt.dev(t)
+                if d not in devices:
+                    devices.append(d)
+                operands.append(rt.operand(t, k))
+        devices.sort(key=lambda d: (d == CPU, d))  # accelerator first, as CUDA words it
+        op = str(func.overloadpacket)
+        site = rt.site()
+        origins = tuple(sorted({(o["origin"]["kind"], tuple(o["origin"].get("site") or ()))
+                                for o in operands if "origin" in o}))
+        rt.event("mismatch", (op, tuple(site or ()), origins),
+                 op=op, devices=devices, site=site, stack=rt.stack(), operands=operands,
+                 raised=not rt.keep_going)
+        if not rt.keep_going:
+            raise SimulatedDeviceError(MISMATCH_TEXT.format(a=devices[0], b=devices[1]))
+
+
+def _storage(t):
+    try:
+        return t.untyped_storage()
+    except (RuntimeError, NotImplementedError, TypeError):
+        return None
+
+
+def _tag_any(out, device) -> None:
+    if isinstance(out, Tensor):
+        storage = _storage(out)
+        if storage is not None:
+            storage._tdl_dev = device
+    elif isinstance(out, (list, tuple)):
+        for o in out:
+            if isinstance(o, Tensor):
+                storage = _storage(o)
+                if storage is not None:
+                    storage._tdl_dev = device
+
+
+# -- moves that autograd can follow -------------------------------------------------------
+
+def cpu_copy(x, dtype=None, memory_format=None):
+    kwargs = {"copy": True}
+    if dtype is not None:
+        kwargs["dtype"] = dtype
+    if memory_format is not None:
+        kwargs["memory_format"] = memory_format
+    return x.to(CPU, **kwargs)
+
+
+class VirtualMove(torch.autograd.Function):
+    """A copy to another virtual device whose gradient goes back to the source device
+    (a plain ``_to_copy`` would give the gradient the destination's tag)."""
+
+    @staticmethod
+    def forward(ctx, x, target, dtype, memory_format, rt):
+        ctx.src = rt.dev(x)
+        ctx.dtype = x.dtype
+        ctx.rt = rt
+        y = cpu_copy(x, dtype, memory_format)
+        rt.tag(y, target)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        g = grad.to(dtype=ctx.dtype, copy=True)
+        ctx.rt.tag(g, ctx.src)
+        return g, None, None, None, None
+
+
+def move(rt: Runtime, x, target: str, dtype=None, memory_format=None):
+    if x.requires_grad and torch.is_grad_enabled():
+        return VirtualMove.apply(x, target, dtype, memory_format, rt)
+    y = cpu_copy(x, dtype, memory_format)
+    rt.tag(y, target)
+    return y
+
+
+# -- torch.cuda / torch.accelerator as if one GPU were present ----------------------------
+
+class _Stream:
+    def __init__(self, *args, **kwargs):
+        self.device = torch.device("cuda", 0)
+        self.cuda_stream = 0
+
+    def synchronize(self):
+        return None
+
+    def wait_stream(self, stream):
+        return None
+
+    def wait_event(self, event):
+        return None
+
+    def record_event(self, event=None):
+        return event or _Event()
+
+    def query(self):
+        return True
+
+    def is_capturing(self):
+        return False
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+class _Event:
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def record(self, stream=None):
+        return None
+
+    def synchronize(self):
+        return None
+
+    def wait(self, stream=None):
+        return None
+
+    def query(self):
+        return True
+
+    def elapsed_time(self, other):
+        return 0.0
+
+
+class Patches:
+    """Attribute patches, undone in reverse order."""
+
+    def __init__(self):
+        self._undo: list = []
+
+    def set(self, owner, name, value) -> None:
+        missing = object()
+        old = owner.__dict__.get(name, missing) if isinstance(owner, type) else getattr(owner, name, missing)
+
+        def restore():
+            if old is missing:
+                with contextlib.suppress(AttributeError):
+                    delattr(owner, name)
+            else:
+                setattr(owner, name, old)
+
+        self._undo.append(restore)
+        setattr(owner, name, value)
+
+    def on_undo(self, callback) -> None:
+        self._undo.append(callback)
+
+    def undo(self) -> None:
+        while self._undo:
+            self._undo.pop()()
+
+
+def patch_cuda(rt: Runtime, patches: Patches) -> None:
+    cuda = torch.cuda
+    count = rt.device_count
+
+    def set_device(device):
+        index = device if isinstance(device, int) else torch.device(device).index
+        if index is not None and index >= 0:
+            rt.current_index = index
+
+    def properties(device=None):
+        return types.SimpleNamespace(
+            name="Simulated CUDA device (torchdev-lint trace)", major=8, minor=0,
+            total_memory=80 * 2**30, multi_processor_count=108, is_integrated=False,
+            is_multi_gpu_board=False, uuid="00000000-0000-0000-0000-000000000000",
+        )
+
+    class device_ctx:  # torch.cuda.device(i) / torch.cuda.device_of(t)
+        def __init__(self, device):
+            self.index = device if isinstance(device, int) else (
+                torch.device(device).index if device is not None else None)
+            self.prev = None
+
+        def __enter__(self):
+            self.prev = rt.current_index
+            if self.index is not None and self.index >= 0:
+                rt.current_index = self.index
+
+        def __exit__(self, *exc):
+            rt.current_index = self.prev
+            return False
+
+    def returning(value):
+        # a distinct function per name: torch._dynamo maps torch.* objects by identity and
+        # refuses one object under two names with different rules
+        return lambda *a, **k: value
+    values = {
+        "is_available": lambda: True,
+        "device_count": lambda: count,
+        "current_device": lambda: rt.current_index,
+        "set_device": set_device,
+        "synchronize": returning(None),
+        "get_device_name": lambda device=None: properties().name,
+        "get_device_capability": lambda device=None: (8, 0),
+        "get_device_properties": properties,
+        "get_arch_list": lambda: ["sm_80"],
+        "is_bf16_supported": lambda *a, **k: True,
+        "is_initialized": lambda: True,
+        "_lazy_init": returning(None),
+        "init": returning(None),
+        "current_stream": lambda device=None: _Stream(),
+        "default_stream": lambda device=None: _Stream(),
+        "Stream": _Stream,
+        "Event": _Event,
+        "stream": lambda stream=None: contextlib.nullcontext(stream),
+        "device": device_ctx,
+        "is_current_stream_capturing": lambda: False,
+        "empty_cache": returning(None),
+        "ipc_collect": returning(None),
+        "memory_allocated": returning(0),
+        "max_memory_allocated": returning(0),
+        "memory_reserved": returning(0),
+        "max_memory_reserved": returning(0),
+        "reset_peak_memory_stats": returning(None),
+        "reset_max_memory_allocated": returning(None),
+        "mem_get_info": lambda device=None: (80 * 2**30, 80 * 2**30),
+        "memory_summary": lambda *a, **k: "(simulated device: no memory statistics)",
+        "manual_seed": returning(None),
+        "manual_seed_all": returning(None),
+        "seed": returning(None),
+        "seed_all": returning(None),
+        "initial_seed": lambda: torch.initial_seed(),
+        "get_rng_state": lambda device="cuda": torch.get_rng_state(),
+        "get_rng_state_all": lambda: [torch.get_rng_state() for _ in range(count)],
+        "set_rng_state": returning(None),
+        "set_rng_state_all": returning(None),
+    }
+    for name, value in values.items():
+        patches.set(cuda, name, value)
+    if hasattr(cuda, "amp") and hasattr(cuda.amp, "common"):
+        patches.set(cuda.amp.common, "amp_definitely_not_available", lambda: False)
+
+    accelerator = getattr(torch, "accelerator", None)
+    if accelerator is not None:
+        for name, value in {
+            "is_available": lambda *a, **k: True,
+            "device_count": lambda: count,
+            "current_accelerator": lambda check_available=False: torch.device("cuda"),
+            "current_device_index": lambda: rt.current_index,
+            "current_device_idx": lambda: rt.current_index,
+            "set_device_index": set_device,
+            "set_device_idx": set_device,
+            "current_stream": lambda device=None: _Stream(),
+            "synchronize": returning(None),
+        }.items():
+            if hasattr(accelerator, name):
+                patches.set(accelerator, name, value)
+
+    # torch.compile would trace through the simulator's Python modes: run eagerly instead.
+    def compile(model=None, **kwargs):
+        if model is None:
+            return lambda m: m
+        return model
+
+    patches.set(torch, "compile", compile)
+    # nn.DataParallel scatters through torch._C._scatter (absent on CPU builds): one device anyway.
+    patches.set(torch.nn.DataParallel, "forward", lambda self, *a, **k: self.module(*a, **k))
+
+
+def patch_serialization(rt: Runtime, patches: Patches) -> None:
+    """torch.save writes ``cuda:N`` location tags for virtual-device storages, as on a GPU;
+    torch.load puts ``cuda:N`` storages on the virtual device (or raises as a GPU would)."""
+
+    def tagger(storage):
+        for s in (storage, getattr(storage, "_untyped_storage", None)):
+            device = getattr(s, "_tdl_dev", None) if s is not None else None
+            if device is not None:
+                return device
+        return None
+
+    def deserialize(obj, location):
+        if not location.startswith("cuda"):
+            return None
+        index = int(location.split(":", 1)[1]) if ":" in location else rt.current_index
+        if index >= rt.device_count:
+            raise RuntimeError(
+                f"Attempting to deserialize object on CUDA device {index} but "
+                f"torch.cuda.device_count() is {rt.device_count}. Please use torch.load with "
+                "map_location to map your storages to an existing device.")
+        target = getattr(obj, "_untyped_storage", obj)
+        target._tdl_dev = f"cuda:{index}"
+        return obj
+
+    registry = torch.serialization._package_registry
+    entry = (1, tagger, deserialize)  # priorities must be unique: sort() compares tuples
+    registry.append(entry)
+    registry.sort(key=lambda e: e[0])
+    patches.on_undo(lambda: registry.remove(entry) if entry in registry else None)
+
+
+def patch_threads(enter_modes, patches: Patches) -> None:
+    """Modes are thread-local: new threads (the DataLoader pin-memory thread...) re-enter them."""
+    original = threading.Thread.run
+
+    def run(self):
+        with enter_modes():
+            return original(self)
+
+    patches.set(threading.Thread, "run", run)
