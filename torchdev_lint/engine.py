@@ -20,6 +20,7 @@ from torchdev_lint.rule import Rule
 @dataclass
 class FileResult:
     path: str
+    source: str
     findings: list[Finding] = field(default_factory=list)
     error: FileError | None = None
     module: cst.Module | None = None  # kept for the fixer
@@ -132,18 +133,18 @@ def lint_source(
         except (SyntaxError, ValueError, RecursionError):
             error = parse(path, source)
             if isinstance(error, FileError):
-                return FileResult(path, error=error)
-        return FileResult(path)
+                return FileResult(path, source, error=error)
+        return FileResult(path, source)
     if module is None:
         module = parse(path, source)
     if isinstance(module, FileError):
-        return FileResult(path, error=module)
+        return FileResult(path, source, error=module)
     context = FileContext(path, source)
     rules = [cls(context) for cls in wanted]
     _Traversal(context, rules).walk(module)
     for rule in rules:
         rule.end_of_file()
-    result = FileResult(path, module=module, context=context)
+    result = FileResult(path, source, module=module, context=context)
     if not context.reports:
         return result
     positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)

@@ -45,7 +45,7 @@ def applicable(finding: Finding, unsafe: bool) -> bool:
 
 def fix_file(result: FileResult, unsafe: bool = False) -> FixOutcome:
     """The file's text with every applicable fix applied."""
-    source = result.context.source if result.context else ""
+    source = result.source
     chosen = [f for f in result.findings if applicable(f, unsafe)]
     if not chosen:
         return FixOutcome(source, [])

@@ -54,14 +54,16 @@ class _Bindings(cst.CSTVisitor):
         self.root = root
         self.names: dict[str, list[cst.CSTNode]] = {}
 
-    def _add(self, target: cst.CSTNode) -> None:
+    def _add(self, target: cst.CSTNode, site: cst.CSTNode | None = None) -> None:
+        """Record the names ``target`` binds; ``site`` is the node after which they are
+        bound (an assignment binds once its value is computed)."""
         if isinstance(target, cst.Name):
-            self.names.setdefault(target.value, []).append(target)
+            self.names.setdefault(target.value, []).append(site or target)
         elif isinstance(target, (cst.Tuple, cst.List)):
             for element in target.elements:
-                self._add(element.value)
+                self._add(element.value, site)
         elif isinstance(target, cst.StarredElement):
-            self._add(target.value)
+            self._add(target.value, site)
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         if node is not self.root and isinstance(node, (cst.FunctionDef, cst.ClassDef)):
@@ -71,13 +73,13 @@ class _Bindings(cst.CSTVisitor):
             return False
         if isinstance(node, cst.Assign):
             for target in node.targets:
-                self._add(target.target)
-        elif isinstance(node, (cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor)):
+                self._add(target.target, node)
+        elif isinstance(node, (cst.AnnAssign, cst.AugAssign, cst.NamedExpr)):
+            self._add(node.target, node)
+        elif isinstance(node, (cst.For, cst.CompFor)):
             self._add(node.target)
         elif isinstance(node, cst.WithItem) and node.asname is not None:
             self._add(node.asname.name)
-        elif isinstance(node, cst.NamedExpr):
-            self._add(node.target)
         elif isinstance(node, cst.Param):
             self._add(node.name)
         elif isinstance(node, cst.ImportAlias):
@@ -98,8 +100,8 @@ def bindings(scope: cst.CSTNode) -> dict[str, list[cst.CSTNode]]:
 def _bound_before(ctx: FileContext, sites: list[cst.CSTNode], use: cst.CSTNode) -> bool:
     use_at = ctx.positions[use].start
     for site in sites:
-        at = ctx.positions[site].start
-        if (at.line, at.column) < (use_at.line, use_at.column):
+        bound_at = ctx.positions[site].end
+        if (bound_at.line, bound_at.column) <= (use_at.line, use_at.column):
             return True
     return False
 

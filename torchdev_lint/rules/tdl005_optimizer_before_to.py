@@ -130,6 +130,7 @@ class OptimizerBeforeTo(Rule):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self.pending: list[_Optimizer] = []
+        self.moved: list[_Optimizer] = []  # the reported ones
 
     def _scope(self) -> cst.CSTNode:
         return self.ctx.function or self.ctx.ancestors[0]
@@ -159,11 +160,12 @@ class OptimizerBeforeTo(Rule):
                     continue
                 optimizer.moves.append(tuple(self.ctx.ancestors))
                 if len(optimizer.moves) == 1:
+                    self.moved.append(optimizer)
                     self.report(
                         optimizer.call,
                         f"Optimizer built from `{receiver}` parameters before "
                         f"`{code_of(node)}` moves the model: build it after the move",
-                        fix=lambda o=optimizer: _reorder_fix(o),
+                        fix=lambda o=optimizer: _reorder_fix(o, self.moved),
                     )
 
     def leave_Assign(self, node: cst.Assign) -> None:
@@ -250,13 +252,13 @@ def _names(statement: cst.CSTNode) -> _Statement:
     return _Statement(statement, visitor.reads, visitor.writes)
 
 
-def _reorder_fix(optimizer: _Optimizer) -> Fix | None:
+def _reorder_fix(optimizer: _Optimizer, reported: list[_Optimizer]) -> Fix | None:
     """Move the optimizer's statement (and its dependents) to just after the last move."""
     if optimizer.name is None:
         return None
     block = _block_of(optimizer.ancestors)
-    if block is None:
-        return None
+    if block is None or any(o is not optimizer and _block_of(o.ancestors) is block for o in reported):
+        return None  # two reorderings of one block would not compose: leave it to the user
     first = _statement_in(block, optimizer.ancestors)
     last = _statement_in(block, optimizer.moves[-1])
     if last is None:
@@ -274,9 +276,12 @@ def _reorder_fix(optimizer: _Optimizer) -> Fix | None:
             moved_names |= statement.writes
             reads_of_moved |= statement.reads
     for index in range(first + 1, last + 1):
-        if index not in moved and statements[index].writes & (reads_of_moved - {optimizer.model}):
-            return None  # something in between changes what the construction reads
-        if index not in moved and statements[index].reads & moved_names:
+        if index in moved:
+            continue
+        statement = statements[index]
+        if statement.writes & (reads_of_moved - {optimizer.model}) or statement.writes & moved_names:
+            return None  # something in between changes what the construction reads, or rebinds it
+        if statement.reads & moved_names:
             return None
 
     def reorder(updated: cst.CSTNode) -> cst.CSTNode:
