@@ -43,7 +43,8 @@ def test_text_output_sorted_with_summary(tmp_path, run_cli):
         "b.py:4:1: TDL001 [*] `.cuda()` hardcodes a CUDA device: this line fails on machines without one",
         "b.py:5:9: TDL004 [*] `torch.load` without `map_location`: tensors go back to the device they were saved from",
     ]
-    assert lines[3] == "Found 3 problems in 2 files."
+    assert lines[3] == "Found 3 problems in 2 files. [*] 2 fixable with `--fix` (1 more with `--unsafe-fixes`)."
+    assert len(lines) == 4
 
 
 def test_paths_are_shown_as_typed(tmp_path, run_cli):

@@ -92,8 +92,8 @@ def summary(findings: list[Finding], checked: int) -> str:
     fixable = [f for f in findings if f.fixable]
     if fixable:
         safe = sum(1 for f in fixable if f.fix.applicability.value == "safe")
-        line += f"\n[*] {safe} fixable with `--fix`"
+        line += f" [*] {safe} fixable with `--fix`"
         if len(fixable) > safe:
-            line += f" ({len(fixable) - safe} more with `--fix --unsafe-fixes`)"
+            line += f" ({len(fixable) - safe} more with `--unsafe-fixes`)"
         line += "."
     return line
