@@ -76,6 +76,8 @@ class TraceFunctionMode(TorchFunctionMode):
             })
             for new in _NEW:
                 handlers[new] = self._new
+            handlers[torch.nn.functional.ctc_loss] = self._lengths_on_accelerator
+            handlers[torch.ctc_loss] = self._lengths_on_accelerator
         self.handlers = handlers
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
@@ -88,9 +90,51 @@ class TraceFunctionMode(TorchFunctionMode):
             return self._device_request(func, args, kwargs)
         if func in _CONSTRUCTORS:
             return self._factory(func, args, kwargs)
+        if self.rt.sim:
+            return self._call_sim(func, args, kwargs)
         if self.rt.mode == "real":
             return self._call_real(func, args, kwargs)
         return func(*args, **kwargs)
+
+    def _lengths_on_accelerator(self, func, args, kwargs):
+        """ctc_loss takes its length tensors on the CPU even for CUDA inputs: give the call
+        copies on the inputs' device, so the C++ code inside sees what it sees on a GPU."""
+        args = list(args)
+        device = self.rt.dev(args[0]) if args and isinstance(args[0], Tensor) else CPU
+        if device != CPU:
+            for i in (2, 3):
+                if i < len(args) and isinstance(args[i], Tensor) and self.rt.dev(args[i]) == CPU:
+                    args[i] = args[i].clone()
+                    self.rt.tag(args[i], device)
+            for name in ("input_lengths", "target_lengths"):
+                value = kwargs.get(name)
+                if isinstance(value, Tensor) and self.rt.dev(value) == CPU:
+                    value = value.clone()
+                    self.rt.tag(value, device)
+                    kwargs = {**kwargs, name: value}
+        return self._call_sim(func, tuple(args), kwargs)
+
+    def _call_sim(self, func, args, kwargs):
+        """Run ``func`` with its operands' accelerator as the ambient device: code inside it
+        (C++ composites, Python torch functions: this mode is off there) makes new tensors with
+        ``device=x.device``, which reads the real cpu; SimDispatchMode gives them this device."""
+        ambient = None
+        for a in args:
+            if isinstance(a, Tensor):
+                ambient = getattr(sim._storage(a), "_tdl_dev", None)
+            elif isinstance(a, (list, tuple)) and a and isinstance(a[0], Tensor):
+                ambient = getattr(sim._storage(a[0]), "_tdl_dev", None)
+            if ambient is not None:
+                break
+        if ambient is None:
+            return func(*args, **kwargs)
+        local = self.rt.local
+        previous = getattr(local, "ambient", None)
+        local.ambient = ambient
+        try:
+            return func(*args, **kwargs)
+        finally:
+            local.ambient = previous
 
     # -- getters (simulator) ------------------------------------------------------------
     def _get_device(self, func, args, kwargs):
@@ -194,8 +238,9 @@ class TraceFunctionMode(TorchFunctionMode):
         else:
             out = func(*args, **kwargs)
         if out is not x and isinstance(out, Tensor) and target is not None and target != src:
-            if caller.f_code.co_filename in rt.users:
-                rt.set_src(out, {"what": _move_text(func, target), "site": frame_site(caller, rt.users)})
+            where = frame_site(caller, rt.users) if caller.f_code.co_filename in rt.users else rt.site()
+            if where is not None:
+                rt.set_src(out, {"what": _move_text(func, target), "site": where})
         if caller.f_code.co_filename in rt.users and next_opname(caller.f_code, caller.f_lasti) == "POP_TOP":
             self._discarded(caller, func, x, out, src, target)
         return out

@@ -161,8 +161,8 @@ def main(argv: list[str] | None = None) -> int:
             status = 1
         outcome = {"kind": "exit", "status": status}
     except StopTracing as stop:
-        outcome = {"kind": "stopped", "reason": stop.reason, "site": sites.traceback_sites(
-            stop.__traceback__, users)[:1] or None}
+        frames = sites.traceback_sites(stop.__traceback__, users)
+        outcome = {"kind": "stopped", "reason": stop.reason, "site": frames[0] if frames else None}
     except KeyboardInterrupt:
         outcome = {"kind": "interrupted"}
         status = 130

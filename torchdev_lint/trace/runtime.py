@@ -14,6 +14,7 @@ share:
 
 from __future__ import annotations
 
+import threading
 import weakref
 
 import torch
@@ -59,6 +60,7 @@ class Runtime:
         self.steps = 0
         self.max_steps: int | None = None
         self._devices: dict[str, torch.device] = {}
+        self.local = threading.local()  # .ambient: see TraceFunctionMode._call_sim
 
     # -- devices ------------------------------------------------------------------------
     def dev(self, t) -> str:

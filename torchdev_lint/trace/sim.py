@@ -137,7 +137,15 @@ class SimDispatchMode(TorchDispatchMode):
                     elif d != accel:
                         mixed = True
         if accel is None:
-            return func(*args, **kwargs)
+            out = func(*args, **kwargs)
+            if not has_cpu:
+                ambient = getattr(self.rt.local, "ambient", None)
+                if ambient is not None and _no_tensor_operand(args, kwargs):
+                    # a factory inside a composite op or a Python torch function
+                    device = kwargs.get("device")
+                    if device is None or device.type == "cpu":
+                        self._tag_outputs(func, out, ambient, keep_cpu)
+            return out
         if has_cpu or mixed:
             self._mismatch(func, args, kwargs, skip)
         out = func(*args, **kwargs)
@@ -187,6 +195,13 @@ class SimDispatchMode(TorchDispatchMode):
                  raised=not rt.keep_going)
         if not rt.keep_going:
             raise SimulatedDeviceError(MISMATCH_TEXT.format(a=devices[0], b=devices[1]))
+
+
+def _no_tensor_operand(args, kwargs) -> bool:
+    for a in args:
+        if isinstance(a, Tensor) or (isinstance(a, (list, tuple)) and any(isinstance(b, Tensor) for b in a)):
+            return False
+    return not any(isinstance(v, Tensor) for v in kwargs.values())
 
 
 def _storage(t):
@@ -425,6 +440,8 @@ def patch_cuda(rt: Runtime, patches: Patches) -> None:
             if hasattr(accelerator, name):
                 patches.set(accelerator, name, value)
 
+    # cuDNN is never acceptable here (the RNN path would warn that torch lacks cuDNN)
+    patches.set(torch.backends.cudnn, "is_acceptable", lambda tensor: False)
     # torch.compile would trace through the simulator's Python modes: run eagerly instead.
     def compile(model=None, **kwargs):
         if model is None:

@@ -417,6 +417,14 @@ class Judge:
                         words.append(self._operand_words(operand))
             count = sum(e.get("count", 1) for e in events)
             evidence = f"{', '.join(ops)} at {self.where(site)} mixed {devices} tensors"
+            callers = []
+            for e in events:
+                for frame in (e.get("stack") or [])[1:3]:
+                    text = self.where(frame)
+                    if text not in callers and text != self.where(site):
+                        callers.append(text)
+            if callers:
+                evidence += f" (called from {', '.join(callers)})"
             if count > 1:
                 evidence += f" ({count} times)"
             if words:

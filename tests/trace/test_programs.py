@@ -1,0 +1,109 @@
+"""Realistic runs: a clean training script, several bugs in one run, limits, failures."""
+
+import os
+import sys
+import time
+
+import pytest
+from tracehelp import DATA, ROOT
+
+import torchdev_lint.rules  # noqa: F401
+from torchdev_lint.rule import Rule
+
+
+@pytest.mark.traces("clean")
+def test_clean_training_script_has_no_false_mismatch(traced):
+    result = traced("clean")
+    run = result.report["runs"][0]
+    assert run["outcome"] == {"kind": "exit", "status": 0}, result.stderr
+    assert result.findings == [], result.stdout
+    assert result.returncode == 0
+    assert "accuracy" in result.stderr  # the program's own output, kept out of the report
+
+
+@pytest.mark.traces("keep-going")
+def test_keep_going_finds_every_planted_bug_in_one_run(traced):
+    result = traced("keep-going")
+    run = result.report["runs"][0]
+    assert run["outcome"] == {"kind": "exit", "status": 0}, result.stderr
+    source = (DATA / "keep_going.py").read_text().splitlines()
+    bugs = [(n, line.split("# bug:")[1].strip()) for n, line in enumerate(source, 1) if "# bug:" in line]
+    assert len(bugs) >= 5
+    for line, code in bugs:
+        if code == "TDL100" or code not in Rule.registry:
+            assert any(f["code"] == "TDL100" and f"keep_going.py:{line}" in f["evidence"]
+                       for f in result.confirmed), (line, result.stdout)
+        else:
+            assert [f for f in result.at(line, code) if f["status"] == "confirmed"], (line, code, result.stdout)
+
+
+@pytest.mark.traces("max-steps")
+def test_max_steps_stops_a_training_loop_that_never_ends(traced):
+    run = traced("max-steps").report["runs"][0]
+    assert run["outcome"]["kind"] == "stopped"
+    assert run["outcome"]["reason"] == "max-steps:3"
+    assert run["optimizer_steps"] == 3
+    assert "after 3 optimizer steps" in run["summary"]
+
+
+@pytest.mark.traces("timeout")
+def test_timeout_stops_a_long_program(traced):
+    result = traced("timeout")
+    run = result.report["runs"][0]
+    assert run["outcome"]["kind"] == "stopped" and run["outcome"]["reason"] == "timeout"
+    assert run["seconds"] < 2 + 10  # the time limit, well before the hard kill
+    assert result.returncode == 0
+
+
+def test_a_program_that_ignores_the_time_limit_is_killed(monkeypatch, capsys):
+    from torchdev_lint.trace import session
+
+    monkeypatch.setattr(session, "GRACE_SECONDS", 1.0)
+    options = session.Options(target=str(DATA / "long_training.py"), args=["stubborn"], mode="sim",
+                              timeout=1.0, root=str(DATA))
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    started = time.monotonic()
+    with open(os.devnull, "w") as sink:
+        run = session.run(options, sink)
+    assert run.killed and run.outcome == {"kind": "killed", "reason": "timeout"}
+    assert time.monotonic() - started < 30
+
+
+@pytest.mark.traces("raise")
+def test_a_program_that_raises_is_reported_with_its_line(traced):
+    result = traced("raise")
+    run = result.report["runs"][0]
+    assert run["outcome"]["kind"] == "exception"
+    assert run["outcome"]["type"] == "ValueError"
+    assert run["outcome"]["message"] == "the program's own error"
+    assert run["outcome"]["site"] == {"path": "testdata/trace/crash.py", "line": 8, "column": 5}
+    assert run["exit_status"] == 1
+    assert result.returncode == 0  # nothing confirmed: the program's failure is not the tracer's verdict
+    assert "ValueError: the program's own error" in result.stderr
+    assert "torchdev_lint" not in result.stderr.split("Traceback")[1]  # the tracer's frames are hidden
+    assert "tensor sum 3.0" in result.stderr
+
+
+@pytest.mark.traces("exit")
+def test_a_program_that_exits_with_status_3(traced):
+    result = traced("exit")
+    run = result.report["runs"][0]
+    assert run["outcome"] == {"kind": "exit", "status": 3}
+    assert run["exit_status"] == 3
+    assert "exited with status 3" in run["summary"]
+    assert "leaving with status 3" in result.stderr
+    assert result.returncode == 0
+
+
+@pytest.mark.traces("selfcheck")
+def test_simulator_internals_smoke(traced):
+    """The torch internals the simulator relies on still behave (run per supported torch version)."""
+    import json
+
+    result = traced("selfcheck")
+    report = json.loads(result.stdout)
+    assert report["checks"] and all(v == "ok" for v in report["checks"].values()), report
+    if not report["tested"]:
+        pytest.skip(f"torch {report['torch']} passes the smoke test but is not a tested version")
+    assert result.returncode == 0
+    assert sys.version_info >= (3, 10)
