@@ -77,9 +77,10 @@ def examples(tmp_path_factory) -> Path:
     return directory
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def testdata_findings() -> list[tuple]:
-    """What the CLI finds in testdata/."""
+    """What the CLI finds in testdata/, found again for each test: a module-wide copy could
+    go stale while the working tree changes under a long test run."""
     found = cli_findings("testdata")
     assert found, "testdata/ is meant to have bugs"
     return found

@@ -51,9 +51,15 @@ class TorchDevLintChecker:
         self.filename = filename
 
     def run(self):
+        source = "".join(self.lines)
+        rules = [cls for cls in _all_rules() if cls.wants(source)]
+        if not rules:
+            # flake8 has parsed the file already, so there is no syntax error to report
+            # (lint_source would parse it again to find one).
+            return
         from torchdev_lint.engine import lint_source
 
-        result = lint_source(self.filename, "".join(self.lines), _all_rules(), apply_noqa=False)
+        result = lint_source(self.filename, source, rules, apply_noqa=False)
         if result.error is not None:
             error = result.error
             yield (
