@@ -21,12 +21,16 @@ def _trace(*args: str) -> list[str]:
 TRACES: dict[str, list[str]] = {}
 for _code in RULE_PROGRAMS:
     _n = _code[-3:]
-    TRACES[f"{_code}-bug"] = _trace(f"testdata/trace/tdl{_n}_bug.py")
-    TRACES[f"{_code}-ok"] = _trace(f"testdata/trace/tdl{_n}_ok.py")
+    for _kind in ("bug", "ok"):
+        TRACES[f"{_code}-{_kind}"] = _trace("--mode", "sim", f"testdata/trace/tdl{_n}_{_kind}.py")
+        # the same program on a real CUDA device (tests marked gpu; never prefetched)
+        TRACES[f"{_code}-{_kind}-real"] = _trace("--mode", "real", f"testdata/trace/tdl{_n}_{_kind}.py")
 TRACES.update({
     "TDL001-cpu-only": _trace("--mode", "cpu-only", "testdata/trace/tdl001_bug.py"),
     "TDL004-cpu-only": _trace("--mode", "cpu-only", "testdata/trace/tdl004_bug.py", "{gpu_checkpoint}"),
     "clean": _trace("--mode", "sim", "testdata/trace/clean_training.py", "--workers", "2"),
+    "clean-real": _trace("--mode", "real", "testdata/trace/clean_training.py", "--workers", "2"),
+    "keep-going-real": _trace("--mode", "real", "--keep-going", "testdata/trace/keep_going.py"),
     "keep-going": _trace("--mode", "sim", "--keep-going", "testdata/trace/keep_going.py"),
     "max-steps": _trace("--mode", "sim", "--max-steps", "3", "testdata/trace/long_training.py"),
     "timeout": _trace("--mode", "sim", "--timeout", "2", "testdata/trace/long_training.py", "plain"),

@@ -27,8 +27,8 @@ that no rule predicted are reported as TDL100. This EXECUTES the program.
 
 Modes: on a machine with CUDA the program runs on the real GPU; without one, on a simulated GPU
 (values computed on the CPU, placement tracked as on cuda:0). When the program has hardcoded
-CUDA findings (TDL001/TDL002), `--mode auto` runs it a second time as a machine without a GPU
-would (`cpu-only`), to show where it fails there.
+CUDA findings (TDL001/TDL002), it then runs a second time as a machine without a GPU would
+(`cpu-only`, keeping going), to show where it fails there (--single-run: not).
 
 The program's own output goes to standard error (or --program-output); the report goes to
 standard output. Exit status: 0 nothing confirmed, 1 a finding confirmed, 2 usage error or the
@@ -45,8 +45,11 @@ def build_parser() -> argparse.ArgumentParser:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mode", choices=("auto", "sim", "real", "cpu-only"), default="auto",
                         help="real: the GPU; sim: a simulated GPU; cpu-only: a machine without GPU; "
-                             "auto (default): real if CUDA is available, else sim, plus a cpu-only run "
-                             "when there are TDL001/TDL002 findings")
+                             "auto (default): real if CUDA is available, else sim. After a real or sim "
+                             "run, a program with TDL001/TDL002 findings runs again as cpu-only "
+                             "(--single-run: not)")
+    parser.add_argument("--single-run", action="store_true",
+                        help="never run the program a second time as a machine without a GPU")
     parser.add_argument("--keep-going", action="store_true",
                         help="record each device error and continue, to find every bug in one run")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
@@ -144,7 +147,7 @@ def main(argv: list[str]) -> int:
             findings = []
         for error in errors:
             print(f"torchdev-lint: {error}", file=sys.stderr)
-        if (args.mode == "auto" and runs[0].mode != "cpu-only"
+        if (not args.single_run and runs[0].mode != "cpu-only"
                 and any(f.code in HARDCODED for f in findings)):
             second = session.Options(**{**base.__dict__, "mode": "cpu-only", "keep_going": True})
             runs.append(_run(second, output, args, why="again as a machine without a GPU, for the "

@@ -74,26 +74,23 @@ class SimDispatchMode(TorchDispatchMode):
     def __init__(self, rt: Runtime):
         super().__init__()
         self.rt = rt
-        self._rules: dict = {}
-        self._fresh: dict = {}
+        self._rules: dict = {}  # id(op) -> (kind, extra, fresh outputs, op)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        rule = self._rules.get(func)
+        if kwargs is None:
+            kwargs = {}
+        rule = self._rules.get(id(func))  # OpOverload.__hash__ is Python code: key by id
         if rule is None:
-            rule = self._rules[func] = _decide(func)
-        kind, extra = rule
+            rule = self._rules[id(func)] = (*_decide(func), _fresh(func), func)
+        kind, extra, fresh, _ = rule
         if kind == SELF_ONLY:
             out = func(*args, **kwargs)
             if args and isinstance(args[0], Tensor):
                 device = getattr(_storage(args[0]), "_tdl_dev", None)
                 if device is not None:
-                    self._tag_outputs(func, out, device, ())
+                    _tag_outputs(fresh, out, device, ())
             return out
 
-        # Gather the operands' virtual devices (walked by hand: tree_flatten costs ~9 us).
-        accel = None
-        mixed = False
         skip = ()
         keep_cpu = ()
         if kind == IGNORE:
@@ -101,69 +98,26 @@ class SimDispatchMode(TorchDispatchMode):
             if not needs_accel_self or (args and isinstance(args[0], Tensor)
                                         and getattr(_storage(args[0]), "_tdl_dev", None)):
                 skip = positions
-        has_cpu = False
-        for i, a in enumerate(args):
-            if i in skip:
-                continue
-            if isinstance(a, Tensor):
-                d = getattr(_storage(a), "_tdl_dev", None)
-                if d is None:
-                    if a.dim() != 0:
-                        has_cpu = True
-                elif accel is None:
-                    accel = d
-                elif d != accel:
-                    mixed = True
-            elif isinstance(a, (list, tuple)):
-                for b in a:
-                    if isinstance(b, Tensor):
-                        d = getattr(_storage(b), "_tdl_dev", None)
-                        if d is None:
-                            if b.dim() != 0:
-                                has_cpu = True
-                        elif accel is None:
-                            accel = d
-                        elif d != accel:
-                            mixed = True
-        if kwargs:
-            for a in kwargs.values():
-                if isinstance(a, Tensor):
-                    d = getattr(_storage(a), "_tdl_dev", None)
-                    if d is None:
-                        if a.dim() != 0:
-                            has_cpu = True
-                    elif accel is None:
-                        accel = d
-                    elif d != accel:
-                        mixed = True
+        # The operands' virtual devices, walked by hand (tree_flatten costs ~9 us an op).
+        try:
+            accel, has_cpu, mixed, tensors = _gather(args, kwargs, skip)
+        except (RuntimeError, NotImplementedError, TypeError):  # tensors without storage
+            accel, has_cpu, mixed, tensors = _gather(args, kwargs, skip, safe=True)
         if accel is None:
             out = func(*args, **kwargs)
-            if not has_cpu:
+            if not tensors:
                 ambient = getattr(self.rt.local, "ambient", None)
-                if ambient is not None and _no_tensor_operand(args, kwargs):
+                if ambient is not None:
                     # a factory inside a composite op or a Python torch function
                     device = kwargs.get("device")
                     if device is None or device.type == "cpu":
-                        self._tag_outputs(func, out, ambient, keep_cpu)
+                        _tag_outputs(fresh, out, ambient, keep_cpu)
             return out
         if has_cpu or mixed:
             self._mismatch(func, args, kwargs, skip)
         out = func(*args, **kwargs)
-        self._tag_outputs(func, out, accel, keep_cpu)
+        _tag_outputs(fresh, out, accel, keep_cpu)
         return out
-
-    def _tag_outputs(self, func, out, device, keep_cpu) -> None:
-        fresh = self._fresh.get(func)
-        if fresh is None:
-            fresh = self._fresh[func] = _fresh(func)
-        if len(fresh) == 1:
-            if fresh[0]:
-                _tag_any(out, device)
-            return
-        if isinstance(out, (tuple, list)):
-            for i, (o, new) in enumerate(zip(out, fresh)):
-                if new and i not in keep_cpu:
-                    _tag_any(o, device)
 
     def _mismatch(self, func, args, kwargs, skip) -> None:
         rt = self.rt
@@ -197,11 +151,45 @@ class SimDispatchMode(TorchDispatchMode):
             raise SimulatedDeviceError(MISMATCH_TEXT.format(a=devices[0], b=devices[1]))
 
 
-def _no_tensor_operand(args, kwargs) -> bool:
-    for a in args:
-        if isinstance(a, Tensor) or (isinstance(a, (list, tuple)) and any(isinstance(b, Tensor) for b in a)):
-            return False
-    return not any(isinstance(v, Tensor) for v in kwargs.values())
+def _gather(args, kwargs, skip, safe=False):
+    """(first accelerator device, a non-0-dim CPU operand?, two accelerators?, number of tensors)."""
+    accel = None
+    has_cpu = mixed = False
+    tensors = 0
+    items = list(args) + list(kwargs.values()) if kwargs else args
+    for i, a in enumerate(items):
+        if isinstance(a, Tensor):
+            group = (a,)
+        elif isinstance(a, (list, tuple)) and a and isinstance(a[0], Tensor):
+            group = a
+        else:
+            continue
+        if skip and i < len(args) and i in skip:
+            continue
+        for t in group:
+            if not isinstance(t, Tensor):
+                continue
+            tensors += 1
+            d = getattr(_storage(t) if safe else t.untyped_storage(), "_tdl_dev", None)
+            if d is None:
+                if not has_cpu and t.dim() != 0:
+                    has_cpu = True
+            elif accel is None:
+                accel = d
+            elif d != accel:
+                mixed = True
+    return accel, has_cpu, mixed, tensors
+
+
+def _tag_outputs(fresh, out, device, keep_cpu) -> None:
+    if len(fresh) == 1:
+        if fresh[0]:
+            _tag_any(out, device)
+        return
+    if isinstance(out, (tuple, list)):
+        for i, (o, new) in enumerate(zip(out, fresh)):
+            if new and i not in keep_cpu:
+                _tag_any(o, device)
 
 
 def _storage(t):
