@@ -78,3 +78,22 @@ def is_guarded(ancestors: Sequence[cst.CSTNode]) -> bool:
             if any(_exits_early(s) for s in _preceding_statements(parent, child)):
                 return True
     return False
+
+
+_NAME_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+_ACCELERATOR_NAME_WORDS = frozenset({"cuda", "gpu", "gpus", "nccl", "cudnn", "triton"})
+
+
+def named_for_accelerator(ancestors: Sequence[cst.CSTNode]) -> bool:
+    """True inside a class or function whose name says it is for CUDA (``CUDAAccelerator``,
+    ``def _launch_cuda_kernel``): its callers choose it, as under a guard. Test functions
+    are not chosen by a caller but by the test runner, so ``test_*`` names do not count."""
+    for node in reversed(ancestors):
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            name = node.name.value
+            if name.lower().startswith("test"):
+                continue
+            words = {w.lower() for w in _NAME_WORDS.findall(name)}
+            if words & _ACCELERATOR_NAME_WORDS:
+                return True
+    return False

@@ -1,0 +1,234 @@
+"""TDL002 hardcoded-device-string: the shapes real code takes, beyond the rule's own
+examples (which tests/test_rule_examples.py runs): aliases, layouts, comments, scopes, the
+configuration values it leaves alone, and switching it off for a CUDA-only project."""
+
+import textwrap
+
+import pytest
+
+import torchdev_lint.rules  # noqa: F401
+from torchdev_lint.engine import lint_source
+from torchdev_lint.fixer import fix_file
+from torchdev_lint.rule import Rule
+
+RULE = Rule.registry["TDL002"]
+
+
+def findings(code):
+    return [(f.line, f.column) for f in lint_source("t.py", textwrap.dedent(code), [RULE]).findings]
+
+
+def fixed(code, unsafe=False):
+    result = lint_source("t.py", textwrap.dedent(code), [RULE])
+    outcome = fix_file(result, unsafe=unsafe)
+    assert outcome.error is None
+    again = lint_source("t.py", outcome.source, [RULE])
+    assert [f for f in again.findings if f.fix is not None and (unsafe or f.fix.applicability.value == "safe")] == []
+    return outcome.source
+
+
+DEFAULT = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+
+
+# -- what is flagged -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("code, where", [
+    ('import torch\nx = torch.ones(2).to("cuda")\n', (2, 22)),
+    ('import torch\nx = torch.ones(2).to(device="cuda:1", non_blocking=True)\n', (2, 29)),
+    ('import torch\ntorch.set_default_device("cuda")\n', (2, 26)),
+    ('import torch\nstate = torch.load(path, "cuda")\n', (2, 26)),
+    ('import torch\nd = torch.device(type="cuda")\n', (2, 23)),
+    ('import torch\ng = torch.Generator(device="cuda")\n', (2, 28)),
+    ('x = y.to("cuda:%d" % rank)\n', (1, 10)),
+    ('x = y.to("cuda:" + str(rank))\n', (1, 10)),
+    ('x = y.to("cuda:{}".format(rank))\n', (1, 10)),
+    ('dev = "cuda"\n', (1, 7)),
+    ('train_device: str = "cuda"\n', (1, 21)),
+    ('import torch\ndef get_device():\n    return torch.device("cuda")\n', (3, 25)),
+    # A test the runner picks on a CPU-only CI machine too, with no skip marker.
+    ('import torch\ndef test_forward_gpu():\n    x = torch.ones(2, device="cuda")\n', (3, 30)),
+])
+def test_flagged(code, where):
+    assert findings(code) == [where]
+
+
+def test_both_branches_of_an_unrelated_condition_are_flagged():
+    assert findings('x = y.to("cuda:0" if first else "cuda:1")\n') == [(1, 10), (1, 33)]
+
+
+# -- what is not flagged -------------------------------------------------------------------
+
+@pytest.mark.parametrize("code", [
+    'import torch\nscaler = torch.cuda.amp.GradScaler(device="cuda")\n',
+    'import torch\nx = torch.cuda.memory_allocated(device="cuda:0")\n',
+    'import torch\nwith torch.cuda.device("cuda:1"):\n    pass\n',
+    'import torch\nif x.device == torch.device("cuda"):\n    pass\n',
+    'import torch\nassert model.device == torch.device("cuda", 0)\n',
+    'import torch\nmock_to.assert_called_once_with(torch.device("cuda"))\n',
+    'import torch\nstrategy.parallel_devices = [torch.device("cuda", 0), torch.device("cuda", 1)]\n',
+    'import torch\nconfig.device = torch.device("cuda")\n',
+    'settings = dict(device="cuda", lr=0.1)\n',
+    'class Defaults:\n    device = "cuda"\n',
+    'device_type = "cuda"\n',
+    'if use_gpu:\n    device = "cuda"\n',
+    'device = args.device or "cuda"\n',
+    'import torch\nif not torch.cuda.is_available():\n    raise SystemExit("needs a GPU")\n'
+    'model.to("cuda")\n',
+    'import torch\nimport pytest\n@pytest.mark.skipif(not torch.cuda.is_available(), reason="gpu")\n'
+    'def test_gpu():\n    torch.ones(1, device="cuda")\n',
+    'def _launch_cuda_kernel(x):\n    return x.to("cuda")\n',
+    'import os\ndevice = os.environ.get("DEVICE", "cuda")\n',
+    'print("cuda")\nname = "cuda"\nlabel = f"cuda:{rank}"\n',
+    'x = y.to(b"cuda")\n',
+    'device = "cudafoo"\n',
+])
+def test_not_flagged(code):
+    assert findings(code) == []
+
+
+def test_a_configuration_section_overridden_by_exec_is_configuration():
+    code = ('device = "cuda"\nbatch_size = 8\nexec(open("configurator.py").read())\n'
+            'late_device = "cuda"\n')
+    # Only the setting after the override is hardcoded.
+    assert findings(code) == [(4, 15)]
+
+
+# -- the fix's shapes ----------------------------------------------------------------------
+
+def test_alias_of_torch_is_used_for_the_default():
+    assert fixed('import torch as T\nx = T.zeros(1, device="cuda")\n') == (
+        'import torch as T\n' + DEFAULT.replace("torch", "T") + 'x = T.zeros(1, device=device)\n'
+    )
+
+
+def test_from_import_of_device():
+    assert fixed('import torch\nfrom torch import device as D\nmodel.to(D("cuda"))\n') == (
+        'import torch\nfrom torch import device as D\n' + DEFAULT + 'model.to(device)\n'
+    )
+
+
+def test_multi_line_call_with_comments_keeps_its_layout():
+    code = (
+        "import torch\n"
+        "x = torch.zeros(\n"
+        "    3,  # rows\n"
+        '    device="cuda",  # the GPU\n'
+        "    dtype=torch.float16,\n"
+        ")\n"
+    )
+    assert fixed(code) == (
+        "import torch\n" + DEFAULT +
+        "x = torch.zeros(\n"
+        "    3,  # rows\n"
+        "    device=device,  # the GPU\n"
+        "    dtype=torch.float16,\n"
+        ")\n"
+    )
+
+
+def test_indexed_string_in_a_multi_line_call():
+    code = 'state = torch.load(\n    path,\n    map_location="cuda:0",\n)\n'
+    assert fixed(code) == (
+        'state = torch.load(\n    path,\n'
+        '    map_location="cuda:0" if torch.cuda.is_available() else "cpu",\n)\n'
+    )
+
+
+def test_branch_of_an_unrelated_condition_gets_parentheses():
+    assert fixed('x = y.to("cuda:0" if first else "cpu")\n') == (
+        'x = y.to(("cuda:0" if torch.cuda.is_available() else "cpu") if first else "cpu")\n'
+    )
+
+
+def test_nested_function_uses_the_enclosing_device_parameter():
+    code = (
+        "import torch\n"
+        "def train(model, device):\n"
+        "    def step(batch):\n"
+        '        return model(batch.to("cuda"))\n'
+        "    return step\n"
+    )
+    assert fixed(code, unsafe=True) == code.replace('batch.to("cuda")', "batch.to(device)")
+
+
+def test_device_assigned_later_in_the_function_is_not_used_before_it_is_bound():
+    code = (
+        "import torch\n"
+        "def main(model):\n"
+        '    model.to(torch.device("cuda"))\n'
+        '    device = "cpu"\n'
+    )
+    assert fixed(code) == code.replace(
+        'torch.device("cuda")', 'torch.device("cuda" if torch.cuda.is_available() else "cpu")'
+    )
+
+
+def test_forward_uses_its_tensor_input():
+    code = (
+        "import torch\nimport torch.nn as nn\n"
+        "class Net(nn.Module):\n"
+        "    def forward(self, x):\n"
+        '        return x + torch.ones(3, device="cuda")\n'
+    )
+    assert fixed(code, unsafe=True) == code.replace('device="cuda"', "device=x.device")
+
+
+def test_existing_device_keeps_torch_device_around_it():
+    code = 'import torch\ndevice = "cpu"\nwith torch.device("cuda"):\n    pass\n'
+    assert fixed(code, unsafe=True) == code.replace('torch.device("cuda")', "torch.device(device)")
+
+
+def test_self_device_definition_and_its_uses_compose():
+    code = (
+        "import torch\n"
+        "class Trainer:\n"
+        "    def __init__(self, model):\n"
+        '        self.device = torch.device("cuda")\n'
+        '        self.model = model.to("cuda")\n'
+    )
+    assert fixed(code, unsafe=True) == (
+        "import torch\n"
+        "class Trainer:\n"
+        "    def __init__(self, model):\n"
+        '        self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+        "        self.model = model.to(self.device)\n"
+    )
+
+
+def test_tdl001_and_tdl002_fixes_share_one_default_device():
+    code = 'import torch\nx = torch.ones(1).cuda()\ny = torch.ones(1, device="cuda")\n'
+    rules = [Rule.registry["TDL001"], RULE]
+    result = lint_source("t.py", code, rules)
+    assert [f.code for f in result.findings] == ["TDL001", "TDL002"]
+    assert fix_file(result).source == (
+        "import torch\n" + DEFAULT + "x = torch.ones(1).to(device)\ny = torch.ones(1, device=device)\n"
+    )
+
+
+def test_message_names_the_string():
+    (finding,) = lint_source("t.py", 'x = y.to("cuda:1")\n', [RULE]).findings
+    assert finding.message.startswith('`"cuda:1"` hardcodes a CUDA device')
+
+
+# -- switching it off ----------------------------------------------------------------------
+
+def test_a_cuda_only_project_turns_the_rule_off_in_one_line(tmp_path, run_cli):
+    (tmp_path / "train.py").write_text('import torch\nx = torch.zeros(3, device="cuda")\n')
+    status, out, _ = run_cli(tmp_path, cwd=tmp_path)
+    assert status == 1 and "TDL002" in out
+    (tmp_path / "pyproject.toml").write_text('[tool.torchdev-lint]\nignore = ["TDL002"]\n')
+    status, out, _ = run_cli(tmp_path, cwd=tmp_path)
+    assert status == 0, out
+    assert "TDL002" not in out
+
+
+def test_tests_alone_can_turn_it_off(tmp_path, run_cli):
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_gpu.py").write_text('import torch\nx = torch.zeros(3, device="cuda")\n')
+    (tmp_path / "train.py").write_text('import torch\nx = torch.zeros(3, device="cuda")\n')
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.torchdev-lint]\nper-file-ignores = { "tests/*" = ["TDL002"] }\n'
+    )
+    status, out, _ = run_cli(tmp_path, cwd=tmp_path)
+    assert status == 1
+    assert "train.py" in out and "test_gpu.py" not in out

@@ -1,0 +1,439 @@
+from __future__ import annotations
+
+import re
+from typing import Iterator, Sequence
+
+import libcst as cst
+
+from torchdev_lint import fixes
+from torchdev_lint.analysis.guards import code_of, is_guarded, named_for_accelerator
+from torchdev_lint.finding import Applicability, Fix
+from torchdev_lint.rule import Invalid, Rule, Valid
+
+_LOADERS = frozenset({"torch.load", "torch.jit.load", "torch.serialization.load"})
+# Where a device object goes without placing anything: compared, a parameter default,
+# an element of a list/tuple/set/dict of devices (multi-GPU code).
+_NOT_A_PLACEMENT = (cst.Comparison, cst.ComparisonTarget, cst.Param, cst.Element, cst.DictElement,
+                    cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
+_DEVICE_KEYWORDS = frozenset({"device", "map_location"})
+# A name that says it holds a device: `device`, `DEVICE`, `train_device`, `self.dev`...
+# but not `device_type` (what autocast takes) or `device_ids`/`device_count`.
+_DEVICE_WORD = re.compile(r"(?i)(?:^|_)(?:device|dev)(?:$|_)")
+_NOT_A_DEVICE = re.compile(r"(?i)(?:^|_)(?:type|types|ids?|count|name|str)$")
+
+
+class HardcodedDeviceString(Rule):
+    """
+    ## What it does
+    Flags a `"cuda"` or `"cuda:N"` string (or an f-string or format expression starting
+    with `cuda:`, such as `f"cuda:{rank}"`) where a device is chosen: `torch.device(...)`
+    (also as `with torch.device(...)`), `torch.set_default_device(...)`, a `device=` or
+    `map_location=` argument of any call, the device argument of `.to(...)`, the second
+    argument of `torch.load`, and an assignment to a variable or `self` attribute whose
+    name says device (`device = "cuda"`, `DEVICE = "cuda:0"`, `self.device = "cuda"`).
+
+    As with TDL001, a use is fine when it only runs where an accelerator is wanted or
+    present: under an `if`/`while`, conditional expression or `and`/`or` whose test
+    mentions CUDA, a GPU or a device choice (`"cuda" if torch.cuda.is_available() else
+    "cpu"`, `if args.cuda:`), under a decorator that does, after an early exit, or inside
+    a class or function whose name says it is for CUDA (`class CUDAAccelerator`,
+    `def _triton_autotune`; not `test_*` functions, which the test runner picks).
+
+    It does not flag values the user can change without editing code: argparse defaults
+    (`default="cuda"`, `set_defaults(device="cuda")`), function parameter defaults, class-level
+    defaults (a config dataclass's `device: str = "cuda"`), dict values (`{"device": "cuda"}`,
+    `dict(device="cuda")`), attributes of config objects (`cfg.MODEL.DEVICE = "cuda"`), and
+    module-level settings that a later `exec(open("configurator.py").read())` overrides
+    (nanoGPT's idiom). Nor does it flag device *types* given to
+    `autocast(device_type="cuda")` or `GradScaler("cuda")` (they warn and disable
+    themselves without CUDA), the `torch.cuda` API itself (`torch.cuda.set_device(...)`),
+    or a `torch.device("cuda")` that is only compared (`x.device == torch.device("cuda")`,
+    `device.type == "cuda"`), asserted (`m.to.assert_called_with(torch.device("cuda"))`)
+    or listed (`[torch.device("cuda", i) for i in range(n)]`, multi-GPU code).
+
+    ## Why is this bad?
+    The string works on the machine it was typed on and fails everywhere else: on a
+    laptop, a CPU-only CI runner or an Apple-silicon Mac the first tensor or module moved
+    there raises `AssertionError: Torch not compiled with CUDA enabled` (or `RuntimeError:
+    No CUDA GPUs are available`), and `torch.load(..., map_location="cuda")` cannot load.
+    Choosing the device once and passing it around runs on all of them.
+
+    ## Fix
+    A plain `"cuda"` is replaced by the same device expression TDL001 uses: a `device`
+    variable or parameter bound at that point, `self.device`, `args.device`, the `.device`
+    of a tensor input of `forward`, or else a module-level
+    `device = torch.device("cuda" if torch.cuda.is_available() else "cpu")` added once
+    after the imports. With that default, `torch.device("cuda")` as a whole becomes
+    `device`; a device expression of the program's own is wrapped instead
+    (`torch.device(device)`), since it may be a string.
+
+    Where the string *defines* the device (it is assigned to a variable or `self`
+    attribute) or names a GPU index (`"cuda:1"`, `f"cuda:{rank}"`,
+    `torch.device("cuda", rank)`), the string is kept for machines that have CUDA and falls
+    back to the CPU elsewhere: `DEVICE = "cuda:0" if torch.cuda.is_available() else "cpu"`.
+
+    Fix safety: safe when the fix keeps the string behind `torch.cuda.is_available()` or
+    uses its own default device: on a machine with a GPU both are exactly the device the
+    string named. Unsafe when it reuses a device expression of the program's, whose value
+    may differ from the string.
+
+    ## When not to use
+    In a project that only ever runs on CUDA (a multi-GPU trainer, a library of CUDA
+    kernels) every such string is deliberate. Turn the rule off in `pyproject.toml`:
+
+    ```toml
+    [tool.torchdev-lint]
+    ignore = ["TDL002"]
+    ```
+
+    or only for its tests: `per-file-ignores = { "tests/*" = ["TDL002"] }`.
+    """
+
+    code = "TDL002"
+    name = "hardcoded-device-string"
+    message = "`\"cuda\"` hardcodes a CUDA device: this line fails on machines without one"
+    fix_title = "Use a device chosen at run time"
+
+    VALID = [
+        Valid('import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'),
+        Valid('import argparse\nparser = argparse.ArgumentParser()\n'
+              'parser.add_argument("--device", default="cuda")\nparser.set_defaults(device="cuda")\n'),
+        Valid('config = {"device": "cuda", "lr": 0.1}\ncfg.MODEL.DEVICE = "cuda"\n'
+              'from dataclasses import dataclass\n@dataclass\nclass TrainConfig:\n'
+              '    device: str = "cuda"\n'),
+        Valid('import torch\nwith torch.autocast(device_type="cuda"):\n    y = model(x)\n'
+              'scaler = torch.amp.GradScaler("cuda")\n'),
+        Valid('import torch\ndef same(x, device):\n    if device.type == "cuda":\n'
+              '        torch.cuda.synchronize()\n    return x.device == torch.device("cuda")\n'),
+        Valid('import torch\nif torch.cuda.is_available():\n    model.to("cuda:0")\n'
+              'x = x.to("cuda") if args.cuda else x\n'),
+        Valid('import torch\ndef train(model, device="cuda", loader_device=torch.device("cuda")):\n'
+              '    model.to(device)\n'),
+        Valid('import torch\ntorch.cuda.set_device(torch.device("cuda", 0))\n'
+              'devices = [torch.device("cuda", i) for i in range(torch.cuda.device_count())]\n'),
+        Valid('import torch\ndevice = "cuda"  # overridden by configurator.py\n'
+              'exec(open("configurator.py").read())\nx = torch.zeros(2).to(device)\n'),
+        Valid('import torch\nclass CUDAAccelerator:\n    def setup(self, model):\n'
+              '        return model.to("cuda")\n'),
+    ]
+    INVALID = [
+        Invalid(
+            'import torch\nx = torch.zeros(3, device="cuda")\n',
+            2, 27,
+            'import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            'x = torch.zeros(3, device=device)\n',
+        ),
+        Invalid(
+            'import torch\nDEVICE = "cuda:0"\nmodel.to(DEVICE)\n',
+            2, 10,
+            'import torch\nDEVICE = "cuda:0" if torch.cuda.is_available() else "cpu"\n'
+            'model.to(DEVICE)\n',
+        ),
+        Invalid(
+            'import torch as T\ndef run(model, device):\n    model.to(T.device("cuda"))\n',
+            3, 23,
+            'import torch as T\ndef run(model, device):\n    model.to(T.device(device))\n',
+            unsafe=True,
+        ),
+        Invalid(
+            'import torch\nstate = torch.load(path, map_location=f"cuda:{rank}")\n',
+            2, 39,
+            'import torch\nstate = torch.load(path, map_location=f"cuda:{rank}" if '
+            'torch.cuda.is_available() else "cpu")\n',
+        ),
+        Invalid(
+            'import torch\nwith torch.device("cuda"):\n    model = Net()\n',
+            2, 19,
+            'import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            'with device:\n    model = Net()\n',
+        ),
+        Invalid(
+            'import torch\nclass Runner:\n    def __init__(self):\n        self.device = "cuda"\n',
+            4, 23,
+            'import torch\nclass Runner:\n    def __init__(self):\n'
+            '        self.device = "cuda" if torch.cuda.is_available() else "cpu"\n',
+        ),
+        Invalid(
+            'class Evaluator:\n    def __init__(self, device):\n        self.device = device\n'
+            '    def run(self, model, batch):\n        return model(batch.to("cuda"))\n',
+            5, 31,
+            'class Evaluator:\n    def __init__(self, device):\n        self.device = device\n'
+            '    def run(self, model, batch):\n        return model(batch.to(self.device))\n',
+            unsafe=True,
+        ),
+    ]
+
+    @classmethod
+    def wants(cls, source: str) -> bool:
+        return "cuda" in source
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        # Module-level definitions (`device = "cuda"`) wait for the end of the file: a later
+        # `exec(open("configurator.py").read())` makes them configuration values.
+        self.module_definitions: list[tuple] = []
+
+    # -- where a device is chosen --------------------------------------------------------
+
+    def visit_Call(self, node: cst.Call) -> None:
+        qualified = self.ctx.qualified_name(node.func) or ""
+        if qualified == "torch.device":
+            self._check_device_object(node)
+            return
+        if self._overrides_globals(node):
+            self.module_definitions.clear()
+            return
+        if _takes_device_type(qualified) or _is_cuda_api(qualified) or _builds_config(node):
+            return
+        positional = [a for a in node.args if a.keyword is None and not a.star]
+        candidates: list[cst.Arg] = []
+        if qualified == "torch.set_default_device" and positional:
+            candidates.append(positional[0])
+        elif isinstance(node.func, cst.Attribute) and node.func.attr.value == "to" and positional:
+            candidates.append(positional[0])
+        elif qualified in _LOADERS and len(positional) >= 2:
+            candidates.append(positional[1])
+        candidates += [a for a in node.args if a.keyword is not None
+                       and a.keyword.value in _DEVICE_KEYWORDS]
+        for arg in candidates:
+            self._check_value(arg.value, (*self.ctx.ancestors, arg), defines=False)
+
+    def _check_device_object(self, node: cst.Call) -> None:
+        """``torch.device("cuda")``: building the object is harmless; what it is given to
+        decides. Comparisons, parameter defaults, test assertions
+        (``m.to.assert_called_with(torch.device("cuda"))``), the ``torch.cuda`` API and
+        device-type APIs, lists of devices (multi-GPU code) and attributes of other objects
+        (configuration) are fine."""
+        type_args = [a for a in node.args if a.keyword is None or a.keyword.value == "type"]
+        if not type_args:
+            return
+        consumer, value = _consumer(self.ctx.ancestors)
+        if isinstance(consumer, _NOT_A_PLACEMENT):
+            return
+        if isinstance(consumer, cst.Arg) and isinstance(value, cst.Call):
+            qualified = self.ctx.qualified_name(value.func) or ""
+            called = code_of(value.func).rsplit(".", 1)[-1]
+            if (
+                _takes_device_type(qualified)
+                or _is_cuda_api(qualified)
+                or called.lower().startswith("assert")
+            ):
+                return
+        defines = False
+        if isinstance(consumer, (cst.Assign, cst.AnnAssign)):
+            if not self._binds_variable(consumer):
+                return
+            defines = True
+        indexed = len(type_args) > 1 or any(
+            a.keyword is not None and a.keyword.value == "index" for a in node.args
+        )
+        arg = type_args[0]
+        self._check_value(arg.value, (*self.ctx.ancestors, arg), defines=defines or indexed,
+                          device_call=node)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if self._binds_device(node):
+            self._check_value(node.value, tuple(self.ctx.ancestors), defines=True)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None and self._binds_device(node):
+            self._check_value(node.value, tuple(self.ctx.ancestors), defines=True)
+
+    def _binds_device(self, node: cst.Assign | cst.AnnAssign) -> bool:
+        targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+        return any(self._names_device(t) for t in targets)
+
+    def _binds_variable(self, node: cst.Assign | cst.AnnAssign) -> bool:
+        """Bound to a variable or an attribute of ``self``, outside a class body; not to a
+        config object's attribute or an item."""
+        targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+        return not isinstance(self.ctx.scopes[-1].node, cst.ClassDef) and any(
+            isinstance(t, (cst.Name, cst.Tuple, cst.List))
+            or (isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name)
+                and self._is_self(t.value.value))
+            for t in targets
+        )
+
+    def _names_device(self, target: cst.BaseExpression) -> bool:
+        """A variable or ``self.<attr>`` whose name says it holds a device; class-level
+        defaults and other objects' attributes are configuration."""
+        if isinstance(self.ctx.scopes[-1].node, cst.ClassDef):
+            return False
+        if isinstance(target, cst.Name):
+            name = target.value
+        elif (
+            isinstance(target, cst.Attribute)
+            and isinstance(target.value, cst.Name)
+            and self._is_self(target.value.value)
+        ):
+            name = target.attr.value
+        else:
+            return False
+        return bool(_DEVICE_WORD.search(name)) and not _NOT_A_DEVICE.search(name)
+
+    def _is_self(self, name: str) -> bool:
+        function = self.ctx.function
+        if function is None or self.ctx.enclosing_class is None:
+            return False
+        params = [*function.params.posonly_params, *function.params.params]
+        return bool(params) and params[0].name.value == name
+
+    def _overrides_globals(self, call: cst.Call) -> bool:
+        """A module-level ``exec(...)`` or ``globals().update(...)``: the module's globals
+        above it are a configuration section (nanoGPT's ``configurator.py`` idiom)."""
+        if self.ctx.function is not None or not isinstance(self.ctx.scopes[-1].node, cst.Module):
+            return False
+        name = code_of(call.func)
+        return name == "globals().update" or (
+            name == "exec" and self.ctx.qualified_name(call.func) is None
+        )
+
+    # -- the strings ---------------------------------------------------------------------
+
+    def _check_value(
+        self,
+        value: cst.BaseExpression,
+        ancestors: Sequence[cst.CSTNode],
+        defines: bool,
+        device_call: cst.Call | None = None,
+    ) -> None:
+        module_level = defines and isinstance(self.ctx.scopes[-1].node, cst.Module)
+        for literal, path in _branches(value, tuple(ancestors)):
+            kind = cuda_string(literal)
+            if kind is None or is_guarded(path) or named_for_accelerator(path):
+                continue
+            flag = (literal, path, defines or kind == "indexed", device_call)
+            if module_level:
+                self.module_definitions.append(flag)
+            else:
+                self._flag(*flag)
+
+    def end_of_file(self) -> None:
+        for flag in self.module_definitions:
+            self._flag(*flag)
+
+    def _flag(self, literal, path, keep: bool, device_call: cst.Call | None) -> None:
+        text = code_of(literal)
+        message = self.message.replace('"cuda"', text if len(text) <= 40 else text[:37] + "...")
+        self.report(literal, message, fix=lambda: self._fix(literal, path, keep, device_call))
+
+    def _fix(self, literal, path, keep: bool, device_call: cst.Call | None) -> Fix:
+        torch_name = self.ctx.torch_name
+        if keep:
+            parent = path[-2]
+            bare = isinstance(parent, (cst.Arg, cst.Assign, cst.AnnAssign))
+            guarded = cst.IfExp(
+                test=fixes.expression(f"{torch_name}.cuda.is_available()"),
+                body=literal.with_changes(lpar=(), rpar=()),
+                orelse=cst.SimpleString('"cpu"'),
+                lpar=literal.lpar if bare else [cst.LeftParen()],
+                rpar=literal.rpar if bare else [cst.RightParen()],
+            )
+            return Fix(Applicability.SAFE, [(literal, lambda _: guarded)])
+        choice, applicability = fixes.device_for(self.ctx, path, literal, _moved(path))
+        device = fixes.expression(choice.code)
+        target = literal
+        if device_call is not None and not choice.existing and len(device_call.args) == 1:
+            target = device_call  # `torch.device("cuda")` as a whole becomes our device
+        return Fix(
+            applicability,
+            [(target, lambda updated: device.with_changes(lpar=updated.lpar, rpar=updated.rpar))],
+            needs_default_device=choice.needs_default,
+        )
+
+
+def cuda_string(node: cst.BaseExpression) -> str | None:
+    """``"plain"`` for ``"cuda"``, ``"indexed"`` for ``"cuda:1"``, ``f"cuda:{rank}"``,
+    ``"cuda:%d" % rank``, ``"cuda:" + str(rank)`` or ``"cuda:{}".format(rank)``; else None."""
+    if isinstance(node, cst.SimpleString):
+        text = node.evaluated_value
+        if isinstance(text, bytes):
+            return None
+        if text == "cuda":
+            return "plain"
+        return "indexed" if text.startswith("cuda:") else None
+    if isinstance(node, cst.FormattedString):
+        first = node.parts[0] if node.parts else None
+        if isinstance(first, cst.FormattedStringText) and first.value.startswith("cuda"):
+            return "plain" if first.value == "cuda" and len(node.parts) == 1 else "indexed"
+        return None
+    if isinstance(node, cst.ConcatenatedString):
+        return "indexed" if cuda_string(node.left) else None
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Add, cst.Modulo)):
+        return "indexed" if cuda_string(node.left) else None
+    if (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Attribute)
+        and node.func.attr.value == "format"
+    ):
+        return "indexed" if cuda_string(node.func.value) else None
+    return None
+
+
+def _branches(
+    value: cst.BaseExpression, ancestors: tuple[cst.CSTNode, ...]
+) -> Iterator[tuple[cst.BaseExpression, tuple[cst.CSTNode, ...]]]:
+    """The expressions ``value`` may evaluate to, through conditional expressions and
+    ``and``/``or``, each with its full ancestor path (for the guard check)."""
+    path = (*ancestors, value)
+    if isinstance(value, cst.IfExp):
+        yield from _branches(value.body, path)
+        yield from _branches(value.orelse, path)
+    elif isinstance(value, cst.BooleanOperation):
+        yield from _branches(value.left, path)
+        yield from _branches(value.right, path)
+    else:
+        yield value, path
+
+
+def _consumer(ancestors: Sequence[cst.CSTNode]) -> tuple[cst.CSTNode, cst.CSTNode]:
+    """What the value of the innermost node goes to, through conditional expressions and
+    ``and``/``or``: (that node, the value as it is passed there)."""
+    child = ancestors[-1]
+    for index in range(len(ancestors) - 2, -1, -1):
+        parent = ancestors[index]
+        if (isinstance(parent, cst.IfExp) and child is not parent.test) or isinstance(
+            parent, cst.BooleanOperation
+        ):
+            child = parent
+            continue
+        if isinstance(parent, cst.Arg) and index > 0:
+            return parent, ancestors[index - 1]
+        if (  # `rank, dev = 0, torch.device("cuda")`
+            isinstance(parent, cst.Element)
+            and index > 1
+            and isinstance(ancestors[index - 1], cst.Tuple)
+            and isinstance(ancestors[index - 2], cst.Assign)
+        ):
+            return ancestors[index - 2], ancestors[index - 1]
+        return parent, child
+    return child, child
+
+
+def _takes_device_type(qualified: str) -> bool:
+    """APIs that take a device *type* and disable themselves without it."""
+    last = qualified.rsplit(".", 1)[-1]
+    return "autocast" in last.lower() or last.endswith("GradScaler")
+
+
+def _builds_config(call: cst.Call) -> bool:
+    """``dict(device="cuda")``, ``parser.set_defaults(device=...)``, ``Namespace(...)``:
+    keywords that become configuration entries, like the values of a dict literal."""
+    name = code_of(call.func).rsplit(".", 1)[-1]
+    return name in ("dict", "set_defaults", "Namespace", "SimpleNamespace", "update")
+
+
+def _is_cuda_api(qualified: str) -> bool:
+    return qualified.startswith(("torch.cuda.", "torch.backends."))
+
+
+def _moved(path: Sequence[cst.CSTNode]) -> str | None:
+    """The receiver of ``x.to("cuda")``, whose own ``.device`` is no answer."""
+    for node in reversed(path):
+        if isinstance(node, cst.Call):
+            func = node.func
+            if isinstance(func, cst.Attribute) and func.attr.value == "to":
+                return code_of(func.value)
+            return None
+    return None
+
