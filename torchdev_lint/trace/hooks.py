@@ -189,7 +189,8 @@ def _wrap_move(rt: Runtime, name: str, original):
             target = CPU  # --keep-going redirected the move
         after = {id(p) for p in self.parameters()}
         site = rt.site()
-        what = f"{type(self).__name__}.{name}({target or ''})"
+        shown = "" if name == "cpu" or (name == "cuda" and not args and not kwargs) else target or ""
+        what = f"{type(self).__name__}.{name}({shown})"
         for optimizer, info in optimizers:
             _check_optimizer(rt, optimizer, info, before, after, site, what, src, target)
         if target is not None:

@@ -181,7 +181,7 @@ class Judge:
                     return Verdict(CONFIRMED, f"on a machine without a GPU, {e['what']} at {self.where(e['site'])} "
                                               f"raises {NO_CUDA}; the program stops there")
                 return Verdict(CONFIRMED, f"on a machine without a GPU, {e['what']} at {self.where(e['site'])} "
-                                          f"raises {NO_CUDA} (the tracer moved on on the CPU, --keep-going)")
+                                          f"raises {NO_CUDA} (the tracer went on on the CPU to find the next one)")
             ran = run.executed(path, f.line, f.end_line)
             if ran is not None and not direct_only:
                 later = [e for e in run.of_kind("cuda-request") if e["seq"] > ran]
@@ -198,10 +198,10 @@ class Judge:
             e = requests[0]
             return Verdict(NOT_CONFIRMED, f"{e['what']} ran at {self.where(e['site'])} and worked on "
                                           f"{self.device_word} ({e.get('target')}); the bug shows only where "
-                                          "CUDA is missing: run with --mode cpu-only")
+                                          "CUDA is missing (a cpu-only run shows it: drop --single-run)")
         if run.executed(path, f.line, f.end_line) is not None:
             return Verdict(NOT_CONFIRMED, f"this line ran on {self.device_word} without error; the bug shows only "
-                                          "where CUDA is missing: run with --mode cpu-only")
+                                          "where CUDA is missing (a cpu-only run shows it: drop --single-run)")
         return None
 
     def _judge_TDL001(self, f, path):
