@@ -278,3 +278,12 @@ def test_no_python_files(tmp_path, run_cli):
     write(tmp_path / "notes.txt", "hello")
     status, out, err = run_cli("--isolated", ".", cwd=tmp_path)
     assert status == 0 and "No Python files found" in err
+
+
+def test_deeply_nested_expression_is_an_error_not_a_crash(tmp_path, run_cli):
+    write(tmp_path / "deep.py", "import torch\nx = " + "-" * 3000 + "1\ny = z.cuda()\n")
+    write(tmp_path / "bug.py", BUGGY)
+    status, out, err = run_cli("--isolated", ".", cwd=tmp_path)
+    assert status == 2 and "Traceback" not in err
+    assert "bug.py:4:1: TDL001" in out
+    assert "deep.py" in err and "nested" in err

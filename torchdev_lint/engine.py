@@ -141,9 +141,12 @@ def lint_source(
         return FileResult(path, source, error=module)
     context = FileContext(path, source)
     rules = [cls(context) for cls in wanted]
-    _Traversal(context, rules).walk(module)
-    for rule in rules:
-        rule.end_of_file()
+    try:
+        _Traversal(context, rules).walk(module)
+        for rule in rules:
+            rule.end_of_file()
+    except RecursionError:
+        return FileResult(path, source, error=FileError(path, "file too deeply nested to check"))
     result = FileResult(path, source, module=module, context=context)
     if not context.reports:
         return result
