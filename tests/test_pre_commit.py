@@ -70,7 +70,7 @@ def test_manifest():
     assert hooks["torchdev-lint-fix"]["entry"] == "torchdev-lint --fix"
     for hook in hooks.values():
         # what the CLI lints: no notebooks until it reads them (it would parse their JSON)
-        assert hook["types_or"] == ["python", "pyi"]
+        assert hook["types_or"] == ["python", "pyi", "jupyter"]
         assert hook["require_serial"] is True
         assert hook["minimum_pre_commit_version"] == "2.9.2"  # types_or
 

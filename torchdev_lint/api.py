@@ -6,7 +6,7 @@ from pathlib import Path
 
 import torchdev_lint.rules  # noqa: F401  (registers the rules)
 from torchdev_lint import config, files
-from torchdev_lint.engine import lint_source
+from torchdev_lint.engine import lint_file
 from torchdev_lint.finding import FileError, Finding
 
 
@@ -24,7 +24,7 @@ def check_paths(
             errors.append(source)
             continue
         ignored = config.ignored_codes(settings, Path(path))
-        result = lint_source(path, source.text, [r for r in rules if not any(r.code.startswith(c) for c in ignored)])
+        result = lint_file(source, [r for r in rules if not any(r.code.startswith(c) for c in ignored)])
         if result.error:
             errors.append(result.error)
         findings.extend(result.findings)

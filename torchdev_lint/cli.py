@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torchdev_lint.rules  # noqa: F401  (registers the rules)
 from torchdev_lint import __version__, config, docs, files, output
-from torchdev_lint.engine import FileResult, lint_source
+from torchdev_lint.engine import FileResult, lint_file
 from torchdev_lint.finding import FileError, Finding
 from torchdev_lint.fixer import applicable, fix_file
 from torchdev_lint.rule import Rule
@@ -111,7 +111,7 @@ def _run(args) -> int:
             run.errors.append(source)
             continue
         file_rules = _rules_for(rules, settings, source.path)
-        result = lint_source(source.path, source.text, file_rules)
+        result = lint_file(source, file_rules)
         if fixing and any(applicable(f, unsafe) for f in result.findings):
             result = _fix(run, source, result, file_rules, unsafe, write=not args.diff,
                           to_stdout=source.path == (args.stdin_filename or "-") and "-" in args.paths)
@@ -158,17 +158,23 @@ def _fix(run: Run, source: files.SourceFile, result: FileResult, rules, unsafe: 
         return result
     if outcome.source == source.text:
         return result
+    if source.notebook is not None and not source.notebook.round_trips():
+        run.errors.append(FileError(source.path, "fix not written: the notebook's JSON layout "
+                                    "could not be kept (save it with Jupyter first)"))
+        return result
+    old, new = source.file_text, source.file_text_for(outcome.source)
     if not write:
         run.diffs.append("".join(difflib.unified_diff(
-            source.text.splitlines(keepends=True), outcome.source.splitlines(keepends=True),
+            old.splitlines(keepends=True), new.splitlines(keepends=True),
             f"a/{source.path.lstrip('/')}", f"b/{source.path.lstrip('/')}",
         )))
     elif to_stdout:
-        sys.stdout.write(outcome.source)
+        sys.stdout.write(new)
     else:
-        error = files.write_atomically(source, outcome.source)
+        error = files.write_atomically(source, new)
         if error is not None:
             run.errors.append(error)
             return result
     run.fixed.extend(outcome.fixed)
-    return lint_source(source.path, outcome.source, rules)
+    fixed = files.decode(source.path, new.encode(source.encoding))
+    return lint_file(fixed, rules) if isinstance(fixed, files.SourceFile) else result

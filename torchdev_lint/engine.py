@@ -12,6 +12,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from torchdev_lint.analysis.context import FileContext
+from torchdev_lint.files import SourceFile
 from torchdev_lint.finding import FileError, Finding, Fix
 from torchdev_lint.noqa import NoqaMap
 from torchdev_lint.rule import Rule
@@ -174,4 +175,17 @@ def lint_source(
             )
         )
     result.findings.sort(key=Finding.sort_key)
+    return result
+
+
+def lint_file(source: SourceFile, rule_classes: list[type[Rule]], **options) -> FileResult:
+    """Check a file as read from disk: for a notebook, positions are given per cell."""
+    result = lint_source(source.path, source.text, rule_classes, **options)
+    notebook = source.notebook
+    if notebook is not None and notebook.starts:
+        for finding in result.findings:
+            finding.cell, finding.line = notebook.locate(finding.line)
+            finding.end_line = notebook.locate(finding.end_line)[1]
+        if result.error is not None and result.error.line is not None:
+            result.error.cell, result.error.line = notebook.locate(result.error.line)
     return result

@@ -13,16 +13,27 @@ from pathlib import Path
 
 from torchdev_lint.config import DEFAULT_EXCLUDE, matches_any, relative_to_root
 from torchdev_lint.finding import FileError
+from torchdev_lint.notebook import Notebook, NotebookError
 
-SUFFIXES = (".py", ".pyi")
+SUFFIXES = (".py", ".pyi", ".ipynb")
 _COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=]", re.M)
 
 
 @dataclass
 class SourceFile:
     path: str  # as shown to the user
-    text: str  # decoded, newlines untouched
+    text: str  # decoded, newlines untouched (for a notebook: its code cells as one module)
     encoding: str  # what to encode it back with ("utf-8-sig" keeps a BOM)
+    notebook: Notebook | None = None
+
+    @property
+    def file_text(self) -> str:
+        """The file's own text (a notebook's JSON)."""
+        return self.notebook.raw if self.notebook else self.text
+
+    def file_text_for(self, text: str) -> str:
+        """The file's text once its Python code is ``text``."""
+        return self.notebook.render(text) if self.notebook else text
 
 
 def discover(arguments: list[str], exclude: list[str], root: Path) -> tuple[list[str], list[FileError]]:
@@ -58,6 +69,8 @@ def _walk(top: str, patterns: list[str], root: Path) -> list[str]:
 
 
 def decode(path: str, data: bytes) -> SourceFile | FileError:
+    if path.endswith(".ipynb"):
+        return _decode_notebook(path, data)
     if b"\0" in data:
         return FileError(path, "binary file, not Python source")
     try:
@@ -75,6 +88,16 @@ def decode(path: str, data: bytes) -> SourceFile | FileError:
     except LookupError:
         return FileError(path, f"unknown encoding '{encoding}'")
     return SourceFile(path, text, encoding)
+
+
+def _decode_notebook(path: str, data: bytes) -> SourceFile | FileError:
+    try:
+        notebook = Notebook.parse(data.decode("utf-8"))
+    except UnicodeDecodeError as error:
+        return FileError(path, f"cannot decode notebook as utf-8: {error.reason} at byte {error.start}")
+    except NotebookError as error:
+        return FileError(path, str(error))
+    return SourceFile(path, notebook.text, "utf-8", notebook)
 
 
 def read(path: str) -> SourceFile | FileError:

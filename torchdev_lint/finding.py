@@ -45,13 +45,19 @@ class Finding:
     message: str
     fix: Fix | None = None
     node: cst.CSTNode | None = field(default=None, repr=False, compare=False)
+    cell: int | None = None  # in a notebook: the cell (1-based, all cells counted); lines are the cell's
 
     @property
     def fixable(self) -> bool:
         return self.fix is not None
 
+    @property
+    def location(self) -> str:
+        cell = f"cell {self.cell}:" if self.cell is not None else ""
+        return f"{self.path}:{cell}{self.line}:{self.column}"
+
     def sort_key(self) -> tuple:
-        return (self.path, self.line, self.column, self.code)
+        return (self.path, self.cell or 0, self.line, self.column, self.code)
 
     def to_json(self) -> dict:
         return {
@@ -65,6 +71,7 @@ class Finding:
             "message": self.message,
             "fixable": self.fixable,
             "fix_applicability": self.fix.applicability.value if self.fix else None,
+            "cell": self.cell,
         }
 
 
@@ -76,7 +83,9 @@ class FileError:
     message: str
     line: int | None = None
     column: int | None = None
+    cell: int | None = None
 
     def __str__(self) -> str:
-        where = self.path if self.line is None else f"{self.path}:{self.line}:{self.column}"
+        cell = f"cell {self.cell}:" if self.cell is not None else ""
+        where = self.path if self.line is None else f"{self.path}:{cell}{self.line}:{self.column}"
         return f"{where}: error: {self.message}"

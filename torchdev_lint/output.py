@@ -14,7 +14,7 @@ FORMATS = ("text", "json", "github", "sarif")
 
 def text_line(finding: Finding) -> str:
     marker = " [*]" if finding.fixable else ""
-    return f"{finding.path}:{finding.line}:{finding.column}: {finding.code}{marker} {finding.message}"
+    return f"{finding.location}: {finding.code}{marker} {finding.message}"
 
 
 def render(findings: list[Finding], fmt: str) -> str:

@@ -1,0 +1,79 @@
+"""Jupyter notebooks: code cells checked as one module, positions per cell, magics masked,
+fixes written back into the cells without disturbing the rest of the JSON."""
+
+import json
+
+NOTEBOOK = {
+    "cells": [
+        {"cell_type": "markdown", "metadata": {}, "source": ["# Training\n", "x.cuda() in prose"]},
+        {"cell_type": "code", "execution_count": 1, "metadata": {}, "outputs": [],
+         "source": ["%matplotlib inline\n", "import torch\n", "!pip install tqdm"]},
+        {"cell_type": "code", "execution_count": 2, "metadata": {}, "outputs": [],
+         "source": ["x = torch.zeros(3)\n", "x.cuda()\n", "state = torch.load('w.pt')\n", "x?"]},
+        {"cell_type": "code", "execution_count": 3, "metadata": {}, "outputs": [],
+         "source": ["%%bash\n", "python -c 'y.cuda()'"]},
+        {"cell_type": "code", "execution_count": 4, "metadata": {}, "outputs": [],
+         "source": "model.cuda()  # noqa: TDL001\ny = x.cuda()"},
+    ],
+    "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3 — café"}},
+    "nbformat": 4,
+    "nbformat_minor": 5,
+}
+
+
+def write_notebook(path, data=NOTEBOOK):
+    text = json.dumps(data, indent=1, ensure_ascii=False) + "\n"
+    path.write_text(text, encoding="utf-8")
+    return text
+
+
+def test_findings_are_located_by_cell(tmp_path, run_cli):
+    write_notebook(tmp_path / "train.ipynb")
+    status, out, err = run_cli("--isolated", "--format", "json", "train.ipynb", cwd=tmp_path)
+    assert status == 1, err
+    found = [(f["cell"], f["line"], f["column"], f["code"]) for f in json.loads(out)]
+    assert found == [
+        (3, 2, 1, "TDL001"), (3, 2, 1, "TDL003"), (3, 3, 9, "TDL004"), (5, 2, 5, "TDL001"),
+    ]
+    _, out, _ = run_cli("--isolated", "train.ipynb", cwd=tmp_path)
+    assert out.startswith("train.ipynb:cell 3:2:1: TDL001")
+
+
+def test_fix_rewrites_only_the_code_it_fixes(tmp_path, run_cli):
+    path = tmp_path / "train.ipynb"
+    before = write_notebook(path)
+    status, out, _ = run_cli("--isolated", "--fix", "--unsafe-fixes", "train.ipynb", cwd=tmp_path)
+    assert status == 0 and "Fixed 4 problems, 0 remaining." in out
+    after = path.read_text(encoding="utf-8")
+    cells = json.loads(after)["cells"]
+    assert cells[1]["source"] == [
+        "%matplotlib inline\n", "import torch\n",
+        'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n', "!pip install tqdm",
+    ]
+    assert cells[2]["source"] == [
+        "x = torch.zeros(3)\n", "x = x.to(device)\n", "state = torch.load('w.pt', map_location=\"cpu\")\n", "x?",
+    ]
+    assert cells[3] == NOTEBOOK["cells"][3]
+    assert cells[4]["source"] == "model.cuda()  # noqa: TDL001\ny = x.to(device)"
+    # Everything else is byte for byte as it was.
+    changed = [l for l in after.splitlines() if l not in before.splitlines()]
+    assert len(changed) == 4 and "café" in after
+    assert run_cli("--isolated", "--fix", "train.ipynb", cwd=tmp_path)[0] == 0
+    assert path.read_text(encoding="utf-8") == after
+
+
+def test_broken_notebook_is_one_error_line(tmp_path, run_cli):
+    (tmp_path / "broken.ipynb").write_text('{"cells": [', encoding="utf-8")
+    (tmp_path / "bug.py").write_text("x = y.cuda()\n")
+    status, out, err = run_cli("--isolated", ".", cwd=tmp_path)
+    assert status == 2 and "bug.py:1:5: TDL001" in out
+    (line,) = [l for l in err.splitlines() if "broken.ipynb" in l]
+    assert "not a valid notebook" in line
+
+
+def test_syntax_error_in_a_cell_names_the_cell(tmp_path, run_cli):
+    data = {**NOTEBOOK, "cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "source": ["import torch\n"]},
+                                  {"cell_type": "code", "metadata": {}, "outputs": [], "source": ["x = (\n"]}]}
+    write_notebook(tmp_path / "bad.ipynb", data)
+    status, _, err = run_cli("--isolated", "bad.ipynb", cwd=tmp_path)
+    assert status == 2 and "bad.ipynb:cell 2:" in err and "syntax error" in err
