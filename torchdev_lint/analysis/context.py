@@ -47,7 +47,8 @@ class Scope:
 
     @property
     def is_class(self) -> bool:
-        return self.class_info is not None
+        # Methods carry their class's info too; only the class body itself is a class scope.
+        return isinstance(self.node, cst.ClassDef)
 
 
 @dataclass

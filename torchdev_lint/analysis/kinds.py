@@ -48,6 +48,16 @@ TENSOR_FACTORIES = frozenset(
     multinomial tril_indices triu_indices bartlett_window blackman_window hamming_window
     hann_window kaiser_window""".split()
 )
+# Factories that build a new tensor on the default device (the CPU) unless given `device=`.
+# Not the `*_like` ones (they follow their input), nor `from_numpy`/`frombuffer` (no
+# `device=`), nor `normal`/`bernoulli`/`multinomial` (they follow tensor arguments).
+NEW_TENSOR_FACTORIES = frozenset(
+    """zeros ones empty full arange range linspace logspace eye rand randn randint randperm
+    tensor as_tensor asarray empty_strided tril_indices triu_indices bartlett_window
+    blackman_window hamming_window hann_window kaiser_window""".split()
+)
+# Factories whose values come from a random generator (CPU and CUDA ones differ).
+RANDOM_FACTORIES = frozenset("rand randn randint randperm".split())
 TENSOR_OPS = frozenset(
     """cat concat concatenate stack hstack vstack dstack where matmul mm bmm einsum softmax
     log_softmax sigmoid tanh relu exp log sqrt abs clamp clip sum mean std var prod cumsum

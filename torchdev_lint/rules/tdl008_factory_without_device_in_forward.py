@@ -1,0 +1,555 @@
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from torchdev_lint import fixes
+from torchdev_lint.analysis.guards import code_of
+from torchdev_lint.analysis.imports import dotted_name
+from torchdev_lint.analysis.kinds import (
+    NEW_TENSOR_FACTORIES,
+    NON_TENSOR_ATTRIBUTES,
+    NON_TENSOR_METHODS,
+    RANDOM_FACTORIES,
+    Kind,
+    changes_dtype_only,
+)
+from torchdev_lint.finding import Applicability, Fix
+from torchdev_lint.rule import Invalid, Rule, Valid
+
+# Methods after which the factory's tensor is where it should be.
+_MOVES = frozenset({"to", "cuda", "type_as"})
+# Factories whose first argument is data (a tensor given there keeps its device).
+_DATA_FACTORIES = frozenset({"tensor", "as_tensor", "asarray"})
+# Factories whose first argument is a size (`torch.zeros(())` is 0-dim).
+_SIZE_FACTORIES = frozenset({"zeros", "ones", "empty", "full", "rand", "randn"})
+_NUMBER_CALLS = frozenset({"float", "int", "bool", "abs", "round", "min", "max", "len"})
+
+
+@dataclass
+class _Param:
+    name: str
+    tensor: bool  # the shared analysis says it is a tensor where the method starts
+    certain: bool  # annotated as a tensor: no doubt left
+    defaulted: bool  # has a default (`mask=None`): it may not be there
+
+
+@dataclass
+class _Factory:
+    call: cst.Call
+    name: str  # `zeros`, `arange`...
+    # Each parameter of the method, in order: whether it is usable at the call as the
+    # tensor input (still a tensor here, not shadowed by a nested function).
+    usable: list[tuple[_Param, bool]]
+    assigned: set[str]  # the names its statement assigns (`pe = torch.zeros(n)` -> {"pe"})
+
+
+@dataclass
+class _Method:
+    node: cst.FunctionDef
+    self_name: str | None
+    params: list[_Param]
+    positional: list[str]  # parameter names that take positional arguments, after self
+    factories: list[_Factory] = field(default_factory=list)
+    # `self.<name>(...)` calls made here: (name, positional args, keyword args, whether
+    # the result is moved at once), each arg as (is a tensor here, its name if a plain name).
+    calls: list[tuple[str, list[tuple[bool, str | None]], dict[str, tuple[bool, str | None]], bool]] = (
+        field(default_factory=list)
+    )
+
+
+@dataclass
+class _Class:
+    node: cst.ClassDef
+    methods: dict[str, _Method] = field(default_factory=dict)
+
+
+class FactoryWithoutDeviceInForward(Rule):
+    """
+    ## What it does
+    Flags a torch factory (`torch.zeros`, `ones`, `empty`, `full`, `arange`, `rand`,
+    `randn`, `randint`, `randperm`, `eye`, `linspace`, `logspace`, `tensor`,
+    `as_tensor`...) called without `device=` in the `forward` of an `nn.Module` subclass,
+    or in a method that `forward` calls as `self.<method>(...)` (directly or through other
+    such methods), while a tensor input is at hand: a tensor parameter of `forward`, or a
+    parameter of the called method that `forward` passes a tensor to. A factory in a
+    function nested in `forward` counts too.
+
+    It does not flag the `*_like` factories (they follow their input), a factory whose
+    result is moved straight away (`torch.arange(n).to(x.device)`, `.to(x)`,
+    `.float().cuda()`, `.type_as(x)`; a `.to(torch.float16)` that only changes the dtype
+    does not count), one whose result is turned into a Python value at once
+    (`torch.randint(0, n, (1,)).item()`), a 0-dim constant (`torch.tensor(0.5)`,
+    `torch.tensor(-float("inf"))`, `torch.zeros(())`: PyTorch lets a 0-dim CPU tensor meet a
+    GPU tensor), `torch.tensor(x)` of a tensor, calls that pass `device=`, `out=` or
+    `**kwargs`, factories inside `with torch.device(...)`, forwards with no tensor input
+    (`def forward(self)`, `def forward(self, n: int)`, `*args` only), and code outside
+    `nn.Module` subclasses.
+
+    ## Why is this bad?
+    A factory without `device=` builds its tensor on the default device, the CPU. On a
+    CPU-only machine everything is on the CPU and the bug is invisible; once the model and
+    its inputs move to a GPU, the first op that mixes the new tensor with them fails with
+    `RuntimeError: Expected all tensors to be on the same device, but found at least two
+    devices, cuda:0 and cpu!`. Where it does not fail (the tensor only indexes, or is a
+    CPU-side copy), it costs a host-to-device copy on every call.
+
+    ## Fix
+    Adds `device=<input>.device`, taking the device from the tensor input at hand
+    (the first one, preferring inputs without a default).
+
+    Fix safety: safe when the factory is deterministic (`zeros`, `arange`, `tensor`...)
+    and the input is surely a tensor (annotated as one, or its `.device` is read in the
+    same method): the values are the same, only their device changes, to the one the
+    tensor is combined with. Unsafe otherwise: a random factory draws different numbers
+    from the GPU's generator than from the CPU's, and an unannotated parameter may not be
+    a tensor at run time (a list, a dict, or `None` for a `mask=None` default).
+
+    ## When not to use
+    When a module deliberately computes on the CPU in `forward` (e.g. builds an index on
+    the host for a CPU-side lookup).
+    """
+
+    code = "TDL008"
+    name = "factory-without-device-in-forward"
+    message = "Tensor factory in `forward` without `device=`: it builds its tensor on the CPU"
+    fix_title = "Add `device=<input>.device`"
+
+    VALID = [
+        Valid("import torch\nimport torch.nn as nn\nclass Net(nn.Module):\n"
+              "    def forward(self, x):\n        return x + torch.zeros_like(x)\n"),
+        Valid("import torch\nimport torch.nn as nn\nclass Net(nn.Module):\n"
+              "    def forward(self, x):\n        pos = torch.arange(x.size(1)).to(x.device)\n"
+              "        return x + pos\n"),
+        Valid("import torch\nimport torch.nn as nn\nclass Net(nn.Module):\n"
+              "    def forward(self, x):\n        return x * torch.tensor(0.5)\n"),
+        Valid("import torch\nimport torch.nn as nn\nclass Noise(nn.Module):\n"
+              "    def forward(self):\n        return torch.randn(3)\n"),
+        Valid("import torch\nclass Helper:\n    def forward(self, x):\n"
+              "        return x + torch.ones(3)\n"),
+        Valid("import torch\ndef forward(x):\n    return x + torch.ones(3)\n"),
+        Valid("import torch\nimport torch.nn as nn\nclass Net(nn.Module):\n"
+              "    def forward(self, x):\n"
+              "        return x + torch.ones(3, device=x.device, dtype=x.dtype)\n"),
+        Valid("import torch\nimport torch.nn as nn\nclass Net(nn.Module):\n"
+              "    def forward(self, x, n: int):\n"
+              "        keep = torch.randint(0, n, (1,)).item()\n        return x[keep]\n"),
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\nimport torch.nn as nn\nclass Net(nn.Module):\n"
+            "    def forward(self, x: torch.Tensor):\n"
+            "        pos = torch.arange(x.size(1))\n        return x + pos\n",
+            5, 15,
+            "import torch\nimport torch.nn as nn\nclass Net(nn.Module):\n"
+            "    def forward(self, x: torch.Tensor):\n"
+            "        pos = torch.arange(x.size(1), device=x.device)\n        return x + pos\n",
+        ),
+        Invalid(
+            "import torch\nimport torch.nn as nn\nclass Net(nn.Module):\n"
+            "    def forward(self, x):\n        return x + torch.ones(x.shape[-1])\n",
+            5, 20,
+            "import torch\nimport torch.nn as nn\nclass Net(nn.Module):\n"
+            "    def forward(self, x):\n"
+            "        return x + torch.ones(x.shape[-1], device=x.device)\n",
+            unsafe=True,
+        ),
+        Invalid(
+            "import torch as T\nfrom torch import nn\nclass Dropish(nn.Module):\n"
+            "    def forward(self, x, mask=None):\n        noise = T.rand(x.shape)\n"
+            "        return x * noise\n",
+            5, 17,
+            "import torch as T\nfrom torch import nn\nclass Dropish(nn.Module):\n"
+            "    def forward(self, x, mask=None):\n        noise = T.rand(x.shape, device=x.device)\n"
+            "        return x * noise\n",
+            unsafe=True,
+        ),
+        Invalid(
+            "import torch\nimport torch.nn as nn\nclass Causal(nn.Module):\n"
+            "    def forward(self, x):\n        return self.mask(x) * x\n"
+            "    def mask(self, h):\n        n = h.size(1)\n"
+            "        return torch.tril(torch.ones(n, n, device=h.device)) + torch.eye(n)\n",
+            8, 64,
+            "import torch\nimport torch.nn as nn\nclass Causal(nn.Module):\n"
+            "    def forward(self, x):\n        return self.mask(x) * x\n"
+            "    def mask(self, h):\n        n = h.size(1)\n"
+            "        return torch.tril(torch.ones(n, n, device=h.device)) + "
+            "torch.eye(n, device=h.device)\n",
+        ),
+        Invalid(
+            "import torch\nimport torch.nn as nn\nclass Scale(nn.Module):\n"
+            "    def forward(self, x):\n        w = torch.tensor([1.0, 2.0]).float()\n"
+            "        return x * w\n",
+            5, 13,
+            "import torch\nimport torch.nn as nn\nclass Scale(nn.Module):\n"
+            "    def forward(self, x):\n        w = torch.tensor([1.0, 2.0], device=x.device).float()\n"
+            "        return x * w\n",
+            unsafe=True,
+        ),
+    ]
+
+    @classmethod
+    def wants(cls, source: str) -> bool:
+        return "forward" in source and "torch" in source
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self.classes: list[_Class] = []
+        self.methods: list[_Method] = []  # the methods being visited, outermost class first
+
+    # -- classes and their methods -------------------------------------------------------
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        info = self.ctx.enclosing_class
+        if info is not None and info.node is node and info.is_module:
+            self.classes.append(_Class(node))
+
+    def leave_ClassDef(self, node: cst.ClassDef) -> None:
+        if self.classes and self.classes[-1].node is node:
+            self._decide(self.classes.pop())
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        scopes = self.ctx.scopes
+        if (
+            not self.classes
+            or len(scopes) < 2
+            or scopes[-2].node is not self.classes[-1].node
+        ):
+            return
+        scope = scopes[-1]
+        params = node.params
+        every = [*params.posonly_params, *params.params]
+        if scope.self_name is not None:
+            every = every[1:]
+        positional = [p.name.value for p in every]
+        described = [
+            _describe(p, scope.values.get(p.name.value))
+            for p in [*every, *params.kwonly_params]
+        ]
+        method = _Method(node, scope.self_name, described, positional)
+        self.classes[-1].methods[node.name.value] = method
+        self.methods.append(method)
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if self.methods and self.methods[-1].node is node:
+            self.methods.pop()
+
+    # -- calls ---------------------------------------------------------------------------
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not self.methods or not self.classes:
+            return
+        method = self.methods[-1]
+        func = node.func
+        if (
+            isinstance(func, cst.Attribute)
+            and isinstance(func.value, cst.Name)
+            and func.value.value == method.self_name
+        ):
+            method.calls.append((
+                func.attr.value,
+                [self._argument(a) for a in node.args if a.keyword is None and not a.star],
+                {a.keyword.value: self._argument(a) for a in node.args if a.keyword is not None},
+                self._settled(node) is True,
+            ))
+            return
+        qualified = self.ctx.qualified_name(func) or ""
+        head, _, name = qualified.rpartition(".")
+        if head != "torch" or name not in NEW_TENSOR_FACTORIES:
+            return
+        if any(a.star == "**" or (a.keyword is not None and a.keyword.value in ("device", "out"))
+               for a in node.args):
+            return
+        if self._harmless(node, name) or self._placed_by_context():
+            return
+        nested = self._nested_scopes(method)
+        usable = []
+        for param in method.params:
+            visible = not any(param.name in self.ctx.bindings(scope) for scope in nested)
+            here = self.ctx.lookup(param.name).kind
+            usable.append((param, visible and here in (Kind.TENSOR, Kind.UNKNOWN)
+                           and (here is Kind.TENSOR or not param.tensor)))
+        method.factories.append(_Factory(node, name, usable, self._assigned_names()))
+
+    def _argument(self, arg: cst.Arg) -> tuple[bool, str | None]:
+        is_tensor = self.ctx.value_of(arg.value).kind is Kind.TENSOR
+        return is_tensor, arg.value.value if isinstance(arg.value, cst.Name) else None
+
+    def _harmless(self, call: cst.Call, name: str) -> bool:
+        """0-dim constants, copies of tensors, and results moved or turned into Python
+        values straight away."""
+        positional = [a.value for a in call.args if a.keyword is None and not a.star]
+        if name in _DATA_FACTORIES and positional:
+            data = positional[0]
+            if _is_number(data) or self.ctx.value_of(data).kind is Kind.TENSOR:
+                return True
+        if (  # no elements: `torch.zeros(())` is 0-dim, `torch.empty(0)` a placeholder
+            name in _SIZE_FACTORIES
+            and len(positional) == (2 if name == "full" else 1)
+            and (
+                (isinstance(positional[0], (cst.Tuple, cst.List)) and not positional[0].elements)
+                or (isinstance(positional[0], cst.Integer) and positional[0].value == "0")
+            )
+        ):
+            return True
+        return self._settled(call) is not None or _indexes(self.ctx.ancestors, call)
+
+    def _settled(self, call: cst.Call) -> bool | None:
+        """What happens to the call's result straight away: True if it is moved
+        (``.to(x.device)``, ``.to(x)``, ``.float().cuda()``, ``.type_as(x)``), False if it
+        becomes something other than a tensor (``.item()``, ``.tolist()``, ``.dtype``),
+        None if neither."""
+        ancestors = self.ctx.ancestors
+        index = next(i for i in range(len(ancestors) - 1, -1, -1) if ancestors[i] is call)
+        while index >= 1:
+            attribute = ancestors[index - 1]
+            if not isinstance(attribute, cst.Attribute) or attribute.value is not ancestors[index]:
+                return None
+            name = attribute.attr.value
+            outer = ancestors[index - 2] if index >= 2 else None
+            if not (isinstance(outer, cst.Call) and outer.func is attribute):
+                return False if name in NON_TENSOR_ATTRIBUTES else None
+            if name in NON_TENSOR_METHODS:
+                return False
+            if name in _MOVES and not (name == "to" and changes_dtype_only(outer)):
+                return True
+            index -= 2
+        return None
+
+    def _assigned_names(self) -> set[str]:
+        """The names the enclosing assignment binds or stores into (``pe[:, 0] = ...``)."""
+        for node in reversed(self.ctx.ancestors):
+            if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
+                targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+                return {n for t in targets for n in _base_names(t)}
+            if isinstance(node, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+                return set()
+        return set()
+
+    def _placed_by_context(self) -> bool:
+        """Inside ``with torch.device(...)`` (or ``with x.device:``) the default device is set."""
+        for node in self.ctx.ancestors:
+            if isinstance(node, cst.With):
+                for item in node.items:
+                    value = item.item
+                    target = value.func if isinstance(value, cst.Call) else value
+                    if (
+                        self.ctx.qualified_name(target) == "torch.device"
+                        or (dotted_name(target) or "").endswith(".device")
+                    ):
+                        return True
+        return False
+
+    def _nested_scopes(self, method: _Method) -> list[cst.CSTNode]:
+        """Functions and lambdas between the method and the current node."""
+        ancestors = self.ctx.ancestors
+        start = next(i for i, node in enumerate(ancestors) if node is method.node)
+        return [n for n in ancestors[start + 1:] if isinstance(n, (cst.FunctionDef, cst.Lambda))]
+
+    # -- the decision, once the whole class is seen ---------------------------------------
+
+    def _decide(self, klass: _Class) -> None:
+        forward = klass.methods.get("forward")
+        if forward is None:
+            return
+        inputs = {"forward": {p.name for p in forward.params if p.tensor}}
+        reached = ["forward"]
+        changed = True
+        while changed:  # follow `self.method(...)` calls, learning which arguments are tensors
+            changed = False
+            for caller_name in list(reached):
+                caller = klass.methods[caller_name]
+                for callee_name, positional, keywords, _ in caller.calls:
+                    callee = klass.methods.get(callee_name)
+                    if callee is None or callee_name == "forward":
+                        continue
+                    if callee_name not in inputs:
+                        inputs[callee_name] = {p.name for p in callee.params if p.certain}
+                        reached.append(callee_name)
+                        changed = True
+                    bound = list(zip(callee.positional, positional)) + list(keywords.items())
+                    for param, (is_tensor, passed) in bound:
+                        if param in inputs[callee_name]:
+                            continue
+                        if is_tensor or (passed is not None and passed in inputs[caller_name]
+                                         and _unchanged(caller, passed, self.ctx)):
+                            inputs[callee_name].add(param)
+                            changed = True
+        for method_name in reached:
+            method = klass.methods[method_name]
+            tensors = inputs[method_name]
+            # Does every caller move what this method returns? (`self.weights(...).to(d)`)
+            callers_move = method_name != "forward" and all(
+                moved
+                for caller in reached
+                for callee, _, _, moved in klass.methods[caller].calls
+                if callee == method_name
+            )
+            flow = _Flow(method.node) if method.factories else None
+            for factory in method.factories:
+                if factory.assigned and (
+                    flow.moves_any(factory.assigned, callers_move) or flow.only_indexes(factory.assigned)
+                ):
+                    continue
+                candidates = [
+                    param for param, usable in factory.usable
+                    if usable and param.name in tensors
+                    and (method_name == "forward" or _unchanged(method, param.name, self.ctx))
+                ]
+                if not candidates:
+                    continue
+                chosen = next((p for p in candidates if not p.defaulted), candidates[0])
+                self._report(factory, method, chosen)
+
+    def _report(self, factory: _Factory, method: _Method, param: _Param) -> None:
+        where = method.node.name.value
+        message = (
+            f"`torch.{factory.name}(...)` in `{where}` without `device=`: it builds its tensor "
+            f"on the CPU while `{param.name}` may be on a GPU"
+        )
+        certain = param.certain or f"{param.name}.device" in code_of(method.node.body)
+        safe = factory.name not in RANDOM_FACTORIES and certain and not param.defaulted
+        device = fixes.expression(f"{param.name}.device")
+        fix = Fix(
+            Applicability.SAFE if safe else Applicability.UNSAFE,
+            [(factory.call, lambda updated: fixes.add_keyword(updated, "device", device))],
+        )
+        self.report(factory.call, message, fix=fix)
+
+
+class _Flow(cst.CSTVisitor):
+    """Where values go inside one method, by name: which names are computed from which,
+    which are moved to a device, which are returned. Enough to see that a tensor built on
+    the CPU is moved before it leaves (``pe = torch.zeros(n, d); ...; self.pe = pe.to(x.device)``)."""
+
+    def __init__(self, method: cst.FunctionDef) -> None:
+        super().__init__()
+        self.sources: list[tuple[set[str], set[str]]] = []  # (targets, names in the value)
+        self.moved: set[str] = set()
+        self.returned: set[str] = set()
+        self.loads: dict[str, int] = {}  # every occurrence of a name, minus plain stores
+        self.indexes: dict[str, int] = {}  # occurrences as an index: `x[:, r]`
+        method.body.visit(self)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        targets = {n for t in node.targets for n in _base_names(t.target)}
+        self.sources.append((targets, _names_in(node.value)))
+        for target in node.targets:
+            if isinstance(target.target, cst.Name):
+                self.loads[target.target.value] = self.loads.get(target.target.value, 0) - 1
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.loads[node.value] = self.loads.get(node.value, 0) + 1
+
+    def visit_SubscriptElement(self, node: cst.SubscriptElement) -> None:
+        if isinstance(node.slice, cst.Index) and isinstance(node.slice.value, cst.Name):
+            name = node.slice.value.value
+            self.indexes[name] = self.indexes.get(name, 0) + 1
+
+    def only_indexes(self, names: set[str]) -> bool:
+        """Every use of ``names`` indexes another tensor: PyTorch takes CPU index tensors
+        for tensors on any device."""
+        return bool(names) and all(
+            self.indexes.get(n, 0) > 0 and self.indexes[n] == self.loads.get(n, 0) for n in names
+        )
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self.sources.append((_base_names(node.target), _names_in(node.value)))
+
+    def visit_Return(self, node: cst.Return) -> None:
+        if node.value is not None:
+            self.returned |= _names_in(node.value)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in _MOVES and not (
+            func.attr.value == "to" and changes_dtype_only(node)
+        ):
+            self.moved |= _base_names(func.value)
+
+    def moves_any(self, names: set[str], returns_are_moved: bool) -> bool:
+        """Is anything computed from ``names`` moved (or returned to callers that move it)?"""
+        reached = set(names)
+        grew = True
+        while grew:
+            grew = False
+            for targets, used in self.sources:
+                if used & reached and not targets <= reached:
+                    reached |= targets
+                    grew = True
+        return bool(reached & self.moved) or (returns_are_moved and bool(reached & self.returned))
+
+
+def _indexes(ancestors, call: cst.Call) -> bool:
+    """``lprobs[torch.tensor(banned)] = -inf``: the call is an index of a subscript."""
+    index = next(i for i in range(len(ancestors) - 1, -1, -1) if ancestors[i] is call)
+    return index >= 3 and isinstance(ancestors[index - 1], cst.Index) and isinstance(
+        ancestors[index - 3], cst.Subscript
+    )
+
+
+def _base_names(target: cst.BaseExpression) -> set[str]:
+    """The variable an assignment target or a method receiver stands for: ``pe`` for
+    ``pe``, ``pe[:, 0]``, ``pe.unsqueeze(0)``; ``self.pe`` for ``self.pe``."""
+    while True:
+        if isinstance(target, cst.Subscript):
+            target = target.value
+        elif isinstance(target, cst.Call) and isinstance(target.func, cst.Attribute):
+            target = target.func.value
+        else:
+            break
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return {n for e in target.elements for n in _base_names(e.value)}
+    name = dotted_name(target)
+    return {name} if name else set()
+
+
+def _names_in(expr: cst.CSTNode) -> set[str]:
+    names: set[str] = set()
+
+    class _Names(cst.CSTVisitor):
+        def visit_Name(self, node: cst.Name) -> None:
+            names.add(node.value)
+
+        def visit_Attribute(self, node: cst.Attribute) -> None:
+            dotted = dotted_name(node)
+            if dotted:
+                names.add(dotted)
+
+    expr.visit(_Names())
+    return names
+
+
+def _describe(param: cst.Param, value) -> _Param:
+    annotation = param.annotation
+    text = (dotted_name(annotation.annotation) or "") if annotation is not None else ""
+    return _Param(
+        name=param.name.value,
+        tensor=value is not None and value.kind is Kind.TENSOR,
+        certain=text.endswith("Tensor"),
+        defaulted=param.default is not None,
+    )
+
+
+def _unchanged(method: _Method, name: str, ctx) -> bool:
+    """``name`` is only bound as the method's parameter (nothing reassigns it)."""
+    return len(ctx.bindings(method.node).get(name, ())) <= 1
+
+
+def _is_number(expr: cst.BaseExpression) -> bool:
+    """A Python number: the data of a 0-dim tensor."""
+    if isinstance(expr, (cst.Integer, cst.Float, cst.Imaginary)):
+        return True
+    if isinstance(expr, cst.Name):
+        return expr.value in ("True", "False")
+    if isinstance(expr, cst.UnaryOperation):
+        return _is_number(expr.expression)
+    if isinstance(expr, cst.BinaryOperation):
+        return _is_number(expr.left) and _is_number(expr.right)
+    if isinstance(expr, cst.Attribute):
+        return (dotted_name(expr) or "").startswith("math.")
+    if isinstance(expr, cst.Call):
+        name = dotted_name(expr.func) or ""
+        return name in _NUMBER_CALLS or name.startswith("math.")
+    return False
