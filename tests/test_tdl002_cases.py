@@ -127,16 +127,29 @@ def test_multi_line_call_with_comments_keeps_its_layout():
 
 
 def test_indexed_string_in_a_multi_line_call():
-    code = 'state = torch.load(\n    path,\n    map_location="cuda:0",\n)\n'
+    code = 'import torch\nstate = torch.load(\n    path,\n    map_location="cuda:0",\n)\n'
     assert fixed(code) == (
-        'state = torch.load(\n    path,\n'
+        'import torch\nstate = torch.load(\n    path,\n'
         '    map_location="cuda:0" if torch.cuda.is_available() else "cpu",\n)\n'
     )
 
 
 def test_branch_of_an_unrelated_condition_gets_parentheses():
-    assert fixed('x = y.to("cuda:0" if first else "cpu")\n') == (
-        'x = y.to(("cuda:0" if torch.cuda.is_available() else "cpu") if first else "cpu")\n'
+    assert fixed('import torch\nx = y.to("cuda:0" if first else "cpu")\n') == (
+        'import torch\nx = y.to(("cuda:0" if torch.cuda.is_available() else "cpu") if first else "cpu")\n'
+    )
+
+
+def test_no_fix_that_would_need_an_import_of_torch():
+    # The index is kept behind `torch.cuda.is_available()`, which needs torch imported.
+    code = 'from transformers import AutoModel\nmodel = AutoModel.from_pretrained("x").to("cuda:1")\n'
+    (finding,) = lint_source("t.py", code, [RULE]).findings
+    assert finding.fix is None
+    # A plain "cuda" gets the default device, added with its `import torch`.
+    code = 'from transformers import AutoModel\nmodel = AutoModel.from_pretrained("x").to("cuda")\n'
+    assert fixed(code) == (
+        'from transformers import AutoModel\nimport torch\n' + DEFAULT
+        + 'model = AutoModel.from_pretrained("x").to(device)\n'
     )
 
 

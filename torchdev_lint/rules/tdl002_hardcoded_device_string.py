@@ -240,36 +240,37 @@ class HardcodedDeviceString(Rule):
             self._check_value(node.value, tuple(self.ctx.ancestors), defines=True)
 
     def _binds_device(self, node: cst.Assign | cst.AnnAssign) -> bool:
-        targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-        return any(self._names_device(t) for t in targets)
-
-    def _binds_variable(self, node: cst.Assign | cst.AnnAssign) -> bool:
-        """Bound to a variable or an attribute of ``self``, outside a class body; not to a
-        config object's attribute or an item."""
-        targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-        return not isinstance(self.ctx.scopes[-1].node, cst.ClassDef) and any(
-            isinstance(t, (cst.Name, cst.Tuple, cst.List))
-            or (isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name)
-                and self._is_self(t.value.value))
-            for t in targets
+        """Assigned to a variable or ``self`` attribute whose name says it holds a device."""
+        return any(
+            name is not None and _DEVICE_WORD.search(name) and not _NOT_A_DEVICE.search(name)
+            for name in self._variables(node)
         )
 
-    def _names_device(self, target: cst.BaseExpression) -> bool:
-        """A variable or ``self.<attr>`` whose name says it holds a device; class-level
-        defaults and other objects' attributes are configuration."""
+    def _binds_variable(self, node: cst.Assign | cst.AnnAssign) -> bool:
+        return any(name is not None for name in self._variables(node))
+
+    def _variables(self, node: cst.Assign | cst.AnnAssign) -> list[str | None]:
+        """The name of each target that is a variable or an attribute of ``self`` (None
+        for the others); nothing in a class body, whose assignments are defaults."""
         if isinstance(self.ctx.scopes[-1].node, cst.ClassDef):
-            return False
-        if isinstance(target, cst.Name):
-            name = target.value
-        elif (
-            isinstance(target, cst.Attribute)
-            and isinstance(target.value, cst.Name)
-            and self._is_self(target.value.value)
-        ):
-            name = target.attr.value
-        else:
-            return False
-        return bool(_DEVICE_WORD.search(name)) and not _NOT_A_DEVICE.search(name)
+            return []
+        targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+        names: list[str | None] = []
+        for target in targets:
+            if isinstance(target, (cst.Tuple, cst.List)):
+                names += [e.value.value if isinstance(e.value, cst.Name) else None
+                          for e in target.elements]
+            elif isinstance(target, cst.Name):
+                names.append(target.value)
+            elif (
+                isinstance(target, cst.Attribute)
+                and isinstance(target.value, cst.Name)
+                and self._is_self(target.value.value)
+            ):
+                names.append(target.attr.value)
+            else:
+                names.append(None)  # a config object's attribute, an item
+        return names
 
     def _is_self(self, name: str) -> bool:
         function = self.ctx.function
@@ -317,9 +318,11 @@ class HardcodedDeviceString(Rule):
         message = self.message.replace('"cuda"', text if len(text) <= 40 else text[:37] + "...")
         self.report(literal, message, fix=lambda: self._fix(literal, path, keep, device_call))
 
-    def _fix(self, literal, path, keep: bool, device_call: cst.Call | None) -> Fix:
+    def _fix(self, literal, path, keep: bool, device_call: cst.Call | None) -> Fix | None:
         torch_name = self.ctx.torch_name
         if keep:
+            if self.ctx.imports.local_name_for("torch") is None:
+                return None  # the availability check would need an `import torch`
             parent = path[-2]
             bare = isinstance(parent, (cst.Arg, cst.Assign, cst.AnnAssign))
             guarded = cst.IfExp(
