@@ -63,9 +63,14 @@ def test_auto_mode_adds_a_cpu_only_run_for_hardcoded_devices(traced):
 @pytest.mark.traces("TDL005-bug")
 def test_tdl005_is_honest_about_parameter_identity(traced):
     result = traced("TDL005-bug")
-    harmless = result.at(14, "TDL005")[0]
+    lines = {text.split("=")[0].strip(): n for n, text in
+             enumerate(_program("TDL005", "bug").read_text().splitlines(), 1) if "torch.optim." in text}
+    harmless = result.at(lines["adam"], "TDL005")[0]
     assert harmless["status"] == "not confirmed"
     assert "kept the parameters' identity" in harmless["evidence"]
-    real = result.at(20, "TDL005")[0]
+    replaced = result.at(lines["sgd"], "TDL005")[0]
+    assert replaced["status"] == "confirmed"
+    assert "replaced 2 of the parameters" in replaced["evidence"] and "training does nothing" in replaced["evidence"]
+    real = result.at(lines["adagrad"], "TDL005")[0]
     assert "held state (sum)" in real["evidence"] and "stayed on cpu" in real["evidence"]
     assert "_foreach_addcmul_" in real["evidence"]

@@ -37,7 +37,8 @@ class LineRecorder:
         filename = frame.f_code.co_filename
         if filename not in self.users:
             return None
-        self._hit(filename, frame.f_lineno)
+        if frame.f_lineno:  # 0 for a module's own "call" event
+            self._hit(filename, frame.f_lineno)
         return self._local
 
     def _local(self, frame, event, arg):

@@ -17,6 +17,7 @@ factory without ``device=`` in the program's own code (TDL008).
 
 from __future__ import annotations
 
+import bisect
 import dis
 import sys
 
@@ -44,17 +45,18 @@ _NEXT_OP: dict = {}
 
 
 def next_opname(code, lasti: int) -> str | None:
-    """The instruction executed after the call at ``lasti`` (caches hidden)."""
-    table = _NEXT_OP.get(code)
-    if table is None:
-        table = {}
-        previous = None
-        for instruction in dis.get_instructions(code):
-            if previous is not None:
-                table[previous] = instruction.opname
-            previous = instruction.offset
-        _NEXT_OP[code] = table
-    return table.get(lasti)
+    """The instruction executed after the call at ``lasti``. During a call, ``f_lasti`` may
+    point at the CALL or into its inline caches (Python-to-Python calls, 3.11/3.12), so the
+    call is the last instruction that starts at or before it."""
+    entry = _NEXT_OP.get(code)
+    if entry is None:
+        instructions = list(dis.get_instructions(code))
+        entry = _NEXT_OP[code] = ([i.offset for i in instructions], [i.opname for i in instructions])
+    offsets, names = entry
+    index = bisect.bisect_right(offsets, lasti) - 1
+    if 0 <= index < len(names) - 1:
+        return names[index + 1]
+    return None
 
 
 def _constructor_name(func) -> str:
