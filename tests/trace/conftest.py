@@ -45,10 +45,16 @@ class Pool:
         return self._checkpoint
 
     def _run(self, key: str) -> Traced:
-        command = [part.replace("{gpu_checkpoint}", self.gpu_checkpoint()) if "{" in part else part
-                   for part in TRACES[key]]
+        tmp = self.tmp / key
+        tmp.mkdir(exist_ok=True)
+        command = []
+        for part in TRACES[key]:
+            if "{gpu_checkpoint}" in part:
+                part = part.replace("{gpu_checkpoint}", self.gpu_checkpoint())
+            command.append(part.replace("{tmp}", str(tmp)))
         process = subprocess.run(command, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=600)
-        return Traced(process.returncode, process.stdout, process.stderr)
+        files = {p.name: p.read_text(errors="replace") for p in tmp.iterdir() if p.is_file()}
+        return Traced(process.returncode, process.stdout, process.stderr, files)
 
     def submit(self, key: str) -> None:
         if key not in self.futures:

@@ -74,3 +74,20 @@ def test_json_adds_status_and_evidence_to_the_static_objects(traced):
     # it says what it runs, before running it, on standard error
     assert "running `python testdata/trace/tdl003_bug.py`" in result.stderr
     json.dumps(report)
+
+
+@pytest.mark.parametrize("select, ignore, wanted", [
+    ([], [], True), (["TDL"], [], True), (["TDL1"], [], True), (["TDL003"], [], False),
+    ([], ["TDL100"], False), (["TDL"], ["TDL1"], False), ([], ["TDL00"], True),
+])
+def test_select_and_ignore_apply_to_tdl100(select, ignore, wanted):
+    assert cli.wants_mismatches(select, ignore) is wanted
+
+
+@pytest.mark.traces("program-output")
+def test_program_output_can_go_to_a_file(traced, tmp_path_factory):
+    result = traced("program-output")
+    assert result.report["runs"][0]["exit_status"] == 3
+    assert "leaving with status 3" not in result.stderr
+    written = result.files["program-output.txt"]
+    assert "tensor sum 3.0" in written and "leaving with status 3" in written

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,6 +36,8 @@ TRACES.update({
     "timeout": _trace("--mode", "sim", "--timeout", "2", "testdata/trace/long_training.py", "plain"),
     "raise": _trace("--mode", "sim", "testdata/trace/crash.py", "raise"),
     "exit": _trace("--mode", "sim", "testdata/trace/crash.py", "exit"),
+    "program-output": _trace("--mode", "sim", "--program-output", "{tmp}/program-output.txt",
+                             "testdata/trace/crash.py", "exit"),
     "module": _trace("--mode", "sim", "-m", "testdata.trace.tdl003_bug"),
     "selfcheck": [sys.executable, "-m", "torchdev_lint.trace.selfcheck"],
 })
@@ -59,6 +61,7 @@ class Traced:
     returncode: int
     stdout: str
     stderr: str
+    files: dict = field(default_factory=dict)  # name -> text of files the run wrote under {tmp}
 
     @property
     def report(self) -> dict:

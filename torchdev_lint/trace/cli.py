@@ -87,6 +87,11 @@ def split_argv(argv: list[str]) -> tuple[list[str], str | None, bool, list[str]]
     return argv, None, False, []
 
 
+def wants_mismatches(select: list[str], ignore: list[str], code: str = "TDL100") -> bool:
+    """Whether runtime-only TDL100 findings are reported under --select/--ignore (prefixes)."""
+    return (not select or any(code.startswith(c) for c in select)) and not any(code.startswith(c) for c in ignore)
+
+
 def _codes(text: str | None) -> list[str]:
     return [c.strip().upper() for c in (text or "").split(",") if c.strip()]
 
@@ -115,8 +120,7 @@ def main(argv: list[str]) -> int:
     from torchdev_lint.trace import report, session, verdicts
 
     select, ignore = _codes(args.select), _codes(args.ignore)
-    mismatch_wanted = (not select or any(verdicts.MISMATCH_CODE.startswith(c) for c in select)) and not any(
-        verdicts.MISMATCH_CODE.startswith(c) for c in ignore)
+    mismatch_wanted = wants_mismatches(select, ignore)
     static_select = [c for c in select if c != verdicts.MISMATCH_CODE] if select else None
     if select and not static_select:
         static_select = ["TDL9999"]  # only TDL100 asked for: no static rule
