@@ -100,3 +100,15 @@ def test_a_real_gpu_crash_with_the_mismatch_message_is_a_tdl100():
                "message": "Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!"}
     traced = _judge([], _run([], lines=[12], outcome=outcome, mode="real"))
     assert [(t.code, t.line) for t in traced] == [("TDL100", 12)]
+
+
+def test_a_real_gpu_foreach_failure_after_a_stale_optimizer_state_is_tdl005():
+    move = {"kind": "optimizer-before-move", "site": _site(20), "stack": [_site(20)], "optimizer": "Adagrad",
+            "move_site": _site(21), "move": "Linear.to(cuda:0)", "outcome": "state-left-behind", "stale": ["sum"],
+            "stale_devices": ["cpu"], "src": "cpu", "dst": "cuda:0"}
+    outcome = {"kind": "exception", "type": "RuntimeError", "site": _site(23), "status": 1,
+               "message": "Tensors of the same index must be on the same device and the same dtype except "
+                          "`step` tensors that can be CPU and float32/64 notwithstanding"}
+    traced = _judge([_finding("TDL005", 20)], _run([move], lines=[20, 21, 23], outcome=outcome, mode="real"))
+    assert [(t.code, t.status) for t in traced] == [("TDL005", "confirmed")]
+    assert "failed at train.py:23: Tensors of the same index" in traced[0].evidence
