@@ -71,6 +71,7 @@ class HardcodedDeviceString(Rule):
     attribute) or names a GPU index (`"cuda:1"`, `f"cuda:{rank}"`,
     `torch.device("cuda", rank)`), the string is kept for machines that have CUDA and falls
     back to the CPU elsewhere: `DEVICE = "cuda:0" if torch.cuda.is_available() else "cpu"`.
+    In a file that does not import torch, such a string is reported without a fix.
 
     Fix safety: safe when the fix keeps the string behind `torch.cuda.is_available()` or
     uses its own default device: on a machine with a GPU both are exactly the device the
