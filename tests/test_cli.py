@@ -70,7 +70,7 @@ def test_json_output_is_the_documented_contract(tmp_path, run_cli):
         "path": "bug.py", "line": 4, "column": 1, "end_line": 4, "end_column": 13,
         "code": "TDL001", "name": "hardcoded-cuda-call",
         "message": "`.cuda()` hardcodes a CUDA device: this line fails on machines without one",
-        "fixable": True, "fix_applicability": "safe",
+        "fixable": True, "fix_applicability": "safe", "cell": None,
     }
     assert [f["code"] for f in findings] == ["TDL001", "TDL004"]
 
