@@ -1,4 +1,4 @@
-"""Lint speed against the floor of any LibCST tool: bare ``libcst.parse_module``.
+"""Lint speed and memory against the floor of any LibCST tool: bare ``libcst.parse_module``.
 
     python benchmarks/bench_lint.py DIR [--repeat 3]
 
@@ -6,12 +6,18 @@ Reads every Python file under DIR once, then times, in this one process and on t
 texts, (a) ``libcst.parse_module`` alone and (b) the whole lint (pre-check, parse, one
 traversal with every rule, positions and noqa for files with findings). Each is repeated;
 medians are reported, with lines per second and the ratio lint / parse (target: <= 2.5).
+Then whole processes, as users run them: CPU time and peak memory of a process that only
+parses every file, of ``torchdev-lint DIR``, and of ``ruff check`` when ruff is installed
+(a different, Rust-based tool: the speed users are used to).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -66,6 +72,42 @@ def main() -> None:
     print(f"  libcst.parse_module  {parse_s:8.2f} s  {lines / parse_s:10,.0f} lines/s  1.00x")
     print(f"  torchdev-lint        {lint_s:8.2f} s  {lines / lint_s:10,.0f} lines/s  "
           f"{lint_s / parse_s:.2f}x parse")
+    processes(args.directory, args.repeat)
+
+
+_PARSE_ONLY = """
+import sys, libcst
+from pathlib import Path
+for p in Path(sys.argv[1]).rglob('*.py'):
+    try:
+        libcst.parse_module(p.read_text(encoding='utf-8'))
+    except Exception:
+        pass
+"""
+
+
+def _process(command: list[str]) -> tuple[float, float]:
+    """CPU seconds and peak memory (MiB) of one child process."""
+    pid = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).pid
+    _, _, usage = os.wait4(pid, 0)
+    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
+def processes(directory: str, repeat: int) -> None:
+    commands = {
+        "parse only (python + libcst)": [sys.executable, "-c", _PARSE_ONLY, directory],
+        "torchdev-lint": [sys.executable, "-m", "torchdev_lint", "--isolated", "--exit-zero", "-q", directory],
+    }
+    if shutil.which("ruff"):
+        commands["ruff check --select ALL"] = ["ruff", "check", "--no-cache", "--select", "ALL", "--exit-zero", directory]
+    print("  whole processes (median CPU seconds, peak MiB):")
+    base = None
+    for name, command in commands.items():
+        runs = [_process(command) for _ in range(repeat)]
+        cpu = statistics.median(r[0] for r in runs)
+        memory = statistics.median(r[1] for r in runs)
+        base = base or cpu
+        print(f"    {name:30} {cpu:8.2f} s  {memory:7.0f} MiB  {cpu / base:5.2f}x parse-only")
 
 
 if __name__ == "__main__":
