@@ -183,6 +183,14 @@ class FileContext:
             return kinds.UNKNOWN
         if isinstance(expr, cst.UnaryOperation) and not isinstance(expr.operator, cst.Not):
             return self.value_of(expr.expression)
+        if isinstance(expr, cst.Comparison) and len(expr.comparisons) == 1 and not isinstance(
+            expr.comparisons[0].operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)
+        ):
+            # `torch.tril(ones) == 0`: an elementwise comparison is a (bool) tensor.
+            left = self.value_of(expr.left)
+            right = self.value_of(expr.comparisons[0].comparator)
+            if Kind.TENSOR in (left.kind, right.kind):
+                return Value(Kind.TENSOR, left.maybe_accelerator or right.maybe_accelerator)
         if isinstance(expr, cst.Subscript):
             base = self.value_of(expr.value)
             if base.kind is Kind.TENSOR:

@@ -1,0 +1,664 @@
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from torchdev_lint.analysis.guards import code_of
+from torchdev_lint.analysis.imports import dotted_name
+from torchdev_lint.analysis.kinds import Kind
+from torchdev_lint.finding import Applicability, Fix
+from torchdev_lint.rule import Invalid, Rule, Valid
+
+_REGISTERED = frozenset({
+    "torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer",
+    "torch.nn.parameter.Buffer", "torch.nn.UninitializedParameter",
+    "torch.nn.UninitializedBuffer", "torch.nn.parameter.UninitializedParameter",
+    "torch.nn.parameter.UninitializedBuffer",
+})
+# Methods that define how a module moves: attributes they touch are moved by hand.
+_MOVE_OVERRIDES = frozenset({"_apply", "to", "cuda", "cpu", "type", "half", "float", "double"})
+# Moves of the attribute itself (`self.mask.to(x.device)`): the class places it by hand.
+_ATTRIBUTE_MOVES = frozenset({"to", "cuda", "type_as", "to_device"})
+# Attributes a framework moves itself: Lightning transfers `example_input_array` to the
+# model's device before using it.
+_FRAMEWORK_MOVED = frozenset({"example_input_array"})
+_NUMBER_ANNOTATION = re.compile(r"(Optional\[)?(float|int|bool)(\]| \| None)?")
+_SCALAR_FACTORIES = frozenset({"torch.tensor", "torch.as_tensor", "torch.scalar_tensor"})
+_SHAPE_FACTORIES = frozenset({"torch.zeros", "torch.ones", "torch.empty", "torch.full",
+                              "torch.rand", "torch.randn"})
+# Methods that keep a tensor's number of dimensions (a 0-dim tensor stays 0-dim).
+_DIM_KEEPING = frozenset(
+    """float double half bfloat16 to log exp sqrt neg abs clone detach cpu cuda sigmoid tanh
+    reciprocal requires_grad_ log_ exp_ fill_ mul add sub div pow clamp""".split()
+)
+_NON_FLOATING_DTYPES = frozenset(
+    "bool long int int64 int32 int16 int8 uint8 short uint16 uint32 uint64".split()
+)
+_NON_FLOATING_METHODS = frozenset("bool long int byte short char".split())
+_NON_FLOATING_FUNCTIONS = frozenset(
+    """randint randperm tril_indices triu_indices argsort argmax argmin bucketize searchsorted
+    nonzero eq ne lt le gt ge isnan isinf isfinite logical_and logical_or logical_not
+    logical_xor""".split()
+)
+
+
+@dataclass
+class _Assignment:
+    node: cst.Assign | cst.AnnAssign
+    attr: str
+    self_name: str
+    method: str
+    value: cst.BaseExpression | None
+    kind: str  # "tensor", "none" or "other"
+    origin: cst.BaseExpression | None = None  # the tensor's expression, names followed
+    zero_dim: bool = False
+
+
+@dataclass
+class _Class:
+    node: cst.ClassDef
+    is_module: bool
+    calls: dict[str, set[str]] = field(default_factory=dict)  # method -> self methods called
+    assignments: list[_Assignment] = field(default_factory=list)
+    moved: set[str] = field(default_factory=set)  # attributes moved by hand
+    super_init: dict[int, cst.CSTNode] = field(default_factory=dict)  # id(stmt) -> init call
+
+
+class UnregisteredTensorAttribute(Rule):
+    """
+    ## What it does
+    Flags, in an `nn.Module` subclass, `self.attr = <tensor>` in `__init__` (or in a method
+    `__init__` calls as `self.method()`) where the value is a tensor built by a torch
+    factory or op (`torch.ones(...)`, `torch.tril(...) == 0`, `torch.tensor([...])`) and
+    neither an `nn.Parameter` nor registered with `register_buffer`. One finding per
+    attribute, at its first such assignment.
+
+    It does not flag `nn.Parameter(...)`/`nn.Buffer(...)`, `register_buffer`, 0-dim
+    constants (`torch.tensor(0.5)`, `torch.tensor(scale)` with a number `scale`,
+    `torch.zeros(())`), non-tensor values, values passed in as parameters (they may be
+    `Parameter`s, which `nn.Module` registers itself), assignments outside `__init__`
+    (e.g. caches filled in `forward`), and attributes the class moves by hand
+    (`self.mask.to(x.device)`, or an `_apply`/`to` override in the file that names them).
+
+    ## Why is this bad?
+    `model.to(device)`, `model.cuda()` and `model.half()` only convert the module's
+    parameters and buffers. A tensor kept as a plain attribute stays on the CPU, and the
+    first op mixing it with the moved input fails with `Expected all tensors to be on the
+    same device, but found at least two devices, cuda:0 and cpu!`. It is also missing
+    from `state_dict()` and from what `DataParallel` replicates. (A 0-dim tensor is the
+    exception: PyTorch lets a CPU scalar take part in CUDA ops.)
+
+    ## Fix
+    Replaces the assignment with
+    `self.register_buffer("attr", <tensor>, persistent=False)` (and does the same for the
+    attribute's other assignments in `__init__` and the methods it calls, `None` included,
+    so registration never meets a plain attribute of that name). `persistent=False` keeps
+    the tensor out of `state_dict()`, so checkpoints saved before and after the fix load
+    either way. A tensor built with `requires_grad=True` was meant to be trained: the
+    finding suggests `nn.Parameter` and offers no fix. An assignment made before
+    `super().__init__()` gets no fix (buffers cannot be registered before it).
+
+    Fix safety: safe when the tensor is known not to be floating point (a `bool` or
+    integer mask or index: `dtype=torch.bool`, `.bool()`, a comparison, `torch.randint`,
+    `torch.tensor([1, 2])`) and every assignment of the attribute in the class is a tensor
+    or `None`: the only changes are the move the code needed and the buffer's listing in
+    `buffers()`. Unsafe otherwise: `model.half()`/`model.to(torch.float64)` now also cast
+    a floating-point buffer (a float32 table, e.g. rotary frequencies, becomes float16),
+    and a later assignment of a non-tensor to a buffer raises `TypeError`.
+
+    ## When not to use
+    When the class deliberately keeps the tensor on the CPU (a lookup table indexed with
+    CPU indices) and never lets it meet the module's inputs.
+    """
+
+    code = "TDL006"
+    name = "unregistered-tensor-attribute"
+    message = "Tensor kept as a plain module attribute: `model.to()` leaves it behind; register it as a buffer"
+    fix_title = "Use `register_buffer(..., persistent=False)`"
+
+    VALID = [
+        Valid("import torch\nimport torch.nn as nn\nclass M(nn.Module):\n"
+              "    def __init__(self):\n        super().__init__()\n"
+              "        self.w = nn.Parameter(torch.randn(3))\n"),
+        Valid("import torch\nimport torch.nn as nn\nclass M(nn.Module):\n"
+              "    def __init__(self):\n        super().__init__()\n"
+              "        self.register_buffer('mask', torch.ones(3))\n"),
+        Valid("import torch\nimport torch.nn as nn\nclass M(nn.Module):\n"
+              "    def __init__(self, scale=0.5):\n        super().__init__()\n"
+              "        self.eps = torch.tensor(1e-6)\n        self.scale = torch.tensor(scale)\n"),
+        Valid("import torch.nn as nn\nclass M(nn.Module):\n    def __init__(self, n):\n"
+              "        super().__init__()\n        self.n = n\n        self.sizes = [n, 2 * n]\n"),
+        Valid("import torch\nimport torch.nn as nn\nclass M(nn.Module):\n"
+              "    def forward(self, x):\n        self.cache = torch.zeros_like(x)\n"
+              "        return x\n"),
+        Valid("import torch\nclass Helper:\n    def __init__(self):\n"
+              "        self.table = torch.arange(10)\n"),
+        Valid("import torch\nimport torch.nn as nn\nclass M(nn.Module):\n"
+              "    def __init__(self):\n        super().__init__()\n"
+              "        self.mask = torch.ones(4)\n    def forward(self, x):\n"
+              "        return x * self.mask.to(x.device)\n"),
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\nimport torch.nn as nn\n\nclass Masked(nn.Module):\n"
+            "    def __init__(self, n):\n        super().__init__()\n"
+            "        self.mask = torch.tril(torch.ones(n, n)).bool()  # causal\n"
+            "    def forward(self, x):\n        return x.masked_fill(~self.mask, 0)\n",
+            7, 9,
+            "import torch\nimport torch.nn as nn\n\nclass Masked(nn.Module):\n"
+            "    def __init__(self, n):\n        super().__init__()\n"
+            '        self.register_buffer("mask", torch.tril(torch.ones(n, n)).bool(), '
+            "persistent=False)  # causal\n"
+            "    def forward(self, x):\n        return x.masked_fill(~self.mask, 0)\n",
+        ),
+        Invalid(
+            "import torch\nfrom torch import nn\nclass Norm(nn.Module):\n"
+            "    def __init__(self, mean):\n        super().__init__()\n"
+            "        self.mean = torch.tensor(mean).view(1, 3, 1, 1)\n"
+            "    def forward(self, x):\n        return x - self.mean\n",
+            6, 9,
+            "import torch\nfrom torch import nn\nclass Norm(nn.Module):\n"
+            "    def __init__(self, mean):\n        super().__init__()\n"
+            '        self.register_buffer("mean", torch.tensor(mean).view(1, 3, 1, 1), '
+            "persistent=False)\n"
+            "    def forward(self, x):\n        return x - self.mean\n",
+            unsafe=True,
+        ),
+        Invalid(
+            "import torch as T\nimport torch.nn as nn\nclass Rope(nn.Module):\n"
+            "    def __init__(self, dim):\n        super().__init__()\n        self._build(dim)\n"
+            "    def _build(self, dim):\n        self.inv_freq = None\n"
+            "        freqs = 1.0 / (10000 ** (T.arange(0, dim, 2) / dim))\n"
+            "        self.inv_freq = freqs\n"
+            "    def forward(self, t):\n        return T.outer(t, self.inv_freq)\n",
+            10, 9,
+            "import torch as T\nimport torch.nn as nn\nclass Rope(nn.Module):\n"
+            "    def __init__(self, dim):\n        super().__init__()\n        self._build(dim)\n"
+            '    def _build(self, dim):\n        self.register_buffer("inv_freq", None, '
+            "persistent=False)\n"
+            "        freqs = 1.0 / (10000 ** (T.arange(0, dim, 2) / dim))\n"
+            '        self.register_buffer("inv_freq", freqs, persistent=False)\n'
+            "    def forward(self, t):\n        return T.outer(t, self.inv_freq)\n",
+            unsafe=True,
+        ),
+        Invalid(
+            "import torch\nimport torch.nn as nn\nclass Scaler(nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n"
+            "        self.weight = torch.ones(8, requires_grad=True)\n"
+            "    def forward(self, x):\n        return x * self.weight\n",
+            6, 9,
+            None,
+        ),
+        Invalid(
+            "import torch\nimport torch.nn as nn\nclass Head(nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n"
+            "        self.idx: torch.Tensor = torch.tensor([0, 2, 4])\n"
+            "    def forward(self, x):\n        return x[:, self.idx]\n",
+            6, 9,
+            "import torch\nimport torch.nn as nn\nclass Head(nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n"
+            '        self.register_buffer("idx", torch.tensor([0, 2, 4]), persistent=False)\n'
+            "    def forward(self, x):\n        return x[:, self.idx]\n",
+        ),
+    ]
+
+    @classmethod
+    def wants(cls, source: str) -> bool:
+        return "torch" in source and "__init__" in source
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self.classes: list[_Class] = []
+        self.by_node: dict[int, _Class] = {}
+        self.handled_in_file: set[str] = set()  # attributes an `_apply`/`to` override touches
+        # Per method: local name -> the expression last assigned to it.
+        self.locals: dict[int, dict[str, cst.BaseExpression]] = {}
+        self.methods: dict[int, bool] = {}  # id(function) -> directly in its class
+        # Attribute name -> where it is read: (id of the class, method) or None elsewhere.
+        self.reads: dict[str, list[tuple[int, str] | None]] = {}
+
+    # -- collection during the traversal ---------------------------------------------
+
+    def _method(self) -> tuple[_Class, cst.FunctionDef, str] | None:
+        """The class, method and self name, when directly inside a method of a class."""
+        function = self.ctx.function
+        info = self.ctx.enclosing_class
+        if function is None or info is None:
+            return None
+        direct = self.methods.get(id(function))
+        if direct is None:
+            direct = self.methods[id(function)] = any(
+                statement is function for statement in info.node.body.body
+            )
+        if not direct:
+            return None
+        params = [*function.params.posonly_params, *function.params.params]
+        if not params or any(dotted_name(d.decorator) == "staticmethod" for d in function.decorators):
+            return None
+        state = self.by_node.get(id(info.node))
+        if state is None:
+            state = self.by_node[id(info.node)] = _Class(info.node, info.is_module)
+            self.classes.append(state)
+        return state, function, params[0].name.value
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if node.name.value in _MOVE_OVERRIDES and self.ctx.enclosing_class is not None:
+            for attribute in _attribute_names(node):
+                self.handled_in_file.add(attribute)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        where = self._method()
+        if where is None:
+            return
+        state, function, self_name = where
+        func = node.func
+        if not isinstance(func, cst.Attribute):
+            return
+        receiver = func.value
+        if isinstance(receiver, cst.Name) and receiver.value == self_name:
+            state.calls.setdefault(function.name.value, set()).add(func.attr.value)
+        elif func.attr.value in _ATTRIBUTE_MOVES:
+            # `self.mask.to(x.device)`, `self.ids.unsqueeze(0).expand(b, -1).to(device)`
+            attr = _self_attribute(_chain_start(receiver), self_name)
+            if attr is not None:
+                state.moved.add(attr)
+        if func.attr.value == "type_as":  # `idx.type_as(self.table)`: follows the table's device
+            for arg in node.args:
+                attr = _self_attribute(arg.value, self_name)
+                if attr is not None:
+                    state.moved.add(attr)
+        if func.attr.value == "__init__" and function.name.value == "__init__":
+            statement = _statement(self.ctx.ancestors)
+            if statement is not None:
+                state.super_init[id(statement)] = statement
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        parent = self.ctx.ancestors[-2]
+        if not (isinstance(parent, (cst.AssignTarget, cst.AnnAssign)) and parent.target is node):
+            where = self._method()
+            place = (id(where[0].node), where[1].name.value) if where is not None else None
+            self.reads.setdefault(node.attr.value, []).append(place)
+        # `torch.arange(n, device=volume.bbox_min.device)`, `.to(self.table.device)`: the
+        # code places what it computes where the tensor is, by hand.
+        if node.attr.value == "device" and isinstance(node.value, cst.Attribute):
+            ancestors = self.ctx.ancestors
+            if len(ancestors) > 2 and isinstance(parent, cst.Arg) and parent.value is node:
+                call = ancestors[-3]
+                if (parent.keyword is not None and parent.keyword.value == "device") or (
+                    isinstance(call, cst.Call)
+                    and isinstance(call.func, cst.Attribute)
+                    and call.func.attr.value == "to"
+                ):
+                    self.handled_in_file.add(node.value.attr.value)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        where = self._method()
+        if where is None:
+            return
+        for target in node.targets:
+            if isinstance(target.target, cst.Name):
+                self.locals.setdefault(id(where[1]), {})[target.target.value] = node.value
+        if len(node.targets) == 1:
+            self._assignment(where, node, node.targets[0].target, node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        where = self._method()
+        if where is not None and node.value is not None:
+            self._assignment(where, node, node.target, node.value)
+
+    def _assignment(self, where, node, target, value) -> None:
+        state, function, self_name = where
+        if not (
+            isinstance(target, cst.Attribute)
+            and isinstance(target.value, cst.Name)
+            and target.value.value == self_name
+        ):
+            return
+        origin = self._origin(function, value)
+        if isinstance(value, cst.Name) and value.value == "None":
+            kind = "none"
+        elif self.ctx.value_of(value).kind is Kind.TENSOR and not self._not_ours(
+            function, origin, self_name
+        ):
+            kind = "tensor"
+        else:
+            kind = "other"
+        assignment = _Assignment(node, target.attr.value, self_name, function.name.value,
+                                 value, kind, origin)
+        if kind == "tensor":
+            assignment.zero_dim = self._zero_dim(function, origin)
+        state.assignments.append(assignment)
+
+    # -- what the value is --------------------------------------------------------------
+
+    def _origin(self, function, value: cst.BaseExpression) -> cst.BaseExpression:
+        """The expression behind ``value``, following the method's local names."""
+        local = self.locals.get(id(function), {})
+        seen = 0
+        while isinstance(value, cst.Name) and value.value in local and seen < 10:
+            value, seen = local[value.value], seen + 1
+        return value
+
+    def _root(self, function, expr: cst.BaseExpression) -> cst.BaseExpression:
+        """What a chain of method calls, subscripts and local names starts from:
+        ``mask`` in ``mask.clone().detach()[0]``; a library call is a root itself."""
+        for _ in range(50):
+            expr = self._origin(function, expr)
+            if isinstance(expr, cst.Call):
+                if self.ctx.qualified_name(expr.func) is not None or not isinstance(
+                    expr.func, cst.Attribute
+                ):
+                    return expr
+                expr = expr.func.value
+            elif isinstance(expr, cst.Subscript):
+                expr = expr.value
+            else:
+                return expr
+        return expr
+
+    def _not_ours(self, function, origin: cst.BaseExpression, self_name: str) -> bool:
+        """A tensor this assignment does not create as a plain attribute: an
+        ``nn.Parameter``/``nn.Buffer`` (which ``nn.Module`` registers itself), a value passed
+        in as a parameter (it may be a ``Parameter``, and the caller chose its device), or
+        an alias of another attribute (reported where that one is made)."""
+        if isinstance(origin, cst.Call) and self.ctx.qualified_name(origin.func) in _REGISTERED:
+            return True
+        root = self._root(function, origin)
+        if isinstance(root, cst.Name):
+            return any(p.name.value == root.value for p in _params(function))
+        return isinstance(root, cst.Attribute) and _self_attribute(root, self_name) is not None
+
+    def _scalar(self, function, expr: cst.BaseExpression, depth: int = 0) -> bool:
+        """A Python number: a literal, arithmetic on numbers, ``float(...)``, ``math.pi``,
+        or a name bound to one (a parameter with a number default, a local literal)."""
+        if depth > 5:
+            return False
+        if isinstance(expr, (cst.Integer, cst.Float)):
+            return True
+        if isinstance(expr, cst.UnaryOperation):
+            return self._scalar(function, expr.expression, depth + 1)
+        if isinstance(expr, cst.IfExp):  # `1.0 if factor is None else factor`
+            return self._scalar(function, expr.body, depth + 1) or self._scalar(
+                function, expr.orelse, depth + 1
+            )
+        if isinstance(expr, cst.BinaryOperation):
+            return self._scalar(function, expr.left, depth + 1) and self._scalar(
+                function, expr.right, depth + 1
+            )
+        if isinstance(expr, cst.Call):
+            name = dotted_name(expr.func) or ""
+            return name in ("float", "int", "abs", "round") or name.startswith(
+                ("math.", "np.log", "np.exp", "np.sqrt", "numpy.log")
+            )
+        if isinstance(expr, cst.Attribute):
+            return dotted_name(expr) in ("math.pi", "math.e", "np.pi", "numpy.pi", "math.inf")
+        if isinstance(expr, cst.Name):
+            if expr.value in ("True", "False"):
+                return True
+            local = self.locals.get(id(function), {})
+            if expr.value in local:
+                return self._scalar(function, local[expr.value], depth + 1)
+            for param in _params(function):
+                if param.name.value == expr.value:
+                    annotation = param.annotation
+                    if annotation is not None and _NUMBER_ANNOTATION.fullmatch(
+                        code_of(annotation.annotation)
+                    ):
+                        return True
+                    return param.default is not None and self._scalar(function, param.default, depth + 1)
+        return False
+
+    def _zero_dim(self, function, origin: cst.BaseExpression | None, depth: int = 0) -> bool:
+        if not isinstance(origin, cst.Call) or depth > 10:  # `x = x.float()` refers to itself
+            return False
+        func = origin.func
+        qualified = self.ctx.qualified_name(func) or ""
+        positional = [a for a in origin.args if a.keyword is None]
+        if qualified in _SCALAR_FACTORIES:
+            return bool(positional) and (
+                qualified == "torch.scalar_tensor" or self._scalar(function, positional[0].value)
+            )
+        if qualified in _SHAPE_FACTORIES:
+            return bool(positional) and isinstance(positional[0].value, (cst.Tuple, cst.List)) and (
+                not positional[0].value.elements
+            )
+        if isinstance(func, cst.Attribute) and func.attr.value in _DIM_KEEPING:
+            return self._zero_dim(function, self._origin(function, func.value), depth + 1)
+        return False
+
+    def _non_floating(self, function, origin: cst.BaseExpression | None) -> bool:
+        """The tensor is known to be bool or integer: dtype casts leave it alone."""
+        if isinstance(origin, cst.Comparison):
+            return True
+        if not isinstance(origin, cst.Call):
+            return False
+        for arg in origin.args:
+            if arg.keyword is not None and arg.keyword.value == "dtype":
+                return _dtype_name(arg.value) in _NON_FLOATING_DTYPES
+        func = origin.func
+        if isinstance(func, cst.Attribute):
+            if func.attr.value in _NON_FLOATING_METHODS:
+                return True
+            if func.attr.value in ("to", "type") and origin.args and origin.args[0].keyword is None:
+                return _dtype_name(origin.args[0].value) in _NON_FLOATING_DTYPES
+        qualified = self.ctx.qualified_name(func) or ""
+        if qualified.startswith("torch.") and qualified.rsplit(".", 1)[-1] in _NON_FLOATING_FUNCTIONS:
+            return True
+        if qualified in ("torch.tensor", "torch.as_tensor", "torch.LongTensor",
+                         "torch.BoolTensor", "torch.IntTensor"):
+            if qualified != "torch.tensor" and qualified != "torch.as_tensor":
+                return True
+            return bool(origin.args) and _integer_literals(origin.args[0].value)
+        return False
+
+    # -- decisions --------------------------------------------------------------------
+
+    def end_of_file(self) -> None:
+        for state in self.classes:
+            if state.is_module:
+                self._decide(state)
+
+    def _decide(self, state: _Class) -> None:
+        reachable = _reachable(state.calls, "__init__")
+        in_init = [a for a in state.assignments if a.method in reachable]
+        # Set again at run time (a cache rebuilt in `forward` where the input is): the value
+        # from `__init__` is a placeholder.
+        runtime = {a.attr for a in state.assignments if a.method not in reachable and a.kind != "none"}
+        reported: set[str] = set()
+        for assignment in in_init:
+            attr = assignment.attr
+            if assignment.kind != "tensor" or attr in reported:
+                continue
+            reported.add(attr)  # one finding per attribute, at its first tensor assignment
+            if (
+                assignment.zero_dim
+                or attr in state.moved
+                or attr in self.handled_in_file
+                or attr in runtime
+                or attr in _FRAMEWORK_MOVED
+                or not self._used_after_init(state, attr, reachable)
+            ):
+                continue
+            self._report(state, assignment, in_init)
+
+    def _used_after_init(self, state: _Class, attr: str, reachable: set[str]) -> bool:
+        """Read somewhere other than while the module is built: a tensor only used to
+        build others (or never read) is left behind harmlessly."""
+        return any(
+            place is None or place[0] != id(state.node) or place[1] not in reachable
+            for place in self.reads.get(attr, ())
+        )
+
+    def _report(self, state: _Class, first: _Assignment, in_init: list[_Assignment]) -> None:
+        attr = first.attr
+        if _requires_grad(first.origin):
+            self.report(
+                first.node,
+                f"`{first.self_name}.{attr}` is a tensor that requires grad kept as a plain "
+                "attribute: it is neither moved by `model.to()` nor in `parameters()`; "
+                "make it an `nn.Parameter`",
+            )
+            return
+        others = [a for a in state.assignments if a.attr == attr]
+        rewritten = [a for a in in_init if a.attr == attr and a.kind in ("tensor", "none")]
+        message = (
+            f"`{first.self_name}.{attr}` is a tensor kept as a plain module attribute: "
+            "`model.to()` leaves it behind; register it as a buffer"
+        )
+        self.report(first.node, message,
+                    fix=lambda: self._fix(state, first, others, rewritten))
+
+    def _fix(self, state, first, others, rewritten) -> Fix | None:
+        positions = self.ctx.positions
+        for statement in state.super_init.values():
+            # Buffers cannot be registered before `super().__init__()` has run.
+            if first.method == "__init__" and _before(positions, first.node, statement):
+                return None
+        if any(a.kind == "other" and _literal(a.value) for a in others):
+            return None  # a list, number or string assigned elsewhere: not a buffer
+        safe = all(a.kind in ("tensor", "none") for a in others) and all(
+            self._non_floating_assignment(state, a) for a in others if a.kind == "tensor"
+        )
+        edits = [(a.node, _register(a.self_name, a.attr)) for a in rewritten]
+        return Fix(Applicability.SAFE if safe else Applicability.UNSAFE, edits)
+
+    def _non_floating_assignment(self, state: _Class, assignment: _Assignment) -> bool:
+        function = next(
+            (f for f in state.node.body.body
+             if isinstance(f, cst.FunctionDef) and f.name.value == assignment.method),
+            None,
+        )
+        return function is not None and self._non_floating(function, assignment.origin)
+
+
+def _register(self_name: str, attr: str):
+    def edit(updated: cst.Assign | cst.AnnAssign) -> cst.Expr:
+        call = cst.Call(
+            func=cst.Attribute(value=cst.Name(self_name), attr=cst.Name("register_buffer")),
+            args=[
+                cst.Arg(cst.SimpleString(f'"{attr}"'), comma=_comma()),
+                cst.Arg(updated.value, comma=_comma()),
+                cst.Arg(
+                    cst.Name("False"),
+                    keyword=cst.Name("persistent"),
+                    equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
+                                          whitespace_after=cst.SimpleWhitespace("")),
+                ),
+            ],
+        )
+        return cst.Expr(value=call, semicolon=updated.semicolon)
+
+    return edit
+
+
+def _comma() -> cst.Comma:
+    return cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+
+
+def _chain_start(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """``self.a`` for ``self.a.view(1, -1)[0].float()``."""
+    while True:
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+            expr = expr.func.value
+        elif isinstance(expr, cst.Subscript):
+            expr = expr.value
+        else:
+            return expr
+
+
+def _self_attribute(expr: cst.BaseExpression, self_name: str) -> str | None:
+    """``attr`` for ``self.attr``."""
+    if (
+        isinstance(expr, cst.Attribute)
+        and isinstance(expr.value, cst.Name)
+        and expr.value.value == self_name
+    ):
+        return expr.attr.value
+    return None
+
+
+def _params(function: cst.FunctionDef) -> list[cst.Param]:
+    params = function.params
+    return [*params.posonly_params, *params.params, *params.kwonly_params]
+
+
+def _reachable(calls: dict[str, set[str]], start: str) -> set[str]:
+    seen, todo = {start}, [start]
+    while todo:
+        for callee in calls.get(todo.pop(), ()):
+            if callee not in seen:
+                seen.add(callee)
+                todo.append(callee)
+    return seen
+
+
+def _attribute_names(node: cst.CSTNode) -> set[str]:
+    names: set[str] = set()
+
+    class _Finder(cst.CSTVisitor):
+        def visit_Attribute(self, attribute: cst.Attribute) -> None:
+            names.add(attribute.attr.value)
+
+    node.visit(_Finder())
+    return names
+
+
+def _statement(ancestors) -> cst.CSTNode | None:
+    for node in reversed(ancestors):
+        if isinstance(node, cst.BaseStatement):
+            return node
+    return None
+
+
+def _before(positions, node: cst.CSTNode, other: cst.CSTNode) -> bool:
+    if positions is None:
+        return False
+    return (positions[node].start.line, positions[node].start.column) < (
+        positions[other].start.line, positions[other].start.column
+    )
+
+
+def _requires_grad(origin: cst.BaseExpression | None) -> bool:
+    while isinstance(origin, cst.Call):
+        for arg in origin.args:
+            if (
+                arg.keyword is not None
+                and arg.keyword.value == "requires_grad"
+                and not (isinstance(arg.value, cst.Name) and arg.value.value == "False")
+            ):
+                return True
+        func = origin.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "requires_grad_":
+            return not (origin.args and isinstance(origin.args[0].value, cst.Name)
+                        and origin.args[0].value.value == "False")
+        origin = func.value if isinstance(func, cst.Attribute) else None
+    return False
+
+
+def _dtype_name(expr: cst.BaseExpression) -> str | None:
+    if isinstance(expr, cst.Attribute):
+        return expr.attr.value
+    if isinstance(expr, cst.Name):
+        return expr.value
+    return None
+
+
+def _integer_literals(expr: cst.BaseExpression) -> bool:
+    if isinstance(expr, (cst.List, cst.Tuple)):
+        return bool(expr.elements) and all(_integer_literals(e.value) for e in expr.elements)
+    if isinstance(expr, cst.UnaryOperation):
+        return _integer_literals(expr.expression)
+    return isinstance(expr, cst.Integer) or (
+        isinstance(expr, cst.Name) and expr.value in ("True", "False")
+    )
+
+
+def _literal(expr: cst.BaseExpression | None) -> bool:
+    """A value that is certainly not a tensor: a number, string, container display."""
+    return isinstance(expr, (cst.Integer, cst.Float, cst.SimpleString, cst.FormattedString,
+                             cst.ConcatenatedString, cst.List, cst.Tuple, cst.Dict, cst.Set,
+                             cst.ListComp, cst.DictComp, cst.SetComp)) or (
+        isinstance(expr, cst.Name) and expr.value in ("True", "False")
+    )
