@@ -67,6 +67,9 @@ class TraceFunctionMode(TorchFunctionMode):
     def __init__(self, rt: Runtime):
         super().__init__()
         self.rt = rt
+        self.sim = rt.sim
+        self.real = rt.mode == "real"
+        self.local = rt.local
         handlers = {TB.to: self._to, TB.cuda: self._to, TB.cpu: self._to,
                     TB.numpy: self._numpy, Tensor.__array__: self._numpy}
         if rt.sim:
@@ -83,18 +86,42 @@ class TraceFunctionMode(TorchFunctionMode):
         self.handlers = handlers
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
+        # The hot path (every torch call): few Python frames, as each costs a trace event too.
         if kwargs is None:
             kwargs = {}
         handler = self.handlers.get(func)
         if handler is not None:
             return handler(func, args, kwargs)
-        if "device" in kwargs and kwargs["device"] is not None:
+        if kwargs and kwargs.get("device") is not None:
             return self._device_request(func, args, kwargs)
         if func in _CONSTRUCTORS:
             return self._factory(func, args, kwargs)
-        if self.rt.sim:
-            return self._call_sim(func, args, kwargs)
-        if self.rt.mode == "real":
+        if self.sim:
+            # The operands' accelerator becomes the ambient device while ``func`` runs: code
+            # inside it (C++ composites, Python torch functions, where this mode is off) makes
+            # tensors with ``device=x.device``, which reads the real cpu; SimDispatchMode gives
+            # them the ambient device.
+            ambient = None
+            try:
+                for a in args:
+                    if isinstance(a, Tensor):
+                        ambient = getattr(a.untyped_storage(), "_tdl_dev", None)
+                    elif isinstance(a, (list, tuple)) and a and isinstance(a[0], Tensor):
+                        ambient = getattr(a[0].untyped_storage(), "_tdl_dev", None)
+                    if ambient is not None:
+                        break
+            except (RuntimeError, NotImplementedError, TypeError):  # tensors without storage
+                ambient = None
+            if ambient is None:
+                return func(*args, **kwargs)
+            local = self.local
+            previous = getattr(local, "ambient", None)
+            local.ambient = ambient
+            try:
+                return func(*args, **kwargs)
+            finally:
+                local.ambient = previous
+        if self.real:
             return self._call_real(func, args, kwargs)
         return func(*args, **kwargs)
 

@@ -74,6 +74,7 @@ class SimDispatchMode(TorchDispatchMode):
     def __init__(self, rt: Runtime):
         super().__init__()
         self.rt = rt
+        self.local = rt.local
         self._rules: dict = {}  # id(op) -> (kind, extra, fresh outputs, op)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
@@ -98,15 +99,37 @@ class SimDispatchMode(TorchDispatchMode):
             if not needs_accel_self or (args and isinstance(args[0], Tensor)
                                         and getattr(_storage(args[0]), "_tdl_dev", None)):
                 skip = positions
-        # The operands' virtual devices, walked by hand (tree_flatten costs ~9 us an op).
+        # The operands' virtual devices, walked by hand (tree_flatten costs ~9 us an op) and
+        # inline (each Python frame costs a trace event too, see coverage.py).
+        accel = None
+        has_cpu = mixed = False
+        tensors = 0
         try:
-            accel, has_cpu, mixed, tensors = _gather(args, kwargs, skip)
-        except (RuntimeError, NotImplementedError, TypeError):  # tensors without storage
+            for i, a in enumerate(args if not kwargs else (*args, *kwargs.values())):
+                if isinstance(a, Tensor):
+                    group = (a,)
+                elif isinstance(a, (list, tuple)) and a and isinstance(a[0], Tensor):
+                    group = a
+                else:
+                    continue
+                if skip and i < len(args) and i in skip:
+                    continue
+                for t in group:
+                    tensors += 1
+                    d = getattr(t.untyped_storage(), "_tdl_dev", None)
+                    if d is None:
+                        if not has_cpu and t.dim() != 0:
+                            has_cpu = True
+                    elif accel is None:
+                        accel = d
+                    elif d != accel:
+                        mixed = True
+        except (RuntimeError, NotImplementedError, TypeError, AttributeError):  # tensors without storage
             accel, has_cpu, mixed, tensors = _gather(args, kwargs, skip, safe=True)
         if accel is None:
             out = func(*args, **kwargs)
             if not tensors:
-                ambient = getattr(self.rt.local, "ambient", None)
+                ambient = getattr(self.local, "ambient", None)
                 if ambient is not None:
                     # a factory inside a composite op or a Python torch function
                     device = kwargs.get("device")
@@ -116,7 +139,14 @@ class SimDispatchMode(TorchDispatchMode):
         if has_cpu or mixed:
             self._mismatch(func, args, kwargs, skip)
         out = func(*args, **kwargs)
-        _tag_outputs(fresh, out, accel, keep_cpu)
+        if len(fresh) == 1 and isinstance(out, Tensor):
+            if fresh[0]:
+                try:
+                    out.untyped_storage()._tdl_dev = accel
+                except (RuntimeError, NotImplementedError, TypeError):
+                    pass
+        else:
+            _tag_outputs(fresh, out, accel, keep_cpu)
         return out
 
     def _mismatch(self, func, args, kwargs, skip) -> None:
