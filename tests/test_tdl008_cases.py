@@ -215,6 +215,8 @@ def test_nested_module_classes():
     "def forward(self, x):\n    assert torch.tensor([0.0]).dtype == torch.float32\n    return x\n",
     "def forward(self, x):\n    return x * torch.tensor(-float('inf')) + torch.tensor(math.pi)\n",
     "def forward(self, x):\n    return x * torch.zeros(()) + torch.full((), 2.0)\n",
+    "def forward(self, x):\n    i = torch.randint(0, 4, ())\n    j = torch.randint(4, size=())\n    return x[i:j]\n",
+    "def forward(self, x):\n    return x * torch.sqrt(torch.tensor(2.0 / torch.pi))\n",
     "def forward(self, x):\n    return x, torch.empty(0)\n",
     "def forward(self, x):\n    return torch.tensor(x)\n",
     "def forward(self, x):\n    return x + torch.zeros(3, device=None)\n",

@@ -24,6 +24,7 @@ _MOVES = frozenset({"to", "cuda", "type_as"})
 _DATA_FACTORIES = frozenset({"tensor", "as_tensor", "asarray"})
 # Factories whose first argument is a size (`torch.zeros(())` is 0-dim).
 _SIZE_FACTORIES = frozenset({"zeros", "ones", "empty", "full", "rand", "randn"})
+_CONSTANTS = frozenset({"pi", "e", "tau", "inf", "nan"})
 _NUMBER_CALLS = frozenset({"float", "int", "bool", "abs", "round", "min", "max", "len"})
 
 
@@ -284,13 +285,15 @@ class FactoryWithoutDeviceInForward(Rule):
             data = positional[0]
             if _is_number(data) or self.ctx.value_of(data).kind is Kind.TENSOR:
                 return True
-        if (  # no elements: `torch.zeros(())` is 0-dim, `torch.empty(0)` a placeholder
+        sizes = positional + [a.value for a in call.args if a.keyword and a.keyword.value == "size"]
+        if any(  # no elements: `torch.zeros(())`, `torch.randint(0, n, ())` are 0-dim
+            (isinstance(v, (cst.Tuple, cst.List)) and not v.elements)
+            for v in sizes
+        ) or (  # `torch.empty(0)`: a placeholder
             name in _SIZE_FACTORIES
             and len(positional) == (2 if name == "full" else 1)
-            and (
-                (isinstance(positional[0], (cst.Tuple, cst.List)) and not positional[0].elements)
-                or (isinstance(positional[0], cst.Integer) and positional[0].value == "0")
-            )
+            and isinstance(positional[0], cst.Integer)
+            and positional[0].value == "0"
         ):
             return True
         return self._settled(call) is not None or _indexes(self.ctx.ancestors, call)
@@ -547,8 +550,8 @@ def _is_number(expr: cst.BaseExpression) -> bool:
         return _is_number(expr.expression)
     if isinstance(expr, cst.BinaryOperation):
         return _is_number(expr.left) and _is_number(expr.right)
-    if isinstance(expr, cst.Attribute):
-        return (dotted_name(expr) or "").startswith("math.")
+    if isinstance(expr, cst.Attribute):  # `math.pi`, `torch.pi`, `np.e`
+        return expr.attr.value in _CONSTANTS or (dotted_name(expr) or "").startswith("math.")
     if isinstance(expr, cst.Call):
         name = dotted_name(expr.func) or ""
         return name in _NUMBER_CALLS or name.startswith("math.")
