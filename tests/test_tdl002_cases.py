@@ -81,6 +81,12 @@ def test_both_branches_of_an_unrelated_condition_are_flagged():
     'print("cuda")\nname = "cuda"\nlabel = f"cuda:{rank}"\n',
     'x = y.to(b"cuda")\n',
     'device = "cudafoo"\n',
+    'from lightning.fabric.plugins import MixedPrecision\np = MixedPrecision("16-mixed", device="cuda")\n',
+    # Devices as test data in a test that fakes the code under test.
+    'import torch\nfrom unittest import mock\ndef test_strategy():\n'
+    '    strategy = Strategy(device=torch.device("cuda"), accelerator=mock.Mock())\n',
+    'import torch\ndef test_flops(monkeypatch):\n    monkeypatch.setattr(torch.cuda, "get_device_name", str)\n'
+    '    assert flops(torch.device("cuda")) > 0\n',
 ])
 def test_not_flagged(code):
     assert findings(code) == []

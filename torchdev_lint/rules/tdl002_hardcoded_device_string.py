@@ -19,6 +19,7 @@ _DEVICE_KEYWORDS = frozenset({"device", "map_location"})
 # A name that says it holds a device: `device`, `DEVICE`, `train_device`, `self.dev`...
 # but not `device_type` (what autocast takes) or `device_ids`/`device_count`.
 _DEVICE_WORD = re.compile(r"(?i)(?:^|_)(?:device|dev)(?:$|_)")
+_MOCKING = re.compile(r"(?i)\bmock|\bmonkeypatch\b|\bmocker\b")
 _NOT_A_DEVICE = re.compile(r"(?i)(?:^|_)(?:type|types|ids?|count|name|str)$")
 
 
@@ -45,11 +46,15 @@ class HardcodedDeviceString(Rule):
     `dict(device="cuda")`), attributes of config objects (`cfg.MODEL.DEVICE = "cuda"`), and
     module-level settings that a later `exec(open("configurator.py").read())` overrides
     (nanoGPT's idiom). Nor does it flag device *types* given to
-    `autocast(device_type="cuda")` or `GradScaler("cuda")` (they warn and disable
-    themselves without CUDA), the `torch.cuda` API itself (`torch.cuda.set_device(...)`),
+    `autocast(device_type="cuda")`, `GradScaler("cuda")` or mixed-precision wrappers
+    (`MixedPrecision(device="cuda")`): they warn and disable themselves without CUDA. Nor
+    the `torch.cuda` API itself (`torch.cuda.set_device(...)`),
     or a `torch.device("cuda")` that is only compared (`x.device == torch.device("cuda")`,
     `device.type == "cuda"`), asserted (`m.to.assert_called_with(torch.device("cuda"))`)
-    or listed (`[torch.device("cuda", i) for i in range(n)]`, multi-GPU code).
+    or listed (`[torch.device("cuda", i) for i in range(n)]`, multi-GPU code), nor devices
+    in a test that fakes what it tests (`Mock()`, `mock.patch`, `monkeypatch`, `mocker`):
+    there they are test data. A test without fakes is checked like any code: the test
+    runner picks it on a CPU-only machine too.
 
     ## Why is this bad?
     The string works on the machine it was typed on and fails everywhere else: on a
@@ -173,6 +178,7 @@ class HardcodedDeviceString(Rule):
         # Module-level definitions (`device = "cuda"`) wait for the end of the file: a later
         # `exec(open("configurator.py").read())` makes them configuration values.
         self.module_definitions: list[tuple] = []
+        self.mocking: dict[int, bool] = {}  # test function -> whether it fakes with mocks
 
     # -- where a device is chosen --------------------------------------------------------
 
@@ -184,7 +190,11 @@ class HardcodedDeviceString(Rule):
         if self._overrides_globals(node):
             self.module_definitions.clear()
             return
-        if _takes_device_type(qualified) or _is_cuda_api(qualified) or _builds_config(node):
+        if (
+            _takes_device_type(qualified or code_of(node.func))
+            or _is_cuda_api(qualified)
+            or _builds_config(node)
+        ):
             return
         positional = [a for a in node.args if a.keyword is None and not a.star]
         candidates: list[cst.Arg] = []
@@ -213,11 +223,11 @@ class HardcodedDeviceString(Rule):
             return
         if isinstance(consumer, cst.Arg) and isinstance(value, cst.Call):
             qualified = self.ctx.qualified_name(value.func) or ""
-            called = code_of(value.func).rsplit(".", 1)[-1]
+            called = code_of(value.func)
             if (
-                _takes_device_type(qualified)
+                _takes_device_type(qualified or called)
                 or _is_cuda_api(qualified)
-                or called.lower().startswith("assert")
+                or called.rsplit(".", 1)[-1].lower().startswith("assert")
             ):
                 return
         defines = False
@@ -302,13 +312,29 @@ class HardcodedDeviceString(Rule):
         module_level = defines and isinstance(self.ctx.scopes[-1].node, cst.Module)
         for literal, path in _branches(value, tuple(ancestors)):
             kind = cuda_string(literal)
-            if kind is None or is_guarded(path) or named_for_accelerator(path):
+            if (
+                kind is None
+                or is_guarded(path)
+                or named_for_accelerator(path)
+                or self._in_mocking_test(path)
+            ):
                 continue
             flag = (literal, path, defines or kind == "indexed", device_call)
             if module_level:
                 self.module_definitions.append(flag)
             else:
                 self._flag(*flag)
+
+    def _in_mocking_test(self, path: Sequence[cst.CSTNode]) -> bool:
+        """Inside a test that fakes what it tests (``Mock()``, ``mock.patch``,
+        ``monkeypatch``, ``mocker``), devices are test data: nothing is placed there."""
+        test = next((n for n in path if isinstance(n, cst.FunctionDef)), None)
+        if test is None or not test.name.value.startswith("test"):
+            return False
+        known = self.mocking.get(id(test))
+        if known is None:
+            known = self.mocking[id(test)] = bool(_MOCKING.search(code_of(test)))
+        return known
 
     def end_of_file(self) -> None:
         for flag in self.module_definitions:
@@ -415,9 +441,10 @@ def _consumer(ancestors: Sequence[cst.CSTNode]) -> tuple[cst.CSTNode, cst.CSTNod
 
 
 def _takes_device_type(qualified: str) -> bool:
-    """APIs that take a device *type* and disable themselves without it."""
-    last = qualified.rsplit(".", 1)[-1]
-    return "autocast" in last.lower() or last.endswith("GradScaler")
+    """APIs that take a device *type* and disable themselves without it: autocast,
+    GradScaler, and mixed-precision wrappers around them (``MixedPrecision(device="cuda")``)."""
+    last = qualified.rsplit(".", 1)[-1].lower()
+    return "autocast" in last or "mixedprecision" in last or last.endswith("gradscaler")
 
 
 def _builds_config(call: cst.Call) -> bool:
