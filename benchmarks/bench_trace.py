@@ -4,7 +4,7 @@
 
 Steady state, in one process: the same training loop, plain and under the tracer's full
 instrumentation (simulated GPU: function mode, dispatch mode, hooks, line recording, with the
-model and batches on the virtual cuda:0), for a small MLP (many cheap ops: the worst case)
+model and batches on the virtual cuda:0), and under all of it but the line recording, for a small MLP (many cheap ops: the worst case)
 and a larger model (compute-bound). End to end: `python SCRIPT` against
 `torchdev-lint trace --mode sim SCRIPT` (a child process, imports, the static lint, the report)
 on a small training script. Every figure is the median of --repeats runs; the ratio is
@@ -59,7 +59,7 @@ def _train(torch, nn, build, shape, steps, device):
     return elapsed / steps, loss.item()
 
 
-def steady_state(repeats: int, steps: int) -> list[tuple[str, float, float, bool]]:
+def steady_state(repeats: int, steps: int) -> list[tuple[str, float, float, float, bool]]:
     import torch
     import torch.nn as nn
 
@@ -71,24 +71,27 @@ def steady_state(repeats: int, steps: int) -> list[tuple[str, float, float, bool
     rows = []
     events = tempfile.NamedTemporaryFile(suffix=".jsonl", delete=False).name
     for name, (build, shape) in _models(torch, nn).items():
-        plain, traced, same = [], [], True
+        plain, traced, no_lines, same = [], [], [], True
         for _ in range(repeats):
             seconds, plain_loss = _train(torch, nn, build, shape, steps, "cpu")
             plain.append(seconds)
-            record = recorder.Recorder(events)
-            users = sites.UserFiles(str(Path(__file__).parent), __file__)
-            rt = Runtime("sim", False, users, record)
-            lines = LineRecorder(users, lambda: record.last_seq)
-            with runner.instrumented(rt):
-                lines.start()
-                try:
-                    seconds, traced_loss = _train(torch, nn, build, shape, steps, "cuda")
-                finally:
-                    lines.stop()
-            record.close()
-            traced.append(seconds)
-            same = same and plain_loss == traced_loss
-        rows.append((name, statistics.median(plain), statistics.median(traced), same))
+            for with_lines, results in ((True, traced), (False, no_lines)):
+                record = recorder.Recorder(events)
+                users = sites.UserFiles(str(Path(__file__).parent), __file__)
+                rt = Runtime("sim", False, users, record)
+                lines = LineRecorder(users, lambda: record.last_seq)
+                with runner.instrumented(rt):
+                    if with_lines:
+                        lines.start()
+                    try:
+                        seconds, traced_loss = _train(torch, nn, build, shape, steps, "cuda")
+                    finally:
+                        if with_lines:
+                            lines.stop()
+                record.close()
+                results.append(seconds)
+                same = same and plain_loss == traced_loss
+        rows.append((name, statistics.median(plain), statistics.median(traced), statistics.median(no_lines), same))
     os.unlink(events)
     return rows
 
@@ -120,9 +123,12 @@ def main() -> None:
     print(f"torch {torch.__version__}, Python {sys.version.split()[0]}, {os.cpu_count()} CPUs, "
           f"medians of {options.repeats} runs")
     print(f"\nSteady state ({options.steps} training steps after 3 warm-up steps, 1 thread):")
-    print(f"  {'model':45} {'plain ms/step':>14} {'traced ms/step':>15} {'ratio':>7}  same loss")
-    for name, plain, traced, same in steady_state(options.repeats, options.steps):
-        print(f"  {name:45} {plain * 1e3:14.2f} {traced * 1e3:15.2f} {traced / plain:6.2f}x  {same}")
+    print(f"  {'model':43} {'plain':>8} {'traced':>8} {'ratio':>6}   {'no lines':>8} {'ratio':>6}  same loss")
+    for name, plain, traced, no_lines, same in steady_state(options.repeats, options.steps):
+        print(f"  {name:43} {plain * 1e3:8.2f} {traced * 1e3:8.2f} {traced / plain:5.2f}x   "
+              f"{no_lines * 1e3:8.2f} {no_lines / plain:5.2f}x  {same}")
+    print("  (ms per step; 'no lines': without the line recorder, whose sys.settrace costs a call event per\n"
+          "   Python frame on Python < 3.12; 3.12+ uses sys.monitoring, whose cost is negligible)")
     if not options.no_end_to_end:
         plain, traced = end_to_end(options.repeats)
         print(f"\nEnd to end, {SMALL_SCRIPT.relative_to(ROOT)} (3 epochs, no workers), wall seconds:")

@@ -36,19 +36,19 @@ def _verdicts(result) -> set[tuple]:
 def test_real_device_verdicts_match_the_simulator(code, kind, traced):
     real = traced(f"{code}-{kind}-real")
     simulated = traced(f"{code}-{kind}")
-    print(f"--- {code} {kind} on the GPU: the program's output ---\n{real.stderr}")
+    print(f"--- {code} {kind} on the GPU: the program's output ---\n{real.program_output}")
     assert real.report["runs"][0]["mode"] == "real"
     assert _verdicts(real) == _verdicts(simulated), (real.stdout, simulated.stdout)
 
 
 def test_clean_script_on_the_gpu(traced):
     real = traced("clean-real")
-    assert real.report["runs"][0]["outcome"] == {"kind": "exit", "status": 0}, real.stderr
+    assert real.report["runs"][0]["outcome"] == {"kind": "exit", "status": 0}, real.program_output
     assert real.findings == []
 
 
 def test_keep_going_on_the_gpu_matches(traced):
     real = traced("keep-going-real")
-    print(f"--- keep_going.py on the GPU ---\n{real.stderr}")
+    print(f"--- keep_going.py on the GPU ---\n{real.program_output}")
     simulated = traced("keep-going")
     assert {(f["line"], f["code"]) for f in real.confirmed} == {(f["line"], f["code"]) for f in simulated.confirmed}

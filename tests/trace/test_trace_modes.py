@@ -15,7 +15,7 @@ def test_cpu_only_mode_stops_where_a_machine_without_gpu_fails(traced):
     finding = result.at(5, "TDL001")[0]
     assert finding["status"] == "confirmed"
     assert "raises AssertionError: Torch not compiled with CUDA enabled" in finding["evidence"]
-    assert "AssertionError: Torch not compiled with CUDA enabled" in result.stderr  # the program's traceback
+    assert "AssertionError: Torch not compiled with CUDA enabled" in result.program_output  # its traceback
 
 
 @pytest.mark.traces("TDL004-cpu-only")
@@ -30,9 +30,9 @@ def test_cpu_only_mode_fails_on_a_gpu_saved_checkpoint(traced):
     assert "fails on a machine without a GPU" in finding["evidence"] and "cuda:0" in finding["evidence"]
 
 
-@pytest.mark.traces("module")
+@pytest.mark.traces("TDL003-bug")
 def test_a_module_runs_as_python_dash_m(traced):
-    result = traced("module")
+    result = traced("TDL003-bug")
     assert result.report["runs"][0]["command"] == "python -m testdata.trace.tdl003_bug"
     finding = result.at(10, "TDL003")[0]
     assert finding["path"] == "testdata/trace/tdl003_bug.py"

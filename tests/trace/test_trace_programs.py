@@ -15,17 +15,17 @@ from torchdev_lint.rule import Rule
 def test_clean_training_script_has_no_false_mismatch(traced):
     result = traced("clean")
     run = result.report["runs"][0]
-    assert run["outcome"] == {"kind": "exit", "status": 0}, result.stderr
+    assert run["outcome"] == {"kind": "exit", "status": 0}, result.program_output
     assert result.findings == [], result.stdout
     assert result.returncode == 0
-    assert "accuracy" in result.stderr  # the program's own output, kept out of the report
+    assert "accuracy" in result.program_output  # the program's own output, kept out of the report
 
 
 @pytest.mark.traces("keep-going")
 def test_keep_going_finds_every_planted_bug_in_one_run(traced):
     result = traced("keep-going")
     run = result.report["runs"][0]
-    assert run["outcome"] == {"kind": "exit", "status": 0}, result.stderr
+    assert run["outcome"] == {"kind": "exit", "status": 0}, result.program_output
     source = (DATA / "keep_going.py").read_text().splitlines()
     bugs = [(n, line.split("# bug:")[1].strip()) for n, line in enumerate(source, 1) if "# bug:" in line]
     assert len(bugs) >= 5
@@ -91,8 +91,11 @@ def test_a_program_that_exits_with_status_3(traced):
     assert run["outcome"] == {"kind": "exit", "status": 3}
     assert run["exit_status"] == 3
     assert "exited with status 3" in run["summary"]
-    assert "leaving with status 3" in result.stderr
     assert result.returncode == 0
+    # --program-output: the program's stdout and stderr went to the file, not the tracer's stderr
+    assert "tensor sum 3.0" in result.files["program-output.txt"]
+    assert "leaving with status 3" in result.files["program-output.txt"]
+    assert "leaving with status 3" not in result.stderr
 
 
 @pytest.mark.traces("selfcheck")

@@ -31,7 +31,7 @@ def test_bug_program_is_confirmed_at_the_static_line(code, traced):
         return
     for line, status, expected_code in expected:
         found = result.at(line, expected_code)
-        assert found, f"no {expected_code} at line {line}:\n{result.stdout}\n{result.stderr}"
+        assert found, f"no {expected_code} at line {line}:\n{result.stdout}\n{result.program_output}"
         assert found[0]["status"] == status, found[0]
         assert found[0]["evidence"]
         if status == "confirmed":

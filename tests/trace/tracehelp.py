@@ -14,10 +14,11 @@ RULE_PROGRAMS = ["TDL001", "TDL002", "TDL003", "TDL004", "TDL005", "TDL006", "TD
 
 
 def _trace(*args: str) -> list[str]:
-    return [sys.executable, "-m", "torchdev_lint", "trace", "--format", "json", *args]
+    """The arguments of `torchdev-lint trace` (run in-process, see conftest.Pool)."""
+    return ["--format", "json", *args]
 
 
-# key -> command line. Paths are relative to ROOT (the subprocess's working directory).
+# key -> `torchdev-lint trace` arguments, relative to ROOT. {shared}: the pool's directory.
 TRACES: dict[str, list[str]] = {}
 for _code in RULE_PROGRAMS:
     _n = _code[-3:]
@@ -25,35 +26,28 @@ for _code in RULE_PROGRAMS:
         TRACES[f"{_code}-{_kind}"] = _trace("--mode", "sim", f"testdata/trace/tdl{_n}_{_kind}.py")
         # the same program on a real CUDA device (tests marked gpu; never prefetched)
         TRACES[f"{_code}-{_kind}-real"] = _trace("--mode", "real", f"testdata/trace/tdl{_n}_{_kind}.py")
+# TDL003's program also checks running a module, as `python -m` does.
+TRACES["TDL003-bug"] = _trace("--mode", "sim", "-m", "testdata.trace.tdl003_bug")
+# Under the simulator, tdl004_bug.py saves its checkpoint with cuda:0 location tags, as on a
+# GPU machine; the cpu-only run then loads that file (see Pool._run).
+TRACES["TDL004-bug"] = _trace("--mode", "sim", "testdata/trace/tdl004_bug.py", "{shared}/gpu_saved.pt")
 TRACES.update({
     "TDL001-cpu-only": _trace("--mode", "cpu-only", "testdata/trace/tdl001_bug.py"),
-    "TDL004-cpu-only": _trace("--mode", "cpu-only", "testdata/trace/tdl004_bug.py", "{gpu_checkpoint}"),
+    "TDL004-cpu-only": _trace("--mode", "cpu-only", "testdata/trace/tdl004_bug.py", "{shared}/gpu_saved.pt"),
     "clean": _trace("--mode", "sim", "testdata/trace/clean_training.py", "--workers", "2"),
     "clean-real": _trace("--mode", "real", "testdata/trace/clean_training.py", "--workers", "2"),
-    "keep-going-real": _trace("--mode", "real", "--keep-going", "testdata/trace/keep_going.py"),
     "keep-going": _trace("--mode", "sim", "--keep-going", "testdata/trace/keep_going.py"),
+    "keep-going-real": _trace("--mode", "real", "--keep-going", "testdata/trace/keep_going.py"),
     "max-steps": _trace("--mode", "sim", "--max-steps", "3", "testdata/trace/long_training.py"),
     "timeout": _trace("--mode", "sim", "--timeout", "2", "testdata/trace/long_training.py", "plain"),
-    "raise": _trace("--mode", "sim", "testdata/trace/crash.py", "raise"),
     "exit": _trace("--mode", "sim", "testdata/trace/crash.py", "exit"),
-    "program-output": _trace("--mode", "sim", "--program-output", "{tmp}/program-output.txt",
-                             "testdata/trace/crash.py", "exit"),
-    "module": _trace("--mode", "sim", "-m", "testdata.trace.tdl003_bug"),
-    "selfcheck": [sys.executable, "-m", "torchdev_lint.trace.selfcheck"],
 })
-
-# A checkpoint whose storages are tagged cuda:0, as torch.save writes it on a GPU machine,
-# made on this CPU-only machine with an extra location tagger (see docs/trace.md).
-MAKE_GPU_CHECKPOINT = """
-import sys, torch, torch.nn as nn
-registry = torch.serialization._package_registry
-entry = (1, lambda storage: "cuda:0", lambda obj, location: None)
-registry.append(entry); registry.sort(key=lambda e: e[0])
-try:
-    torch.save(nn.Linear(4, 2).state_dict(), sys.argv[1])
-finally:
-    registry.remove(entry)
-"""
+# Run as real subprocesses: the command line end to end (program output on stderr).
+SUBPROCESS = {
+    "raise": [sys.executable, "-m", "torchdev_lint", "trace", *_trace("--mode", "sim", "testdata/trace/crash.py", "raise")],
+    "selfcheck": [sys.executable, "-m", "torchdev_lint.trace.selfcheck"],
+}
+DEPENDS = {"TDL004-cpu-only": "TDL004-bug"}  # needs the checkpoint the other run writes
 
 
 @dataclass
@@ -61,7 +55,12 @@ class Traced:
     returncode: int
     stdout: str
     stderr: str
-    files: dict = field(default_factory=dict)  # name -> text of files the run wrote under {tmp}
+    files: dict = field(default_factory=dict)  # name -> text of files the run wrote in its directory
+
+    @property
+    def program_output(self) -> str:
+        """The traced program's own stdout and stderr."""
+        return self.files.get("program-output.txt", self.stderr)
 
     @property
     def report(self) -> dict:

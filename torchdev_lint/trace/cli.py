@@ -96,23 +96,30 @@ def _codes(text: str | None) -> list[str]:
     return [c.strip().upper() for c in (text or "").split(",") if c.strip()]
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str], *, stdout=None, stderr=None, cwd: str | None = None) -> int:
+    """Run ``torchdev-lint trace ARGV``; the report goes to ``stdout``, messages (and by default
+    the program's output) to ``stderr``. ``cwd``: the directory the command runs from (the
+    program's working directory, what relative paths mean): the current one by default."""
+    out = stdout if stdout is not None else sys.stdout
+    err = stderr if stderr is not None else sys.stderr
+    cwd = os.path.abspath(cwd or os.getcwd())
     options, target, is_module, program_args = split_argv(list(argv))
     parser = build_parser()
     args = parser.parse_args(options)
     if target is None:
-        parser.print_usage(sys.stderr)
-        print("torchdev-lint trace: error: name a SCRIPT or -m MODULE to run", file=sys.stderr)
+        parser.print_usage(err)
+        print("torchdev-lint trace: error: name a SCRIPT or -m MODULE to run", file=err)
         return EXIT_ERROR
     if args.max_steps is not None and args.max_steps < 1:
-        print("torchdev-lint trace: error: --max-steps must be at least 1", file=sys.stderr)
+        print("torchdev-lint trace: error: --max-steps must be at least 1", file=err)
         return EXIT_ERROR
     if importlib.util.find_spec("torch") is None:
         print("torchdev-lint trace needs PyTorch, which is not installed in this environment "
-              f"({sys.executable}).\nInstall it with:  {INSTALL_HINT}", file=sys.stderr)
+              f"({sys.executable}).\nInstall it with:  {INSTALL_HINT}", file=err)
         return EXIT_ERROR
-    if not is_module and not os.path.exists(target):
-        print(f"torchdev-lint trace: error: {target}: no such file", file=sys.stderr)
+    script = os.path.join(cwd, target)
+    if not is_module and not os.path.exists(script):
+        print(f"torchdev-lint trace: error: {target}: no such file", file=err)
         return EXIT_ERROR
 
     from torchdev_lint import config
@@ -130,44 +137,44 @@ def main(argv: list[str]) -> int:
             config.check_codes(static_select, "--select")
         config.check_codes(static_ignore, "--ignore")
     except config.UsageError as error:
-        print(f"torchdev-lint trace: error: {error}", file=sys.stderr)
+        print(f"torchdev-lint trace: error: {error}", file=err)
         return EXIT_ERROR
 
-    root = os.getcwd() if is_module else os.path.dirname(os.path.abspath(target))
+    root = cwd if is_module else os.path.dirname(os.path.abspath(script))
     timeout = args.timeout if args.timeout and args.timeout > 0 else None
     base = session.Options(target=target, args=program_args, module=is_module, mode=args.mode,
                            keep_going=args.keep_going, max_steps=args.max_steps, timeout=timeout,
-                           root=root, devices=args.devices)
-    where = verdicts.Where()
-    output = open(args.program_output, "w", encoding="utf-8") if args.program_output else None
+                           root=root, devices=args.devices, cwd=cwd)
+    where = verdicts.Where(cwd)
+    output = open(os.path.join(cwd, args.program_output), "w", encoding="utf-8") if args.program_output else None
     try:
-        runs = [_run(base, output, args)]
+        runs = [_run(base, output, err)]
         if runs[0].error:
-            print(f"torchdev-lint trace: error: {runs[0].error}", file=sys.stderr)
+            print(f"torchdev-lint trace: error: {runs[0].error}", file=err)
             return EXIT_ERROR
-        files = [where.path(f) for f in runs[0].files if os.path.exists(f)]
+        files = [f for f in runs[0].files if os.path.exists(f)]
         findings, errors = check_paths(files, static_select, static_ignore) if files else ([], [])
         if static_select == ["TDL9999"]:
             findings = []
         for error in errors:
-            print(f"torchdev-lint: {error}", file=sys.stderr)
+            print(f"torchdev-lint: {error}", file=err)
         if (not args.single_run and runs[0].mode != "cpu-only"
                 and any(f.code in HARDCODED for f in findings)):
             second = session.Options(**{**base.__dict__, "mode": "cpu-only", "keep_going": True})
-            runs.append(_run(second, output, args, why="again as a machine without a GPU, for the "
-                                                       "hardcoded-device findings"))
+            runs.append(_run(second, output, err, why="again as a machine without a GPU, for the "
+                                                      "hardcoded-device findings"))
     finally:
         if output is not None:
             output.close()
     traced = verdicts.judge(findings, runs, where, ignore_mismatch=not mismatch_wanted)
     if args.format == "json":
-        print(report.render_json(traced, runs, where))
+        print(report.render_json(traced, runs, where), file=out)
     else:
-        print(report.render_text(traced, runs, where))
+        print(report.render_text(traced, runs, where), file=out)
     return EXIT_CONFIRMED if any(t.status == verdicts.CONFIRMED for t in traced) else EXIT_CLEAN
 
 
-def _run(options, output, args, why: str | None = None):
+def _run(options, output, err, why: str | None = None):
     from torchdev_lint.trace import report, session
 
     head = ["python", "-m", options.target] if options.module else ["python", options.target]
@@ -180,7 +187,9 @@ def _run(options, output, args, why: str | None = None):
     if options.keep_going:
         limits.append("keep going after device errors")
     print(f"torchdev-lint trace: running `{shlex.join([*head, *options.args])}` {why or mode}"
-          + (f" ({', '.join(limits)})" if limits else ""), file=sys.stderr)
-    if output is None:
-        sys.stderr.flush()
-    return session.run(options, output)
+          + (f" ({', '.join(limits)})" if limits else ""), file=err)
+    try:
+        err.flush()
+    except (AttributeError, OSError, ValueError):
+        pass
+    return session.run(options, output if output is not None else err)

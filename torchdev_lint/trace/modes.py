@@ -321,6 +321,8 @@ class TraceFunctionMode(TorchFunctionMode):
             if isinstance(out, Tensor) and any(out is a for a in inputs):
                 out = out.clone()  # as_tensor(cpu_t, device='cuda') copies on a GPU
             self._retag(out, inputs, target)
+            if isinstance(out, Tensor) and caller.f_code.co_filename in rt.users:
+                rt.set_src(out, {"what": f"device='{target}'", "site": frame_site(caller, rt.users)})
             return out
         if not rt.sim:
             return func(*args, **kwargs)

@@ -39,6 +39,7 @@ class Options:
     timeout: float | None = 300.0
     root: str = "."
     devices: int = 1
+    cwd: str | None = None  # the program's working directory (default: this process's)
 
 
 @dataclass
@@ -91,8 +92,9 @@ def command(options: Options, events: str) -> list[str]:
 
 
 def run(options: Options, output=None) -> Run:
-    """Run the program once; ``output`` is a file object for its stdout and stderr
-    (None: inherit this process's stderr, so the report on stdout stays clean)."""
+    """Run the program once; ``output`` is a file object for its stdout and stderr (None: this
+    process's stderr, so the report on stdout stays clean). A file object without a file
+    descriptor (a StringIO) gets the output once the program has ended."""
     handle, events = tempfile.mkstemp(prefix="torchdev-lint-trace-", suffix=".jsonl")
     os.close(handle)
     env = dict(os.environ)
@@ -111,7 +113,7 @@ def run(options: Options, output=None) -> Run:
     result = Run(options)
     process = subprocess.Popen(
         command(options, events), stdout=fileno if fileno is not None else subprocess.PIPE,
-        stderr=subprocess.STDOUT, env=env, start_new_session=True,
+        stderr=subprocess.STDOUT, env=env, start_new_session=True, cwd=options.cwd,
     )
     try:
         limit = options.timeout + GRACE_SECONDS if options.timeout else None
