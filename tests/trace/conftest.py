@@ -22,6 +22,7 @@ from tracehelp import DEPENDS, ROOT, SUBPROCESS, TRACES, Traced
 
 from torchdev_lint.trace import cli
 
+
 def _env() -> dict:
     return {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONWARNINGS": "ignore"}
 

@@ -460,6 +460,7 @@ def patch_cuda(rt: Runtime, patches: Patches) -> None:
 
     # cuDNN is never acceptable here (the RNN path would warn that torch lacks cuDNN)
     patches.set(torch.backends.cudnn, "is_acceptable", lambda tensor: False)
+
     # torch.compile would trace through the simulator's Python modes: run eagerly instead.
     def compile(model=None, **kwargs):
         if model is None:
