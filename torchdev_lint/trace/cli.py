@@ -123,8 +123,7 @@ def main(argv: list[str], *, stdout=None, stderr=None, cwd: str | None = None) -
         return EXIT_ERROR
 
     from torchdev_lint import config
-    from torchdev_lint.api import check_paths
-    from torchdev_lint.trace import report, session, verdicts
+    from torchdev_lint.trace import session, verdicts
 
     select, ignore = _codes(args.select), _codes(args.ignore)
     mismatch_wanted = wants_mismatches(select, ignore)
@@ -148,24 +147,33 @@ def main(argv: list[str], *, stdout=None, stderr=None, cwd: str | None = None) -
     where = verdicts.Where(cwd)
     output = open(os.path.join(cwd, args.program_output), "w", encoding="utf-8") if args.program_output else None
     try:
-        runs = [_run(base, output, err)]
-        if runs[0].error:
-            print(f"torchdev-lint trace: error: {runs[0].error}", file=err)
-            return EXIT_ERROR
-        files = [f for f in runs[0].files if os.path.exists(f)]
-        findings, errors = check_paths(files, static_select, static_ignore) if files else ([], [])
-        if static_select == ["TDL9999"]:
-            findings = []
-        for error in errors:
-            print(f"torchdev-lint: {error}", file=err)
-        if (not args.single_run and runs[0].mode != "cpu-only"
-                and any(f.code in HARDCODED for f in findings)):
-            second = session.Options(**{**base.__dict__, "mode": "cpu-only", "keep_going": True})
-            runs.append(_run(second, output, err, why="again as a machine without a GPU, for the "
-                                                      "hardcoded-device findings"))
+        return _trace(args, base, output, out, err, where, static_select, static_ignore, mismatch_wanted)
+    except KeyboardInterrupt:  # the child's process group is already killed (session.run)
+        print("torchdev-lint trace: interrupted", file=err)
+        return 130
     finally:
         if output is not None:
             output.close()
+
+
+def _trace(args, base, output, out, err, where, static_select, static_ignore, mismatch_wanted) -> int:
+    from torchdev_lint.api import check_paths
+    from torchdev_lint.trace import report, session, verdicts
+
+    runs = [_run(base, output, err)]
+    if runs[0].error:
+        print(f"torchdev-lint trace: error: {runs[0].error}", file=err)
+        return EXIT_ERROR
+    files = [f for f in runs[0].files if os.path.exists(f)]
+    findings, errors = check_paths(files, static_select, static_ignore) if files else ([], [])
+    if static_select == ["TDL9999"]:
+        findings = []
+    for error in errors:
+        print(f"torchdev-lint: {error}", file=err)
+    if not args.single_run and runs[0].mode != "cpu-only" and any(f.code in HARDCODED for f in findings):
+        second = session.Options(**{**base.__dict__, "mode": "cpu-only", "keep_going": True})
+        runs.append(_run(second, output, err, why="again as a machine without a GPU, for the "
+                                                  "hardcoded-device findings"))
     traced = verdicts.judge(findings, runs, where, ignore_mismatch=not mismatch_wanted)
     if args.format == "json":
         print(report.render_json(traced, runs, where), file=out)

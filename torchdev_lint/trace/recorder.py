@@ -22,9 +22,6 @@ class Recorder:
         self.last_seq = 0  # the number of the latest event
         self._file = open(path, "a", encoding="utf-8")
 
-    def next_seq(self) -> int:
-        return next(self._seq)
-
     def write(self, record: dict) -> None:
         if os.getpid() != self.pid:  # a forked DataLoader worker: the parent reports
             return
