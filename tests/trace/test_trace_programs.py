@@ -21,6 +21,16 @@ def test_clean_training_script_has_no_false_mismatch(traced):
     assert "accuracy" in result.program_output  # the program's own output, kept out of the report
 
 
+@pytest.mark.traces("surface")
+def test_correct_code_across_the_api_surface_has_no_false_mismatch(traced):
+    """MultiheadAttention, Transformer, LSTM with packed sequences, ctc_loss with CPU lengths,
+    one_hot, CPU indices, a custom autograd.Function, torch.compile, GradScaler, autocast..."""
+    result = traced("surface")
+    assert result.report["runs"][0]["outcome"] == {"kind": "exit", "status": 0}, result.program_output
+    assert result.findings == [], result.stdout
+    assert "surface ok" in result.program_output
+
+
 @pytest.mark.traces("keep-going")
 def test_keep_going_finds_every_planted_bug_in_one_run(traced):
     result = traced("keep-going")

@@ -35,6 +35,7 @@ TRACES.update({
     "TDL001-cpu-only": _trace("--mode", "cpu-only", "testdata/trace/tdl001_bug.py"),
     "TDL004-cpu-only": _trace("--mode", "cpu-only", "testdata/trace/tdl004_bug.py", "{shared}/gpu_saved.pt"),
     "clean": _trace("--mode", "sim", "testdata/trace/clean_training.py", "--workers", "2"),
+    "surface": _trace("--mode", "sim", "testdata/trace/gpu_surface.py"),
     "clean-real": _trace("--mode", "real", "testdata/trace/clean_training.py", "--workers", "2"),
     "keep-going": _trace("--mode", "sim", "--keep-going", "testdata/trace/keep_going.py"),
     "keep-going-real": _trace("--mode", "real", "--keep-going", "testdata/trace/keep_going.py"),
