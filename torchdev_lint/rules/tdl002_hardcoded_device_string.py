@@ -9,8 +9,8 @@ from torchdev_lint import fixes
 from torchdev_lint.analysis.guards import code_of, is_guarded, named_for_accelerator
 from torchdev_lint.finding import Applicability, Fix
 from torchdev_lint.rule import Invalid, Rule, Valid
+from torchdev_lint.rules.tdl004_load_without_map_location import _LOADERS  # torch.load & co.
 
-_LOADERS = frozenset({"torch.load", "torch.jit.load", "torch.serialization.load"})
 # Where a device object goes without placing anything: compared, a parameter default,
 # an element of a list/tuple/set/dict of devices (multi-GPU code).
 _NOT_A_PLACEMENT = (cst.Comparison, cst.ComparisonTarget, cst.Param, cst.Element, cst.DictElement,
