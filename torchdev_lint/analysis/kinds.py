@@ -99,6 +99,10 @@ MODULE_SELF_METHODS = frozenset(
 MODULE_BASE_NAMES = frozenset(
     "Module LightningModule PreTrainedModel ModelMixin DiffusionPipeline".split()
 )
+# Frameworks with a `Module` class of their own, whose modules track lists and attributes
+# differently (MLX and Flax register modules kept in lists): not nn.Modules.
+NON_TORCH_PACKAGES = ("mlx.", "flax.", "haiku.", "equinox.", "jax.", "tensorflow.", "keras.",
+                      "tinygrad.", "paddle.", "mindspore.")
 MODEL_ZOO_PREFIXES = ("torchvision.models.", "timm.create_model", "timm.models.")
 OPTIMIZER_PACKAGES = ("torch.optim.", "apex.optimizers.", "bitsandbytes.optim.",
                       "torch_optimizer.", "timm.optim.", "transformers.", "deepspeed.ops.",
@@ -130,6 +134,41 @@ def is_optimizer_class(qualified: str) -> bool:
     ) and last[:1].isupper()
 
 
+# torch.nn modules with no parameters, no buffers and no train/eval difference: a
+# container of these that `model.to()` and `.eval()` miss loses nothing.
+STATELESS_MODULES = frozenset(
+    """Identity Flatten Unflatten ReLU ReLU6 LeakyReLU ELU SELU CELU GELU SiLU Mish Sigmoid
+    Tanh Hardtanh Hardswish Hardsigmoid Hardshrink Softshrink Softplus Softsign Tanhshrink
+    Threshold LogSigmoid Softmax LogSoftmax Softmin Softmax2d GLU MaxPool1d MaxPool2d
+    MaxPool3d AvgPool1d AvgPool2d AvgPool3d AdaptiveAvgPool1d AdaptiveAvgPool2d
+    AdaptiveAvgPool3d AdaptiveMaxPool1d AdaptiveMaxPool2d AdaptiveMaxPool3d LPPool1d LPPool2d
+    Upsample UpsamplingNearest2d UpsamplingBilinear2d PixelShuffle PixelUnshuffle
+    ChannelShuffle ZeroPad1d ZeroPad2d ZeroPad3d ConstantPad1d ConstantPad2d ConstantPad3d
+    ReflectionPad1d ReflectionPad2d ReflectionPad3d ReplicationPad1d ReplicationPad2d
+    ReplicationPad3d CircularPad1d CircularPad2d CircularPad3d CosineSimilarity
+    PairwiseDistance""".split()
+)
+# Losses are stateless unless given a `weight`/`pos_weight` tensor (kept as a buffer).
+LOSS_MODULES = frozenset(
+    """L1Loss MSELoss SmoothL1Loss HuberLoss BCELoss BCEWithLogitsLoss CrossEntropyLoss
+    NLLLoss KLDivLoss CTCLoss PoissonNLLLoss GaussianNLLLoss CosineEmbeddingLoss
+    MarginRankingLoss TripletMarginLoss HingeEmbeddingLoss SoftMarginLoss
+    MultiLabelSoftMarginLoss MultiLabelMarginLoss MultiMarginLoss""".split()
+)
+
+
+def is_stateless_module(qualified: str, call: cst.Call) -> bool:
+    """``nn.ReLU()``, ``nn.MaxPool2d(2)``, ``nn.MSELoss()``: nothing for ``.to()`` to move."""
+    if not qualified.startswith("torch.nn."):
+        return False
+    last = qualified.rsplit(".", 1)[-1]
+    if last in STATELESS_MODULES:
+        return True
+    return last in LOSS_MODULES and not any(
+        a.keyword is None or a.keyword.value in ("weight", "pos_weight") for a in call.args
+    )
+
+
 def is_module_class(qualified: str) -> bool:
     """An nn.Module class named by its import (``torch.nn.Linear``, ``pl.LightningModule``)."""
     last = qualified.rsplit(".", 1)[-1]
@@ -137,7 +176,7 @@ def is_module_class(qualified: str) -> bool:
         return last not in ("Parameter", "Buffer") and not qualified.startswith(
             ("torch.nn.utils.", "torch.nn.init.", "torch.nn.functional.")
         )
-    return last in MODULE_BASE_NAMES
+    return last in MODULE_BASE_NAMES and not qualified.startswith(NON_TORCH_PACKAGES)
 
 
 def moves_to_cpu(call: cst.Call) -> bool:
