@@ -61,6 +61,18 @@ PAIRS = [
         id="adds-import-torch",
     ),
     pytest.param(
+        "x = y.cuda(1)\n",
+        'import torch\nx = y.to(1 if torch.cuda.is_available() else "cpu")\n',
+        id="kept-index-adds-import-torch",
+    ),
+    pytest.param(
+        "import torch.nn as nn\ndef main(x):\n    y = x.cuda()\n    device = 'cpu'\n    return y\n",
+        'import torch.nn as nn\nimport torch\ndef main(x):\n'
+        '    y = x.to(torch.device("cuda" if torch.cuda.is_available() else "cpu"))\n'
+        "    device = 'cpu'\n    return y\n",
+        id="inline-default-adds-import-torch",
+    ),
+    pytest.param(
         "import torch\n\ndef outer():\n    device = torch.device('cuda:1')\n\n    def inner(x):\n"
         "        return x.cuda()\n    return inner\n",
         "import torch\n\ndef outer():\n    device = torch.device('cuda:1')\n\n    def inner(x):\n"

@@ -29,8 +29,10 @@ Edit = Callable[[cst.CSTNode], cst.CSTNode]
 class Fix:
     applicability: Applicability
     edits: list[tuple[cst.CSTNode, Edit]]
-    # Module-level definitions the edits rely on (see fixer.DefaultDevice).
+    # Module-level definitions the edits rely on, added once after the imports by the fixer:
+    # the default `device`, and `import torch` for code that names torch.
     needs_default_device: bool = False
+    needs_torch: bool = False
 
 
 @dataclass

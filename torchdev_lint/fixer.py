@@ -51,8 +51,9 @@ def fix_file(result: FileResult, unsafe: bool = False) -> FixOutcome:
         return FixOutcome(source, [])
     edits = [edit for finding in chosen for edit in finding.fix.edits]
     module = result.module.visit(_ApplyEdits(edits))
-    if any(f.fix.needs_default_device for f in chosen):
-        module = _add_default_device(module, result.context)
+    device = any(f.fix.needs_default_device for f in chosen)
+    if device or any(f.fix.needs_torch for f in chosen):
+        module = _add_definitions(module, device)
     new_source = module.code
     reparsed = parse(result.path, new_source)
     if isinstance(reparsed, FileError):
@@ -77,25 +78,38 @@ def _is_docstring(statement: cst.CSTNode) -> bool:
     )
 
 
-def _add_default_device(module: cst.Module, context) -> cst.Module:
-    """Insert ``device = torch.device(...)`` after the leading imports (and ``import torch``
-    when the file does not import it)."""
+def _torch_imported_as(module: cst.Module) -> str | None:
+    """The name ``import torch`` binds at module level, if any."""
+    for statement in module.body:
+        if _is_import(statement):
+            for imported in statement.body:
+                if isinstance(imported, cst.Import):
+                    for alias in imported.names:
+                        name, bound = alias.evaluated_name, alias.evaluated_alias
+                        if name == "torch" or (name.startswith("torch.") and bound is None):
+                            return bound or "torch"
+    return None
+
+
+def _add_definitions(module: cst.Module, device: bool) -> cst.Module:
+    """After the leading imports: ``import torch`` when the module lacks it, and
+    ``device = torch.device(...)`` when ``device`` is asked for."""
     body = list(module.body)
     position = 0
     for index, statement in enumerate(body):
         if _is_import(statement):
             position = index + 1
-        elif not (index == 0 and _is_docstring(statement)) and position:
-            break
         elif index == 0 and _is_docstring(statement):
             position = 1
-    torch_name = context.imports.local_name_for("torch")
+        elif position:
+            break
+    torch_name = _torch_imported_as(module)
     new = []
     if torch_name is None:
         torch_name = "torch"
         new.append(cst.parse_statement("import torch", config=module.config_for_parsing))
-    new.append(
-        cst.parse_statement(default_device_definition(torch_name), config=module.config_for_parsing)
-    )
+    if device:
+        new.append(cst.parse_statement(default_device_definition(torch_name),
+                                       config=module.config_for_parsing))
     body[position:position] = new
     return module.with_changes(body=body)

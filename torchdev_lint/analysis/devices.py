@@ -30,9 +30,14 @@ class DeviceChoice:
     needs_default: bool = False  # the module-level default must be added
 
     @property
+    def inline(self) -> bool:
+        """Our default, spelled out where it is used (it names torch)."""
+        return not self.needs_default and self.code.endswith('else "cpu")')
+
+    @property
     def existing(self) -> bool:
         """An expression of the program's own, rather than our default."""
-        return not self.needs_default and not self.code.endswith('else "cpu")')
+        return not self.needs_default and not self.inline
 
 
 def default_device_definition(torch_name: str) -> str:

@@ -122,10 +122,11 @@ class HardcodedCudaCall(Rule):
                 applicability,
                 [(callable_arg, lambda updated: updated.with_changes(value=device))],
                 needs_default_device=choice.needs_default,
+                needs_torch=choice.inline,
             )
         index = [a for a in node.args if a.keyword is None or a.keyword.value == "device"]
         keep = [a for a in node.args if a not in index]
-        needs_default = choice.needs_default
+        needs_default, needs_torch = choice.needs_default, choice.inline
         if index:
             torch_name = self.ctx.torch_name
             device = cst.IfExp(
@@ -133,11 +134,12 @@ class HardcodedCudaCall(Rule):
                 body=index[0].value,
                 orelse=cst.SimpleString('"cpu"'),
             )
-            applicability, needs_default = Applicability.SAFE, False
+            applicability, needs_default, needs_torch = Applicability.SAFE, False, True
         return Fix(
             applicability,
             [(node, lambda updated: fixes.move_call(updated, device, keep))],
             needs_default_device=needs_default,
+            needs_torch=needs_torch,
         )
 
 
