@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
+from libcst.metadata.position_provider import PositionProvidingCodegenState
 
 from torchdev_lint.analysis.context import FileContext
 from torchdev_lint.files import SourceFile
@@ -96,6 +97,26 @@ class _Traversal:
         self.context.leave(node)
 
 
+def _positions(module: cst.Module):
+    """Line and column of every node, for a file with findings.
+
+    ``MetadataWrapper.resolve(PositionProvider)`` walks the whole tree once more (rebuilding
+    every node) before generating the code that positions come from; on large files that
+    walk costs as much as the code generation. We run the provider's code generation alone,
+    and fall back to the wrapper if LibCST's internals ever change shape."""
+    try:
+        provider = PositionProvider()
+        state = PositionProvidingCodegenState(
+            default_indent=module.default_indent,
+            default_newline=module.default_newline,
+            provider=provider,
+        )
+        module._codegen(state)
+        return provider._computed
+    except (AttributeError, TypeError):  # pragma: no cover - a different LibCST
+        return MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+
+
 _PARSER_POSITION = re.compile(r"error at (\d+):(\d+)")
 
 
@@ -151,7 +172,7 @@ def lint_source(
     result = FileResult(path, source, module=module, context=context)
     if not context.reports:
         return result
-    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    positions = _positions(module)
     context.positions = positions
     noqa = NoqaMap(source) if apply_noqa else None
     for report in context.reports:
