@@ -4,7 +4,6 @@ and turn what the rules reported into positioned, noqa-filtered findings."""
 from __future__ import annotations
 
 import ast
-import dataclasses
 import re
 from dataclasses import dataclass, field
 
@@ -13,6 +12,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from libcst.metadata.position_provider import PositionProvidingCodegenState
 
 from torchdev_lint.analysis.context import FileContext
+from torchdev_lint.analysis.tree import child_fields, is_node
 from torchdev_lint.files import SourceFile
 from torchdev_lint.finding import FileError, Finding, Fix
 from torchdev_lint.noqa import NoqaMap
@@ -27,35 +27,6 @@ class FileResult:
     error: FileError | None = None
     module: cst.Module | None = None  # kept for the fixer
     context: FileContext | None = None
-
-
-# Fields that hold only layout (whitespace, parentheses, commas, operators): never visited.
-_LAYOUT_FIELDS = frozenset(
-    """lpar rpar lbracket rbracket lbrace rbrace leading_lines lines_after_decorators header
-    footer semicolon comma equal dot colon operator asynchronous trailing_whitespace indent
-    encoding default_indent default_newline has_trailing_newline star posonly_ind newline
-    value_before_as""".split()
-)
-_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
-_IS_NODE: dict[type, bool] = {}
-
-
-def _child_fields(cls: type) -> tuple[str, ...]:
-    fields = _CHILD_FIELDS.get(cls)
-    if fields is None:
-        fields = tuple(
-            f.name for f in dataclasses.fields(cls)
-            if f.name not in _LAYOUT_FIELDS and not f.name.startswith("whitespace")
-        )
-        _CHILD_FIELDS[cls] = fields
-    return fields
-
-
-def _is_node(cls: type) -> bool:
-    known = _IS_NODE.get(cls)
-    if known is None:
-        known = _IS_NODE[cls] = issubclass(cls, cst.CSTNode)
-    return known
 
 
 class _Traversal:
@@ -83,14 +54,14 @@ class _Traversal:
         self.context.enter(node)
         for hook in self.visits.get(name, ()):
             hook(node)
-        for field_name in _child_fields(cls):
+        for field_name in child_fields(cls):
             value = getattr(node, field_name)
             kind = type(value)
             if kind is tuple or kind is list:
                 for item in value:
-                    if _is_node(type(item)):
+                    if is_node(type(item)):
                         self.walk(item)
-            elif _is_node(kind):
+            elif is_node(kind):
                 self.walk(value)
         for hook in self.leaves.get(name, ()):
             hook(node)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Sequence
 
 import libcst as cst
 
+from torchdev_lint.analysis import tree
 from torchdev_lint.analysis.imports import dotted_name
 
 if TYPE_CHECKING:
@@ -51,55 +52,47 @@ def inline_default(torch_name: str) -> str:
     return f'{torch_name}.device("cuda" if {torch_name}.cuda.is_available() else "cpu")'
 
 
-class _Bindings(cst.CSTVisitor):
-    """Names bound directly in one scope's body (not in nested functions or classes)."""
+def bindings(scope: cst.CSTNode) -> dict[str, list[cst.CSTNode]]:
+    """Names bound directly in one scope's body (not in nested functions or classes), each
+    with its binding sites: the node after which the name is bound (an assignment binds
+    once its value is computed)."""
+    names: dict[str, list[cst.CSTNode]] = {}
 
-    def __init__(self, root: cst.CSTNode) -> None:
-        super().__init__()
-        self.root = root
-        self.names: dict[str, list[cst.CSTNode]] = {}
-
-    def _add(self, target: cst.CSTNode, site: cst.CSTNode | None = None) -> None:
-        """Record the names ``target`` binds; ``site`` is the node after which they are
-        bound (an assignment binds once its value is computed)."""
+    def add(target: cst.CSTNode, site: cst.CSTNode | None = None) -> None:
         if isinstance(target, cst.Name):
-            self.names.setdefault(target.value, []).append(site or target)
+            names.setdefault(target.value, []).append(site or target)
         elif isinstance(target, (cst.Tuple, cst.List)):
             for element in target.elements:
-                self._add(element.value, site)
+                add(element.value, site)
         elif isinstance(target, cst.StarredElement):
-            self._add(target.value, site)
+            add(target.value, site)
 
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        if node is not self.root and isinstance(node, (cst.FunctionDef, cst.ClassDef)):
-            self._add(node.name)
+    def enter(node: cst.CSTNode) -> bool:
+        if node is not scope and isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            add(node.name)
             return False
-        if isinstance(node, cst.Lambda) and node is not self.root:
+        if isinstance(node, cst.Lambda) and node is not scope:
             return False
         if isinstance(node, cst.Assign):
             for target in node.targets:
-                self._add(target.target, node)
+                add(target.target, node)
         elif isinstance(node, (cst.AnnAssign, cst.AugAssign, cst.NamedExpr)):
-            self._add(node.target, node)
+            add(node.target, node)
         elif isinstance(node, (cst.For, cst.CompFor)):
-            self._add(node.target)
+            add(node.target)
         elif isinstance(node, cst.WithItem) and node.asname is not None:
-            self._add(node.asname.name)
+            add(node.asname.name)
         elif isinstance(node, cst.Param):
-            self._add(node.name)
+            add(node.name)
         elif isinstance(node, cst.ImportAlias):
             bound = node.asname.name if node.asname else node.name
             while isinstance(bound, cst.Attribute):
                 bound = bound.value
-            self._add(bound)
+            add(bound)
         return True
 
-
-def bindings(scope: cst.CSTNode) -> dict[str, list[cst.CSTNode]]:
-    """Names bound directly in ``scope``, with their binding sites."""
-    visitor = _Bindings(scope)
-    scope.visit(visitor)
-    return visitor.names
+    tree.walk(scope, enter)
+    return names
 
 
 def _bound_before(ctx: FileContext, sites: list[cst.CSTNode], use: cst.CSTNode) -> bool:

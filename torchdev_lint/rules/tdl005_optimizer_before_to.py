@@ -147,7 +147,10 @@ class OptimizerBeforeTo(Rule):
             return
         if not isinstance(func, cst.Attribute):
             return
-        method, receiver = func.attr.value, code_of(func.value)
+        method = func.attr.value
+        if method not in ("step", "to", "cuda"):
+            return
+        receiver = code_of(func.value)
         if method == "step":
             stepped = {receiver} | {code_of(a.value) for a in node.args}
             for optimizer in self.pending:
