@@ -77,7 +77,7 @@ def device_for(ctx, ancestors, node, moved: str | None = None) -> tuple[DeviceCh
 def torch_reference(ctx, qualified: str) -> tuple[str, bool]:
     """How to spell ``torch.nn.ModuleList`` (any ``torch.`` name) with this file's imports:
     ``ModuleList``, ``nn.ModuleList``, ``T.nn.ModuleList``; and whether ``import torch``
-    must be added for it (see ``ensure_import_torch``)."""
+    must be added for it (``Fix.needs_torch``)."""
     imports = ctx.imports
     parts = qualified.split(".")
     for cut in range(len(parts), 0, -1):
@@ -85,27 +85,3 @@ def torch_reference(ctx, qualified: str) -> tuple[str, bool]:
         if local is not None:
             return ".".join([local, *parts[cut:]]), False
     return qualified, True
-
-
-def ensure_import_torch(module: cst.Module) -> cst.Module:
-    """An edit of the module: ``import torch`` after its leading imports, unless there."""
-    position = 0
-    for index, statement in enumerate(module.body):
-        if isinstance(statement, cst.SimpleStatementLine):
-            for small in statement.body:
-                if isinstance(small, cst.Import) and any(
-                    alias.asname is None and (alias.evaluated_name == "torch"
-                                              or alias.evaluated_name.startswith("torch."))
-                    for alias in small.names
-                ):
-                    return module
-            if all(isinstance(s, (cst.Import, cst.ImportFrom)) for s in statement.body) or (
-                index == 0 and isinstance(statement.body[0], cst.Expr)
-                and isinstance(statement.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
-            ):
-                position = index + 1
-                continue
-        break
-    body = list(module.body)
-    body.insert(position, cst.parse_statement("import torch\n", config=module.config_for_parsing))
-    return module.with_changes(body=body)

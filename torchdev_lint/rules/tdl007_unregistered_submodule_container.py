@@ -216,9 +216,6 @@ class UnregisteredSubmoduleContainer(Rule):
 
     # -- collection --------------------------------------------------------------------
 
-    def visit_Module(self, node: cst.Module) -> None:
-        self.module = node
-
     def _method(self) -> tuple[_Class, cst.FunctionDef, str] | None:
         function = self.ctx.function
         info = self.ctx.enclosing_class
@@ -426,10 +423,7 @@ class UnregisteredSubmoduleContainer(Rule):
         if any(_literal(v) and _container_shape(v) is None for v in state.other_values.get(container.attr, ())):
             return None  # also given a number or string elsewhere
         name, needs_import = fixes.torch_reference(self.ctx, f"torch.nn.{wrapper}")
-        edits = [(container.node, _wrap(name))]
-        if needs_import:
-            edits.append((self.module, fixes.ensure_import_torch))
-        return Fix(Applicability.UNSAFE, edits)
+        return Fix(Applicability.UNSAFE, [(container.node, _wrap(name))], needs_torch=needs_import)
 
 
 def _reachable(calls: dict[str, set[str]], starts) -> set[str]:
