@@ -57,6 +57,14 @@ MODEL = "import torch\nimport torch.nn as nn\nmodel = nn.Linear(2, 2).to(device)
         # Not a tensor: `.numpy()` of a numpy-like object, shapes and devices.
         MODEL + "out = model(x)\nprint(out.shape.numpy())\n",
         "import pandas as pd\ndf = pd.read_csv(p)\nprint(df.to_numpy())\n",
+        # Moved back by a library call is not guessed at: only calls of unknown kind count.
+        "import numpy as np\ndef f(x, device):\n    return np.asarray(x.to(device)).numpy()\n",
+        # A module computes where its inputs are: all known to be on the CPU here.
+        MODEL + "up = nn.Upsample(scale_factor=2)\nprint(up(torch.from_numpy(a)).numpy())\n",
+        MODEL + "print(model(torch.zeros(1, 2)).detach().numpy())\n",
+        # `device=x.device` follows `x`, of unknown place.
+        "import torch\ndef paint(image):\n    lut = torch.tensor([0.0, 1.0], device=image.device)\n"
+        "    return lut[image.long()].numpy()\n",
         # A script that never places anything on a device runs on the CPU.
         "import torch.nn as nn\nmodel = nn.Linear(2, 2)\nout = model(x)\n"
         "print(out.detach().numpy())\n",
@@ -82,6 +90,26 @@ def test_not_flagged(code):
         ("def f(x, device):\n    x = x.to(device)\n    return x.numpy()\n", (3, 12)),
         ("def f(x):\n    return x.cuda().float().numpy()\n", (2, 12)),
         ("images = [t.to(device) for t in batch]\nprint(images[0].numpy())\n", (2, 7)),
+        # A call of unknown kind fed data on the device (a model passed in as a parameter).
+        ("def evaluate(model, loader, device):\n    for xb, _ in loader:\n"
+         "        yield model(xb.to(device)).numpy()\n", (3, 15)),
+        ("def decode(codec, codes, device):\n    return codec.decode(codes.to(device)).numpy()\n",
+         (2, 12)),
+        # A submodule's output on an input of unknown place.
+        (
+            "import torch.nn as nn\nclass Det(nn.Module):\n    def __init__(self):\n"
+            "        super().__init__()\n        self.head = nn.Linear(2, 2)\n"
+            "    def forward(self, x):\n        boxes = self.head(x)\n"
+            "        return boxes.numpy()  # on the device of x\n",
+            (8, 16),
+        ),
+        # Lightning hands the steps a batch already on the device.
+        (
+            "import lightning as L\nclass Lit(L.LightningModule):\n"
+            "    def training_step(self, batch, batch_idx):\n        x, y = batch\n"
+            "        self.seen.append(y.numpy())\n",
+            (5, 26),
+        ),
         # A method's attribute holding a model output.
         (
             "import torch.nn as nn\nclass Probe(nn.Module):\n    def __init__(self):\n"

@@ -179,7 +179,7 @@ class FileContext:
         if isinstance(expr, cst.BinaryOperation):
             left, right = self.value_of(expr.left), self.value_of(expr.right)
             if Kind.TENSOR in (left.kind, right.kind):
-                return Value(Kind.TENSOR, left.maybe_accelerator or right.maybe_accelerator)
+                return _combined(left, right)
             return kinds.UNKNOWN
         if isinstance(expr, cst.UnaryOperation) and not isinstance(expr.operator, cst.Not):
             return self.value_of(expr.expression)
@@ -190,7 +190,7 @@ class FileContext:
             left = self.value_of(expr.left)
             right = self.value_of(expr.comparisons[0].comparator)
             if Kind.TENSOR in (left.kind, right.kind):
-                return Value(Kind.TENSOR, left.maybe_accelerator or right.maybe_accelerator)
+                return _combined(left, right)
         if isinstance(expr, cst.Subscript):
             base = self.value_of(expr.value)
             if base.kind is Kind.TENSOR:
@@ -293,10 +293,7 @@ class FileContext:
                 "torch.nn.Parameter",
                 "torch.nn.parameter.Parameter",
             ):
-                return Value(
-                    Kind.TENSOR,
-                    _has_device_argument(call) or self._follows_inputs(qualified, call),
-                )
+                return self._tensor_call(qualified, call)
             if qualified.endswith("DataLoader"):
                 return Value(Kind.LOADER)
             if kinds.is_optimizer_class(qualified):
@@ -319,13 +316,63 @@ class FileContext:
             if method == "from_pretrained":
                 return kinds.MODULE
             if self.value_of(func).kind is Kind.MODULE:  # `self.encoder(x)`: a submodule's output
-                return Value(Kind.TENSOR, maybe_accelerator=self.mentions_devices)
-            return kinds.method_call_value(self.value_of(func.value), method, call)
+                return self._model_output(call)
+            receiver = self.value_of(func.value)
+            value = kinds.method_call_value(receiver, method, call)
+            if value == kinds.UNKNOWN and receiver.kind is Kind.UNKNOWN and qualified is None:
+                return self._fed_from_accelerator(call)  # `codec.decode(codes.to(device))`
+            return value
         callee = self.value_of(func)
         if callee.kind is Kind.MODULE:
-            # A model output: on an accelerator if the file places anything on one.
-            return Value(Kind.TENSOR, maybe_accelerator=self.mentions_devices)
+            return self._model_output(call)
+        if callee.kind is Kind.UNKNOWN and (qualified is None or qualified.startswith("torch.")):
+            return self._fed_from_accelerator(call)  # `model(x.to(device))`, model a parameter
         return kinds.UNKNOWN
+
+    def _fed_from_accelerator(self, call: cst.Call) -> Value:
+        """A call of unknown kind given data on an accelerator: what it returns (if it is a
+        tensor at all) is there too. The kind stays unknown."""
+        for arg in call.args:
+            if self.value_of(arg.value).maybe_accelerator:
+                return kinds.MOVED_UNKNOWN
+        return kinds.UNKNOWN
+
+    def _tensor_call(self, qualified: str, call: cst.Call) -> Value:
+        """A torch factory or op: where ``device=`` says, else where its inputs are; a
+        factory without ``device=`` builds on the CPU."""
+        if self._device_argument(call) or self._follows_inputs(qualified, call):
+            return Value(Kind.TENSOR, maybe_accelerator=True)
+        last = qualified.rsplit(".", 1)[-1]
+        if any(a.keyword is not None and a.keyword.value == "device" for a in call.args):
+            return kinds.CPU_TENSOR if not _device_follows(call) else kinds.TENSOR
+        if last == "from_numpy" or (last in kinds.TENSOR_FACTORIES and not last.endswith("_like")):
+            return kinds.CPU_TENSOR
+        inputs = [self.value_of(a.value) for a in call.args if a.keyword is None]
+        tensors = [v for v in inputs if v.kind is Kind.TENSOR]
+        if tensors and all(v.on_cpu for v in tensors):
+            return kinds.CPU_TENSOR
+        return kinds.TENSOR
+
+    def _model_output(self, call: cst.Call) -> Value:
+        """A model's output: on an accelerator if the file places anything on one, unless
+        every input is a tensor known to be on the CPU (a module computes where its inputs
+        are, or fails)."""
+        inputs = [self.value_of(a.value) for a in call.args if a.keyword is None or a.star]
+        on_cpu = bool(inputs) and all(v.kind is Kind.TENSOR and v.on_cpu for v in inputs)
+        if on_cpu:
+            return kinds.CPU_TENSOR
+        return Value(Kind.TENSOR, maybe_accelerator=self.mentions_devices)
+
+    def _device_argument(self, call: cst.Call) -> bool:
+        """``device=`` names an accelerator, or may: ``"cpu"`` does not, and
+        ``device=x.device`` follows ``x``."""
+        for arg in call.args:
+            if arg.keyword is not None and arg.keyword.value == "device":
+                value = arg.value
+                if isinstance(value, cst.Attribute) and value.attr.value == "device":
+                    return self.value_of(value.value).maybe_accelerator
+                return _has_device_argument(call)
+        return False
 
     def _follows_inputs(self, qualified: str, call: cst.Call) -> bool:
         """An op (not a factory, except ``*_like``) computes where its tensor inputs live."""
@@ -429,8 +476,26 @@ def _parameter_value(param: cst.Param, function: str, index: int, in_module: boo
         if default is None or (isinstance(default, cst.Name) and default.value == "None"):
             return kinds.TENSOR
     elif function in _STEP_METHODS and index == 0:
-        return Value(Kind.BATCH)
+        return Value(Kind.BATCH, maybe_accelerator=True)  # Lightning moved it to the device
     return kinds.UNKNOWN
+
+
+def _combined(left: Value, right: Value) -> Value:
+    """The value of an elementwise op on ``left`` and ``right`` (one of them a tensor)."""
+    tensors = [v for v in (left, right) if v.kind is Kind.TENSOR]
+    return Value(
+        Kind.TENSOR,
+        left.maybe_accelerator or right.maybe_accelerator,
+        on_cpu=all(v.on_cpu for v in tensors),
+    )
+
+
+def _device_follows(call: cst.Call) -> bool:
+    """``device=x.device``: wherever ``x`` is."""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == "device":
+            return isinstance(arg.value, cst.Attribute) and arg.value.attr.value == "device"
+    return False
 
 
 def _has_device_argument(call: cst.Call) -> bool:

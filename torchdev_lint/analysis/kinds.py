@@ -32,12 +32,17 @@ class Value:
     # May live on an accelerator: the result of a move to a device, a model output, or
     # something computed from those (TDL009 needs this).
     maybe_accelerator: bool = False
+    # Known to be on the CPU: built there (a factory without `device=`, `from_numpy`) or
+    # moved there (`.cpu()`), or computed from such tensors only. A tensor that is neither
+    # (a parameter of `forward`) may be anywhere.
+    on_cpu: bool = False
 
 
 UNKNOWN = Value(Kind.UNKNOWN)
 TENSOR = Value(Kind.TENSOR)
 MODULE = Value(Kind.MODULE)
 MOVED_UNKNOWN = Value(Kind.UNKNOWN, maybe_accelerator=True)  # `thing.to(device)`
+CPU_TENSOR = Value(Kind.TENSOR, on_cpu=True)
 
 # torch functions that return a tensor. Factories first (torch.utils._device lists the ones
 # set_default_device intercepts), then common ops.
@@ -223,11 +228,12 @@ def method_call_value(receiver: Value, method: str, call: cst.Call) -> Value:
         if method in NON_TENSOR_METHODS:
             return UNKNOWN
         if method == "cpu":
-            return TENSOR
+            return CPU_TENSOR
         if method == "to" and changes_dtype_only(call):
             return receiver
         if method in _MOVE_METHODS:
-            return Value(Kind.TENSOR, maybe_accelerator=not moves_to_cpu(call))
+            to_cpu = moves_to_cpu(call)
+            return Value(Kind.TENSOR, maybe_accelerator=not to_cpu, on_cpu=to_cpu)
         return receiver
     if receiver.kind is Kind.MODULE and method in MODULE_SELF_METHODS:
         return MODULE

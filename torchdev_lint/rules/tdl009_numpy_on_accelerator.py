@@ -24,15 +24,19 @@ class NumpyOnAccelerator(Rule):
     ## What it does
     Flags `.numpy()` on a tensor that is or may be on an accelerator, with no `.cpu()`
     before it: a model's output, the result of a move to a device (`.to(device)`,
-    `.cuda()`), a batch element moved to the device, or something computed from those
+    `.cuda()`), a batch element moved to the device (or handed to a Lightning
+    `*_step`), what a call of unknown kind returns when fed such data
+    (`model(x.to(device))` with `model` a parameter), or something computed from those
     (`torch.softmax(out, 1)`, `out.argmax(1)`, `_, pred = torch.max(out, 1)`,
-    `outputs.logits`).
+    `outputs.logits`). A model's output counts in files that place anything on a device
+    (or use Lightning/Accelerate, which do it for them).
 
     It does not flag tensors that are clearly on the CPU (built by a factory without
-    `device=`, moved back with `.cpu()` or `.to("cpu")`), parameters of unknown origin
+    `device=`, moved back with `.cpu()` or `.to("cpu")`, or a module's output on inputs
+    that are all on the CPU), parameters of unknown origin
     (`def f(t): return t.numpy()`), `.cpu().numpy()`, or `.numpy(force=True)` (which
     copies to the CPU itself). A `.to(torch.float16)` that only changes the dtype does
-    not move anything.
+    not move anything, and `device=x.device` puts a tensor wherever `x` is.
 
     ## Why is this bad?
     NumPy arrays live in host memory, so `Tensor.numpy()` only works on CPU tensors. On a
@@ -51,7 +55,8 @@ class NumpyOnAccelerator(Rule):
     accelerator the line, which used to raise, now copies the values to the host.
 
     ## When not to use
-    Never: `.cpu()` costs nothing on a CPU tensor.
+    Never: `.cpu()` costs nothing on a CPU tensor. (`np.asarray(t)` and `np.array(t)` on
+    an accelerator tensor fail the same way; this rule only looks at `.numpy()`.)
     """
 
     code = "TDL009"
