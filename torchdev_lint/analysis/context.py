@@ -166,6 +166,15 @@ class FileContext:
                 return scope.class_info
         return None
 
+    @property
+    def method(self) -> tuple[ClassInfo, cst.FunctionDef, str] | None:
+        """Inside a method defined directly in a class (not a nested function, not a
+        static method): its class, its definition and the name of its ``self``."""
+        scope = self._method_scope()
+        if scope is None:
+            return None
+        return scope.class_info, scope.node, scope.self_name
+
     def value_of(self, expr: cst.BaseExpression | None) -> Value:
         """What ``expr`` evaluates to, as far as the file says."""
         if expr is None:

@@ -5,6 +5,8 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from torchdev_lint.analysis import classes
+from torchdev_lint.analysis.classes import self_attribute
 from torchdev_lint.analysis.guards import code_of
 from torchdev_lint.analysis.imports import dotted_name
 from torchdev_lint.analysis.kinds import Kind
@@ -215,33 +217,22 @@ class UnregisteredTensorAttribute(Rule):
         self.handled_in_file: set[str] = set()  # attributes an `_apply`/`to` override touches
         # Per method: local name -> the expression last assigned to it.
         self.locals: dict[int, dict[str, cst.BaseExpression]] = {}
-        self.methods: dict[int, bool] = {}  # id(function) -> directly in its class
         # Attribute name -> where it is read: (id of the class, method) or None elsewhere.
         self.reads: dict[str, list[tuple[int, str] | None]] = {}
 
     # -- collection during the traversal ---------------------------------------------
 
     def _method(self) -> tuple[_Class, cst.FunctionDef, str] | None:
-        """The class, method and self name, when directly inside a method of a class."""
-        function = self.ctx.function
-        info = self.ctx.enclosing_class
-        if function is None or info is None:
+        """The class (its state here), method and self name, inside a method."""
+        method = self.ctx.method
+        if method is None:
             return None
-        direct = self.methods.get(id(function))
-        if direct is None:
-            direct = self.methods[id(function)] = any(
-                statement is function for statement in info.node.body.body
-            )
-        if not direct:
-            return None
-        params = [*function.params.posonly_params, *function.params.params]
-        if not params or any(dotted_name(d.decorator) == "staticmethod" for d in function.decorators):
-            return None
+        info, function, self_name = method
         state = self.by_node.get(id(info.node))
         if state is None:
             state = self.by_node[id(info.node)] = _Class(info.node, info.is_module)
             self.classes.append(state)
-        return state, function, params[0].name.value
+        return state, function, self_name
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         if node.name.value in _MOVE_OVERRIDES and self.ctx.enclosing_class is not None:
@@ -257,16 +248,17 @@ class UnregisteredTensorAttribute(Rule):
         if not isinstance(func, cst.Attribute):
             return
         receiver = func.value
-        if isinstance(receiver, cst.Name) and receiver.value == self_name:
-            state.calls.setdefault(function.name.value, set()).add(func.attr.value)
+        called = classes.self_call(node, self_name)
+        if called is not None:
+            state.calls.setdefault(function.name.value, set()).add(called)
         elif func.attr.value in _ATTRIBUTE_MOVES:
             # `self.mask.to(x.device)`, `self.ids.unsqueeze(0).expand(b, -1).to(device)`
-            attr = _self_attribute(_chain_start(receiver), self_name)
+            attr = self_attribute(_chain_start(receiver), self_name)
             if attr is not None:
                 state.moved.add(attr)
         if func.attr.value == "type_as":  # `idx.type_as(self.table)`: follows the table's device
             for arg in node.args:
-                attr = _self_attribute(arg.value, self_name)
+                attr = self_attribute(arg.value, self_name)
                 if attr is not None:
                     state.moved.add(attr)
         if func.attr.value == "__init__" and function.name.value == "__init__":
@@ -368,7 +360,7 @@ class UnregisteredTensorAttribute(Rule):
         root = self._root(function, origin)
         if isinstance(root, cst.Name):
             return any(p.name.value == root.value for p in _params(function))
-        return isinstance(root, cst.Attribute) and _self_attribute(root, self_name) is not None
+        return isinstance(root, cst.Attribute) and self_attribute(root, self_name) is not None
 
     def _scalar(self, function, expr: cst.BaseExpression, depth: int = 0) -> bool:
         """A Python number: a literal, arithmetic on numbers, ``float(...)``, ``math.pi``,
@@ -461,7 +453,7 @@ class UnregisteredTensorAttribute(Rule):
                 self._decide(state)
 
     def _decide(self, state: _Class) -> None:
-        reachable = _reachable(state.calls, "__init__")
+        reachable = classes.reachable(state.calls, ["__init__"])
         in_init = [a for a in state.assignments if a.method in reachable]
         # Set again at run time (a cache rebuilt in `forward` where the input is): the value
         # from `__init__` is a placeholder.
@@ -568,30 +560,9 @@ def _chain_start(expr: cst.BaseExpression) -> cst.BaseExpression:
             return expr
 
 
-def _self_attribute(expr: cst.BaseExpression, self_name: str) -> str | None:
-    """``attr`` for ``self.attr``."""
-    if (
-        isinstance(expr, cst.Attribute)
-        and isinstance(expr.value, cst.Name)
-        and expr.value.value == self_name
-    ):
-        return expr.attr.value
-    return None
-
-
 def _params(function: cst.FunctionDef) -> list[cst.Param]:
     params = function.params
     return [*params.posonly_params, *params.params, *params.kwonly_params]
-
-
-def _reachable(calls: dict[str, set[str]], start: str) -> set[str]:
-    seen, todo = {start}, [start]
-    while todo:
-        for callee in calls.get(todo.pop(), ()):
-            if callee not in seen:
-                seen.add(callee)
-                todo.append(callee)
-    return seen
 
 
 def _attribute_names(node: cst.CSTNode) -> set[str]:

@@ -5,7 +5,8 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from torchdev_lint import fixes
-from torchdev_lint.analysis import kinds
+from torchdev_lint.analysis import classes, kinds
+from torchdev_lint.analysis.classes import self_attribute
 from torchdev_lint.analysis.imports import dotted_name
 from torchdev_lint.analysis.kinds import Kind
 from torchdev_lint.finding import Applicability, Fix
@@ -206,7 +207,6 @@ class UnregisteredSubmoduleContainer(Rule):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self.classes: dict[int, _Class] = {}
-        self.direct: dict[int, bool] = {}  # id(function) -> a method directly in its class
         # Per method: local containers (name -> its display) and what was added to them.
         self.local_containers: dict[tuple[int, str], tuple[cst.BaseExpression, str]] = {}
         self.local_fills: dict[tuple[int, str], list[_Element]] = {}
@@ -217,20 +217,16 @@ class UnregisteredSubmoduleContainer(Rule):
     # -- collection --------------------------------------------------------------------
 
     def _method(self) -> tuple[_Class, cst.FunctionDef, str] | None:
-        function = self.ctx.function
-        info = self.ctx.enclosing_class
-        if function is None or info is None or not info.is_module:
+        """The class (its state here), method and self name, inside a method of an
+        nn.Module subclass."""
+        method = self.ctx.method
+        if method is None or not method[0].is_module:
             return None
-        direct = self.direct.get(id(function))
-        if direct is None:
-            direct = self.direct[id(function)] = any(s is function for s in info.node.body.body)
-        params = [*function.params.posonly_params, *function.params.params]
-        if not direct or not params:
-            return None
+        info, function, self_name = method
         state = self.classes.get(id(info.node))
         if state is None:
             state = self.classes[id(info.node)] = _Class(info.node)
-        return state, function, params[0].name.value
+        return state, function, self_name
 
     def visit_Assign(self, node: cst.Assign) -> None:
         where = self._method()
@@ -252,7 +248,7 @@ class UnregisteredSubmoduleContainer(Rule):
             return
         state, function, self_name = where
         added = [self._element(e, None, function) for e in _listed(node.value)]
-        attr = _self_attribute(node.target, self_name)
+        attr = self_attribute(node.target, self_name)
         if attr is not None:
             state.fills.setdefault(attr, []).extend(added)
         elif isinstance(node.target, cst.Name):
@@ -260,7 +256,7 @@ class UnregisteredSubmoduleContainer(Rule):
 
     def _target(self, where, node, target, value) -> None:
         state, function, self_name = where
-        attr = _self_attribute(target, self_name)
+        attr = self_attribute(target, self_name)
         if attr is not None:
             if isinstance(value, cst.Name):
                 self.registered.setdefault(id(function), set()).add(value.value)
@@ -274,7 +270,7 @@ class UnregisteredSubmoduleContainer(Rule):
             return
         if isinstance(target, cst.Subscript):  # `self.heads[k] = m`, `layers[i] = m`
             key = _subscript_key(target)
-            owner = _self_attribute(target.value, self_name)
+            owner = self_attribute(target.value, self_name)
             element = self._element(value, key, function)
             if owner is not None:
                 state.fills.setdefault(owner, []).append(element)
@@ -325,16 +321,17 @@ class UnregisteredSubmoduleContainer(Rule):
         if registering is not None:
             if isinstance(registering, cst.Name):
                 self.registered.setdefault(id(function), set()).add(registering.value)
-            owner = _self_attribute(_container_of(registering), self_name)
+            owner = self_attribute(_container_of(registering), self_name)
             if owner is not None:  # `self.add_module(name, self.heads[-1])`
                 state.registered_attrs.add(owner)
             return
         if not isinstance(func, cst.Attribute):
             return
         method = func.attr.value
-        if isinstance(func.value, cst.Name) and func.value.value == self_name:
-            state.calls.setdefault(function.name.value, set()).add(method)
-        attr = _self_attribute(func.value, self_name)
+        called = classes.self_call(node, self_name)
+        if called is not None:
+            state.calls.setdefault(function.name.value, set()).add(called)
+        attr = self_attribute(func.value, self_name)
         if attr is not None:
             state.methods_used.setdefault(attr, set()).add(method)
         if method not in _FILLS:
@@ -391,8 +388,8 @@ class UnregisteredSubmoduleContainer(Rule):
         if container.empty:
             # Modules added while the model runs (a cache of runners built in `forward` or
             # `__call__`) are a design of their own, not a forgotten ModuleList.
-            running = _reachable(state.calls, ("forward", "__call__")) - _reachable(
-                state.calls, ("__init__",)
+            running = classes.reachable(state.calls, ["forward", "__call__"]) - classes.reachable(
+                state.calls, ["__init__"]
             )
             elements += [e for e in state.fills.get(container.attr, [])
                          if e.method.name.value not in running]
@@ -426,16 +423,6 @@ class UnregisteredSubmoduleContainer(Rule):
         return Fix(Applicability.UNSAFE, [(container.node, _wrap(name))], needs_torch=needs_import)
 
 
-def _reachable(calls: dict[str, set[str]], starts) -> set[str]:
-    seen, todo = set(starts), list(starts)
-    while todo:
-        for callee in calls.get(todo.pop(), ()):
-            if callee not in seen:
-                seen.add(callee)
-                todo.append(callee)
-    return seen
-
-
 def _wrap(name: str):
     def edit(updated: cst.Assign | cst.AnnAssign) -> cst.CSTNode:
         value = updated.value
@@ -455,16 +442,6 @@ def _wrapper(shape: str, holds: str) -> str:
     if holds == "parameters":
         return "ParameterDict" if shape == "dict" else "ParameterList"
     return "ModuleDict" if shape == "dict" else "ModuleList"
-
-
-def _self_attribute(expr: cst.BaseExpression, self_name: str) -> str | None:
-    if (
-        isinstance(expr, cst.Attribute)
-        and isinstance(expr.value, cst.Name)
-        and expr.value.value == self_name
-    ):
-        return expr.attr.value
-    return None
 
 
 def _container_of(expr: cst.BaseExpression) -> cst.BaseExpression:
