@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from torchdev_lint.analysis import classes
+from torchdev_lint.analysis import classes, tree
 from torchdev_lint.analysis.classes import self_attribute
 from torchdev_lint.analysis.guards import code_of
 from torchdev_lint.analysis.imports import dotted_name
@@ -568,11 +568,12 @@ def _params(function: cst.FunctionDef) -> list[cst.Param]:
 def _attribute_names(node: cst.CSTNode) -> set[str]:
     names: set[str] = set()
 
-    class _Finder(cst.CSTVisitor):
-        def visit_Attribute(self, attribute: cst.Attribute) -> None:
-            names.add(attribute.attr.value)
+    def enter(child: cst.CSTNode) -> bool:
+        if isinstance(child, cst.Attribute):
+            names.add(child.attr.value)
+        return True
 
-    node.visit(_Finder())
+    tree.walk(node, enter)
     return names
 
 

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchdev_lint.analysis.guards import code_of
+from torchdev_lint.analysis import tree
+from torchdev_lint.analysis.imports import dotted_name
 from torchdev_lint.analysis.kinds import Kind
 from torchdev_lint.finding import Applicability, Fix
 from torchdev_lint.rule import Invalid, Rule, Valid
@@ -139,8 +140,9 @@ class NumpyOnAccelerator(Rule):
             return
         if isinstance(target, cst.StarredElement):
             target = target.value
-        if isinstance(target, (cst.Name, cst.Attribute)):
-            (self.may_require_grad.add if grad else self.may_require_grad.discard)(code_of(target))
+        name = dotted_name(target)
+        if name is not None:
+            (self.may_require_grad.add if grad else self.may_require_grad.discard)(name)
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
@@ -188,34 +190,30 @@ class NumpyOnAccelerator(Rule):
 
     def _may_require_grad(self, expr: cst.BaseExpression) -> bool:
         """``expr`` computes from a model's output (or a name that does) without detaching."""
-        ctx, grad_names = self.ctx, self.may_require_grad
-        found = []
+        found = False
 
-        class _Finder(cst.CSTVisitor):
-            def visit_Call(self, call: cst.Call) -> bool:
-                func = call.func
+        def enter(node: cst.CSTNode) -> bool:
+            nonlocal found
+            if found or isinstance(node, cst.Lambda):
+                return False
+            if isinstance(node, cst.Call):
+                func = node.func
                 if isinstance(func, cst.Attribute) and func.attr.value in _GRADLESS_METHODS:
                     return False  # `out.detach()`, `out.argmax(1)`: no grad below
-                if ctx.value_of(func).kind is Kind.MODULE:
-                    found.append(call)
-                return True
-
-            def visit_Attribute(self, attribute: cst.Attribute) -> bool:
-                if attribute.attr.value == "data":
+                found = self.ctx.value_of(func).kind is Kind.MODULE
+            elif isinstance(node, cst.Attribute):
+                if node.attr.value == "data":
                     return False
-                if code_of(attribute) in grad_names:
-                    found.append(attribute)
-                return True
-
-            def visit_Name(self, name: cst.Name) -> None:
-                if name.value in grad_names:
-                    found.append(name)
-
-            def visit_Lambda(self, node: cst.Lambda) -> bool:
+                found = dotted_name(node) in self.may_require_grad
+                if not found:
+                    tree.walk(node.value, enter)  # not into `.attr`, which is no variable
                 return False
+            elif isinstance(node, cst.Name):
+                found = node.value in self.may_require_grad
+            return not found
 
-        expr.visit(_Finder())
-        return bool(found)
+        tree.walk(expr, enter)
+        return found
 
 
 def _insert_cpu(updated: cst.Call, detach: bool) -> cst.Call:
