@@ -55,12 +55,9 @@ class _Container:
     node: cst.Assign | cst.AnnAssign
     attr: str
     self_name: str
-    method: cst.FunctionDef
-    value: cst.BaseExpression
     shape: str  # "list" or "dict"
     elements: list[_Element] = field(default_factory=list)
     empty: bool = False  # filled later by `self.attr.append(...)`/`self.attr[k] = ...`
-    local: str | None = None  # `self.attr = layers`, a local list filled in the method
 
 
 @dataclass
@@ -286,9 +283,11 @@ class UnregisteredSubmoduleContainer(Rule):
                 self.local_containers.pop((id(function), target.value), None)
 
     def _container(self, node, attr, self_name, function, value) -> _Container | None:
+        if isinstance(node, cst.Assign) and len(node.targets) > 1:
+            return None  # `self.a = self.b = []`: one fix could not serve both
         shape = _container_shape(value)
         if shape is not None:
-            container = _Container(node, attr, self_name, function, value, shape)
+            container = _Container(node, attr, self_name, shape)
             container.empty = _is_empty(value)
             container.elements = [self._element(e, k, function) for e, k in _elements(value)]
             return container
@@ -296,8 +295,7 @@ class UnregisteredSubmoduleContainer(Rule):
             local = self.local_containers.get((id(function), value.value))
             if local is not None:
                 display, shape = local
-                container = _Container(node, attr, self_name, function, value, shape,
-                                       local=value.value)
+                container = _Container(node, attr, self_name, shape)  # `self.attr = layers`
                 container.elements = [self._element(e, k, function) for e, k in _elements(display)]
                 container.elements += self.local_fills.get((id(function), value.value), [])
                 return container
