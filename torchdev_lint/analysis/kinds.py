@@ -117,6 +117,8 @@ OPTIMIZER_NAME = re.compile(
     r"|Adafactor|Ranger\w*|NAdam|RAdam|ASGD|Rprop|Shampoo|Sophia\w*|Lars|LARS)$"
 )
 LOADER_NAME = re.compile(r"(?i)loader")
+# Functions that restore tensors from a file, taking `map_location` second.
+TORCH_LOADERS = frozenset({"torch.load", "torch.jit.load", "torch.serialization.load"})
 
 _MOVE_METHODS = frozenset({"to", "cuda", "xpu", "mps"})
 

@@ -6,10 +6,10 @@ from typing import Iterator, Sequence
 import libcst as cst
 
 from torchdev_lint import fixes
+from torchdev_lint.analysis import kinds
 from torchdev_lint.analysis.guards import code_of, is_guarded, named_for_accelerator
 from torchdev_lint.finding import Applicability, Fix
 from torchdev_lint.rule import Invalid, Rule, Valid
-from torchdev_lint.rules.tdl004_load_without_map_location import _LOADERS  # torch.load & co.
 
 # Where a device object goes without placing anything: compared, a parameter default,
 # an element of a list/tuple/set/dict of devices (multi-GPU code).
@@ -202,7 +202,7 @@ class HardcodedDeviceString(Rule):
             candidates.append(positional[0])
         elif isinstance(node.func, cst.Attribute) and node.func.attr.value == "to" and positional:
             candidates.append(positional[0])
-        elif qualified in _LOADERS and len(positional) >= 2:
+        elif qualified in kinds.TORCH_LOADERS and len(positional) >= 2:
             candidates.append(positional[1])
         candidates += [a for a in node.args if a.keyword is not None
                        and a.keyword.value in _DEVICE_KEYWORDS]

@@ -3,10 +3,10 @@ from __future__ import annotations
 import libcst as cst
 
 from torchdev_lint import fixes
+from torchdev_lint.analysis import kinds
 from torchdev_lint.finding import Applicability, Fix
 from torchdev_lint.rule import Invalid, Rule, Valid
 
-_LOADERS = frozenset({"torch.load", "torch.jit.load", "torch.serialization.load"})
 
 
 class LoadWithoutMapLocation(Rule):
@@ -88,7 +88,7 @@ class LoadWithoutMapLocation(Rule):
         return "load" in source and "torch" in source
 
     def visit_Call(self, node: cst.Call) -> None:
-        if self.ctx.qualified_name(node.func) not in _LOADERS:
+        if self.ctx.qualified_name(node.func) not in kinds.TORCH_LOADERS:
             return
         positional = [a for a in node.args if a.keyword is None and not a.star]
         if len(positional) >= 2 or any(a.star for a in node.args):
