@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from torchdev_lint.analysis.guards import code_of
-from torchdev_lint.analysis.kinds import Kind
+from torchdev_lint.analysis.kinds import OPTIMIZER_NAME, Kind
 from torchdev_lint.finding import Applicability, Fix
 from torchdev_lint.rule import Invalid, Rule, Valid
 
@@ -137,7 +137,10 @@ class OptimizerBeforeTo(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
-        if self.ctx.value_of(node).kind is Kind.OPTIMIZER:
+        # The class name says "optimizer" before the (costlier) value analysis is asked.
+        name = (func.attr.value if isinstance(func, cst.Attribute)
+                else func.value if isinstance(func, cst.Name) else "")
+        if OPTIMIZER_NAME.search(name) and self.ctx.value_of(node).kind is Kind.OPTIMIZER:
             model = _model_of_parameters(node)
             if model is not None:
                 self.pending.append(
@@ -173,6 +176,8 @@ class OptimizerBeforeTo(Rule):
 
     def leave_Assign(self, node: cst.Assign) -> None:
         # Rebinding the model (other than by its move) means later moves are of another model.
+        if not self.pending:
+            return
         targets = {code_of(t.target) for t in node.targets}
         value = node.value
         is_move = isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and (
