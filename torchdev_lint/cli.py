@@ -122,6 +122,8 @@ def _run(args) -> int:
                           to_stdout=source.path == (args.stdin_filename or "-") and "-" in args.paths)
         if result.error:
             run.errors.append(result.error)
+        # Keep the findings, not every file's tree: only files with findings stay in memory.
+        result.module = result.context = None
         run.results.append(result)
 
     for error in sorted(run.errors, key=lambda e: e.path):
