@@ -125,7 +125,7 @@ class SimDispatchMode(TorchDispatchMode):
                     elif d != accel:
                         mixed = True
         except (RuntimeError, NotImplementedError, TypeError, AttributeError):  # tensors without storage
-            accel, has_cpu, mixed, tensors = _gather(args, kwargs, skip, safe=True)
+            accel, has_cpu, mixed, tensors = _gather(args, kwargs, skip)
         if accel is None:
             out = func(*args, **kwargs)
             if not tensors:
@@ -181,8 +181,11 @@ class SimDispatchMode(TorchDispatchMode):
             raise SimulatedDeviceError(MISMATCH_TEXT.format(a=devices[0], b=devices[1]))
 
 
-def _gather(args, kwargs, skip, safe=False):
-    """(first accelerator device, a non-0-dim CPU operand?, two accelerators?, number of tensors)."""
+def _gather(args, kwargs, skip):
+    """(first accelerator device, a non-0-dim CPU operand?, two accelerators?, number of tensors).
+
+    The careful twin of the scan inlined in ``__torch_dispatch__`` (kept inline there because
+    each Python frame costs a trace event per op): used when an operand has no storage."""
     accel = None
     has_cpu = mixed = False
     tensors = 0
@@ -200,7 +203,7 @@ def _gather(args, kwargs, skip, safe=False):
             if not isinstance(t, Tensor):
                 continue
             tensors += 1
-            d = getattr(_storage(t) if safe else t.untyped_storage(), "_tdl_dev", None)
+            d = getattr(_storage(t), "_tdl_dev", None)
             if d is None:
                 if not has_cpu and t.dim() != 0:
                     has_cpu = True
