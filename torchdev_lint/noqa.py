@@ -1,5 +1,6 @@
-"""``# noqa`` and ``# noqa: TDL001, TDL004`` comments, flake8's way: a comment anywhere on
-the lines of a multi-line statement applies to the whole statement, codes prefix-match."""
+"""``# noqa`` and ``# noqa: TDL001, TDL004`` comments: a comment anywhere on the lines of a
+multi-line statement applies to the whole statement, and codes prefix-match, case-insensitively.
+flake8 (which applies its own noqa to the plugin) only reads the reported physical line."""
 
 from __future__ import annotations
 

@@ -26,13 +26,6 @@ class _Optimizer:
     moves: list[tuple[cst.CSTNode, ...]] = field(default_factory=list)
 
 
-@dataclass
-class _Statement:
-    node: cst.BaseStatement
-    reads: set[str] = field(default_factory=set)
-    writes: set[str] = field(default_factory=set)
-
-
 class OptimizerBeforeTo(Rule):
     """
     ## What it does
@@ -236,6 +229,8 @@ def _block_of(ancestors) -> cst.CSTNode | None:
 
 
 class _Names(cst.CSTVisitor):
+    """What one statement reads and which names it assigns."""
+
     def __init__(self) -> None:
         super().__init__()
         self.reads: set[str] = set()
@@ -254,10 +249,10 @@ class _Names(cst.CSTVisitor):
         self.reads.add(code_of(node))
 
 
-def _names(statement: cst.CSTNode) -> _Statement:
+def _names(statement: cst.CSTNode) -> _Names:
     visitor = _Names()
     statement.visit(visitor)
-    return _Statement(statement, visitor.reads, visitor.writes)
+    return visitor
 
 
 def _reorder_fix(optimizer: _Optimizer, reported: list[_Optimizer]) -> Fix | None:
