@@ -29,7 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--select", help="comma-separated rule codes or prefixes to enable (e.g. TDL001,TDL00)")
     parser.add_argument("--extend-select", help="codes or prefixes to enable on top of the configured ones")
     parser.add_argument("--ignore", help="comma-separated rule codes or prefixes to disable")
-    parser.add_argument("--format", choices=output.FORMATS, default="text", help="output format")
+    parser.add_argument("--format", choices=list(output.FORMATS), default="text", help="output format")
     parser.add_argument("--exit-zero", action="store_true", help="exit 0 even when problems are found")
     parser.add_argument("--fix", action="store_true", help="apply safe fixes in place")
     parser.add_argument("--unsafe-fixes", action="store_true", help="also apply unsafe fixes")
