@@ -95,6 +95,11 @@ def parse(path: str, source: str) -> cst.Module | FileError:
     try:
         return cst.parse_module(source)
     except cst.ParserSyntaxError as error:
+        # CPython's parser says where and what far better (LibCST puts every tokenizer error
+        # at 1:1); it only costs a second parse of a file that is already broken.
+        cpython = cpython_syntax_error(path, source)
+        if cpython is not None:
+            return cpython
         match = _PARSER_POSITION.search(error.message)
         line, column = (
             (int(match.group(1)), int(match.group(2))) if match
@@ -104,6 +109,19 @@ def parse(path: str, source: str) -> cst.Module | FileError:
         return FileError(path, f"syntax error: {detail}", line, column)
     except RecursionError:
         return FileError(path, "file too deeply nested to parse")
+
+
+def cpython_syntax_error(path: str, source: str, flags: int = 0) -> FileError | None:
+    """The syntax error CPython reports for ``source``, at its line and column, or None when
+    CPython compiles it (then only LibCST's grammar objects, and its own message stands)."""
+    try:
+        compile(source, path, "exec", flags=flags, dont_inherit=True)
+    except SyntaxError as error:  # IndentationError and TabError too
+        line = error.lineno or 1
+        return FileError(path, f"syntax error: {error.msg}", line, max(error.offset or 1, 1))
+    except (ValueError, RecursionError, MemoryError, OverflowError):
+        return None
+    return None
 
 
 def lint_source(
@@ -174,10 +192,23 @@ def lint_file(source: SourceFile, rule_classes: list[type[Rule]], **options) -> 
     """Check a file as read from disk: for a notebook, positions are given per cell."""
     result = lint_source(source.path, source.text, rule_classes, **options)
     notebook = source.notebook
-    if notebook is not None and notebook.starts:
+    if notebook is not None and notebook.lines:
         for finding in result.findings:
             finding.cell, finding.line = notebook.locate(finding.line)
             finding.end_line = notebook.locate(finding.end_line)[1]
         if result.error is not None and result.error.line is not None:
-            result.error.cell, result.error.line = notebook.locate(result.error.line)
+            result.error = _notebook_syntax_error(source.path, notebook, result.error)
     return result
+
+
+def _notebook_syntax_error(path: str, notebook, error: FileError) -> FileError:
+    """A syntax error in a notebook, in the first cell that fails on its own (as IPython runs
+    each cell alone: an unclosed bracket must not be blamed on the next cell)."""
+    for first, text in notebook.cell_texts():
+        cell_error = cpython_syntax_error(path, text, ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+        if cell_error is not None:
+            error = cell_error
+            error.line += first
+            break
+    error.cell, error.line = notebook.locate(error.line)
+    return error

@@ -1,27 +1,36 @@
 """Jupyter notebooks: their code cells as one Python module, and back.
 
 A notebook runs its cells in one namespace, so imports in the first cell resolve names in
-the last: the cells are checked as one module. Each cell is preceded by a marker comment,
-which maps positions back to (cell, line) and splits fixed code back into cells. IPython
-syntax LibCST cannot parse (``%magic``, ``!shell``, ``obj?``) is masked by a placeholder
-statement and restored on the way back; cells run by a cell magic (``%%bash``) are skipped.
+the last: the cells are checked as one module, their lines joined in order. A line table kept
+beside that text says, for each of its lines, which cell and which line of that cell it came
+from: positions map back, and fixed code is split back into cells, by position alone (never by
+looking for marker text, which a user's own code could contain). IPython syntax LibCST cannot
+parse (``%magic``, ``!shell``, ``obj?``, ``x = !ls``, with their backslash continuations) is
+masked line for line by ``pass`` and restored on the way back; cells run by a cell magic
+(``%%bash``) are skipped, and so are notebooks whose kernel is not Python.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from dataclasses import dataclass, field
 
-_MARKER = "# torchdev-lint: cell {}"
-_MARKER_LINE = re.compile(r"^# torchdev-lint: cell (\d+)\n", re.M)
-_MAGIC = re.compile(r"^\s*(%|!|\?)|\?\s*$")
-_PLACEHOLDER = "pass  # torchdev-lint: magic {}"
-_PLACEHOLDER_LINE = re.compile(r"^(\s*)pass  # torchdev-lint: magic (\d+)$")
+_MAGIC = re.compile(r"^\s*[%!?]|^\s*[\w.]+\?{1,2}\s*$|^\s*[\w.]+(\s*,\s*[\w.]+)*\s*=\s*[%!]")
+_PLACEHOLDER = "pass"
 
 
 class NotebookError(ValueError):
     pass
+
+
+@dataclass(frozen=True)
+class _Line:
+    cell: int  # index into the notebook's cells
+    number: int  # 1-based line within that cell
+    magic: str | None = None  # the IPython line this one masks
+    tail: bool = False  # the empty rest after a cell's final newline
 
 
 @dataclass
@@ -29,9 +38,8 @@ class Notebook:
     raw: str  # the notebook file's text
     data: dict
     text: str = ""  # the code cells as one Python module
-    # (cell number as users count it: 1-based over all cells, first line in `text`)
-    starts: list[tuple[int, int]] = field(default_factory=list)
-    magics: list[str] = field(default_factory=list)
+    lines: list[_Line] = field(default_factory=list)  # one per line of `text`
+    language: str = "python"
 
     @classmethod
     def parse(cls, raw: str) -> Notebook:
@@ -42,51 +50,75 @@ class Notebook:
         cells = data.get("cells") if isinstance(data, dict) else None
         if not isinstance(cells, list):
             raise NotebookError("not a valid notebook: no list of cells")
-        notebook = cls(raw, data)
-        lines: list[str] = []
-        for number, cell in enumerate(cells, start=1):
+        notebook = cls(raw, data, language=_language(data))
+        if not notebook.language.startswith("python"):
+            return notebook  # an R or Julia notebook: nothing here is Python
+        pieces: list[str] = []
+        for index, cell in enumerate(cells):
             if not isinstance(cell, dict) or cell.get("cell_type") != "code":
                 continue
-            source = _cell_source(cell)
+            source = _cell_source(cell, index)
             if source.lstrip().startswith("%%"):
                 continue
-            lines.append(_MARKER.format(number))
-            notebook.starts.append((number, len(lines) + 1))
-            lines.extend(notebook._mask(line) for line in source.split("\n"))
-        notebook.text = "\n".join(lines) + "\n" if lines else ""
+            for text, line in _masked(source.split("\n"), index):
+                pieces.append(text)
+                notebook.lines.append(line)
+        notebook.text = "\n".join(pieces) + "\n" if pieces else ""
         return notebook
 
-    def _mask(self, line: str) -> str:
-        if not _MAGIC.search(line):
-            return line
-        self.magics.append(line)
-        indent = line[: len(line) - len(line.lstrip())]
-        return indent + _PLACEHOLDER.format(len(self.magics) - 1)
-
     def locate(self, line: int) -> tuple[int, int]:
-        """(cell number, line in that cell) of a line of ``text``."""
-        cell, start = self.starts[0]
-        for number, first in self.starts:
-            if first > line:
-                break
-            cell, start = number, first
-        return cell, line - start + 1
+        """(cell number as users count it, 1-based over all cells; line in that cell) of a
+        line of ``text``. A line past the end (where a parser reports an unexpected end of
+        file) is the last line of the last cell."""
+        entry = self.lines[min(max(line, 1), len(self.lines)) - 1]
+        return entry.cell + 1, entry.number
+
+    def cell_texts(self):
+        """(lines of ``text`` before it, its masked text) for each code cell checked."""
+        lines = self.text.split("\n")
+        start = 0
+        for end in range(1, len(self.lines) + 1):
+            if end == len(self.lines) or self.lines[end].cell != self.lines[start].cell:
+                yield start, "\n".join(lines[start:end]) + "\n"
+                start = end
 
     def render(self, text: str) -> str:
-        """The notebook file with its code cells replaced by the cells of ``text``."""
-        pieces = _MARKER_LINE.split(text)
-        new_sources = {int(number): body for number, body in zip(pieces[1::2], pieces[2::2])}
+        """The notebook file with its code cells replaced by the cells of ``text``, a fixed
+        version of ``self.text``: each line goes to the cell of the old line it replaces or
+        follows, found by aligning old and new lines."""
+        old = self.text.split("\n")[:-1]
+        new = (text[:-1] if text.endswith("\n") else text).split("\n")
+        sources: dict[int, list[str]] = {line.cell: [] for line in self.lines}
+        matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+            if tag == "equal":
+                for i, j in zip(range(i1, i2), range(j1, j2)):
+                    entry = self.lines[i]
+                    sources[entry.cell].append(entry.magic if entry.magic is not None else new[j])
+            elif tag != "delete":
+                for offset, j in enumerate(range(j1, j2)):
+                    sources[self._cell_for_new_line(i1, i2, offset)].append(new[j])
         cells = self.data["cells"]
-        for number, body in new_sources.items():
-            cell = cells[number - 1]
-            # Every cell ends with one newline more in `text` than in the notebook.
-            body = "\n".join(self._unmask(line) for line in body[:-1].split("\n"))
-            cell["source"] = body.splitlines(keepends=True) if isinstance(cell.get("source"), list) else body
+        for index, lines in sources.items():
+            body = "\n".join(lines)
+            if body == _cell_source(cells[index], index):
+                continue
+            cells[index]["source"] = (
+                body.splitlines(keepends=True) if isinstance(cells[index].get("source"), list) else body
+            )
         return _dump(self.data, self.raw)
 
-    def _unmask(self, line: str) -> str:
-        match = _PLACEHOLDER_LINE.match(line)
-        return self.magics[int(match.group(2))] if match else line
+    def _cell_for_new_line(self, i1: int, i2: int, offset: int) -> int:
+        """The cell of a line that replaced old lines ``i1:i2`` (or was inserted before old
+        line ``i1`` when they are equal): the replaced line's cell, line for line. An insertion
+        between two cells joins the cell before, unless that cell ended with a newline: then
+        the new line starts the next cell."""
+        if i2 > i1:
+            return self.lines[min(i1 + offset, i2 - 1)].cell
+        if i1 == 0:
+            return self.lines[0].cell
+        before = self.lines[i1 - 1]
+        return self.lines[i1].cell if before.tail and i1 < len(self.lines) else before.cell
 
     def round_trips(self) -> bool:
         """Writing the notebook back unchanged gives the same bytes: fixes can be written
@@ -94,9 +126,39 @@ class Notebook:
         return _dump(json.loads(self.raw), self.raw) == self.raw
 
 
-def _cell_source(cell: dict) -> str:
+def _masked(lines: list[str], cell: int):
+    """(text, table entry) per line of a cell, IPython lines and their continuations masked."""
+    continuing: str | None = None  # the indentation of a magic continued by a backslash
+    for number, line in enumerate(lines, start=1):
+        tail = number == len(lines) > 1 and line == ""
+        if continuing is None and _MAGIC.search(line):
+            continuing = line[: len(line) - len(line.lstrip())]
+        if continuing is None:
+            yield line, _Line(cell, number, None, tail)
+            continue
+        yield continuing + _PLACEHOLDER, _Line(cell, number, line, tail)
+        if not line.endswith("\\"):
+            continuing = None
+
+
+def _language(data: dict) -> str:
+    metadata = data.get("metadata")
+    if not isinstance(metadata, dict):
+        return "python"
+    for key, name in (("kernelspec", "language"), ("language_info", "name")):
+        section = metadata.get(key)
+        if isinstance(section, dict) and isinstance(section.get(name), str):
+            return section[name].lower()
+    return "python"
+
+
+def _cell_source(cell: dict, index: int) -> str:
     source = cell.get("source", "")
-    return "".join(source) if isinstance(source, list) else str(source)
+    if isinstance(source, str):
+        return source
+    if isinstance(source, list) and all(isinstance(piece, str) for piece in source):
+        return "".join(source)
+    raise NotebookError(f"not a valid notebook: cell {index + 1}'s source is not text")
 
 
 def _dump(data: dict, like: str) -> str:
