@@ -6,7 +6,7 @@ from pathlib import Path
 
 import torchdev_lint.rules  # noqa: F401  (registers the rules)
 from torchdev_lint import config, files
-from torchdev_lint.engine import lint_file
+from torchdev_lint.runner import check_source
 from torchdev_lint.finding import FileError, Finding
 
 
@@ -23,8 +23,7 @@ def check_paths(
         if isinstance(source, FileError):
             errors.append(source)
             continue
-        ignored = config.ignored_codes(settings, Path(path))
-        result = lint_file(source, [r for r in rules if not any(r.code.startswith(c) for c in ignored)])
+        result = check_source(source, rules, settings)
         if result.error:
             errors.append(result.error)
         findings.extend(result.findings)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torchdev_lint.rules  # noqa: F401  (registers the rules)
-from torchdev_lint import __version__, config, docs, files, output
+from torchdev_lint import __version__, cache, config, docs, files, output, pool, progress, runner
 from torchdev_lint.engine import FileResult, lint_file
 from torchdev_lint.finding import FileError, Finding
 from torchdev_lint.fixer import applicable, fix_file
@@ -38,7 +38,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--config", type=Path, help="use this pyproject.toml instead of the nearest one")
     parser.add_argument("--isolated", action="store_true", help="ignore all configuration files")
     parser.add_argument("--explain", metavar="CODE", help="print a rule's documentation and exit")
-    parser.add_argument("-q", "--quiet", action="store_true", help="print findings only, no summary")
+    parser.add_argument("-q", "--quiet", action="store_true", help="print findings only, no summary or progress")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="say on stderr which files were checked and which came from the cache")
+    parser.add_argument("-j", "--jobs", type=int, metavar="N",
+                        help="check files in N processes (default: one per core)")
+    parser.add_argument("--cache-dir", type=Path, metavar="DIR",
+                        help=f"where to keep results between runs (default: {cache.DIRNAME} in the project root)")
+    parser.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
     parser.add_argument("--version", action="version", version=f"torchdev-lint {__version__}")
     return parser
 
@@ -108,18 +115,27 @@ def _run(args) -> int:
 
     run = Run()
     paths, run.errors = files.discover([p for p in args.paths if p != "-"], settings.exclude, settings.root)
-    sources: list[files.SourceFile | FileError] = [files.read(p) for p in paths]
-    if "-" in args.paths:
-        sources.insert(0, files.decode(args.stdin_filename or "-", sys.stdin.buffer.read()))
-    for source in sources:
-        if isinstance(source, FileError):
-            run.errors.append(source)
-            continue
-        file_rules = _rules_for(rules, settings, source.path)
-        result = lint_file(source, file_rules)
+    job = runner.Job(rules, settings, cache=_cache(args, settings))
+    bar = progress.Progress(len(paths)) if progress.wanted(args.quiet, args.format) else None
+    checked = runner.check_paths(paths, job, _jobs(args), bar.update if bar else None)
+    if bar:
+        bar.close()
+    stdin = files.decode(args.stdin_filename or "-", sys.stdin.buffer.read()) if "-" in args.paths else None
+    if isinstance(stdin, FileError):
+        run.errors.append(stdin)
+    elif stdin is not None:
+        checked.insert(0, runner.Checked(runner.check_source(stdin, rules, settings)))
+    for item in checked:
+        result = item.result
+        if args.verbose:
+            print(f"torchdev-lint: {'cached' if item.cached else 'checked'} {result.path}", file=sys.stderr)
         if fixing and any(applicable(f, unsafe) for f in result.findings):
-            result = _fix(run, source, result, file_rules, unsafe, write=not args.diff,
-                          to_stdout=source.path == (args.stdin_filename or "-") and "-" in args.paths)
+            from_stdin = result.module is not None  # the others come without their tree
+            source = stdin if from_stdin else files.read(result.path)
+            if isinstance(source, files.SourceFile):
+                full = result if from_stdin else runner.check_source(source, rules, settings, job.index)
+                result = _fix(run, source, full, runner.rules_for(rules, settings, source.path), unsafe,
+                              write=not args.diff, to_stdout=from_stdin)
         if result.error:
             run.errors.append(result.error)
         # Keep the findings, not every file's tree: only files with findings stay in memory.
@@ -138,23 +154,32 @@ def _run(args) -> int:
     if rendered:
         print(rendered)
     if args.format == "text" and not args.quiet:
-        if not sources and not run.errors:
+        if not checked and not run.errors:
             print("No Python files found.", file=sys.stderr)
         elif args.fix:
             print(f"Fixed {len(run.fixed)} problem{'s' if len(run.fixed) != 1 else ''}, "
                   f"{len(findings)} remaining.")
         else:
             print(output.summary(findings, len(run.results)))
-    elif not sources and not run.errors:
+    elif not checked and not run.errors:
         print("No Python files found.", file=sys.stderr)
     if run.errors:
         return EXIT_ERROR
     return EXIT_FINDINGS if findings and not args.exit_zero else EXIT_CLEAN
 
 
-def _rules_for(rules: list[type[Rule]], settings: config.Settings, path: str) -> list[type[Rule]]:
-    ignored = config.ignored_codes(settings, Path(path))
-    return [r for r in rules if not any(r.code.startswith(c) for c in ignored)]
+def _cache(args, settings: config.Settings) -> cache.Cache | None:
+    if args.no_cache:
+        return None
+    return cache.Cache(args.cache_dir or settings.root / cache.DIRNAME, cache.tool_fingerprint())
+
+
+def _jobs(args) -> int:
+    if args.jobs is None:
+        return pool.available_cores()
+    if args.jobs < 1:
+        raise config.UsageError(f"--jobs: expected a number of processes of at least 1, got {args.jobs}")
+    return args.jobs
 
 
 def _fix(run: Run, source: files.SourceFile, result: FileResult, rules, unsafe: bool,

@@ -1,0 +1,123 @@
+"""Checking in several processes: the same output as one, and a file that kills its worker
+costs that file alone."""
+
+import faulthandler
+import io
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+from conftest import ROOT
+
+import torchdev_lint.rules  # noqa: F401  (registers the rules)
+from torchdev_lint import config, pool, progress, runner
+
+ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+
+def lint(*args, cwd=ROOT):
+    process = subprocess.run([sys.executable, "-m", "torchdev_lint", "--isolated", "--no-cache", *args],
+                             cwd=cwd, capture_output=True, text=True, env=ENV)
+    return process.returncode, process.stdout, process.stderr
+
+
+def test_jobs_give_the_same_output_in_the_same_order():
+    for fmt in ("text", "json"):
+        one = lint("-j", "1", "--format", fmt, "testdata")
+        assert one[0] == 1 and one[1]
+        assert lint("-j", "3", "--format", fmt, "testdata") == one
+        assert lint("--format", fmt, "testdata") == one  # the default: one process per core
+
+
+def test_jobs_must_be_positive():
+    status, _, err = lint("-j", "0", "testdata")
+    assert status == 2 and "--jobs" in err
+
+
+def _die_on_odd(number):
+    if number % 2:
+        faulthandler.disable()  # pytest's would print the child's stack
+        os.kill(os.getpid(), signal.SIGSEGV)
+    return number * 10
+
+
+def test_pool_survives_workers_that_die():
+    done = []
+    results = pool.ordered_map(_die_on_odd, list(range(7)), 2, lambda item, code: (item, code), done.append)
+    assert results == [0, (1, -signal.SIGSEGV), 20, (3, -signal.SIGSEGV), 40, (5, -signal.SIGSEGV), 60]
+    assert sorted(done) == list(range(1, 8))
+
+
+# A hostile file that crashes the parser (a native stack overflow, say), stood in for by a
+# check that segfaults on files containing a marker.
+CRASHING_RUN = textwrap.dedent(
+    """\
+    import os, signal, sys
+    from torchdev_lint import cli, runner
+
+    real = runner.check_source
+
+    def check_source(source, *args):
+        if "CRASH" in source.text:
+            os.kill(os.getpid(), signal.SIGSEGV)
+        return real(source, *args)
+
+    runner.check_source = check_source
+    sys.exit(cli.main(sys.argv[1:]))
+    """
+)
+
+
+def test_a_file_that_kills_its_worker_is_one_error_and_the_run_goes_on(tmp_path):
+    for name in "abcdef":
+        (tmp_path / f"{name}.py").write_text("import torch\nx = torch.zeros(2).cuda()\n")
+    (tmp_path / "c.py").write_text("# CRASH\nimport torch\n")
+    process = subprocess.run(
+        [sys.executable, "-c", CRASHING_RUN, "--isolated", "--no-cache", "-j", "2", "."],
+        cwd=tmp_path, capture_output=True, text=True, env=ENV)
+    assert process.returncode == 2
+    assert process.stderr.splitlines() == [
+        "torchdev-lint: c.py: error: the checker crashed on this file (killed by SIGSEGV)"]
+    assert [line.split(":")[0] for line in process.stdout.splitlines()[:-1]] == [
+        "a.py", "b.py", "d.py", "e.py", "f.py"]
+
+
+def test_index_and_settings_reach_the_workers(tmp_path):
+    """Whatever the caller hands the per-file entry point arrives in each worker process."""
+    for name in "abc":
+        (tmp_path / f"{name}.py").write_text("import torch\nstate = torch.load(p)\n")
+    settings = config.Settings(root=tmp_path, per_file_ignores={"b.py": ["TDL004"]})
+    job = runner.Job(config.enabled_rules(["TDL"], []), settings)
+    paths = [str(tmp_path / f"{name}.py") for name in "abc"]
+    checked = runner.check_paths(paths, job, jobs=2)
+    assert [len(c.result.findings) for c in checked] == [1, 0, 1]
+
+
+class FakeTerminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_progress_bar_only_after_two_seconds_and_erased_at_the_end():
+    now = [0.0]
+    stream = FakeTerminal()
+    bar = progress.Progress(10, stream, clock=lambda: now[0])
+    bar.update(1)
+    assert stream.getvalue() == ""  # a short run shows nothing
+    now[0] = 2.5
+    bar.update(5)
+    assert "5/10 files" in stream.getvalue()
+    bar.close()
+    assert stream.getvalue().endswith("\r\x1b[K")
+
+
+def test_no_progress_bar_when_piped_quiet_or_machine_readable(monkeypatch):
+    monkeypatch.setattr(sys, "stderr", FakeTerminal())
+    monkeypatch.setattr(sys, "stdout", FakeTerminal())
+    assert progress.wanted(quiet=False, fmt="text")
+    assert not progress.wanted(quiet=True, fmt="text")
+    assert not progress.wanted(quiet=False, fmt="json")
+    monkeypatch.setattr(sys, "stdout", io.StringIO())
+    assert not progress.wanted(quiet=False, fmt="text")

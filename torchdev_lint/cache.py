@@ -1,0 +1,127 @@
+"""Results per file, kept between runs so that an unchanged file is not parsed again.
+
+An entry is keyed by everything its findings depend on: the file's path and text, the
+linter's own code (version and source files, so a changed rule never serves stale results),
+the rules enabled for the file, the settings, and the project-index facts the file depends
+on. Entries are written to a temporary file and renamed into place, so a run killed
+mid-write, or two runs sharing the cache, never leave a half-written entry; an entry that
+cannot be read back whole is ignored and checked again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from torchdev_lint import __version__
+from torchdev_lint.finding import Applicability, FileError, Finding, Fix
+
+DIRNAME = ".torchdev_lint_cache"
+_LAYOUT = "v1"  # bump when the entry format changes
+_PACKAGE = Path(__file__).resolve().parent
+
+
+def tool_fingerprint() -> str:
+    """The linter's version and the size and time of each of its source files: a changed
+    rule in a development checkout invalidates the cache just as a new release does."""
+    digest = hashlib.blake2b(f"{__version__}/{_LAYOUT}".encode(), digest_size=16)
+    for directory, subdirs, names in os.walk(_PACKAGE):
+        subdirs[:] = sorted(d for d in subdirs if d != "__pycache__")
+        for name in sorted(names):
+            if name.endswith(".py"):
+                path = os.path.join(directory, name)
+                info = os.stat(path)
+                digest.update(f"{os.path.relpath(path, _PACKAGE)}:{info.st_size}:{info.st_mtime_ns};".encode())
+    return digest.hexdigest()
+
+
+class Cache:
+    def __init__(self, directory: str | os.PathLike, fingerprint: str) -> None:
+        self.directory = Path(directory)
+        self.fingerprint = fingerprint
+
+    def key(self, *parts: str) -> str:
+        digest = hashlib.blake2b(self.fingerprint.encode(), digest_size=20)
+        for part in parts:
+            data = part.encode("utf-8", "surrogatepass")
+            digest.update(len(data).to_bytes(8, "little"))
+            digest.update(data)
+        return digest.hexdigest()
+
+    def _entry(self, key: str) -> Path:
+        return self.directory / _LAYOUT / key[:2] / f"{key}.json"
+
+    def load(self, key: str) -> tuple[list[Finding], FileError | None] | None:
+        """The stored findings and error for ``key``; None when absent or unreadable."""
+        try:
+            data = json.loads(self._entry(key).read_bytes())
+            if data["key"] != key:
+                return None
+            findings = [_finding(item) for item in data["findings"]]
+            error = FileError(**data["error"]) if data["error"] is not None else None
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        return findings, error
+
+    def store(self, key: str, findings: list[Finding], error: FileError | None) -> None:
+        data = json.dumps({
+            "key": key,
+            "findings": [_plain(f) for f in findings],
+            "error": dataclasses.asdict(error) if error is not None else None,
+        }).encode()
+        target = self._entry(key)
+        try:
+            if not target.parent.is_dir():
+                self._create(target.parent)
+        except OSError:
+            return
+        _write_atomically(target, data)
+
+    def _create(self, directory: Path) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        # Keep the cache out of version control and backups, as ruff and pytest do.
+        for name, text in ((".gitignore", "# Created by torchdev-lint.\n*\n"),
+                           ("CACHEDIR.TAG", "Signature: 8a477f597d28d172789f06886806bc55\n"
+                                            "# This file is a cache directory tag created by torchdev-lint.\n")):
+            if not (self.directory / name).exists():
+                _write_atomically(self.directory / name, text.encode())
+
+
+def _write_atomically(target: Path, data: bytes) -> None:
+    """A temporary file in the same directory, renamed over the target: readers see the old
+    entry or the new one, never part of one. A cache that cannot be written only costs speed."""
+    try:
+        handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
+    except OSError:
+        return
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+        os.replace(temporary, target)
+    except OSError:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+
+
+def _plain(finding: Finding) -> dict:
+    """A finding as JSON data: everything but its tree node, and of its fix only how far
+    it can be trusted (a run that fixes checks the file again to get the edits)."""
+    data = {f.name: getattr(finding, f.name) for f in dataclasses.fields(finding) if f.name not in ("node", "fix")}
+    data["fix"] = finding.fix.applicability.value if finding.fix else None
+    return data
+
+
+def _finding(data: dict) -> Finding:
+    fix = data.pop("fix")
+    return Finding(**data, fix=Fix(Applicability(fix), []) if fix else None)
+
+
+def detached(finding: Finding) -> Finding:
+    """The finding without its tree and edits: small, and picklable for worker processes."""
+    return _finding(_plain(finding))

@@ -1,0 +1,98 @@
+"""The per-file entry point every way in shares (the command line, its worker processes, the
+cache, the language server): check one file with the settings that govern it and, when
+the caller has one, the project index; then the same over many files, cached and in parallel.
+"""
+
+from __future__ import annotations
+
+import functools
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+
+from torchdev_lint import config, files
+from torchdev_lint.cache import Cache, detached
+from torchdev_lint.engine import FileResult, lint_file
+from torchdev_lint.finding import FileError
+from torchdev_lint.pool import ordered_map
+from torchdev_lint.rule import Rule
+
+
+def rules_for(rules: list[type[Rule]], settings: config.Settings, path: str) -> list[type[Rule]]:
+    """The enabled rules less those the per-file ignores turn off for ``path``."""
+    ignored = config.ignored_codes(settings, Path(path))
+    return [r for r in rules if not any(r.code.startswith(c) for c in ignored)]
+
+
+def check_source(
+    source: files.SourceFile, rules: list[type[Rule]], settings: config.Settings, index=None
+) -> FileResult:
+    """Check one file's text: the result keeps its tree, for hosts that go on to fix it."""
+    options = {} if index is None else {"index": index}
+    return lint_file(source, rules_for(rules, settings, source.path), **options)
+
+
+@dataclass
+class Job:
+    """What every file of a run is checked with. Sent whole to worker processes, so it
+    stays picklable (the project index too)."""
+
+    rules: list[type[Rule]]
+    settings: config.Settings
+    cache: Cache | None = None
+    index: object | None = None
+
+
+@dataclass
+class Checked:
+    """One file's findings and error, without its tree; ``cached`` when nothing was parsed."""
+
+    result: FileResult
+    cached: bool = False
+
+
+def _index_facts(index, path: str) -> str:
+    """What the file's findings may depend on in the project index, for its cache key."""
+    if index is None:
+        return ""
+    facts = getattr(index, "facts_for", None)
+    return str(facts(path)) if facts is not None else index.digest()
+
+
+def check_path(path: str, job: Job) -> Checked:
+    source = files.read(path)
+    if isinstance(source, FileError):
+        return Checked(FileResult(path, "", error=source))
+    key = None
+    if job.cache is not None:
+        rules = rules_for(job.rules, job.settings, path)
+        key = job.cache.key(
+            path, source.file_text, ",".join(r.code for r in rules), repr(job.settings),
+            _index_facts(job.index, path),
+        )
+        hit = job.cache.load(key)
+        if hit is not None:
+            findings, error = hit
+            return Checked(FileResult(path, "", findings=findings, error=error), cached=True)
+    result = check_source(source, job.rules, job.settings, job.index)
+    light = FileResult(path, "", findings=[detached(f) for f in result.findings], error=result.error)
+    if key is not None:
+        job.cache.store(key, light.findings, light.error)
+    return Checked(light)
+
+
+def _crashed(path: str, exitcode: int | None) -> Checked:
+    if exitcode is not None and exitcode < 0:
+        try:
+            how = f"killed by {signal.Signals(-exitcode).name}"
+        except ValueError:
+            how = f"killed by signal {-exitcode}"
+    else:
+        how = f"exit status {exitcode}"
+    return Checked(FileResult(path, "", error=FileError(path, f"the checker crashed on this file ({how})")))
+
+
+def check_paths(paths: list[str], job: Job, jobs: int = 1, on_result=None) -> list[Checked]:
+    """Check files in ``jobs`` processes; results in the order of ``paths``. A file that
+    kills its worker process costs that file alone, reported as an error."""
+    return ordered_map(functools.partial(check_path, job=job), paths, jobs, _crashed, on_result)
