@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import torchdev_lint.rules  # noqa: F401  (registers the rules)
+from torchdev_lint.analysis.guards import GUARDS_DOC
 from torchdev_lint.rule import Rule
 
 SECTION_ORDER = ("What it does", "Why is this bad?", "Example", "Fix", "When not to use")
@@ -48,7 +49,8 @@ def write_pages(directory: Path) -> list[Path]:
         written.append(target)
     index = ["# Rules", "", "| code | name | message |", "|---|---|---|"]
     index += [f"| [{c}]({c}.md) | {r.name} | {r.message} |" for c, r in sorted(Rule.registry.items())]
-    (directory / "README.md").write_text("\n".join(index) + "\n", encoding="utf-8")
+    index += ["", GUARDS_DOC]
+    (directory / "README.md").write_text("\n".join(index), encoding="utf-8")
     return written
 
 

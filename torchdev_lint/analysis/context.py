@@ -149,7 +149,8 @@ class FileContext:
         return self.imports.qualified_name(node)
 
     def is_guarded(self) -> bool:
-        return is_guarded(self.ancestors)
+        """The code being visited runs only where an accelerator is wanted or present."""
+        return is_guarded(self.ancestors, self.qualified_name)
 
     @property
     def function(self) -> cst.FunctionDef | None:

@@ -1,54 +1,118 @@
 """Is this code guarded, i.e. does it only run when an accelerator is wanted or present?
 
 A hardcoded ``.cuda()`` under ``if torch.cuda.is_available():`` or ``if args.cuda:`` is
-correct code. The test of a guard is recognised by what it mentions (CUDA/GPU availability
-or a device choice), not by an exact API list: real code spells it ``use_cuda``,
-``self.use_gpu``, ``args.gpu >= 0``, ``len(gpu_ids) > 0``, ``device.type == "cuda"``...
+correct code; under ``if not torch.cuda.is_available():``, in the ``else:`` of
+``if torch.cuda.is_available():`` or under ``if args.cpu:`` it is the bug itself. So a test
+guards the branch that runs only when it says an accelerator is there
+(``analysis/conditions.py`` reads it), and a decorator guards a function only when it
+selects where the function runs (``skipIf(not torch.cuda.is_available())``,
+``pytest.mark.skipif(...)``, ``RunIf(min_cuda_gpus=1)``, ``require_torch_gpu``), never
+``autocast`` or ``inference_mode``, which run anywhere.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Sequence
 
 import libcst as cst
 
-_ACCELERATOR_WORDS = re.compile(
-    r"(?i)cuda|gpu|mps|xpu|npu|hpu|tpu|accelerat|device|is_available|nccl"
-)
+from torchdev_lint.analysis import conditions
+from torchdev_lint.analysis.conditions import ACCELERATOR, Qualifier
+from torchdev_lint.analysis.imports import dotted_name
+
+# What users read in docs/rules/README.md (generated): exactly what counts as a guard.
+GUARDS_DOC = """\
+## Guards
+
+TDL001 and TDL002 do not flag code that only runs where an accelerator is wanted or
+present. The test of an `if`/`elif`/`while`, a conditional expression or the left operand of
+`and`/`or` is read for what it *means*:
+
+- an accelerator is there when the test holds: availability calls
+  (`torch.cuda.is_available()`, `torch.backends.mps.is_available()`,
+  `torch.accelerator.is_available()`, `torch.cuda.device_count()`, also when imported under
+  another name), flags named for an accelerator (`use_cuda`, `args.gpu`, `self.use_gpu`,
+  `opt["cuda"]`, `has_mps`), `x.is_cuda`, comparisons of a device with an accelerator
+  (`device.type == "cuda"`, `"cuda" in str(device)`, `str(device).startswith("cuda")`,
+  `device.type in ("cuda", "xpu")`, `device != "cpu"`), GPU counts and indices
+  (`args.gpu is not None`, `args.gpu >= 0`, `len(gpu_ids) > 0`, `n_gpu > 1`);
+- the CPU is there (or asked for) when the test holds: flags named for the CPU or against an
+  accelerator (`args.cpu`, `cfg.common.cpu`, `use_cpu`, `no_cuda`, `disable_gpu`),
+  `device == "cpu"`, `n_gpu == 0`;
+- `not`, `and` and `or` combine these (`if not args.no_cuda and torch.cuda.is_available():`
+  guards its body; `if not torch.cuda.is_available() or args.cpu:` guards its `else:`);
+  anything else says nothing, and does not guard. Names match by whole words: `output`,
+  `input` and `timestamps` are not `tpu`, `npu` or `mps`.
+
+Code is guarded when it sits in the branch that runs only with an accelerator: the body of
+a test that says one is there, the `else:` of one that says it is not
+(`if not torch.cuda.is_available(): ... else: model.cuda()`), the code after an early exit
+(`if not torch.cuda.is_available(): return` / `raise` / `sys.exit(...)` / `pytest.skip(...)`,
+or `assert torch.cuda.is_available()`). A flag with a default value (`use_gpu=True`) still
+guards: the user can turn it off.
+
+Decorators guard a function only when they select where it runs:
+`@unittest.skipIf(not torch.cuda.is_available(), ...)`, `@unittest.skipUnless(...)`,
+`@pytest.mark.skipif(...)` (also with a string condition), `@RunIf(min_cuda_gpus=1)`-style
+markers, `@require_torch_gpu`, `@skip_if_no_cuda`, `@pytest.mark.gpu`. `@torch.autocast("cuda")`,
+`@torch.cuda.amp.autocast()`, `@torch.inference_mode()` and the like run anywhere and guard
+nothing.
+
+Code inside a function or class named for CUDA or a GPU (`def cuda(self, ...)` overriding
+`nn.Module.cuda`, `def to_gpu(batch)`, `class CUDAAccelerator`) is chosen by its caller and
+counts as guarded, except in test functions (`test_*`), which the test runner calls.
+"""
+
 _EMPTY = cst.Module(body=[])
+_EXIT_CALLS = frozenset(
+    {"sys.exit", "exit", "quit", "os._exit", "pytest.skip", "self.skipTest", "unittest.skip"}
+)
+# Decorators that choose whether a function runs, by the words of their name.
+_SELECTING_WORDS = frozenset(
+    "require requires needs need only run runs runif if skip skipif skipunless".split()
+)
 
 
 def code_of(node: cst.CSTNode) -> str:
     return _EMPTY.code_for_node(node)
 
 
-def mentions_accelerator(expr: cst.CSTNode) -> bool:
-    return bool(_ACCELERATOR_WORDS.search(code_of(expr)))
+def _accelerator(test: cst.BaseExpression, holds: bool, qualify: Qualifier | None) -> bool:
+    return conditions.implies(test, holds, qualify) is ACCELERATOR
 
 
 def _is_exit(statement: cst.BaseStatement) -> bool:
-    """``return``, ``raise``, ``sys.exit(...)``, ``exit()``, ``quit()``, ``continue``."""
+    """``return``, ``raise``, ``continue``, ``break``, ``sys.exit(...)``, ``pytest.skip(...)``."""
     if isinstance(statement, cst.SimpleStatementLine) and statement.body:
         last = statement.body[-1]
         if isinstance(last, (cst.Return, cst.Raise, cst.Continue, cst.Break)):
             return True
         if isinstance(last, cst.Expr) and isinstance(last.value, cst.Call):
-            func = code_of(last.value.func)
-            return func in ("sys.exit", "exit", "quit", "os._exit", "pytest.skip", "self.skipTest")
+            return code_of(last.value.func) in _EXIT_CALLS
     return False
 
 
-def _exits_early(statement: cst.BaseStatement) -> bool:
-    """``if not torch.cuda.is_available(): return`` or ``assert torch.cuda.is_available()``."""
-    if isinstance(statement, cst.If) and mentions_accelerator(statement.test):
+def _exits_early(statement: cst.BaseStatement, qualify: Qualifier | None) -> bool:
+    """The code after ``statement`` runs only with an accelerator:
+    ``if not torch.cuda.is_available(): return`` or ``assert torch.cuda.is_available()``."""
+    if isinstance(statement, cst.If) and statement.orelse is None:
         body = statement.body.body
-        return bool(body) and _is_exit(body[-1])
+        return bool(body) and _is_exit(body[-1]) and _accelerator(statement.test, False, qualify)
     if isinstance(statement, cst.SimpleStatementLine):
         return any(
-            isinstance(s, cst.Assert) and mentions_accelerator(s.test) for s in statement.body
+            isinstance(s, cst.Assert) and _accelerator(s.test, True, qualify)
+            for s in statement.body
         )
     return False
+
+
+def _user_device_choice(operation: cst.BooleanOperation) -> bool:
+    """``args.device or "cuda"``: the right operand is only the default of a device the
+    user chooses, like an argparse default."""
+    name = dotted_name(operation.left) or ""
+    return isinstance(operation.operator, cst.Or) and bool(
+        conditions.words(name.rpartition(".")[2]) & {"device", "devices"}
+    )
 
 
 def _preceding_statements(block: cst.CSTNode, statement: cst.CSTNode):
@@ -61,26 +125,90 @@ def _preceding_statements(block: cst.CSTNode, statement: cst.CSTNode):
     return ()
 
 
-def is_guarded(ancestors: Sequence[cst.CSTNode]) -> bool:
-    """True if the innermost node of ``ancestors`` runs only under an accelerator check."""
-    for parent, child in zip(reversed(ancestors[:-1]), reversed(ancestors[1:])):
-        if isinstance(parent, (cst.If, cst.While, cst.IfExp)):
-            if child is not parent.test and mentions_accelerator(parent.test):
-                return True
-        elif isinstance(parent, cst.BooleanOperation):
-            other = parent.left if child is parent.right else parent.right
-            if mentions_accelerator(other):
-                return True
-        elif isinstance(parent, (cst.FunctionDef, cst.ClassDef)):
-            if any(mentions_accelerator(d.decorator) for d in parent.decorators):
-                return True
-        elif isinstance(parent, (cst.Module, cst.IndentedBlock)):
-            if any(_exits_early(s) for s in _preceding_statements(parent, child)):
+def _argument(call: cst.Call, keyword: str) -> cst.BaseExpression | None:
+    """The first positional argument, or the one passed as ``keyword``."""
+    for arg in call.args:
+        if arg.keyword is None and not arg.star:
+            return arg.value
+        if arg.keyword is not None and arg.keyword.value == keyword:
+            return arg.value
+    return None
+
+
+def _test_of(expr: cst.BaseExpression | None) -> cst.BaseExpression | None:
+    """A condition, or the code of one given as a string (``skipif("not cuda")``)."""
+    if isinstance(expr, cst.SimpleString) and isinstance(expr.evaluated_value, str):
+        return conditions.string_test(expr.evaluated_value)
+    return expr
+
+
+def selects_accelerator(decorator: cst.Decorator, qualify: Qualifier | None = None) -> bool:
+    """The decorator lets the function run only where an accelerator is:
+    ``@unittest.skipIf(not torch.cuda.is_available(), ...)``, ``@unittest.skipUnless(...)``,
+    ``@pytest.mark.skipif(...)``, ``@RunIf(min_cuda_gpus=1)``, ``@require_torch_gpu``,
+    ``@skip_if_no_cuda``, ``@pytest.mark.gpu`` (a marker that CPU runs deselect)."""
+    expr = decorator.decorator
+    call = expr if isinstance(expr, cst.Call) else None
+    name = dotted_name(call.func if call is not None else expr) or ""
+    head, _, last = name.rpartition(".")
+    lowered = last.lower()
+    if call is not None and lowered in ("skipif", "skip_if"):
+        test = _test_of(_argument(call, "condition"))
+        return test is not None and _accelerator(test, False, qualify)
+    if call is not None and lowered in ("skipunless", "skip_unless"):
+        test = _test_of(_argument(call, "condition"))
+        return test is not None and _accelerator(test, True, qualify)
+    said = conditions.words(last)
+    if said & conditions.ACCELERATOR_WORDS:
+        if head.endswith("mark"):  # @pytest.mark.gpu
+            return True
+        skips = "skip" in said
+        return bool(said & _SELECTING_WORDS) and (not skips or bool(said & {"no", "not"}))
+    if call is not None and said & _SELECTING_WORDS:
+        # @RunIf(min_cuda_gpus=1), @RunIf(mps=True)
+        for arg in call.args:
+            if arg.keyword is None or not conditions.words(arg.keyword.value) & conditions.ACCELERATOR_WORDS:
+                continue
+            value = arg.value
+            if (isinstance(value, cst.Name) and value.value == "True") or (
+                isinstance(value, cst.Integer) and int(value.evaluated_value) > 0
+            ):
                 return True
     return False
 
 
-_NAME_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+def is_guarded(ancestors: Sequence[cst.CSTNode], qualify: Qualifier | None = None) -> bool:
+    """True if the innermost node of ``ancestors`` runs only where an accelerator is wanted
+    or present: in the branch of a test that says so, after an early exit that ensures it,
+    under a decorator that selects it, or in a function or class named for an accelerator
+    (``def cuda(self)``, ``def _to_gpu``), which its caller chooses to run."""
+    for parent, child in zip(reversed(ancestors[:-1]), reversed(ancestors[1:])):
+        if isinstance(parent, (cst.If, cst.IfExp)):
+            if child is parent.body and _accelerator(parent.test, True, qualify):
+                return True
+            if child is parent.orelse and _accelerator(parent.test, False, qualify):
+                return True
+        elif isinstance(parent, cst.While):
+            if child is parent.body and _accelerator(parent.test, True, qualify):
+                return True
+        elif isinstance(parent, cst.BooleanOperation):
+            # `use_gpu and model.cuda()`: the right operand runs when the left one is true
+            # (for `and`) or false (for `or`).
+            if child is parent.right and _accelerator(
+                parent.left, isinstance(parent.operator, cst.And), qualify
+            ):
+                return True
+            if child is parent.right and _user_device_choice(parent):
+                return True
+        elif isinstance(parent, (cst.FunctionDef, cst.ClassDef)):
+            if any(selects_accelerator(d, qualify) for d in parent.decorators):
+                return True
+        elif isinstance(parent, (cst.Module, cst.IndentedBlock)):
+            if any(_exits_early(s, qualify) for s in _preceding_statements(parent, child)):
+                return True
+    return named_for_accelerator(ancestors)
+
+
 _ACCELERATOR_NAME_WORDS = frozenset({"cuda", "gpu", "gpus", "nccl", "cudnn", "triton"})
 
 
@@ -93,7 +221,6 @@ def named_for_accelerator(ancestors: Sequence[cst.CSTNode]) -> bool:
             name = node.name.value
             if name.lower().startswith("test"):
                 continue
-            words = {w.lower() for w in _NAME_WORDS.findall(name)}
-            if words & _ACCELERATOR_NAME_WORDS:
+            if conditions.words(name) & _ACCELERATOR_NAME_WORDS:
                 return True
     return False

@@ -13,11 +13,17 @@ class HardcodedCudaCall(Rule):
     ## What it does
     Flags `.cuda()` calls (`.cuda()`, `.cuda(n)`, `.cuda(device=...)`,
     `.cuda(non_blocking=True)`) on tensors, modules or anything else, unless they only run
-    when an accelerator is wanted or present: inside an `if`/`while`, conditional
-    expression or `and`/`or` whose test mentions CUDA, a GPU or a device choice
-    (`torch.cuda.is_available()`, `args.cuda`, `use_gpu`, `device.type == "cuda"`...),
-    under a decorator that does (`@unittest.skipIf(not torch.cuda.is_available(), ...)`),
-    or after an early exit such as `if not torch.cuda.is_available(): return`.
+    where an accelerator is wanted or present (see [what counts as a guard](README.md#guards)):
+    in the branch of an `if`/`elif`/`else`, `while`, conditional expression or `and`/`or`
+    that runs only when its test says so (`if torch.cuda.is_available():`, the `else:` of
+    `if not torch.cuda.is_available():`, `if not args.cpu:`, `if args.gpu >= 0:`,
+    `device.type == "cuda"`...), after an early exit such as
+    `if not torch.cuda.is_available(): return`, under a decorator that selects the machine
+    (`@unittest.skipIf(not torch.cuda.is_available(), ...)`, `@RunIf(min_cuda_gpus=1)`),
+    or inside a function or class named for an accelerator (`def cuda(self)`, `def to_gpu`),
+    which its caller chooses to run. `@torch.autocast("cuda")` and other decorators that run
+    anywhere are not guards, nor is the CPU branch of a test (`if args.cpu:`,
+    `if not x.is_cuda:`, `if device == "cpu":`).
 
     `torch.cuda.*` API calls and reads of a `.cuda` attribute are not flagged.
 
@@ -62,6 +68,15 @@ class HardcodedCudaCall(Rule):
               "    return x.cuda()\n"),
         Valid("has_cuda = hasattr(x, 'cuda')\nfn = x.cuda\n"),
         Valid("self.use_gpu and model.cuda()\n"),
+        Valid("def main(args, model):\n    if not args.cpu:\n        model.cuda()\n"),
+        Valid("import torch\nif not torch.cuda.is_available():\n    device = 'cpu'\n"
+              "else:\n    model.cuda()\n"),
+        Valid("import unittest, torch\n"
+              "@unittest.skipIf(not torch.cuda.is_available(), 'needs a GPU')\n"
+              "def test_move():\n    torch.zeros(2).cuda()\n"),
+        Valid("@RunIf(min_cuda_gpus=1)\ndef test_move(model):\n    model.cuda()\n"),
+        Valid("class Masks:\n    def cuda(self, device=None):\n"
+              "        self.mask = self.mask.cuda(device)\n        return self\n"),
     ]
     INVALID = [
         Invalid(
@@ -69,6 +84,27 @@ class HardcodedCudaCall(Rule):
             3, 1,
             'import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else '
             '"cpu")\nmodel = Net()\nmodel.to(device)\n',
+        ),
+        Invalid(
+            "import torch\n\n@torch.amp.autocast('cuda')\ndef step(model, x):\n"
+            "    return model(x.cuda())\n",
+            5, 18,
+            'import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else '
+            '"cpu")\n\n@torch.amp.autocast(\'cuda\')\ndef step(model, x):\n'
+            "    return model(x.to(device))\n",
+        ),
+        Invalid(
+            "def main(args, model):\n    if args.cpu:\n        model.cuda()\n",
+            3, 9,
+            'import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else '
+            '"cpu")\ndef main(args, model):\n    if args.cpu:\n        model.to(device)\n',
+        ),
+        Invalid(
+            "def f(x, output):\n    if output is not None:\n        x = x.cuda()\n    return x\n",
+            3, 13,
+            'import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else '
+            '"cpu")\ndef f(x, output):\n    if output is not None:\n        x = x.to(device)\n'
+            "    return x\n",
         ),
         Invalid(
             "import torch\n\ndevice = torch.device('cuda:0')\n\ndef train(x):\n"

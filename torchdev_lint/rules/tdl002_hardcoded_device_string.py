@@ -7,7 +7,7 @@ import libcst as cst
 
 from torchdev_lint import fixes
 from torchdev_lint.analysis import kinds
-from torchdev_lint.analysis.guards import code_of, is_guarded, named_for_accelerator
+from torchdev_lint.analysis.guards import code_of, is_guarded
 from torchdev_lint.finding import Applicability, Fix
 from torchdev_lint.rule import Invalid, Rule, Valid
 
@@ -314,8 +314,7 @@ class HardcodedDeviceString(Rule):
             kind = cuda_string(literal)
             if (
                 kind is None
-                or is_guarded(path)
-                or named_for_accelerator(path)
+                or is_guarded(path, self.ctx.qualified_name)
                 or self._in_mocking_test(path)
             ):
                 continue

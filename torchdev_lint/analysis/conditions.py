@@ -1,0 +1,234 @@
+"""What a test says about the machine: is an accelerator present (or wanted) when it holds?
+
+``if torch.cuda.is_available():`` guards its body, ``if not torch.cuda.is_available():``
+guards its ``else:``, ``if args.cpu:`` guards neither branch for CUDA but ``if not args.cpu:``
+guards its body. The evaluator reads a test by meaning, not by the words in its text:
+each atom (an availability call, a user flag, a comparison of a device with ``"cuda"``...)
+says what holds when it is true and when it is false, and ``not``/``and``/``or`` combine
+those. Anything it does not understand is UNKNOWN, and UNKNOWN is not a guard.
+
+Names are split into words (``use_cuda`` -> use, cuda; ``nGPU`` -> n, gpu), so ``output``
+and ``input`` are not ``tpu``/``npu``, and ``timestamps`` is not ``mps``.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from typing import Callable, Optional
+
+import libcst as cst
+
+from torchdev_lint.analysis.imports import dotted_name
+
+
+class Machine(enum.Enum):
+    ACCELERATOR = "accelerator"  # an accelerator is present or wanted
+    CPU = "cpu"  # none is, or the user asked for the CPU
+    UNKNOWN = "unknown"
+
+
+ACCELERATOR, CPU, UNKNOWN = Machine.ACCELERATOR, Machine.CPU, Machine.UNKNOWN
+
+# Resolves a name to what it was imported as (``is_available`` -> ``torch.cuda.is_available``).
+Qualifier = Callable[[cst.BaseExpression], Optional[str]]
+
+_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+ACCELERATOR_WORDS = frozenset(
+    """cuda gpu gpus ngpu ngpus cudnn nccl mps xpu npu hpu tpu accelerator accelerators
+    multigpu""".split()
+)
+_CPU_WORDS = frozenset({"cpu", "cpus"})
+# `no_cuda`, `disable_gpu`, `skip_cuda`: the flag asks for the CPU.
+_NEGATING_WORDS = frozenset({"no", "not", "disable", "disabled", "without", "skip", "avoid"})
+_ACCELERATOR_PREFIXES = ("cuda", "gpu", "mps", "xpu", "npu", "hpu", "tpu")
+
+
+def words(name: str) -> set[str]:
+    """The lower-case words of an identifier or dotted name."""
+    return {w.lower() for w in _WORDS.findall(name)}
+
+
+def _name_of(expr: cst.BaseExpression, qualify: Qualifier | None) -> str | None:
+    """The dotted name of a name, attribute, call, subscript (``opt["cuda"]`` -> opt.cuda)
+    or ``len(...)``/``bool(...)``/``int(...)``/``hasattr(..., "cuda")``."""
+    if isinstance(expr, cst.Call):
+        inner = dotted_name(expr.func)
+        if inner in ("len", "bool", "int", "str") and len(expr.args) == 1:
+            return _name_of(expr.args[0].value, qualify)
+        func = expr.func
+    else:
+        func = expr
+    if isinstance(func, cst.Subscript) and len(func.slice) == 1:
+        index = func.slice[0].slice
+        base = _name_of(func.value, qualify) or ""
+        if isinstance(index, cst.Index) and isinstance(index.value, cst.SimpleString):
+            return f"{base}.{index.value.evaluated_value}"
+        return base or None
+    if isinstance(func, cst.Attribute) and not isinstance(func.value, (cst.Name, cst.Attribute)):
+        # `self.get_model().use_gpu`, `cfg["common"].cpu`: the last name says it.
+        return func.attr.value
+    if qualify is not None and isinstance(func, (cst.Name, cst.Attribute)):
+        qualified = qualify(func)
+        if qualified is not None:
+            return qualified
+    return dotted_name(func)
+
+
+def _subject(expr: cst.BaseExpression, qualify: Qualifier | None) -> Machine:
+    """What a name says when it is true: ``use_cuda`` -> ACCELERATOR, ``args.cpu`` and
+    ``no_cuda`` -> CPU, anything else (``device``: only a comparison tells) UNKNOWN.
+    Only the last part of a dotted name counts, except for the module path of a call
+    (``torch.cuda.is_available()``)."""
+    name = _name_of(expr, qualify)
+    if name is None:
+        return UNKNOWN
+    head, _, last = name.rpartition(".")
+    said = words(last)
+    if isinstance(expr, cst.Call) and dotted_name(expr.func) not in ("len", "bool", "int"):
+        said |= words(head)  # torch.cuda.is_available(), torch.backends.mps.is_available()
+    if said & ACCELERATOR_WORDS:
+        return CPU if said & _NEGATING_WORDS else ACCELERATOR
+    if said & _CPU_WORDS:
+        return UNKNOWN if said & _NEGATING_WORDS else CPU
+    return UNKNOWN
+
+
+def _device_value(expr: cst.BaseExpression) -> Machine:
+    """What a value a device is compared with names: ``"cuda:0"``, ``torch.device("cuda")``,
+    ``DeviceType.CUDA``, ``("cuda", "xpu")`` -> ACCELERATOR; ``"cpu"`` -> CPU."""
+    if isinstance(expr, (cst.Tuple, cst.List, cst.Set)):
+        found = {_device_value(e.value) for e in expr.elements}
+        return found.pop() if len(found) == 1 else UNKNOWN
+    if isinstance(expr, cst.Call) and (dotted_name(expr.func) or "").endswith("device") and expr.args:
+        return _device_value(expr.args[0].value)
+    if isinstance(expr, cst.SimpleString):
+        text = expr.evaluated_value
+        if isinstance(text, bytes):
+            return UNKNOWN
+        text = text.lower()
+    elif isinstance(expr, cst.Attribute) and expr.attr.value.lower() in (*_ACCELERATOR_PREFIXES, "cpu"):
+        text = expr.attr.value.lower()  # DeviceType.CUDA
+    else:
+        return UNKNOWN
+    if text == "cpu":
+        return CPU
+    if text.startswith(_ACCELERATOR_PREFIXES):
+        return ACCELERATOR
+    return UNKNOWN
+
+
+def _flip(machine: Machine) -> Machine:
+    return {ACCELERATOR: CPU, CPU: ACCELERATOR}.get(machine, UNKNOWN)
+
+
+def _number(expr: cst.BaseExpression) -> int | None:
+    if isinstance(expr, cst.Integer):
+        return int(expr.evaluated_value)
+    if (
+        isinstance(expr, cst.UnaryOperation)
+        and isinstance(expr.operator, cst.Minus)
+        and isinstance(expr.expression, cst.Integer)
+    ):
+        return -int(expr.expression.evaluated_value)
+    return None
+
+
+def _count_test(op: cst.BaseCompOp, n: int) -> tuple[Machine, Machine]:
+    """``count OP n`` for a count of GPUs (or a GPU index, where -1 means none): what
+    holds when it is true and when it is false. ``> 0``, ``>= 1``, ``>= 0``, ``!= -1``
+    mean one is there, ``== 0`` and ``< 0`` that none is; ``> 1`` says nothing when false."""
+    if isinstance(op, (cst.GreaterThan, cst.GreaterThanEqual)):
+        least = n + 1 if isinstance(op, cst.GreaterThan) else n  # the smallest count it allows
+        if least < 0:
+            return UNKNOWN, UNKNOWN
+        return (ACCELERATOR, CPU) if least <= 1 else (ACCELERATOR, UNKNOWN)
+    if isinstance(op, (cst.LessThan, cst.LessThanEqual)):
+        most = n - 1 if isinstance(op, cst.LessThan) else n  # the largest count it allows
+        return (CPU, ACCELERATOR) if most in (-1, 0) else (UNKNOWN, UNKNOWN)
+    if isinstance(op, (cst.Equal, cst.NotEqual)) and n in (0, -1):
+        return (CPU, ACCELERATOR) if isinstance(op, cst.Equal) else (ACCELERATOR, CPU)
+    return UNKNOWN, UNKNOWN
+
+
+def _comparison(node: cst.Comparison, qualify: Qualifier | None) -> tuple[Machine, Machine]:
+    if len(node.comparisons) != 1:
+        return UNKNOWN, UNKNOWN
+    target = node.comparisons[0]
+    op, left, right = target.operator, node.left, target.comparator
+    if isinstance(op, (cst.Is, cst.IsNot)) and isinstance(right, cst.Name) and right.value == "None":
+        # `args.gpu is not None`: a GPU was given.
+        said = _subject(left, qualify)
+        if said is ACCELERATOR:
+            return (ACCELERATOR, CPU) if isinstance(op, cst.IsNot) else (CPU, ACCELERATOR)
+        return UNKNOWN, UNKNOWN
+    if isinstance(op, (cst.In, cst.NotIn)):
+        # `"cuda" in str(device)`, `device.type in ("cuda", "xpu")`
+        value = _device_value(left) if isinstance(left, cst.SimpleString) else _device_value(right)
+        if value is UNKNOWN:
+            return UNKNOWN, UNKNOWN
+        pair = (value, _flip(value))
+        return pair if isinstance(op, cst.In) else pair[::-1]
+    if isinstance(op, (cst.Equal, cst.NotEqual, cst.Is, cst.IsNot)):
+        value = _device_value(right)
+        if value is UNKNOWN:
+            value = _device_value(left)
+        if value is not UNKNOWN:
+            pair = (value, _flip(value))
+            return pair if isinstance(op, (cst.Equal, cst.Is)) else pair[::-1]
+    if _subject(left, qualify) is ACCELERATOR:
+        n = _number(right)
+        if n is not None:
+            return _count_test(op, n)
+        if isinstance(op, cst.GreaterThan):
+            # `torch.cuda.device_count() > local_rank`: more GPUs than some index.
+            return ACCELERATOR, UNKNOWN
+    return UNKNOWN, UNKNOWN
+
+
+def _both(a: Machine, b: Machine) -> Machine:
+    """What holds when two facts both hold."""
+    if a is UNKNOWN:
+        return b
+    if b is UNKNOWN or a is b:
+        return a
+    return UNKNOWN  # contradictory: dead code, or a test we misread
+
+
+def _either(a: Machine, b: Machine) -> Machine:
+    """What holds when at least one of two facts holds."""
+    return a if a is b else UNKNOWN
+
+
+def implies(test: cst.BaseExpression, holds: bool = True, qualify: Qualifier | None = None) -> Machine:
+    """What is known about the machine when ``test`` evaluates to ``holds``."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return implies(test.expression, not holds, qualify)
+    if isinstance(test, cst.BooleanOperation):
+        left = implies(test.left, holds, qualify)
+        right = implies(test.right, holds, qualify)
+        conjunction = isinstance(test.operator, cst.And) == holds
+        return _both(left, right) if conjunction else _either(left, right)
+    if isinstance(test, cst.Comparison):
+        when_true, when_false = _comparison(test, qualify)
+        return when_true if holds else when_false
+    if (
+        isinstance(test, cst.Call)
+        and isinstance(test.func, cst.Attribute)
+        and test.func.attr.value == "startswith"
+        and test.args
+    ):  # str(device).startswith("cuda")
+        value = _device_value(test.args[0].value)
+        return value if holds else _flip(value)
+    if isinstance(test, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)):
+        said = _subject(test, qualify)
+        return said if holds else _flip(said)
+    return UNKNOWN
+
+
+def string_test(text: str) -> cst.BaseExpression | None:
+    """The expression of a test written as a string (``pytest.mark.skipif("not cuda")``)."""
+    try:
+        return cst.parse_expression(text)
+    except (cst.ParserSyntaxError, RecursionError, ValueError):
+        return None
