@@ -35,15 +35,16 @@ def test_text_output_sorted_with_summary(tmp_path, run_cli):
     write(tmp_path / "b.py", BUGGY)
     write(tmp_path / "a.py", "x = y.cuda()\n")
     write(tmp_path / "clean.py", CLEAN)
-    status, out, err = run_cli("--isolated", ".", cwd=tmp_path)
+    status, out, err = run_cli("--isolated", "--output-format", "concise", ".", cwd=tmp_path)
     assert status == 1, err
     lines = out.splitlines()
     assert lines[:3] == [
         "a.py:1:5: TDL001 [*] `.cuda()` hardcodes a CUDA device: this line fails on machines without one",
         "b.py:4:1: TDL001 [*] `.cuda()` hardcodes a CUDA device: this line fails on machines without one",
-        "b.py:5:9: TDL004 [*] `torch.load` without `map_location`: tensors go back to the device they were saved from",
+        "b.py:5:9: TDL004 [~] `torch.load` without `map_location`: tensors go back to the device they were saved from",
     ]
-    assert lines[3] == "Found 3 problems in 2 files. [*] 2 fixable with `--fix` (1 more with `--unsafe-fixes`)."
+    assert lines[3] == ("Found 3 problems in 2 files. [*] 2 fixable with `--fix`. "
+                        "[~] 1 hidden fix can be enabled with `--unsafe-fixes`.")
     assert len(lines) == 4
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
 import os
 import sys
@@ -14,7 +15,6 @@ from torchdev_lint import __version__, cache, config, docs, files, output, pool,
 from torchdev_lint.engine import FileResult, lint_file
 from torchdev_lint.finding import FileError, Finding
 from torchdev_lint.fixer import applicable, fix_file
-from torchdev_lint.rule import Rule
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -25,13 +25,21 @@ def build_parser() -> argparse.ArgumentParser:
         description="Find and fix PyTorch device-placement bugs. "
         "Run `torchdev-lint trace SCRIPT` to confirm findings by executing a program.",
     )
-    parser.add_argument("paths", nargs="*", default=["."], help="files or directories; '-' reads standard input")
+    parser.add_argument("paths", nargs="*", help="files or directories (default: .); '-' reads standard input "
+                        "(the default with --stdin-filename)")
     parser.add_argument("--select", help="comma-separated rule codes or prefixes to enable (e.g. TDL001,TDL00)")
     parser.add_argument("--extend-select", help="codes or prefixes to enable on top of the configured ones")
     parser.add_argument("--ignore", help="comma-separated rule codes or prefixes to disable")
-    parser.add_argument("--format", choices=list(output.FORMATS), default="text", help="output format")
+    parser.add_argument("--format", "--output-format", dest="format", default="text",
+                        choices=[*output.FORMATS, *output.TEXT_STYLES],
+                        help="output format (text is `full`: a code frame under each finding; "
+                        "`concise`: one line each)")
+    parser.add_argument("--output-file", type=Path, help="write the report to this file instead of stdout")
+    parser.add_argument("--statistics", action="store_true", help="count findings per rule instead of listing them")
+    parser.add_argument("--show-fixes", action="store_true", help="list what --fix fixed, per file and rule")
     parser.add_argument("--exit-zero", action="store_true", help="exit 0 even when problems are found")
     parser.add_argument("--fix", action="store_true", help="apply safe fixes in place")
+    parser.add_argument("--fix-only", action="store_true", help="apply fixes, report only what was fixed")
     parser.add_argument("--unsafe-fixes", action="store_true", help="also apply unsafe fixes")
     parser.add_argument("--diff", action="store_true", help="print the diff of what --fix would change; write nothing")
     parser.add_argument("--stdin-filename", help="the path to show for '-' (standard input)")
@@ -56,10 +64,27 @@ class Run:
     errors: list[FileError] = field(default_factory=list)
     fixed: list[Finding] = field(default_factory=list)
     diffs: list[str] = field(default_factory=list)
+    root: Path = field(default_factory=Path.cwd)
+    stdout: str | None = None  # `--fix -`: the fixed standard input, the only thing on stdout
+    sources: dict[str, files.SourceFile | FileError] = field(default_factory=dict)  # for code frames
 
     @property
     def findings(self) -> list[Finding]:
         return sorted((f for r in self.results for f in r.findings), key=Finding.sort_key)
+
+    def source_line(self, finding: Finding) -> str | None:
+        if finding.path not in self.sources:
+            # Checked in a worker or cached: read again, only for files with findings.
+            self.sources[finding.path] = files.read(finding.path)
+        source = self.sources[finding.path]
+        if not isinstance(source, files.SourceFile):
+            return None
+        text = source.text
+        if finding.cell is not None and source.notebook is not None:
+            cell = source.notebook.data["cells"][finding.cell - 1].get("source", "")
+            text = "".join(cell) if isinstance(cell, list) else str(cell)
+        lines = text.splitlines()
+        return lines[finding.line - 1] if 0 < finding.line <= len(lines) else None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -68,7 +93,11 @@ def main(argv: list[str] | None = None) -> int:
         from torchdev_lint.trace.cli import main as trace_main
 
         return trace_main(argv[1:])
+    if argv[:1] == ["rules"]:
+        return _list_rules(argv[1:])
     args = build_parser().parse_args(argv)
+    if not args.paths:
+        args.paths = ["-"] if args.stdin_filename else ["."]
     try:
         return _run(args)
     except config.UsageError as error:
@@ -78,6 +107,14 @@ def main(argv: list[str] | None = None) -> int:
         # The reader went away (`torchdev-lint . | head`): stop quietly, as other tools do.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_FINDINGS
+
+
+def _list_rules(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="torchdev-lint rules", description="List every rule.")
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+    args = parser.parse_args(argv)
+    print(docs.rule_list(args.format == "json"))
+    return EXIT_CLEAN
 
 
 def _settings(args) -> config.Settings:
@@ -94,10 +131,10 @@ def _settings(args) -> config.Settings:
 
 def _run(args) -> int:
     if args.explain:
-        code = args.explain.upper()
-        if code not in Rule.registry:
+        page = docs.explain(args.explain.upper())
+        if page is None:
             raise config.UsageError(f"--explain: unknown rule code '{args.explain}'")
-        print(docs.page(Rule.registry[code]))
+        print(page)
         return EXIT_CLEAN
     settings = _settings(args)
     # An explicit --select replaces the configured selection, its ignores included.
@@ -111,9 +148,9 @@ def _run(args) -> int:
         config.check_codes(codes, f"per-file-ignores '{pattern}'")
     rules = config.enabled_rules(select, ignore)
     unsafe = args.unsafe_fixes or settings.unsafe_fixes
-    fixing = args.fix or args.diff
+    fixing = args.fix or args.fix_only or args.diff
 
-    run = Run()
+    run = Run(root=settings.root)
     paths, run.errors = files.discover([p for p in args.paths if p != "-"], settings.exclude, settings.root)
     job = runner.Job(rules, settings, cache=_cache(args, settings))
     bar = progress.Progress(len(paths)) if progress.wanted(args.quiet, args.format) else None
@@ -125,6 +162,8 @@ def _run(args) -> int:
         run.errors.append(stdin)
     elif stdin is not None:
         checked.insert(0, runner.Checked(runner.check_source(stdin, rules, settings)))
+        if fixing and not args.diff:
+            run.stdout = stdin.file_text  # unchanged unless a fix applies
     for item in checked:
         result = item.result
         if args.verbose:
@@ -147,22 +186,13 @@ def _run(args) -> int:
     if args.diff:
         sys.stdout.write("".join(run.diffs))
         if not args.quiet:
-            print(f"Would fix {len(run.fixed)} problem{'s' if len(run.fixed) != 1 else ''}.", file=sys.stderr)
+            print(f"Would fix {_problems(len(run.fixed))}.", file=sys.stderr)
         return EXIT_ERROR if run.errors else (EXIT_FINDINGS if run.diffs else EXIT_CLEAN)
-    findings = run.findings
-    rendered = output.render(findings, args.format)
-    if rendered:
-        print(rendered)
-    if args.format == "text" and not args.quiet:
-        if not checked and not run.errors:
-            print("No Python files found.", file=sys.stderr)
-        elif args.fix:
-            print(f"Fixed {len(run.fixed)} problem{'s' if len(run.fixed) != 1 else ''}, "
-                  f"{len(findings)} remaining.")
-        else:
-            print(output.summary(findings, len(run.results)))
-    elif not checked and not run.errors:
-        print("No Python files found.", file=sys.stderr)
+    findings = [] if args.fix_only else run.findings
+    with _report_stream(args, fixing_stdin=run.stdout is not None) as out:
+        _report(args, run, findings, len(checked), out, unsafe)
+    if run.stdout is not None:
+        sys.stdout.write(run.stdout)
     if run.errors:
         return EXIT_ERROR
     return EXIT_FINDINGS if findings and not args.exit_zero else EXIT_CLEAN
@@ -180,6 +210,53 @@ def _jobs(args) -> int:
     if args.jobs < 1:
         raise config.UsageError(f"--jobs: expected a number of processes of at least 1, got {args.jobs}")
     return args.jobs
+
+
+def _problems(count: int) -> str:
+    return f"{count} problem{'s' if count != 1 else ''}"
+
+
+@contextlib.contextmanager
+def _report_stream(args, fixing_stdin: bool):
+    """Where the report goes: --output-file, else stdout; stderr when stdout carries the
+    fixed source (`--fix -`)."""
+    if args.output_file is not None:
+        try:
+            with open(args.output_file, "w", encoding="utf-8") as handle:
+                yield handle
+        except OSError as error:
+            raise config.UsageError(f"--output-file: {args.output_file}: {error.strerror or error}") from None
+    else:
+        yield sys.stderr if fixing_stdin else sys.stdout
+
+
+def _report(args, run: Run, findings: list[Finding], sources: int, out, unsafe: bool) -> None:
+    style = args.format if args.format in output.TEXT_STYLES else "full"
+    fmt = "text" if args.format in output.TEXT_STYLES else args.format
+    context = output.OutputContext(
+        errors=run.errors, root=run.root, unsafe_fixes=unsafe,
+        concise=style == "concise" or args.quiet, color=output.text.use_color(out),
+        source_line=run.source_line,
+    )
+    if args.statistics and fmt == "text":
+        rendered = output.text.statistics(findings, context)
+    else:
+        rendered = output.render(findings, fmt, context)
+    if rendered:
+        print(rendered.rstrip("\n") if context.concise or args.statistics else rendered, file=out)
+    if fmt != "text" or args.quiet:
+        if not sources and not run.errors:
+            print("No Python files found.", file=sys.stderr)
+        return
+    if not sources and not run.errors:
+        print("No Python files found.", file=sys.stderr)
+    elif args.fix or args.fix_only:
+        remaining = "" if args.fix_only else f", {len(findings)} remaining"
+        print(f"Fixed {_problems(len(run.fixed))}{remaining}.", file=out)
+        if args.show_fixes:
+            print(output.text.fixes_by_file(run.fixed), file=out)
+    else:
+        print(output.summary(findings, len(run.results), context), file=out)
 
 
 def _fix(run: Run, source: files.SourceFile, result: FileResult, rules, unsafe: bool,
@@ -201,7 +278,7 @@ def _fix(run: Run, source: files.SourceFile, result: FileResult, rules, unsafe: 
             f"a/{source.path.lstrip('/')}", f"b/{source.path.lstrip('/')}",
         )))
     elif to_stdout:
-        sys.stdout.write(new)
+        run.stdout = new
     else:
         error = files.write_atomically(source, new)
         if error is not None:
@@ -209,4 +286,7 @@ def _fix(run: Run, source: files.SourceFile, result: FileResult, rules, unsafe: 
             return result
     run.fixed.extend(outcome.fixed)
     fixed = files.decode(source.path, new.encode(source.encoding))
-    return lint_file(fixed, rules) if isinstance(fixed, files.SourceFile) else result
+    if not isinstance(fixed, files.SourceFile):
+        return result
+    run.sources[source.path] = fixed
+    return lint_file(fixed, rules)

@@ -6,6 +6,7 @@ committed pages match.
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from pathlib import Path
@@ -38,6 +39,47 @@ def page(rule: type[Rule]) -> str:
     body = "\n\n".join(f"## {title}\n\n{sections[title]}" for title in SECTION_ORDER if title in sections)
     fix = f"Fix: {rule.fix_title}." if rule.fix_title else "No automatic fix."
     return f"# {rule.code}: {rule.name}\n\nMessage: {rule.message}\n\n{fix}\n\n{body}\n"
+
+
+# Codes that no static rule reports: the tracer's (docs/trace.md).
+RUNTIME_CODES = {
+    "TDL100": (
+        "runtime-device-mismatch",
+        "A device mismatch seen while `torchdev-lint trace` ran the program, that no static rule predicted",
+        "Reported only by `torchdev-lint trace`: an operation met tensors on different devices "
+        "(or a CUDA-only call on a machine without CUDA) at a place no static finding covers. "
+        "The finding names the operation, the devices and the line. See docs/trace.md.",
+    ),
+}
+
+
+def explain(code: str) -> str | None:
+    """A rule's page, or a runtime code's explanation; None for an unknown code."""
+    if code in Rule.registry:
+        return page(Rule.registry[code])
+    if code in RUNTIME_CODES:
+        name, message, text = RUNTIME_CODES[code]
+        return f"# {code}: {name}\n\nMessage: {message}\n\nNo automatic fix.\n\n{text}\n"
+    return None
+
+
+def rule_list(as_json: bool) -> str:
+    """Every code, for `torchdev-lint rules`: code, name, message, fix, whether static."""
+    rows = [
+        {"code": code, "name": rule.name, "message": rule.message, "fix": rule.fix_title,
+         "static": True}
+        for code, rule in sorted(Rule.registry.items())
+    ]
+    rows += [{"code": code, "name": name, "message": message, "fix": None, "static": False}
+             for code, (name, message, _) in sorted(RUNTIME_CODES.items())]
+    if as_json:
+        return json.dumps(rows, indent=2)
+    width = max(len(row["name"]) for row in rows)
+    return "\n".join(
+        f"{row['code']}  {row['name']:<{width}}  {'fix ' if row['fix'] else '    '}"
+        f"{'' if row['static'] else '(trace) '}{row['message']}"
+        for row in rows
+    )
 
 
 def write_pages(directory: Path) -> list[Path]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -35,6 +36,9 @@ class Fix:
     needs_torch: bool = False
 
 
+_LINE_BREAKS = re.compile(r"[ \t]*[\r\n]+\s*")
+
+
 @dataclass
 class Finding:
     path: str
@@ -48,6 +52,11 @@ class Finding:
     fix: Fix | None = None
     node: cst.CSTNode | None = field(default=None, repr=False, compare=False)
     cell: int | None = None  # in a notebook: the cell (1-based, all cells counted); lines are the cell's
+
+    def __post_init__(self) -> None:
+        # A message is one line in every output (text, flake8, GitHub): source code quoted
+        # into it (a call spread over lines) is joined with single spaces.
+        self.message = _LINE_BREAKS.sub(" ", self.message)
 
     @property
     def fixable(self) -> bool:

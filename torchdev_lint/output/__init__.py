@@ -24,3 +24,6 @@ def render(findings: list[Finding], fmt: str, context: OutputContext | None = No
 
 
 summary = text.summary
+
+# `--format` spellings of the text format's two styles (ruff's names).
+TEXT_STYLES = ("full", "concise")

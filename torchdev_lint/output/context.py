@@ -4,11 +4,26 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
-from torchdev_lint.finding import FileError
+from torchdev_lint.finding import FileError, Finding
 
 
 @dataclass
 class OutputContext:
     errors: list[FileError] = field(default_factory=list)  # files that could not be checked
     root: Path = field(default_factory=Path.cwd)  # what paths are shown relative to (SARIF)
+    unsafe_fixes: bool = False  # `--fix` would apply unsafe fixes too: they count as fixable
+    concise: bool = False  # text: one line per finding, no code frame
+    color: bool = False
+    # The source line a finding starts on, for code frames (None when unknown).
+    source_line: Callable[[Finding], str | None] = lambda finding: None
+
+    def will_fix(self, finding: Finding) -> bool:
+        """The finding's fix is one that `--fix` (as configured) applies."""
+        fix = finding.fix
+        return fix is not None and (self.unsafe_fixes or fix.applicability.value == "safe")
+
+    def hidden_fix(self, finding: Finding) -> bool:
+        """A fix exists but needs `--unsafe-fixes`."""
+        return finding.fix is not None and not self.will_fix(finding)

@@ -1,50 +1,106 @@
-"""``--format sarif``: SARIF 2.1.0, for code-scanning services."""
+"""``--format sarif``: SARIF 2.1.0, for code-scanning services (GitHub, GitLab, Azure).
+
+Paths are percent-encoded URIs relative to ``%SRCROOT%`` (the configuration's root, given in
+``originalUriBaseIds``), so results stay valid when the checkout moves; files that could not
+be checked are reported as tool execution notifications, not dropped."""
 
 from __future__ import annotations
 
 import json
+from importlib import metadata
 from pathlib import Path
+from urllib.parse import quote
 
 from torchdev_lint import __version__
-from torchdev_lint.finding import Finding
+from torchdev_lint.finding import FileError, Finding
 from torchdev_lint.output.context import OutputContext
 from torchdev_lint.rule import Rule
 
+SRCROOT = "%SRCROOT%"
+
 
 def render(findings: list[Finding], context: OutputContext) -> str:
-    return json.dumps(sarif(findings), indent=2)
+    return json.dumps(sarif(findings, context), indent=2)
 
 
-def sarif(findings: list[Finding]) -> dict:
-    rules = [
-        {
-            "id": code,
-            "name": cls.name,
-            "shortDescription": {"text": cls.message},
-            "fullDescription": {"text": cls.documentation().split("\n## ")[0].strip() or cls.message},
-            "help": {"text": cls.documentation(), "markdown": cls.documentation()},
-            "defaultConfiguration": {"level": "error"},
-        }
-        for code, cls in sorted(Rule.registry.items())
-    ]
+def docs_url() -> str | None:
+    """Where the rule pages are published: the package's `Documentation` URL, if it has one."""
+    try:
+        urls = metadata.metadata("torchdev-lint").get_all("Project-URL") or []
+    except metadata.PackageNotFoundError:
+        return None
+    for entry in urls:
+        label, _, url = entry.partition(",")
+        if label.strip().lower() == "documentation":
+            return url.strip().rstrip("/")
+    return None
+
+
+def artifact(path: str, root: Path) -> dict:
+    """An artifactLocation: relative to %SRCROOT% when under it, else an absolute file URI."""
+    resolved = Path(path).resolve()
+    try:
+        relative = resolved.relative_to(root.resolve())
+    except ValueError:
+        return {"uri": resolved.as_uri()}
+    return {"uri": quote(relative.as_posix()), "uriBaseId": SRCROOT}
+
+
+def _rule(code: str, cls: type[Rule], base: str | None) -> dict:
+    documentation = cls.documentation()
+    rule = {
+        "id": code,
+        "name": cls.name,
+        "shortDescription": {"text": cls.message},
+        "fullDescription": {"text": documentation.split("\n## ")[0].strip() or cls.message},
+        "help": {"text": documentation, "markdown": documentation},
+        "defaultConfiguration": {"level": "error"},
+    }
+    if base:
+        rule["helpUri"] = f"{base}/rules/{code}.md"
+    return rule
+
+
+def _region(line: int, column: int, end_line: int | None = None, end_column: int | None = None) -> dict:
+    region = {"startLine": line, "startColumn": column}
+    if end_line is not None:
+        region.update(endLine=end_line, endColumn=end_column)
+    return region
+
+
+def _location(path: str, root: Path, region: dict | None, cell: int | None) -> dict:
+    physical = {"artifactLocation": artifact(path, root)}
+    if region:
+        physical["region"] = region
+    location = {"physicalLocation": physical}
+    if cell is not None:
+        # SARIF has no notebook cells: name the cell; lines are counted within it.
+        location["logicalLocations"] = [{"name": f"cell {cell}", "kind": "notebookCell"}]
+    return location
+
+
+def _notification(error: FileError, root: Path) -> dict:
+    region = _region(error.line, error.column or 1) if error.line else None
+    return {
+        "level": "error",
+        "message": {"text": f"{error.path}: {error.message}"},
+        "locations": [_location(error.path, root, region, error.cell)],
+    }
+
+
+def sarif(findings: list[Finding], context: OutputContext | None = None) -> dict:
+    context = context or OutputContext()
+    base = docs_url()
+    rules = [_rule(code, cls, base) for code, cls in sorted(Rule.registry.items())]
+    index = {code: i for i, (code, _) in enumerate(sorted(Rule.registry.items()))}
     results = [
         {
             "ruleId": f.code,
+            "ruleIndex": index[f.code],
             "level": "error",
             "message": {"text": f.message},
-            "locations": [
-                {
-                    "physicalLocation": {
-                        "artifactLocation": {"uri": Path(f.path).as_posix()},
-                        "region": {
-                            "startLine": f.line,
-                            "startColumn": f.column,
-                            "endLine": f.end_line,
-                            "endColumn": f.end_column,
-                        },
-                    }
-                }
-            ],
+            "locations": [_location(f.path, context.root,
+                                    _region(f.line, f.column, f.end_line, f.end_column), f.cell)],
         }
         for f in findings
     ]
@@ -53,13 +109,12 @@ def sarif(findings: list[Finding]) -> dict:
         "version": "2.1.0",
         "runs": [
             {
-                "tool": {
-                    "driver": {
-                        "name": "torchdev-lint",
-                        "version": __version__,
-                        "rules": rules,
-                    }
-                },
+                "tool": {"driver": {"name": "torchdev-lint", "version": __version__, "rules": rules}},
+                "originalUriBaseIds": {SRCROOT: {"uri": context.root.resolve().as_uri().rstrip("/") + "/"}},
+                "invocations": [{
+                    "executionSuccessful": not context.errors,
+                    "toolExecutionNotifications": [_notification(e, context.root) for e in context.errors],
+                }],
                 "results": results,
             }
         ],
