@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Callable
 
 import libcst as cst
 
-from torchdev_lint.analysis import devices, kinds
+from torchdev_lint.analysis import devices, evidence, kinds
 from torchdev_lint.analysis.guards import is_guarded
 from torchdev_lint.analysis.imports import ImportTable, dotted_name
 from torchdev_lint.analysis.kinds import Kind, Value
@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     from torchdev_lint.rule import Rule
 
 _STEP_METHODS = ("training_step", "validation_step", "test_step", "predict_step")
-_TENSOR_ANNOTATIONS = ("Tensor", "torch.Tensor", "FloatTensor", "LongTensor")
 # A file that names these may run its models on an accelerator (Lightning and Accelerate
 # place models themselves).
 _DEVICE_WORDS = re.compile(r"cuda|device|\bmps\b|xpu|accelerat|lightning|\.to\(")
@@ -72,6 +71,7 @@ class FileContext:
         self.positions = None  # set by the engine once a rule has reported
         self._mentions_devices: bool | None = None
         self._bindings: dict[int, dict] = {}
+        self._by_use: dict[tuple[int, str], Value] = {}
 
     def bindings(self, scope: cst.CSTNode) -> dict[str, list[cst.CSTNode]]:
         """Names bound directly in a function or module body (computed once per scope)."""
@@ -126,7 +126,7 @@ class FileContext:
 
     def _leave_ann_assign(self, node: cst.AnnAssign) -> None:
         value = self.value_of(node.value) if node.value is not None else kinds.UNKNOWN
-        if dotted_name(node.annotation.annotation) in _TENSOR_ANNOTATIONS:
+        if kinds.annotation_says_tensor(node.annotation.annotation, self.qualified_name):
             value = kinds.TENSOR
         self._bind_target(node.target, value, node.value)
 
@@ -181,9 +181,15 @@ class FileContext:
         if expr is None:
             return kinds.UNKNOWN
         if isinstance(expr, cst.Name):
-            return self.lookup(expr.value)
+            value = self._lookup_local(expr.value)
+            if value is None or (
+                value == kinds.UNKNOWN and kinds.names_optimizer_class(expr.value)
+            ):
+                return self._named_value(expr)
+            return value
         if isinstance(expr, cst.Attribute):
-            return self._attribute_value(expr)
+            value = self._attribute_value(expr)
+            return value if value != kinds.UNKNOWN else self._named_value(expr)
         if isinstance(expr, cst.Call):
             return self._call_value(expr)
         if isinstance(expr, cst.BinaryOperation):
@@ -217,6 +223,23 @@ class FileContext:
             if element.maybe_accelerator:
                 return Value(Kind.BATCH, maybe_accelerator=True)
         return kinds.UNKNOWN
+
+    def value_by_use(self, expr: cst.BaseExpression) -> Value:
+        """``value_of(expr)``, or for a parameter it cannot place, what the function's uses
+        of it say (``x.view(-1)``: a tensor; ``net.eval()``: a module; both: unknown)."""
+        value = self.value_of(expr)
+        function = self.function
+        if value != kinds.UNKNOWN or not isinstance(expr, cst.Name) or function is None:
+            return value
+        params = function.params
+        names = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
+        if expr.value not in names or self._lookup_local(expr.value) != kinds.UNKNOWN:
+            return value
+        key = (id(function), expr.value)
+        found = self._by_use.get(key)
+        if found is None:
+            found = self._by_use[key] = evidence.kind_by_use(function, expr.value)
+        return found
 
     def lookup(self, name: str) -> Value:
         value = self._lookup_local(name)
@@ -266,17 +289,46 @@ class FileContext:
         name = node.name.value
         in_module = outer.is_class and outer.class_info.is_module
         for index, param in enumerate([*positional, *params.kwonly_params]):
-            scope.values[param.name.value] = _parameter_value(param, name, index, in_module)
+            scope.values[param.name.value] = self._parameter_value(param, name, index, in_module)
         for star in (params.star_arg, params.star_kwarg):
             if isinstance(star, cst.Param):
                 scope.values[star.name.value] = kinds.UNKNOWN
         self.scopes.append(scope)
+
+    def _parameter_value(
+        self, param: cst.Param, function: str, index: int, in_module: bool
+    ) -> Value:
+        annotation = param.annotation
+        if annotation is not None:
+            if kinds.annotation_says_tensor(annotation.annotation, self.qualified_name):
+                return kinds.TENSOR
+            return kinds.UNKNOWN
+        if not in_module:
+            return kinds.UNKNOWN
+        if function == "forward":
+            default = param.default
+            if default is None or (isinstance(default, cst.Name) and default.value == "None"):
+                return kinds.TENSOR
+        elif function in _STEP_METHODS and index == 0:
+            return Value(Kind.BATCH, maybe_accelerator=True)  # Lightning moved it to the device
+        return kinds.UNKNOWN
 
     def _method_scope(self) -> Scope | None:
         for scope in reversed(self.scopes):
             if isinstance(scope.node, cst.FunctionDef):
                 return scope if scope.self_name else None
         return None
+
+    def _named_value(self, expr: cst.Name | cst.Attribute) -> Value:
+        """What a name that the file does not bind says it is: an optimizer class imported
+        (``AdamW``, ``torch.optim.SGD``) or held in a name that says so (``optimizer_cls``)."""
+        qualified = self.qualified_name(expr)
+        if qualified is not None and kinds.is_optimizer_class(qualified):
+            return kinds.OPTIMIZER_CLASS
+        name = expr.value if isinstance(expr, cst.Name) else expr.attr.value
+        if kinds.names_optimizer_class(name):
+            return kinds.OPTIMIZER_CLASS
+        return kinds.UNKNOWN
 
     def _attribute_value(self, expr: cst.Attribute) -> Value:
         attr = expr.attr.value
@@ -299,9 +351,8 @@ class FileContext:
         func = call.func
         qualified = self.qualified_name(func)
         if qualified is not None:
-            if kinds.is_tensor_function(qualified) or qualified in (
-                "torch.nn.Parameter",
-                "torch.nn.parameter.Parameter",
+            if kinds.is_tensor_function(qualified) or kinds.is_variable_class(qualified) or (
+                qualified in ("torch.nn.Parameter", "torch.nn.parameter.Parameter")
             ):
                 return self._tensor_call(qualified, call)
             if qualified.endswith("DataLoader"):
@@ -319,6 +370,15 @@ class FileContext:
             and isinstance(call.args[0].value, (cst.GeneratorExp, cst.ListComp, cst.DictComp))
         ):
             return self.value_of(call.args[0].value)
+        if (
+            isinstance(func, cst.Name)
+            and func.value == "getattr"
+            and call.args
+            and self.qualified_name(call.args[0].value) in kinds.OPTIMIZER_MODULES
+        ):
+            return kinds.OPTIMIZER_CLASS  # getattr(torch.optim, name)
+        if self.value_of(func).kind is Kind.OPTIMIZER_CLASS:
+            return Value(Kind.OPTIMIZER)  # optimizer_cls(model.parameters())
         if isinstance(func, cst.Name) and func.value in self.classes:
             return kinds.MODULE if self.classes[func.value].is_module else kinds.UNKNOWN
         if isinstance(func, cst.Attribute):
@@ -472,22 +532,6 @@ class FileContext:
 
 def _is_static(node: cst.FunctionDef) -> bool:
     return any(dotted_name(d.decorator) == "staticmethod" for d in node.decorators)
-
-
-def _parameter_value(param: cst.Param, function: str, index: int, in_module: bool) -> Value:
-    annotation = param.annotation
-    if annotation is not None:
-        text = dotted_name(annotation.annotation) or ""
-        return kinds.TENSOR if text in _TENSOR_ANNOTATIONS else kinds.UNKNOWN
-    if not in_module:
-        return kinds.UNKNOWN
-    if function == "forward":
-        default = param.default
-        if default is None or (isinstance(default, cst.Name) and default.value == "None"):
-            return kinds.TENSOR
-    elif function in _STEP_METHODS and index == 0:
-        return Value(Kind.BATCH, maybe_accelerator=True)  # Lightning moved it to the device
-    return kinds.UNKNOWN
 
 
 def _combined(left: Value, right: Value) -> Value:

@@ -23,6 +23,7 @@ class Kind(enum.Enum):
     LOADER = "loader"  # iterating yields batches
     BATCH = "batch"  # unpacking or indexing yields tensors
     OPTIMIZER = "optimizer"
+    OPTIMIZER_CLASS = "optimizer class"  # `torch.optim.AdamW`, `getattr(torch.optim, name)`
     UNKNOWN = "unknown"
 
 
@@ -41,6 +42,7 @@ class Value:
 UNKNOWN = Value(Kind.UNKNOWN)
 TENSOR = Value(Kind.TENSOR)
 MODULE = Value(Kind.MODULE)
+OPTIMIZER_CLASS = Value(Kind.OPTIMIZER_CLASS)
 MOVED_UNKNOWN = Value(Kind.UNKNOWN, maybe_accelerator=True)  # `thing.to(device)`
 CPU_TENSOR = Value(Kind.TENSOR, on_cpu=True)
 
@@ -116,11 +118,66 @@ OPTIMIZER_NAME = re.compile(
     r"(Optimizer|Adam\w*|AdamW|SGD\w*|RMSprop|Adagrad|Adadelta|Adamax|LBFGS|Lamb|LAMB|Lion"
     r"|Adafactor|Ranger\w*|NAdam|RAdam|ASGD|Rprop|Shampoo|Sophia\w*|Lars|LARS)$"
 )
+# Modules whose attributes are optimizer classes (`getattr(torch.optim, name)`).
+OPTIMIZER_MODULES = frozenset({"torch.optim", "apex.optimizers", "bitsandbytes.optim",
+                               "torch_optimizer", "timm.optim"})
+_OPTIMIZER_CLASS_NAME = re.compile(r"(?i)^_*(optimizer|optim|opt)_?(cls|class|klass|constructor|factory)$")
 LOADER_NAME = re.compile(r"(?i)loader")
 # Functions that restore tensors from a file, taking `map_location` second.
 TORCH_LOADERS = frozenset({"torch.load", "torch.jit.load", "torch.serialization.load"})
 
 _MOVE_METHODS = frozenset({"to", "cuda", "xpu", "mps"})
+
+
+_ANNOTATION_WRAPPERS = frozenset({"Optional", "Union", "Annotated", "Final", "ClassVar"})
+_VARIABLE_CLASSES = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
+
+
+def is_variable_class(qualified: str) -> bool:
+    """``torch.autograd.Variable``: a legacy wrapper whose instances are tensors."""
+    return qualified in _VARIABLE_CLASSES
+
+
+def annotation_says_tensor(annotation: cst.BaseExpression, qualify) -> bool:
+    """``Tensor``, ``torch.FloatTensor``, ``nn.Parameter``, ``"torch.Tensor"``,
+    ``Optional[Tensor]``, ``Tensor | None``, ``Union[Tensor, ...]``: a tensor (or nothing).
+    A name imported from elsewhere than torch (``tf.Tensor``) is not one."""
+    if isinstance(annotation, cst.SimpleString):
+        text = annotation.evaluated_value
+        if not isinstance(text, str):
+            return False
+        try:
+            annotation = cst.parse_expression(text)
+        except (cst.ParserSyntaxError, RecursionError, ValueError):
+            return False
+    if isinstance(annotation, cst.BinaryOperation) and isinstance(annotation.operator, cst.BitOr):
+        return annotation_says_tensor(annotation.left, qualify) or annotation_says_tensor(
+            annotation.right, qualify
+        )
+    if isinstance(annotation, cst.Subscript):
+        wrapper = (qualify(annotation.value) or _last_name(annotation.value) or "").rsplit(".", 1)[-1]
+        if wrapper not in _ANNOTATION_WRAPPERS:
+            return False
+        elements = [e.slice.value for e in annotation.slice if isinstance(e.slice, cst.Index)]
+        if wrapper in ("Annotated", "Final", "ClassVar"):
+            elements = elements[:1]
+        return any(annotation_says_tensor(e, qualify) for e in elements)
+    last = _last_name(annotation)
+    if last not in TENSOR_CLASSES and last != "Parameter":
+        return False
+    qualified = qualify(annotation) if isinstance(annotation, (cst.Name, cst.Attribute)) else None
+    if qualified is None:
+        # Unresolved: `Tensor` or `torch.Tensor` in a file that imports torch oddly.
+        return last != "Parameter" or isinstance(annotation, cst.Attribute)
+    return qualified.startswith("torch.")
+
+
+def _last_name(node: cst.BaseExpression) -> str | None:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return node.attr.value
+    return None
 
 
 def is_tensor_function(qualified: str) -> bool:
@@ -162,6 +219,11 @@ LOSS_MODULES = frozenset(
     MarginRankingLoss TripletMarginLoss HingeEmbeddingLoss SoftMarginLoss
     MultiLabelSoftMarginLoss MultiLabelMarginLoss MultiMarginLoss""".split()
 )
+
+
+def names_optimizer_class(name: str) -> bool:
+    """``optimizer_cls``, ``optim_class``, ``opt_class``: a name that holds an optimizer class."""
+    return bool(_OPTIMIZER_CLASS_NAME.match(name))
 
 
 def is_stateless_module(qualified: str, call: cst.Call) -> bool:

@@ -13,9 +13,13 @@ class DiscardedToResult(Rule):
     """
     ## What it does
     Flags a statement whose whole value is `t.to(...)`, `t.cuda(...)` or `t.cpu()` where
-    `t` is a tensor: a tensor built by a torch factory or op, a batch element from
-    `for x, y in loader:`, a tensor input of `forward`/`training_step`, or a value computed
-    from those.
+    `t` is a tensor: a tensor built by a torch factory or op (or `Variable(...)`), a batch
+    element from `for x, y in loader:`, a tensor input of `forward`/`training_step`, a
+    name annotated as a tensor (`Tensor`, `torch.FloatTensor`, `Optional[Tensor]`,
+    `Tensor | None`, `Union[Tensor, ...]`, `"torch.Tensor"`, `nn.Parameter`), a parameter
+    the function uses only as a tensor (`x.view(...)`, `x.size(0)`, `x.shape`,
+    `x.contiguous()`...), or a value computed from those. A parameter also used as a
+    module (`x.eval()`, `x.parameters()`, or called) stays unknown.
 
     It does not flag receivers that are `nn.Module`s (`model.to(device)` moves the module in
     place and is correct), objects whose `.to` works in place (a tokenizer's
@@ -50,6 +54,8 @@ class DiscardedToResult(Rule):
         Valid("import torch\nx = torch.zeros(3)\nx = x.to(device)\n"),
         Valid("batch = tokenizer(texts, return_tensors='pt')\nbatch.to(device)\n"),
         Valid("def f(thing):\n    thing.to(device)\n"),
+        Valid("def evaluate(net, device):\n    net.eval()\n    net.to(device)\n"),
+        Valid("from tensorflow import Tensor\ndef f(x: Tensor):\n    x.cpu()\n"),
         Valid("from transformers import AutoModel\nm = AutoModel.from_pretrained('x')\n"
               "m.to(device)\n"),
         Valid("class M(nn.Module):\n    def setup(self):\n        self.encoder.to(self.device)\n"
@@ -82,6 +88,20 @@ class DiscardedToResult(Rule):
             "import torch\nclass Buf:\n    def __init__(self):\n        self.w = torch.ones(2)\n"
             "    def move(self, d):\n        self.w = self.w.to(d)\n",
         ),
+        Invalid(
+            "from typing import Optional\nfrom torch import Tensor\n\n"
+            "def f(x: Optional[Tensor], device):\n    x.to(device)\n",
+            5, 5,
+            "from typing import Optional\nfrom torch import Tensor\n\n"
+            "def f(x: Optional[Tensor], device):\n    x = x.to(device)\n",
+        ),
+        Invalid(
+            "def flatten(x, device):\n    n = x.size(0)\n    x.to(device)\n"
+            "    return x.view(n, -1)\n",
+            3, 5,
+            "def flatten(x, device):\n    n = x.size(0)\n    x = x.to(device)\n"
+            "    return x.view(n, -1)\n",
+        ),
     ]
 
     @classmethod
@@ -97,7 +117,7 @@ class DiscardedToResult(Rule):
         ):
             return
         receiver = call.func.value
-        if self.ctx.value_of(receiver).kind is not Kind.TENSOR:
+        if self.ctx.value_by_use(receiver).kind is not Kind.TENSOR:
             return
         fix = None
         if isinstance(receiver, (cst.Name, cst.Attribute, cst.Subscript)):

@@ -22,6 +22,7 @@ class _Optimizer:
     scope: cst.CSTNode  # the function or module body it was built in
     ancestors: tuple[cst.CSTNode, ...]
     stepped: bool = False
+    fixable: bool = True
     # Where the model moves before any step; the fix goes after the last of them.
     moves: list[tuple[cst.CSTNode, ...]] = field(default_factory=list)
 
@@ -30,9 +31,12 @@ class OptimizerBeforeTo(Rule):
     """
     ## What it does
     Flags an optimizer (`torch.optim.*`, or a class named like an optimizer from a known
-    optimizer package) built from `M.parameters()`, `M.named_parameters()`, param groups
-    or a `filter(...)` of them, when the same function or module body later moves `M` with
-    `M.to(...)` or `M.cuda()` and no `opt.step()` happens in between.
+    optimizer package, also when the class is held in a variable: `opt_class =
+    torch.optim.AdamW`, an `optimizer_cls` parameter, `getattr(torch.optim, name)`) built
+    from `M.parameters()`, `M.named_parameters()`, param groups or a `filter(...)` of them
+    (directly or through a name: `params = list(M.parameters())`), when the same function
+    or module body later moves `M` with `M.to(...)` or `M.cuda()` and no `opt.step()`
+    happens in between.
 
     It does not flag optimizers built after the move, moves of another model, a move in
     another function, or a move after training (e.g. `model.cpu()` before export, after
@@ -50,8 +54,9 @@ class OptimizerBeforeTo(Rule):
     ## Fix
     Moves the optimizer construction, and statements that only depend on it (such as a
     scheduler built from it), to just after the move, when they are statements of the same
-    block and nothing in between reads them or changes what they read. Otherwise the
-    finding is reported without a fix.
+    block and nothing in between reads them or changes what they read. Otherwise (also
+    when the parameters were gathered in a name before the move) the finding is reported
+    without a fix.
 
     Fix safety: unsafe. Statements are reordered; code in between with side effects that
     the construction relied on cannot be fully ruled out.
@@ -74,6 +79,8 @@ class OptimizerBeforeTo(Rule):
               "for x in data:\n    opt.step()\nmodel.cpu()\nmodel.to('cpu')\n"),
         Valid("import torch\ndef build(model):\n    return torch.optim.SGD(model.parameters())\n"
               "def run(model):\n    model.to(device)\n"),
+        Valid("import torch\ndef main(model, other):\n    params = list(other.parameters())\n"
+              "    opt = torch.optim.SGD(params, lr=0.1)\n    model.cuda()\n"),
     ]
     INVALID = [
         Invalid(
@@ -114,6 +121,21 @@ class OptimizerBeforeTo(Rule):
             "    opt = torch.optim.Adagrad(model.parameters())\n    train(model, opt)\n",
             unsafe=True,
         ),
+        Invalid(
+            "import torch\ndef main(model, name):\n"
+            "    opt = getattr(torch.optim, name)(model.parameters(), lr=0.1)\n"
+            "    model.to(device)\n    return opt\n",
+            3, 11,
+            "import torch\ndef main(model, name):\n    model.to(device)\n"
+            "    opt = getattr(torch.optim, name)(model.parameters(), lr=0.1)\n    return opt\n",
+            unsafe=True,
+        ),
+        Invalid(
+            "def main(model, optimizer_cls):\n    params = list(model.parameters())\n"
+            "    opt = optimizer_cls(params, lr=0.1)\n    model.cuda()\n    return opt\n",
+            3, 11,
+            None,
+        ),
     ]
 
     @classmethod
@@ -124,21 +146,37 @@ class OptimizerBeforeTo(Rule):
         super().__init__(ctx)
         self.pending: list[_Optimizer] = []
         self.moved: list[_Optimizer] = []  # the reported ones
+        # `params = list(model.parameters())`: per function (or module) body, the names
+        # that hold one model's parameters.
+        self.parameter_lists: dict[int, dict[str, str]] = {}
 
     def _scope(self) -> cst.CSTNode:
         return self.ctx.function or self.ctx.ancestors[0]
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
-        # The class name says "optimizer" before the (costlier) value analysis is asked.
+        # The callee's name says "optimizer" (or it is computed: `getattr(torch.optim, n)(...)`)
+        # before the (costlier) value analysis is asked.
         name = (func.attr.value if isinstance(func, cst.Attribute)
                 else func.value if isinstance(func, cst.Name) else "")
-        if OPTIMIZER_NAME.search(name) and self.ctx.value_of(node).kind is Kind.OPTIMIZER:
-            model = _model_of_parameters(node)
+        if (
+            (
+                OPTIMIZER_NAME.search(name)
+                or "opt" in name.lower()
+                or isinstance(func, cst.Call)
+                or (isinstance(func, cst.Name) and self.ctx.lookup(name).kind is Kind.OPTIMIZER_CLASS)
+            )
+            and self.ctx.value_of(node).kind is Kind.OPTIMIZER
+        ):
+            lists = self.parameter_lists.get(id(self._scope()), {})
+            model = _model_of_parameters(node, lists)
             if model is not None:
+                # Parameters gathered in a name earlier: moving the construction alone would
+                # leave that list behind the move, so no fix is offered.
                 self.pending.append(
                     _Optimizer(node, model, _assigned_name(self.ctx.ancestors), self._scope(),
-                               tuple(self.ctx.ancestors))
+                               tuple(self.ctx.ancestors),
+                               fixable=_model_of_parameters(node, {}) is not None)
                 )
             return
         if not isinstance(func, cst.Attribute):
@@ -168,6 +206,13 @@ class OptimizerBeforeTo(Rule):
                     )
 
     def leave_Assign(self, node: cst.Assign) -> None:
+        if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+            lists = self.parameter_lists.setdefault(id(self._scope()), {})
+            model = _model_of_parameters_in(node.value, lists)
+            if model is not None:
+                lists[node.targets[0].target.value] = model
+            else:
+                lists.pop(node.targets[0].target.value, None)
         # Rebinding the model (other than by its move) means later moves are of another model.
         if not self.pending:
             return
@@ -183,13 +228,15 @@ class OptimizerBeforeTo(Rule):
         self.pending = [o for o in self.pending if o.scope is not node]
 
 
-def _model_of_parameters(call: cst.Call) -> str | None:
-    """``model`` for ``Optim(model.parameters())``, param groups or ``filter(...)``."""
-    if not call.args:
-        return None
+def _model_of_parameters(call: cst.Call, lists: dict[str, str]) -> str | None:
+    """``model`` for ``Optim(model.parameters())``, param groups, ``filter(...)``, or a
+    name that holds them (``params = list(model.parameters())``)."""
     first = next((a for a in call.args if a.keyword is None or a.keyword.value == "params"), None)
-    if first is None:
-        return None
+    return None if first is None else _model_of_parameters_in(first.value, lists)
+
+
+def _model_of_parameters_in(expr: cst.BaseExpression, lists: dict[str, str]) -> str | None:
+    """The one model whose parameters ``expr`` is built from, if there is one."""
     found: list[str] = []
 
     class _Finder(cst.CSTVisitor):
@@ -197,7 +244,11 @@ def _model_of_parameters(call: cst.Call) -> str | None:
             if isinstance(inner.func, cst.Attribute) and inner.func.attr.value in _PARAMETER_METHODS:
                 found.append(code_of(inner.func.value))
 
-    first.value.visit(_Finder())
+        def visit_Name(self, name: cst.Name) -> None:
+            if name.value in lists:
+                found.append(lists[name.value])
+
+    expr.visit(_Finder())
     return found[0] if len(set(found)) == 1 else None
 
 
@@ -257,7 +308,7 @@ def _names(statement: cst.CSTNode) -> _Names:
 
 def _reorder_fix(optimizer: _Optimizer, reported: list[_Optimizer]) -> Fix | None:
     """Move the optimizer's statement (and its dependents) to just after the last move."""
-    if optimizer.name is None:
+    if optimizer.name is None or not optimizer.fixable:
         return None
     block = _block_of(optimizer.ancestors)
     if block is None or any(o is not optimizer and _block_of(o.ancestors) is block for o in reported):
