@@ -28,7 +28,7 @@ def run(path):
 
 
 def fix(path, run_cli):
-    status, out, err = run_cli("--isolated", "--select", "TDL009", "--fix", path)
+    status, out, err = run_cli("--isolated", "--select", "TDL009", "--fix", "--unsafe-fixes", path)
     assert status == 0, out + err
     return path.read_text()
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchdev_lint import fixes
+from torchdev_lint.analysis import receivers
 from torchdev_lint.analysis.guards import code_of
 from torchdev_lint.finding import Applicability, Fix
 from torchdev_lint.rule import Invalid, Rule, Valid
@@ -47,7 +48,9 @@ class HardcodedCudaCall(Rule):
 
     Fix safety: safe when the fix uses its own default device, which is exactly
     `torch.device("cuda")` (the current device, as `.cuda()` uses) on a machine with a
-    GPU; unsafe when it reuses a device expression of the program's, whose value may differ.
+    GPU; unsafe when it reuses a device expression of the program's, whose value may differ,
+    and when the receiver may be an object of a class the file defines with its own
+    `cuda()`/`to()` (its `to()` need not do what its `cuda()` did).
 
     ## When not to use
     In a project that only ever runs on CUDA (a multi-GPU trainer), turn the rule off:
@@ -171,6 +174,8 @@ class HardcodedCudaCall(Rule):
                 orelse=cst.SimpleString('"cpu"'),
             )
             applicability, needs_default, needs_torch = Applicability.SAFE, False, True
+        if receivers.may_be_projects(self.ctx, node.func.value, {"cuda", "to"}):
+            applicability = Applicability.UNSAFE  # the file's own `cuda()` need not be `to()`
         return Fix(
             applicability,
             [(node, lambda updated: fixes.move_call(updated, device, keep))],

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from torchdev_lint.analysis import receivers
 from torchdev_lint.analysis.kinds import Kind
 from torchdev_lint.finding import Applicability, Fix
 from torchdev_lint.rule import Invalid, Rule, Valid
@@ -37,7 +38,9 @@ class DiscardedToResult(Rule):
     `batch[k] = batch[k].to(device)`. A receiver that cannot be assigned to (the result of a
     call) gets no fix.
 
-    Fix safety: safe. The move the statement asked for now takes effect.
+    Fix safety: safe. The move the statement asked for now takes effect. Unsafe when the
+    receiver may be an object of a class the file defines with its own `to`/`cuda`/`cpu`
+    (a `to` that moves in place and returns `None` would lose the object).
 
     ## When not to use
     Never: a discarded out-of-place move is always either a bug or dead code.
@@ -121,7 +124,9 @@ class DiscardedToResult(Rule):
             return
         fix = None
         if isinstance(receiver, (cst.Name, cst.Attribute, cst.Subscript)):
-            fix = Fix(Applicability.SAFE, [(node, _assign_back)])
+            # A class of the file's own whose `to` returns None would be lost by the fix.
+            own = receivers.may_be_projects(self.ctx, receiver, {"to", "cuda", "cpu"})
+            fix = Fix(Applicability.UNSAFE if own else Applicability.SAFE, [(node, _assign_back)])
         self.report(call, fix=fix)
 
 

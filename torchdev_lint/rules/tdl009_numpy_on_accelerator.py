@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchdev_lint.analysis import tree
+from torchdev_lint.analysis import receivers, tree
 from torchdev_lint.analysis.imports import dotted_name
 from torchdev_lint.analysis.kinds import Kind
 from torchdev_lint.finding import Applicability, Fix
@@ -18,6 +18,16 @@ _NO_GRAD_STEPS = frozenset({"validation_step", "test_step", "predict_step"})
 _GRADLESS_METHODS = frozenset(
     "detach argmax argmin argsort eq ne lt le gt ge long int bool numpy tolist item".split()
 )
+# Functions that turn a tensor argument into a NumPy array by calling its `numpy()`
+# (through `__array__`): which positional arguments they convert (None: all of them).
+_CONVERTERS = {
+    **{f"numpy.{name}": (0,) for name in """array asarray asanyarray ascontiguousarray isnan
+       isinf isfinite sum mean std var max min argmax argmin abs sqrt exp log round clip
+       unique sort argsort nonzero transpose squeeze""".split()},
+    "numpy.save": (1,), "numpy.savetxt": (1,),
+    **{f"matplotlib.pyplot.{name}": None for name in "plot scatter imshow hist bar".split()},
+    "PIL.Image.fromarray": (0,),
+}
 
 
 class NumpyOnAccelerator(Rule):
@@ -32,11 +42,20 @@ class NumpyOnAccelerator(Rule):
     `outputs.logits`). A model's output counts in files that place anything on a device
     (or use Lightning/Accelerate, which do it for them).
 
+    The same goes for functions that convert a tensor argument to NumPy themselves:
+    `np.array(t)`, `np.asarray(t)`, `np.isnan(t)`, `np.sum(t)` (and other NumPy functions
+    taking an array first), `np.save(path, t)`, `plt.plot(t)`/`scatter`/`imshow`/`hist`,
+    `cv2.*(…, t)` and `PIL.Image.fromarray(t)`, when `t` is a tensor that may be on an
+    accelerator.
+
     It does not flag tensors that are clearly on the CPU (built by a factory without
     `device=`, moved back with `.cpu()` or `.to("cpu")`, or a module's output on inputs
     that are all on the CPU), parameters of unknown origin
     (`def f(t): return t.numpy()`), `.cpu().numpy()`, or `.numpy(force=True)` (which
-    copies to the CPU itself). A `.to(torch.float16)` that only changes the dtype does
+    copies to the CPU itself), nor `.numpy()` of an object of a class the file defines
+    (`Bag().to(device).numpy()`), or of a value of unknown kind where the file defines its
+    own `numpy()` method: those are the project's objects, not tensors. NumPy and plotting
+    calls are only flagged on values known to be tensors. A `.to(torch.float16)` that only changes the dtype does
     not move anything, and `device=x.device` puts a tensor wherever `x` is.
 
     ## Why is this bad?
@@ -51,13 +70,19 @@ class NumpyOnAccelerator(Rule):
     in the chain detaches it), inserts `.detach().cpu()`, since `.numpy()` also refuses a
     tensor that requires grad: `out.numpy()` becomes `out.detach().cpu().numpy()`.
 
-    Fix safety: safe. On a CPU tensor `.cpu()` returns the tensor itself and `.detach()` a
-    view of the same memory, so the array is the same, memory shared as before; on an
-    accelerator the line, which used to raise, now copies the values to the host.
+    For the converting functions it inserts the same before the argument:
+    `np.asarray(t)` becomes `np.asarray(t.cpu())`.
+
+    Fix safety: safe when the receiver is certainly a tensor (built by a torch factory or
+    op, a tensor method of one, the output of a `torch.nn` layer, or an annotated `Tensor`,
+    along every assignment of the name): on a CPU tensor `.cpu()` returns the tensor itself
+    and `.detach()` a view of the same memory, so the array is the same, memory shared as
+    before; on an accelerator the line, which used to raise, now copies the values to the
+    host. Unsafe otherwise (a batch element, the output of the project's own module, a
+    parameter): an object with its own `numpy()` may have no `cpu()`.
 
     ## When not to use
-    Never: `.cpu()` costs nothing on a CPU tensor. (`np.asarray(t)` and `np.array(t)` on
-    an accelerator tensor fail the same way; this rule only looks at `.numpy()`.)
+    Never: `.cpu()` costs nothing on a CPU tensor.
     """
 
     code = "TDL009"
@@ -75,6 +100,19 @@ class NumpyOnAccelerator(Rule):
         Valid("import torch\nx = torch.zeros(2).to(torch.float64)\ny = x.numpy()\n"),
         Valid("for images, labels in loader:\n    images = images.cpu()\n"
               "    arr = images.numpy()\n"),
+        # The project's own class with a `numpy()` method: not a tensor.
+        Valid("class Bag:\n    def __init__(self):\n        self.items = [1]\n"
+              "    def to(self, device):\n        return self\n"
+              "    def numpy(self):\n        return list(self.items)\n"
+              "bag = Bag().to(device)\nprint(bag.numpy())\n"),
+        Valid("class Boxes:\n    def numpy(self):\n        return []\n"
+              "def show(boxes, device):\n    print(boxes.to(device).numpy())\n"),
+        # CPU tensors and values that are no tensors, given to NumPy or plotting.
+        Valid("import numpy as np\nimport torch\nx = torch.randn(3)\nprint(np.asarray(x))\n"),
+        Valid("import numpy as np\nimport torch\nx = torch.randn(3).cuda()\n"
+              "print(np.asarray(x.cpu()), np.sum(x.shape))\n"),
+        Valid("import matplotlib.pyplot as plt\nplt.plot(losses)\n"),
+        Valid("import numpy as np\ndef f(out, device):\n    return np.array(out.to(device))\n"),
     ]
     INVALID = [
         Invalid(
@@ -90,6 +128,7 @@ class NumpyOnAccelerator(Rule):
             3, 12,
             "for images, labels in train_loader:\n    images = images.to(device)\n"
             "    grid = images.cpu().numpy()  # for plotting\n",
+            unsafe=True,  # a batch element is not certainly a tensor
         ),
         Invalid(
             "import torch\nimport torch.nn as nn\nnet = nn.Linear(4, 3)\n"
@@ -111,12 +150,64 @@ class NumpyOnAccelerator(Rule):
             2, 7,
             "batch = {k: v.to(device) for k, v in batch.items()}\n"
             "ids = batch['input_ids'].cpu().numpy()\n",
+            unsafe=True,
+        ),
+        Invalid(
+            "import numpy as np\nimport torch\nx = torch.randn(3).to(device)\n"
+            "print(np.asarray(x))\n",
+            4, 18,
+            "import numpy as np\nimport torch\nx = torch.randn(3).to(device)\n"
+            "print(np.asarray(x.cpu()))\n",
+        ),
+        Invalid(
+            "import numpy as np\nimport torch\nx = torch.randn(3).cuda()\n"
+            "bad = np.isnan(x + 1).any()\n",
+            4, 16,
+            "import numpy as np\nimport torch\nx = torch.randn(3).cuda()\n"
+            "bad = np.isnan((x + 1).cpu()).any()\n",
+        ),
+        Invalid(
+            "import matplotlib.pyplot as plt\nimport torch.nn as nn\n"
+            "net = nn.Linear(4, 1).to(device)\nplt.plot(net(x))\n",
+            4, 10,
+            "import matplotlib.pyplot as plt\nimport torch.nn as nn\n"
+            "net = nn.Linear(4, 1).to(device)\nplt.plot(net(x).detach().cpu())\n",
+        ),
+        Invalid(
+            "import cv2\nimport torch\nimg = torch.rand(8, 8, 3, device='cuda')\n"
+            "cv2.imwrite('a.png', img)\n",
+            4, 22,
+            "import cv2\nimport torch\nimg = torch.rand(8, 8, 3, device='cuda')\n"
+            "cv2.imwrite('a.png', img.cpu())\n",
+        ),
+        Invalid(
+            "from PIL import Image\nimport torch\nimg = torch.rand(8, 8).cuda()\n"
+            "Image.fromarray(img)\n",
+            4, 17,
+            "from PIL import Image\nimport torch\nimg = torch.rand(8, 8).cuda()\n"
+            "Image.fromarray(img.cpu())\n",
+        ),
+        Invalid(
+            "import torch\nclass Net(torch.nn.Module):\n    pass\nmodel = Net().to(device)\n"
+            "pred = model(x).detach().numpy()\n",
+            5, 8,
+            "import torch\nclass Net(torch.nn.Module):\n    pass\nmodel = Net().to(device)\n"
+            "pred = model(x).detach().cpu().numpy()\n",
+            unsafe=True,  # the project's own module may return something else than a tensor
+        ),
+        Invalid(
+            "def step(model, batch, device):\n    out = model(batch.to(device))\n"
+            "    return out.numpy()\n",
+            3, 12,
+            "def step(model, batch, device):\n    out = model(batch.to(device))\n"
+            "    return out.cpu().numpy()\n",
+            unsafe=True,
         ),
     ]
 
     @classmethod
     def wants(cls, source: str) -> bool:
-        return ".numpy(" in source
+        return any(word in source for word in ("numpy", "cv2", "fromarray", "pyplot"))
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
@@ -147,6 +238,7 @@ class NumpyOnAccelerator(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         if not isinstance(func, cst.Attribute) or func.attr.value != "numpy":
+            self._converter(node)
             return
         if any(a.keyword is not None and a.keyword.value == "force" for a in node.args):
             return
@@ -155,8 +247,41 @@ class NumpyOnAccelerator(Rule):
         receiver = self.ctx.value_of(func.value)
         if not receiver.maybe_accelerator or receiver.kind not in (Kind.TENSOR, Kind.UNKNOWN):
             return
+        certain = receivers.certainly(self.ctx, func.value)
+        if certain == receivers.PROJECT or (
+            receiver.kind is Kind.UNKNOWN and receivers.defines_method(self.ctx, {"numpy"})
+        ):
+            return  # the project's own `numpy()`, not a tensor's
         detach = not self._grad_disabled() and self._may_require_grad(func.value)
-        self.report(node, fix=Fix(Applicability.SAFE, [(node, lambda u: _insert_cpu(u, detach))]))
+        self.report(node, fix=Fix(_applicability(certain),
+                                  [(node, lambda u: _insert_cpu(u, detach))]))
+
+    def _converter(self, call: cst.Call) -> None:
+        """``np.asarray(t)``, ``plt.plot(t)``, ``cv2.imwrite(p, t)``: NumPy converts the
+        tensor with its ``numpy()``, which fails the same way."""
+        qualified = self.ctx.qualified_name(call.func) or ""
+        if qualified.startswith("cv2."):
+            converted = None
+        elif qualified in _CONVERTERS:
+            converted = _CONVERTERS[qualified]
+        else:
+            return
+        positional = [a for a in call.args if a.keyword is None and not a.star]
+        for index, arg in enumerate(positional):
+            if converted is not None and index not in converted:
+                continue
+            value = self.ctx.value_of(arg.value)
+            if value.kind is not Kind.TENSOR or not value.maybe_accelerator:
+                continue
+            detach = not self._grad_disabled() and self._may_require_grad(arg.value)
+            name = qualified.replace("numpy.", "np.").replace("matplotlib.pyplot.", "plt.")
+            self.report(
+                arg.value,
+                f"`{name}()` converts a tensor that may be on an accelerator to NumPy: "
+                "call `.cpu()` first",
+                fix=Fix(_applicability(receivers.certainly(self.ctx, arg.value)),
+                        [(arg.value, lambda u: _cpu_of(u, detach))]),
+            )
 
     # -- does the value require grad? --------------------------------------------------
 
@@ -216,10 +341,22 @@ class NumpyOnAccelerator(Rule):
         return found
 
 
+def _applicability(certain: str | None) -> Applicability:
+    """Safe only on a value torch certainly made: an object of the project's own class with
+    a ``numpy()`` method may have no ``cpu()`` at all."""
+    return Applicability.SAFE if certain == receivers.TENSOR else Applicability.UNSAFE
+
+
+def _cpu_of(value: cst.BaseExpression, detach: bool) -> cst.Call:
+    """``x`` -> ``x.cpu()`` (``x.detach().cpu()``); ``a + b`` -> ``(a + b).cpu()``."""
+    if not isinstance(value, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) and not value.lpar:
+        value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    if detach:
+        value = cst.Call(func=cst.Attribute(value=value, attr=cst.Name("detach")))
+    return cst.Call(func=cst.Attribute(value=value, attr=cst.Name("cpu")))
+
+
 def _insert_cpu(updated: cst.Call, detach: bool) -> cst.Call:
     """``x.numpy()`` -> ``x.cpu().numpy()`` (``x.detach().cpu().numpy()``)."""
-    receiver = updated.func.value
-    if detach:
-        receiver = cst.Call(func=cst.Attribute(value=receiver, attr=cst.Name("detach")))
-    receiver = cst.Call(func=cst.Attribute(value=receiver, attr=cst.Name("cpu")))
+    receiver = _cpu_of(updated.func.value, detach)
     return updated.with_changes(func=updated.func.with_changes(value=receiver))

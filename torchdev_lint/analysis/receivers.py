@@ -1,0 +1,142 @@
+"""What the receiver of a method call certainly is, for fixes that must not guess.
+
+The value analysis (``kinds``/``context``) says what a value probably is, which is enough to
+decide whether to report. A fix marked safe needs more: inserting ``.cpu()`` before
+``.numpy()`` breaks a program whose "tensor" is in fact an object of its own class with a
+``numpy()`` method and no ``cpu()``. Here a value is a tensor only when torch made it (a
+torch factory or op, a tensor method of such a tensor, the output of a ``torch.nn`` layer,
+an annotated ``Tensor`` parameter) along every assignment of the name in its scope.
+Batch elements, model outputs of the project's own modules and unannotated parameters are
+not certain.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from torchdev_lint.analysis import kinds
+from torchdev_lint.analysis.imports import dotted_name
+
+TENSOR = "tensor"
+TORCH_MODULE = "torch_module"  # a module from torch.nn or a model zoo: its output is a tensor
+PROJECT = "project"  # an object of a class defined in this file
+
+_ANNOTATIONS = frozenset({"Tensor", "torch.Tensor", *kinds.TENSOR_CLASSES,
+                          *(f"torch.{c}" for c in kinds.TENSOR_CLASSES)})
+
+
+def certainly(ctx, expr: cst.BaseExpression) -> str | None:
+    """``TENSOR``, ``TORCH_MODULE`` or ``PROJECT`` when ``expr`` is certainly that, else None."""
+    return _Query(ctx).of(expr)
+
+
+def may_be_projects(ctx, expr: cst.BaseExpression, methods: set[str]) -> bool:
+    """``expr`` is, or may be, an object of this file's own class with one of ``methods``:
+    certainly one, or of no certain kind while such a class exists. A safe fix must not
+    rewrite its calls: the project's methods may work differently from torch's."""
+    certain = certainly(ctx, expr)
+    return certain == PROJECT or (certain is None and defines_method(ctx, methods))
+
+
+def defines_method(ctx, names: frozenset[str] | set[str]) -> bool:
+    """A class of this file defines one of ``names`` (``numpy``, ``cuda``...): values of
+    unknown kind here may be its objects."""
+    for info in ctx.classes.values():
+        for statement in info.node.body.body:
+            if isinstance(statement, cst.FunctionDef) and statement.name.value in names:
+                return True
+    return False
+
+
+class _Query:
+    def __init__(self, ctx) -> None:
+        self.ctx = ctx
+        self.seen: set[tuple[int, str]] = set()
+
+    def of(self, expr: cst.BaseExpression) -> str | None:
+        if isinstance(expr, cst.Name):
+            return self._name(expr.value)
+        if isinstance(expr, cst.Call):
+            return self._call(expr)
+        if isinstance(expr, cst.Subscript):
+            return TENSOR if self.of(expr.value) == TENSOR else None
+        if isinstance(expr, cst.Attribute):
+            if expr.attr.value in kinds.TENSOR_ATTRIBUTES and self.of(expr.value) == TENSOR:
+                return TENSOR
+            return None
+        if isinstance(expr, cst.BinaryOperation):
+            return TENSOR if TENSOR in (self.of(expr.left), self.of(expr.right)) else None
+        if isinstance(expr, cst.UnaryOperation):
+            return TENSOR if self.of(expr.expression) == TENSOR else None
+        return None
+
+    def _call(self, call: cst.Call) -> str | None:
+        func = call.func
+        qualified = self.ctx.qualified_name(func)
+        if qualified is not None:
+            if kinds.is_tensor_function(qualified):
+                return TENSOR
+            if kinds.is_module_class(qualified) and qualified.startswith("torch.nn."):
+                return TORCH_MODULE
+            if qualified.startswith(kinds.MODEL_ZOO_PREFIXES):
+                return TORCH_MODULE
+        if isinstance(func, cst.Name) and func.value in self.ctx.classes and qualified is None:
+            return PROJECT if not self.ctx.classes[func.value].is_module else None
+        if isinstance(func, cst.Attribute):
+            receiver = self.of(func.value)
+            method = func.attr.value
+            if receiver == TENSOR:
+                return None if method in kinds.NON_TENSOR_METHODS else TENSOR
+            if receiver == TORCH_MODULE and method in kinds.MODULE_SELF_METHODS:
+                return TORCH_MODULE
+            if receiver == PROJECT and method in ("to", "cuda", "cpu"):
+                return PROJECT  # the project's own move, taken to return its own kind
+            return None
+        return TENSOR if self.of(func) == TORCH_MODULE else None
+
+    def _name(self, name: str) -> str | None:
+        scope = self._scope_of(name)
+        if scope is None:
+            return None
+        key = (id(scope), name)
+        if key in self.seen:
+            return ""  # `x = x.float()`: the other bindings decide
+        self.seen.add(key)
+        facts = {self._binding(scope, name, site) for site in self.ctx.bindings(scope)[name]}
+        facts.discard("")
+        return facts.pop() if len(facts) == 1 else None
+
+    def _scope_of(self, name: str) -> cst.CSTNode | None:
+        """The innermost function (or the module) binding ``name``, Python's way."""
+        innermost = True
+        for scope in reversed(self.ctx.scopes):
+            if isinstance(scope.node, cst.ClassDef) and not innermost:
+                continue
+            innermost = False
+            if isinstance(scope.node, cst.Lambda):
+                if any(p.name.value == name for p in scope.node.params.params):
+                    return None
+                continue
+            if name in self.ctx.bindings(scope.node):
+                return scope.node
+        return None
+
+    def _binding(self, scope: cst.CSTNode, name: str, site: cst.CSTNode) -> str | None:
+        if isinstance(site, cst.Assign):
+            if any(isinstance(t.target, cst.Name) for t in site.targets):
+                return self.of(site.value)
+            # `_, pred = torch.max(out, 1)`: torch ops give tuples of tensors
+            return TENSOR if self.of(site.value) == TENSOR else None
+        if isinstance(site, cst.AnnAssign):
+            if dotted_name(site.annotation.annotation) in _ANNOTATIONS:
+                return TENSOR
+            return self.of(site.value) if site.value is not None else None
+        if isinstance(site, cst.AugAssign):
+            return ""  # `x += y` keeps a tensor a tensor
+        if isinstance(site, cst.Name) and isinstance(scope, cst.FunctionDef):
+            params = scope.params
+            for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+                if param.name is site and param.annotation is not None:
+                    if dotted_name(param.annotation.annotation) in _ANNOTATIONS:
+                        return TENSOR
+        return None
