@@ -369,7 +369,8 @@ class TraceFunctionMode(TorchFunctionMode):
         what = ".numpy()" if func is TB.numpy else "numpy.asarray()"
         if site is not None:
             rt.event("numpy", (tuple(site), device, force), site=site, device=device, what=what,
-                     force=bool(force), raised=device != CPU and not force and not rt.keep_going)
+                     force=bool(force), raised=device != CPU and not force and not rt.keep_going,
+                     src=rt.src(x))
         if device != CPU and not force:
             if not rt.keep_going:
                 raise TypeError(NUMPY_TEXT.format(dev=device))

@@ -1,0 +1,343 @@
+"""The pytest plugin (`pytest --simulate-gpu`), on a small project whose suite passes on a CPU.
+
+Each run is a real `python -m pytest` in a child process (the plugin comes in through its
+`pytest11` entry point, as for a user); this process never imports torch. A run costs seconds
+(torch's import), so each distinct run happens once and the tests that read it share it.
+"""
+
+import importlib.metadata
+import re
+import textwrap
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+pytestmark = pytest.mark.skipif(
+    not any(e.value == "torchdev_lint.integrations.pytest_plugin"
+            for e in importlib.metadata.entry_points(group="pytest11")),
+    reason="the plugin's entry point is not installed (pip install -e .)")
+
+MODEL = """\
+import torch
+import torch.nn as nn
+
+
+class Scaler(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(4, 4)
+
+    def forward(self, x):
+        offset = torch.ones(4)
+        return self.linear(x) + offset
+
+
+class GoodScaler(Scaler):
+    def forward(self, x):
+        offset = torch.ones(4, device=x.device)
+        return self.linear(x) + offset
+
+
+def predict(model, batch):
+    if torch.cuda.is_available():
+        model = model.to("cuda")
+        batch = batch.to("cuda")
+    return model(batch)
+
+
+def scores(model, batch):
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    out = model.to(device)(batch.to(device))
+    return out.detach().cpu().numpy()
+"""
+
+TESTS = """\
+import pytest
+import torch
+
+from mypkg.model import GoodScaler, Scaler, predict, scores
+
+HAS_CUDA = torch.cuda.is_available()
+
+
+def test_gpu_branch():
+    out = predict(Scaler(), torch.randn(2, 4))
+    assert out.shape == (2, 4)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_skipped_without_cuda():
+    x = torch.randn(3, 4).cuda()
+    w = torch.randn(4, 4)
+    assert (x @ w).shape == (3, 4)
+
+
+def test_correct_gpu_path():
+    assert scores(GoodScaler(), torch.randn(2, 4)).shape == (2, 4)
+    assert predict(GoodScaler(), torch.randn(2, 4)).device.type == ("cuda" if HAS_CUDA else "cpu")
+"""
+
+
+CONFTEST = """\
+import pytest
+import torch
+
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+@pytest.fixture(params=DEVICES)
+def device(request):
+    return torch.device(request.param)
+"""
+
+TEST_DEVICES = """\
+import torch
+
+from mypkg.model import GoodScaler
+
+
+def test_on_each_device(device):
+    model = GoodScaler().to(device)
+    assert model(torch.randn(2, 4, device=device)).device.type == device.type
+"""
+
+TEST_NUMPY = """\
+import torch
+
+
+def test_to_numpy():
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    x = torch.randn(3).to(device)
+    assert x.numpy().shape == (3,)
+"""
+
+TEST_UNSUPPORTED = """\
+import os
+
+import pytest
+import torch
+
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+
+
+@needs_cuda
+def test_second_gpu():
+    torch.randn(2).to("cuda:1")
+
+
+@needs_cuda
+def test_nccl():
+    import torch.distributed as dist
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT="29533")
+    dist.init_process_group("nccl", rank=0, world_size=1)
+
+
+@needs_cuda
+def test_triton():
+    import triton  # noqa: F401
+
+
+@needs_cuda
+def test_cuda_generator():
+    torch.randn(2, device="cuda", generator=torch.Generator(device="cuda"))
+
+
+@needs_cuda
+def test_real_failure_still_fails():
+    assert torch.randn(2, device="cuda").sum() == 12345
+"""
+
+TEST_NEEDS_CUDA = """\
+import torch
+
+
+def test_silently_needs_cuda():
+    x = torch.zeros(3).cuda()
+    assert x.sum() == 0
+"""
+
+TEST_SINGLE = """\
+import pytest
+import torch
+
+from mypkg.model import Scaler, predict
+
+
+@pytest.mark.simulate_gpu
+def test_marked():
+    assert torch.cuda.is_available()
+    predict(Scaler(), torch.randn(2, 4))
+
+
+def test_fixture(simulated_gpu):
+    assert simulated_gpu.mode == "sim"
+    x = torch.randn(2, device="cuda")
+    assert x.is_cuda and str(x.device) == "cuda:0"
+    assert [e["kind"] for e in simulated_gpu.events()] == ["cuda-request"]
+
+
+def test_plain():
+    assert not torch.cuda.is_available()
+"""
+
+FILES = {
+    "mypkg/__init__.py": "",
+    "mypkg/model.py": MODEL,
+    "tests/conftest.py": CONFTEST,
+    "tests/test_model.py": TESTS,
+    "tests/test_devices.py": TEST_DEVICES,
+    "tests/test_numpy.py": TEST_NUMPY,
+    "tests/test_unsupported.py": TEST_UNSUPPORTED,
+    "cpuonly/test_needs_cuda.py": TEST_NEEDS_CUDA,  # fails on a CPU: only the cpu-only run takes it
+    "single/test_single.py": TEST_SINGLE,
+}
+_RUNS: dict = {}
+
+
+def run(pytester, *args, ini: str = ""):
+    """`pytest ARGS` on the sample project (once per distinct ARGS and ini)."""
+    key = (args, ini)
+    if key not in _RUNS:
+        pytester.makepyprojecttoml(f'[tool.pytest.ini_options]\ntestpaths = ["tests"]\n{ini}')
+        for name, text in FILES.items():
+            path = pytester.path / name
+            path.parent.mkdir(exist_ok=True)
+            path.write_text(text)
+        _RUNS[key] = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rs", *args)
+    return _RUNS[key]
+
+
+def test_without_the_option_nothing_changes(pytester):
+    result = run(pytester)
+    result.assert_outcomes(passed=4, skipped=6)
+    result.stdout.no_fnmatch_line("torchdev-lint:*")
+    result.stdout.no_fnmatch_line("*simulated GPU*")
+    result.stdout.fnmatch_lines(["tests/test_devices.py .*"])
+
+
+def test_the_plugin_imports_no_torch_unless_asked(pytester):
+    pytester.makepyfile(test_light="""
+        import sys
+
+        def test_no_torch():
+            assert not any(m == "torch" or m.startswith("torch.") for m in sys.modules)
+            assert "torchdev_lint.integrations.pytest_simulation" not in sys.modules
+    """)
+    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
+    loaded = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--trace-config")
+    loaded.stdout.fnmatch_lines(["*torchdev_lint.integrations.pytest_plugin*"])
+
+
+# `--simulate-gpu tests`: the bare flag before a path must leave the path a path.
+SIM = ("--simulate-gpu", "tests", "-v")
+
+
+def test_simulated_gpu_outcomes(pytester):
+    result = run(pytester, *SIM)
+    # (a) and (b) fail, (c) passes; the cuda parameter appears; .numpy() of a CUDA tensor fails;
+    # four things the simulator cannot do are skipped; a real failure stays a failure
+    result.assert_outcomes(passed=3, failed=4, skipped=4)
+    result.stdout.fnmatch_lines_random([
+        "tests/test_model.py::test_gpu_branch FAILED*",
+        "tests/test_model.py::test_skipped_without_cuda FAILED*",
+        "tests/test_model.py::test_correct_gpu_path PASSED*",
+        "tests/test_numpy.py::test_to_numpy FAILED*",
+        "tests/test_unsupported.py::test_real_failure_still_fails FAILED*",
+    ])
+
+
+def test_a_gpu_only_branch_fails_with_the_finding_that_predicted_it(pytester):
+    result = run(pytester, *SIM)
+    result.stdout.fnmatch_lines([
+        "*torchdev-lint: the simulated GPU's evidence*",
+        "mypkg/model.py:11:18: TDL008 factory-without-device-in-forward (the static finding that predicted it)",
+        "    torch.ones at mypkg/model.py:11 made a cpu tensor (no device=); it then met cuda:0 and cpu "
+        "tensors in aten.add at mypkg/model.py:12*",
+    ])
+    out = result.stdout.str()
+    assert "Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!" in out
+    # the traceback reads as the program's own: it ends at the line that mixed the devices
+    assert re.search(r"^mypkg/model.py:12: SimulatedDeviceError$", out, re.M)
+    assert "trace/sim.py" not in out and "trace/modes.py" not in out
+
+
+def test_a_test_skipped_without_cuda_runs_and_says_where_each_device_came_from(pytester):
+    run(pytester, *SIM).stdout.fnmatch_lines([
+        "tests/test_model.py:18:13: TDL100 device-mismatch (no static finding predicted it)",
+        "    aten.mm at tests/test_model.py:18 mixed cuda:0 and cpu tensors: the cuda:0 operand (3x4) got "
+        "its device from .cuda() at tests/test_model.py:16; the cpu operand (4x4) is torch.randn at "
+        "tests/test_model.py:17, created without device=*",
+    ])
+
+
+def test_conftest_and_module_level_checks_see_the_simulated_gpu(pytester):
+    run(pytester, *SIM).stdout.fnmatch_lines_random([
+        "tests/test_devices.py::test_on_each_device?cpu? PASSED*",
+        "tests/test_devices.py::test_on_each_device?cuda? PASSED*",
+    ])
+
+
+def test_numpy_of_a_cuda_tensor_fails_with_the_line(pytester):
+    run(pytester, *SIM).stdout.fnmatch_lines([
+        "*TypeError: can't convert cuda:0 device type tensor to numpy*",
+        "tests/test_numpy.py:7:12: TDL009 numpy-on-accelerator (the static finding that predicted it)",
+        "    .numpy() at tests/test_numpy.py:7 ran on a cuda:0 tensor*",
+    ])
+
+
+def test_the_summary_lists_problems_per_test(pytester):
+    result = run(pytester, *SIM)
+    result.stdout.fnmatch_lines([
+        "*torchdev-lint: device problems on the simulated GPU*",
+        "tests/test_model.py::test_gpu_branch FAILED",
+        "  mypkg/model.py:11:18: TDL008 *",
+        "tests/test_model.py::test_skipped_without_cuda FAILED",
+        "  tests/test_model.py:18:13: TDL100 *",
+        "tests/test_numpy.py::test_to_numpy FAILED",
+        "  tests/test_numpy.py:7:12: TDL009 *",
+        "3 device problems in 3 tests (2 predicted by a static finding), 11 tests run on a simulated GPU*",
+    ])
+    summary = result.stdout.str().split("device problems on the simulated GPU")[1]
+    assert "test_correct_gpu_path" not in summary
+    assert "test_real_failure_still_fails" not in summary  # it failed, but not for its devices
+
+
+def test_what_the_simulator_cannot_do_is_a_skip_with_the_reason(pytester):
+    run(pytester, *SIM).stdout.fnmatch_lines_random([
+        "SKIPPED [1] tests/test_unsupported.py:11: the simulated GPU has one device (cuda:0): code for "
+        "several GPUs is not simulated",
+        "SKIPPED [1] tests/test_unsupported.py:18: NCCL (communication between GPUs) is not simulated",
+        "SKIPPED [1] tests/test_unsupported.py:23: needs triton, a package for real GPUs that is not installed here",
+        "SKIPPED [1] tests/test_unsupported.py:28: this CUDA API (CUDA generators, legacy torch.cuda tensor "
+        "types) is not simulated",
+        "4 tests skipped: the simulated GPU cannot run them",
+    ])
+
+
+def test_ini_setting_and_its_off_switch(pytester):
+    run(pytester, ini="simulate_gpu = true\n").assert_outcomes(passed=3, failed=4, skipped=4)
+    run(pytester, "--simulate-gpu=off", ini="simulate_gpu = true\n").assert_outcomes(passed=4, skipped=6)
+
+
+def test_cpu_only_mode_raises_on_every_cuda_request(pytester):
+    result = run(pytester, "--simulate-gpu=cpu-only", "tests", "cpuonly")
+    result.assert_outcomes(passed=4, skipped=6, failed=1)
+    result.stdout.fnmatch_lines([
+        "E   *AssertionError: Torch not compiled with CUDA enabled",
+        "*torchdev-lint: CUDA requests on a machine without a GPU*",
+        "cpuonly/test_needs_cuda.py::test_silently_needs_cuda FAILED",
+        "  cpuonly/test_needs_cuda.py:5:9: TDL001 hardcoded-cuda-call (the static finding that predicted it)",
+        "      on a machine without a GPU, .cuda() at cpuonly/test_needs_cuda.py:5 raises AssertionError: Torch "
+        "not compiled with CUDA enabled*",
+    ])
+
+
+def test_marker_and_fixture_simulate_single_tests(pytester):
+    result = run(pytester, "single")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines([
+        "*torchdev-lint: device problems on the simulated GPU*",
+        "single/test_single.py::test_marked FAILED",
+        "  mypkg/model.py:11:18: TDL008 *",
+    ])

@@ -1,0 +1,2 @@
+"""Adapters that put torchdev-lint where users already are (pytest); each calls the linter's
+API and the tracer's simulator, and re-implements neither."""

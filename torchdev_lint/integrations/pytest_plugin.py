@@ -1,0 +1,108 @@
+"""pytest plugin: run a project's own tests on the tracer's simulated GPU.
+
+pytest loads this module in every environment where torchdev-lint is installed (the ``pytest11``
+entry point), so it must cost nothing when unused: it only adds an option, an ini setting, a
+marker and a fixture, and imports neither torch nor the tracer. The simulation itself lives in
+``pytest_simulation`` and is imported only when asked for:
+
+* ``pytest --simulate-gpu`` (or ``simulate_gpu = true`` in the ini file): the whole session,
+  collection included, runs on a simulated GPU (``--simulate-gpu=cpu-only``: as a machine
+  without any GPU);
+* ``@pytest.mark.simulate_gpu`` or the ``simulated_gpu`` fixture: one test, from its setup to
+  its teardown.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+OPTION = "--simulate-gpu"
+MODES = {"sim": "sim", "gpu": "sim", "true": "sim", "yes": "sim", "on": "sim", "1": "sim",
+         "cpu-only": "cpu-only", "false": None, "no": None, "off": None, "0": None, "": None}
+PLUGIN_NAME = "torchdev-lint-simulated-gpu"
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("torchdev-lint", "torchdev-lint simulated GPU")
+    group.addoption(
+        OPTION, dest="simulate_gpu", metavar="MODE", nargs="?", const="sim", default=None,
+        help="run the tests on torchdev-lint's simulated GPU: torch.cuda.is_available() is true, "
+             "values are computed on the CPU, device mismatches fail with the file:line where each "
+             "tensor got its device. --simulate-gpu=cpu-only: as a machine without a GPU "
+             "(every CUDA request raises). --simulate-gpu=off: not even if the ini file asks.")
+    parser.addini("simulate_gpu", "run the tests on torchdev-lint's simulated GPU: true, false, "
+                                  "sim or cpu-only (the --simulate-gpu option wins)", default="false")
+
+
+def _mode(text: str | None, where: str) -> str | None:
+    key = str(text).strip().lower()
+    if key not in MODES:
+        raise pytest.UsageError(f"{where}: expected sim, cpu-only or off, got {text!r}")
+    return MODES[key]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config, parser, args):
+    """Start a session-wide simulation before the first conftest is imported, so that
+    ``torch.cuda.is_available()`` in conftests, test modules and skipif conditions (evaluated
+    at import) sees the simulated machine."""
+    if OPTION in args:
+        # `--simulate-gpu tests/` took `tests/` as the mode: pin the bare flag to `sim`.
+        args[:] = [f"{OPTION}=sim" if a == OPTION else a for a in args]
+        early_config.known_args_namespace = parser.parse_known_args(
+            args, namespace=copy.copy(early_config.option))
+    mode = session_mode(early_config, args)
+    if mode is not None:
+        from torchdev_lint.integrations import pytest_simulation
+
+        simulation = pytest_simulation.Simulation(early_config, mode, whole_session=True)
+        early_config.pluginmanager.register(simulation, PLUGIN_NAME)
+        simulation.start()
+
+
+def session_mode(config, args: list[str]) -> str | None:
+    """The mode the command line or the ini file asks for, None when none."""
+    chosen = None
+    for a in args:
+        if a == "--":
+            break
+        if a.startswith(f"{OPTION}="):
+            chosen = a.split("=", 1)[1]
+    if chosen is not None:
+        return _mode(chosen, OPTION)
+    return _mode(config.getini("simulate_gpu"), "simulate_gpu (ini)")
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "simulate_gpu: run this test on torchdev-lint's simulated GPU (from its setup to its "
+                   "teardown); see `pytest --simulate-gpu` for the whole session")
+
+
+def wants_simulation(item) -> bool:
+    return item.get_closest_marker("simulate_gpu") is not None or "simulated_gpu" in getattr(item, "fixturenames", ())
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """Without a session-wide simulation, start the per-test machinery only if a collected
+    test asks for it (one look at each test, once)."""
+    if config.pluginmanager.has_plugin(PLUGIN_NAME):
+        return
+    if any(wants_simulation(item) for item in items):
+        from torchdev_lint.integrations import pytest_simulation
+
+        config.pluginmanager.register(pytest_simulation.Simulation(config, "sim", whole_session=False),
+                                      PLUGIN_NAME)
+
+
+@pytest.fixture
+def simulated_gpu(request):
+    """The simulated GPU this test runs on: ``.mode`` and ``.events()`` (what the simulator
+    recorded during this test, as the tracer's event dictionaries)."""
+    simulation = request.config.pluginmanager.get_plugin(PLUGIN_NAME)
+    if simulation is None:  # requested dynamically (request.getfixturevalue)
+        pytest.fail("the simulated_gpu fixture must be named in the test's signature or usefixtures "
+                    "(or run pytest --simulate-gpu)", pytrace=False)
+    return simulation.handle(request.node)

@@ -1,0 +1,399 @@
+"""The simulated GPU behind ``pytest --simulate-gpu``: the tracer's simulator, run in pytest's
+own process, with its events filed under the test (or the collector) that was running.
+
+Imported only when a simulation is asked for: it imports torch. Nothing here simulates: the
+machine is ``trace.runner.instrumented`` (the simulated GPU of ``torchdev-lint trace``, or its
+machine without a GPU), and each device problem is worded by ``trace.verdicts``, which also
+names the static finding that predicted it. What is left here is pytest's side: whose events
+these are, what a failed test shows, what the simulator cannot do (a skip, not a failure), and
+the summary at the end of the session.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+from dataclasses import dataclass
+
+import pytest
+
+from torchdev_lint.integrations.pytest_plugin import wants_simulation
+from torchdev_lint.trace import runner, session, sites, verdicts
+from torchdev_lint.trace.runtime import NO_CUDA_TEXT, NUMPY_TEXT, Runtime
+
+MACHINE_WORDS = {
+    "sim": "a simulated GPU (values computed on the CPU, placement tracked as on cuda:0)",
+    "cpu-only": "a machine without a GPU (every CUDA request raises, as on a CPU-only build of torch)",
+}
+SECTION = {"sim": "torchdev-lint: device problems on the simulated GPU",
+           "cpu-only": "torchdev-lint: CUDA requests on a machine without a GPU"}
+EVIDENCE_TITLE = {"sim": "torchdev-lint: the simulated GPU's evidence",
+                  "cpu-only": "torchdev-lint: what a machine without a GPU does"}
+
+# What the simulated GPU cannot do, recognised by the error's text: the test is skipped with
+# the reason, never failed (a real GPU might well pass it).
+MULTI_GPU = "the simulated GPU has one device (cuda:0): code for several GPUs is not simulated"
+REAL_CUDA = ("this test reached the real CUDA runtime, which the simulated GPU does not replace "
+             "(another process, a C++ extension, or a torch API the simulator does not cover)")
+NOT_SIMULATED = (
+    ("invalid device ordinal", MULTI_GPU),
+    ("torch.cuda.device_count() is", MULTI_GPU),
+    ("NCCL", "NCCL (communication between GPUs) is not simulated"),
+    ("nccl", "NCCL (communication between GPUs) is not simulated"),
+    ("with arguments from the 'CPU' backend", "this operator has no CPU kernel: custom CUDA kernels are "
+                                              "not simulated"),
+    ("CUDA_HOME", "building a CUDA extension needs the CUDA toolkit: custom CUDA kernels are not simulated"),
+    ("nvcc", "building a CUDA extension needs the CUDA toolkit: custom CUDA kernels are not simulated"),
+    ("CUDA graph", "CUDA graphs are not simulated"),
+    ("ATen_cuda", "this CUDA API (CUDA generators, legacy torch.cuda tensor types) is not simulated"),
+    ("type torch.cuda.", "the legacy torch.cuda tensor types are not simulated"),
+    ("not linked with support for cuda devices", REAL_CUDA),
+    (NO_CUDA_TEXT, REAL_CUDA),
+    ("Found no NVIDIA driver", REAL_CUDA),
+    ("No CUDA GPUs are available", REAL_CUDA),
+)
+# Packages that only work with a GPU: a test the simulation un-skipped may import them.
+GPU_ONLY_PACKAGES = {"triton", "apex", "flash_attn", "xformers", "pycuda", "cupy", "tensorrt", "pynvml",
+                     "nvidia", "cuda"}
+TRITON = "Triton kernels need a real GPU: they are not simulated"
+
+_TRACER = os.path.dirname(os.path.abspath(runner.__file__)) + os.sep
+OUTCOME_RANK = {"passed": 0, "skipped": 1, "failed": 2}
+
+
+def not_simulated(excinfo) -> str | None:
+    """Why a failure comes from something the simulated GPU does not model, or None."""
+    error = excinfo.value
+    if isinstance(error, ImportError):
+        name = (getattr(error, "name", None) or "").split(".")[0]
+        if name in GPU_ONLY_PACKAGES:
+            return f"needs {name}, a package for real GPUs that is not installed here"
+    for entry in excinfo.traceback:
+        if f"{os.sep}triton{os.sep}" in str(entry.path):
+            return TRITON
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:  # the chain: `raise ... from` wrappers
+        seen.add(id(error))
+        text = str(error)
+        for needle, reason in NOT_SIMULATED:
+            if needle in text:
+                return reason
+        error = error.__cause__ or error.__context__
+    return None
+
+
+def _hide_tracer_frames(item) -> None:
+    """End the failure's traceback at the program's line, not in the simulator's frames (pytest
+    rebuilds tracebacks from the raw frames, so the filter it applies is wrapped)."""
+    original = getattr(item, "_traceback_filter", None)
+    if original is None or getattr(original, "_tdl", False):
+        return
+
+    def traceback_filter(excinfo):
+        entries = [e for e in original(excinfo) if not str(e.path).startswith(_TRACER)]
+        if not entries:
+            return original(excinfo)
+        return type(excinfo.traceback)([*entries[:-1], entries[-1].with_repr_style(None)])
+
+    traceback_filter._tdl = True
+    item._traceback_filter = traceback_filter
+
+
+class MemoryRecorder:
+    """The tracer's recorder, in memory: each event is filed under the test (or collector) that
+    was running, and repeats within one test are counted, not kept."""
+
+    def __init__(self):
+        self.owner: str | None = None
+        self.pid = os.getpid()
+        self.last_seq = 0
+        self._seq = itertools.count(1)
+        self._seen: dict[tuple, dict] = {}
+        self._by_owner: dict[str | None, list[dict]] = {}
+        self._lock = threading.Lock()
+
+    def write(self, record: dict) -> None:
+        """The tracer's start/end records: pytest reports outcomes itself."""
+
+    def event(self, key: tuple, record: dict) -> bool:
+        if os.getpid() != self.pid:  # a forked DataLoader worker: its memory is its own
+            return False
+        with self._lock:
+            key = (self.owner, *key)
+            known = self._seen.get(key)
+            if known is not None:
+                known["count"] += 1
+                return False
+            self.last_seq = next(self._seq)
+            record = {"type": "event", "seq": self.last_seq, **record, "count": 1}
+            self._seen[key] = record
+            self._by_owner.setdefault(self.owner, []).append(record)
+            return True
+
+    def events(self, owner: str | None) -> list[dict]:
+        return list(self._by_owner.get(owner, ()))
+
+    def owners(self) -> list[str | None]:
+        return list(self._by_owner)
+
+
+@dataclass
+class Problem:
+    """One device problem of one test, worded by the tracer."""
+
+    path: str
+    line: int
+    column: int
+    code: str | None  # the static finding that predicted it (TDL001..), None when none did
+    name: str
+    evidence: str
+
+    def render(self) -> str:
+        where = f"{self.path}:{self.line}:{self.column}"
+        if self.code is None:
+            head = f"{where}: {self.name} (no static finding predicted it)"
+        elif self.code == verdicts.MISMATCH_CODE:
+            head = f"{where}: {self.code} {self.name} (no static finding predicted it)"
+        else:
+            head = f"{where}: {self.code} {self.name} (the static finding that predicted it)"
+        return f"{head}\n    {self.evidence}"
+
+
+class SimulatedGPU:
+    """What the ``simulated_gpu`` fixture gives a test."""
+
+    def __init__(self, simulation: Simulation, owner: str):
+        self.mode = simulation.mode
+        self._simulation = simulation
+        self._owner = owner
+
+    def events(self) -> list[dict]:
+        """The simulator's events during this test (the tracer's dictionaries: ``kind``,
+        ``site`` as [path, line, end_line, col, end_col], ...)."""
+        return self._simulation.recorder.events(self._owner)
+
+
+class Simulation:
+    """A pytest plugin object: the simulated machine for the whole session (``--simulate-gpu``)
+    or for the tests that ask for it (marker, fixture)."""
+
+    def __init__(self, config, mode: str, whole_session: bool):
+        self.config = config
+        self.mode = mode
+        self.whole_session = whole_session
+        self.where = verdicts.Where(str(config.invocation_params.dir))
+        self.recorder = MemoryRecorder()
+        self.users = sites.UserFiles(str(config.rootpath))
+        self.rt: Runtime | None = None
+        self._machine = None
+        self._saved_env: str | None = None
+        self.simulated: set[str] = set()
+        self.outcomes: dict[str, str] = {}
+        self.exceptions: dict[str, dict] = {}
+        self.unsupported: dict[str, str] = {}
+        self._problems: dict[str, list[Problem]] = {}
+        self._findings: dict[str, list] = {}
+
+    # -- the machine ------------------------------------------------------------------------
+    def start(self) -> None:
+        if self.mode == "cpu-only":  # on a CUDA machine: hide the GPUs, as the tracer does
+            self._saved_env = os.environ.get("CUDA_VISIBLE_DEVICES")
+            os.environ["CUDA_VISIBLE_DEVICES"] = ""
+        if self.rt is None:
+            self.rt = Runtime(self.mode, False, self.users, self.recorder)
+        self._machine = runner.instrumented(self.rt)
+        self._machine.__enter__()
+
+    def stop(self) -> None:
+        machine, self._machine = self._machine, None
+        if machine is not None:
+            machine.__exit__(None, None, None)
+        if self.mode == "cpu-only":
+            if self._saved_env is None:
+                os.environ.pop("CUDA_VISIBLE_DEVICES", None)
+            else:
+                os.environ["CUDA_VISIBLE_DEVICES"] = self._saved_env
+
+    def handle(self, node) -> SimulatedGPU:
+        return SimulatedGPU(self, node.nodeid)
+
+    # -- pytest hooks -----------------------------------------------------------------------
+    def pytest_unconfigure(self, config):
+        self.stop()
+
+    def pytest_report_header(self, config):
+        scope = "every test" if self.whole_session else "the tests marked simulate_gpu"
+        return f"torchdev-lint: {scope} runs on {MACHINE_WORDS[self.mode]}"
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_make_collect_report(self, collector):
+        previous, self.recorder.owner = self.recorder.owner, collector.nodeid
+        outcome = yield
+        self.recorder.owner = previous
+        report = outcome.get_result()
+        if report.failed and self.whole_session:
+            self.simulated.add(collector.nodeid)
+            self.outcomes[collector.nodeid] = "failed"
+            self._add_evidence(report, collector.nodeid)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(self, item, nextitem):
+        simulate = self.whole_session or wants_simulation(item)
+        previous, self.recorder.owner = self.recorder.owner, item.nodeid
+        if simulate:
+            self.simulated.add(item.nodeid)
+            if not self.whole_session:
+                self.start()
+        try:
+            yield
+        finally:
+            if simulate and not self.whole_session:
+                self.stop()
+            self.recorder.owner = previous
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        if item.nodeid in self.simulated and call.excinfo is not None:
+            _hide_tracer_frames(item)
+        outcome = yield
+        if item.nodeid not in self.simulated:
+            return
+        report = outcome.get_result()
+        excinfo = call.excinfo
+        if report.failed and excinfo is not None:
+            reason = not_simulated(excinfo) if self.mode == "sim" else None
+            if reason is not None:
+                self.unsupported[item.nodeid] = reason
+                site = self._site(excinfo)
+                report.outcome = "skipped"
+                report.longrepr = (site[0], site[1], f"Skipped: {reason}") if site else \
+                    (str(item.path), (item.location[1] or 0) + 1, f"Skipped: {reason}")
+                self.outcomes[item.nodeid] = "skipped"
+                return
+            self.exceptions.setdefault(item.nodeid, self._outcome(excinfo))
+        word = "failed" if report.failed else report.outcome
+        if OUTCOME_RANK.get(word, 0) >= OUTCOME_RANK.get(self.outcomes.get(item.nodeid, "passed"), 0):
+            self.outcomes[item.nodeid] = word
+        if report.failed:
+            self._add_evidence(report, item.nodeid)
+
+    def pytest_terminal_summary(self, terminalreporter):
+        owners = [o for o in self.recorder.owners() if o is not None]
+        owners += [o for o in self.exceptions if o not in owners]
+        rows = [(o, self.problems(o)) for o in owners]
+        rows = [(o, p) for o, p in rows if p]
+        if not rows and not self.unsupported:
+            if self.simulated:
+                terminalreporter.write_sep("=", SECTION[self.mode])
+                terminalreporter.write_line(f"no device problem in {len(self.simulated)} tests run on "
+                                            f"{MACHINE_WORDS[self.mode]}")
+            return
+        terminalreporter.write_sep("=", SECTION[self.mode])
+        for owner, problems in rows:
+            terminalreporter.write_line(f"{owner} {self.outcomes.get(owner, 'passed').upper()}")
+            for problem in problems:
+                for line in problem.render().splitlines():
+                    terminalreporter.write_line(f"  {line}")
+        total = sum(len(p) for _, p in rows)
+        predicted = sum(1 for _, ps in rows for p in ps if p.code not in (None, verdicts.MISMATCH_CODE))
+        if rows:
+            terminalreporter.write_line(
+                f"{total} device problem{'s' if total != 1 else ''} in {len(rows)} "
+                f"test{'s' if len(rows) != 1 else ''} ({predicted} predicted by a static finding), "
+                f"{len(self.simulated)} tests run on {MACHINE_WORDS[self.mode]}")
+        if self.unsupported:
+            terminalreporter.write_line(f"{len(self.unsupported)} test{'s' if len(self.unsupported) != 1 else ''} "
+                                        "skipped: the simulated GPU cannot run them")
+            for owner, reason in self.unsupported.items():
+                terminalreporter.write_line(f"  {owner}: {reason}")
+
+    # -- evidence ---------------------------------------------------------------------------
+    def _add_evidence(self, report, owner: str) -> None:
+        problems = self.problems(owner)
+        if problems and hasattr(report.longrepr, "addsection"):
+            report.longrepr.addsection(EVIDENCE_TITLE[self.mode],
+                                       "\n".join(p.render() for p in problems))
+
+    def _site(self, excinfo) -> list | None:
+        frames = sites.traceback_sites(excinfo.tb, self.users)
+        return frames[0] if frames else None
+
+    def _outcome(self, excinfo) -> dict:
+        text = str(excinfo.value).strip()
+        return {"kind": "exception", "type": excinfo.type.__name__,
+                "message": text.splitlines()[0] if text else "", "site": self._site(excinfo)}
+
+    def problems(self, owner: str) -> list[Problem]:
+        """The device problems of one test: the tracer's confirmed verdicts of the static
+        findings in the files involved, its runtime-only mismatches (TDL100), and the
+        ``.numpy()`` calls or CUDA requests that no finding explains."""
+        cached = self._problems.get(owner)
+        if cached is not None:
+            return cached
+        events = self.recorder.events(owner)
+        outcome = self.exceptions.get(owner, {"kind": "exit", "status": 0})
+        if not events and outcome.get("kind") != "exception":
+            self._problems[owner] = []
+            return []
+        run = session.Run(session.Options(target=owner, mode=self.mode), mode=self.mode,
+                          events=events, outcome=outcome)
+        findings = self._static_findings(_paths(events, outcome))
+        problems = []
+        for t in verdicts.judge(findings, [run], self.where):
+            if t.status == verdicts.CONFIRMED:
+                problems.append(Problem(t.path, t.line, t.column, t.code, t.name, t.evidence))
+        explained = {(p.path, p.line) for p in problems}
+        for e in events:
+            site = e.get("site")
+            if not site or (self.where.path(site[0]), site[1]) in explained:
+                continue
+            if e["kind"] == "numpy" and e.get("device") != "cpu" and not e.get("force"):
+                text = (f"{e['what']} at {self.where(site)} ran on a {e['device']} tensor: "
+                        f"TypeError: {NUMPY_TEXT.format(dev=e['device'])}")
+                src = e.get("src")
+                if src:
+                    text += f" (the tensor got its device from {src.get('what')} at {self.where(src.get('site'))})"
+                problems.append(Problem(self.where.path(site[0]), site[1], site[3] + 1, None,
+                                        "numpy-on-accelerator", text))
+            elif e["kind"] == "cuda-request" and self.mode == "cpu-only":
+                problems.append(Problem(self.where.path(site[0]), site[1], site[3] + 1, None, "cuda-request",
+                                        f"on a machine without a GPU, {e['what']} at {self.where(site)} "
+                                        f"raises {verdicts.NO_CUDA}"))
+            else:
+                continue
+            explained.add((self.where.path(site[0]), site[1]))
+        self._problems[owner] = problems
+        return problems
+
+    def _static_findings(self, paths: set[str]) -> list:
+        from torchdev_lint.api import check_paths
+
+        missing = sorted(p for p in paths if p not in self._findings and os.path.isfile(p))
+        for path in missing:
+            self._findings[path] = []
+        if missing:
+            found, _errors = check_paths(missing)  # unreadable files: no finding to name
+            for f in found:
+                self._findings.setdefault(os.path.realpath(f.path), []).append(f)
+        return [f for p in sorted(paths) for f in self._findings.get(p, ())]
+
+
+def _paths(events: list[dict], outcome: dict) -> set[str]:
+    """The program's files an event (or the failure) points at: where static findings may be."""
+    paths = set()
+
+    def add(site):
+        if site:
+            paths.add(site[0])
+
+    add(outcome.get("site"))
+    for e in events:
+        add(e.get("site"))
+        add(e.get("move_site"))
+        for frame in e.get("stack") or ():
+            add(frame)
+        for operand in e.get("operands") or ():
+            add((operand.get("origin") or {}).get("site"))
+            add((operand.get("src") or {}).get("site"))
+    return paths
