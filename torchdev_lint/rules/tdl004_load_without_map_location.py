@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchdev_lint import fixes
-from torchdev_lint.analysis import kinds
+from torchdev_lint.analysis import kinds, provenance
 from torchdev_lint.finding import Applicability, Fix
 from torchdev_lint.rule import Invalid, Rule, Valid
 
@@ -19,6 +19,14 @@ class LoadWithoutMapLocation(Rule):
     It does not flag calls that pass `map_location` (even `None`, an explicit choice),
     calls with `*args`/`**kwargs` that may carry it, a project's own function or method
     named `load`, or `safetensors` loaders (they take `device=` and default to the CPU).
+
+    Nor loads of files that cannot come from another machine: a file the same function
+    wrote earlier with `torch.save`/`.save` (a round trip in one process: the tensors come
+    back to the devices they left), a file a test wrote itself (the test saves, trains or
+    writes under `tmp_path`/`tmpdir`/`tempfile` before loading), and pickles the file
+    name, the key read or the variable says hold metadata only (`meta.pt`,
+    `["hyper_parameters"]`, `vocab = torch.load(...)`). Checkpoints from outside (a path
+    argument, a download cache, a config value) are flagged, in tests too.
 
     ## Why is this bad?
     Without `map_location`, every tensor is restored to the device it was saved from. A
@@ -56,8 +64,36 @@ class LoadWithoutMapLocation(Rule):
         Valid("def load(p):\n    return p\nstate = load('ckpt.pt')\n"),
         Valid("from safetensors.torch import load_file\nstate = load_file('m.safetensors')\n"),
         Valid("import torch\nclass Saver:\n    def go(self):\n        return self.load('x')\n"),
+        # A round trip in one function: saved and loaded by the same process.
+        Valid("import io\nimport torch\ndef clone(obj):\n    buffer = io.BytesIO()\n"
+              "    torch.save(obj, buffer)\n    buffer.seek(0)\n    return torch.load(buffer)\n"),
+        # A test that wrote the file itself.
+        Valid("import torch\ndef test_resume(tmp_path):\n"
+              "    ckpt = torch.load(tmp_path / 'last.ckpt', weights_only=True)\n"),
+        Valid("import torch\ndef test_hparams(trainer, model):\n    trainer.fit(model)\n"
+              "    ckpt = torch.load(trainer.checkpoint_callback.best_model_path)\n"),
+        # Metadata, and the name says so.
+        Valid("import torch\ndef read(d):\n    metadata = torch.load(d / 'meta.pt')\n"
+              "    return metadata['world_size']\n"),
+        Valid("import torch\ndef hp(path):\n"
+              "    return torch.load(path)['hyper_parameters']\n"),
     ]
     INVALID = [
+        Invalid(  # a checkpoint from outside, in a test: not written by it
+            "import torch\ndef test_legacy(path_ckpt):\n"
+            "    state = torch.load(path_ckpt, weights_only=False)\n",
+            3, 13,
+            "import torch\ndef test_legacy(path_ckpt):\n"
+            "    state = torch.load(path_ckpt, weights_only=False, map_location=\"cpu\")\n",
+            unsafe=True,
+        ),
+        Invalid(  # saved elsewhere: another file than the one loaded
+            "import torch\ndef run(model, args):\n    torch.save(model, args.out)\n"
+            "    model.load_state_dict(torch.load(args.resume))\n",
+            4, 27,
+            "import torch\ndef run(model, args):\n    torch.save(model, args.out)\n"
+            "    model.load_state_dict(torch.load(args.resume, map_location=\"cpu\"))\n",
+        ),
         Invalid(
             "import torch\nmodel.load_state_dict(torch.load('ckpt.pt'))\n",
             2, 23,
@@ -96,6 +132,8 @@ class LoadWithoutMapLocation(Rule):
         if any(a.keyword is not None and a.keyword.value == "map_location" for a in node.args):
             return
         ancestors = tuple(self.ctx.ancestors)
+        if provenance.written_here(self.ctx, node) or provenance.says_metadata(ancestors, node):
+            return
         self.report(node, fix=lambda: self._fix(node, ancestors))
 
     def _fix(self, node: cst.Call, ancestors: tuple[cst.CSTNode, ...]) -> Fix:

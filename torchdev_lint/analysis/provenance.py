@@ -1,0 +1,163 @@
+"""Where a file that code loads comes from: written by the same function (a round trip in
+one process), by the test that loads it, or from outside (a path argument, a download, a
+config). Only files from outside can carry tensors saved on another machine's devices."""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from torchdev_lint.analysis import tree
+from torchdev_lint.analysis.guards import code_of
+
+_SAVES = frozenset({"torch.save", "torch.jit.save", "torch.serialization.save"})
+# Methods that write checkpoints or models the test then reads back: `scripted.save(f)`,
+# `trainer.save_checkpoint(p)`, `trainer.fit(model)` (its checkpoint callback).
+_WRITERS = frozenset({"save", "save_checkpoint", "fit", "save_pretrained", "save_state"})
+# Names of temporary places a test writes to.
+_TEMPORARY = re.compile(r"tmp|temp", re.IGNORECASE)
+# What a file name, key or variable says when the pickle only holds metadata.
+_METADATA = re.compile(r"meta|hparams?\b|hyper_?param|vocab", re.IGNORECASE)
+_NOT_ROOTS = frozenset({"os", "str", "Path", "pathlib", "torch", "open", "io"})
+_PATH_QUERIES = ("os.", "glob.", "shutil.", "pathlib.")
+_BUILTINS = frozenset({"str", "print", "len", "sorted", "isinstance", "open", "Path", "repr"})
+
+
+def is_test_function(ctx, function: cst.FunctionDef | None) -> bool:
+    """A pytest/unittest test: a ``test*`` function, or any function of a ``test_*.py``
+    file (helpers and fixtures of the test)."""
+    name = ctx.path.replace("\\", "/").rsplit("/", 1)[-1]
+    if name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py":
+        return True
+    return function is not None and function.name.value.startswith("test")
+
+
+def loaded_file(call: cst.Call) -> cst.BaseExpression | None:
+    for arg in call.args:
+        if arg.keyword is None or arg.keyword.value == "f":
+            return arg.value
+    return None
+
+
+def written_here(ctx, call: cst.Call) -> bool:
+    """The file ``call`` loads was written earlier by the same function (``torch.save(x, p)``
+    then ``torch.load(p)``), or by the test that loads it (it saves, trains or writes to a
+    temporary path first): it comes back on the machine and devices it was saved from."""
+    function = ctx.function
+    target = loaded_file(call)
+    if function is None or target is None:
+        return False
+    roots = _roots(target) | _roots_of_locals(ctx, function, target)
+    before = _calls_before(function, call)
+    for earlier in before:
+        if ctx.qualified_name(earlier.func) in _SAVES or (
+            isinstance(earlier.func, cst.Attribute)
+            and earlier.func.attr.value in ("save", "save_checkpoint")
+        ):
+            written = [a.value for a in earlier.args if a.keyword is None][-1:]
+            # the same file (`p`, `f.name`), or the buffer the loaded one is made from
+            if written and code_of(written[0]) in (code_of(target), *roots):
+                return True  # a round trip in one process
+    if not is_test_function(ctx, function):
+        return False
+    if any(_TEMPORARY.search(root) for root in roots):
+        return True
+    return any(
+        isinstance(c.func, cst.Attribute) and c.func.attr.value in _WRITERS
+        or ctx.qualified_name(c.func) in _SAVES
+        or _hands_over(ctx, c, code_of(target))
+        for c in before
+    )
+
+
+def _hands_over(ctx, call: cst.Call, file: str) -> bool:
+    """``convert_checkpoint(src, out)`` before ``torch.load(out)`` in a test: the file is
+    given to a call that writes it (not to a path query like ``os.path.exists``)."""
+    qualified = ctx.qualified_name(call.func) or ""
+    if qualified.startswith(_PATH_QUERIES) or qualified in _BUILTINS:
+        return False
+    return any(code_of(a.value) == file for a in call.args)
+
+
+def says_metadata(ancestors, call: cst.Call) -> bool:
+    """``metadata = torch.load(d / "meta.pt")``, ``torch.load(p)["hyper_parameters"]``,
+    ``vocab = torch.load(vocab_path)``: the name, key or file says the pickle holds metadata
+    (hyperparameters, vocabularies), not tensors."""
+    target = loaded_file(call)
+    strings = []
+    if target is not None:
+        tree.walk(target, lambda n: strings.append(n.value) if isinstance(n, cst.SimpleString) else True)
+    parent = ancestors[-2] if len(ancestors) > 1 else None
+    if isinstance(parent, cst.Subscript) and parent.value is call:
+        strings.append(code_of(parent.slice[0]))
+    for node in reversed(ancestors[:-1]):
+        if isinstance(node, cst.Assign):
+            strings.extend(code_of(t.target) for t in node.targets)
+            break
+        if isinstance(node, cst.BaseStatement):
+            break
+    return any(_METADATA.search(s) for s in strings)
+
+
+def _roots(expr: cst.BaseExpression) -> set[str]:
+    """The variables an expression is built from (``tmp_path`` in ``str(tmp_path / "x")``)."""
+    names: set[str] = set()
+
+    def enter(node: cst.CSTNode) -> bool:
+        if isinstance(node, cst.Name) and node.value not in _NOT_ROOTS:
+            names.add(node.value)
+        elif isinstance(node, cst.Attribute):
+            tree.walk(node.value, enter)  # `f.name`: `f`, not `name`
+            return False
+        return True
+
+    tree.walk(expr, enter)
+    return names
+
+
+def _roots_of_locals(ctx, function: cst.FunctionDef, expr: cst.BaseExpression) -> set[str]:
+    """Roots reached through the function's own assignments (``path = tmp_path / "a"``)."""
+    found: set[str] = set()
+    todo = list(_roots(expr))
+    bound = ctx.bindings(function)
+    while todo:
+        name = todo.pop()
+        for site in bound.get(name, ()):
+            value = site.value if isinstance(site, (cst.Assign, cst.AnnAssign)) else None
+            if isinstance(site, cst.Name):  # `with fs.open(path) as f`: what `f` reads
+                value = _with_item(function, site)
+            for root in _roots(value) - found if value is not None else ():
+                found.add(root)
+                todo.append(root)
+    return found
+
+
+def _with_item(function: cst.FunctionDef, name: cst.Name) -> cst.BaseExpression | None:
+    found = []
+
+    def enter(node: cst.CSTNode) -> bool:
+        if isinstance(node, cst.WithItem) and node.asname is not None and node.asname.name is name:
+            found.append(node.item)
+        return not found
+
+    tree.walk(function.body, enter)
+    return found[0] if found else None
+
+
+def _calls_before(function: cst.FunctionDef, call: cst.Call) -> list[cst.Call]:
+    """The calls of ``function`` that come before ``call`` in the source."""
+    calls: list[cst.Call] = []
+    reached = False
+
+    def enter(node: cst.CSTNode) -> bool:
+        nonlocal reached
+        if reached or node is call:
+            reached = True
+            return False
+        if isinstance(node, cst.Call):
+            calls.append(node)
+        return True
+
+    tree.walk(function.body, enter)
+    return calls
