@@ -3,8 +3,10 @@
     python benchmarks/bench_lint.py DIR [--repeat 3]
 
 Reads every Python file under DIR once, then times, in this one process and on the same
-texts, (a) ``libcst.parse_module`` alone and (b) the whole lint (pre-check, parse, one
-traversal with every rule, positions and noqa for files with findings). Each is repeated;
+texts, (a) ``libcst.parse_module`` alone, (b) the whole lint (pre-check, parse, one
+traversal with every rule, positions and noqa for files with findings) and (c) the project
+index the CLI builds once per run (stdlib ``ast``) with the lint that uses it: its share of
+the time has a budget of 10%. Each is repeated;
 medians are reported, with lines per second and the ratio lint / parse (target: <= 2.5).
 Then whole processes, as users run them: CPU time and peak memory of a process that only
 parses every file, of ``torchdev-lint DIR``, and of ``ruff check`` when ruff is installed
@@ -28,6 +30,7 @@ import libcst  # noqa: E402
 
 import torchdev_lint.rules  # noqa: E402,F401
 from torchdev_lint import files  # noqa: E402
+from torchdev_lint.analysis import project_index  # noqa: E402
 from torchdev_lint.config import enabled_rules  # noqa: E402
 from torchdev_lint.engine import lint_source  # noqa: E402
 
@@ -56,6 +59,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("directory")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--no-processes", action="store_true",
+                        help="only the in-process timings, not whole processes")
     args = parser.parse_args()
     sources = _sources(args.directory)
     lines = sum(s.text.count("\n") + 1 for s in sources)
@@ -66,13 +71,32 @@ def main() -> None:
     lint_times = [
         _time(lambda s: lint_source(s.path, s.text, rules), sources) for _ in range(args.repeat)
     ]
+    # The project index, as the CLI builds it once per run, and the lint that uses it.
+    paths = [s.path for s in sources]
+    index_times, indexes = [], []
+    for _ in range(args.repeat):
+        start = time.process_time()
+        indexes.append(project_index.build(paths))
+        index_times.append(time.process_time() - start)
+    index = indexes[-1]
+    indexed_times = [
+        _time(lambda s: lint_source(s.path, s.text, rules, index=index), sources)
+        for _ in range(args.repeat)
+    ]
     parse_s, lint_s = statistics.median(parse_times), statistics.median(lint_times)
+    index_s, indexed_s = statistics.median(index_times), statistics.median(indexed_times)
+    total_s = index_s + indexed_s
     print(f"{args.directory}: {len(sources)} files, {lines} lines, {findings} findings, "
           f"{len(rules)} rules, median of {args.repeat} runs (CPU seconds)")
     print(f"  libcst.parse_module  {parse_s:8.2f} s  {lines / parse_s:10,.0f} lines/s  1.00x")
     print(f"  torchdev-lint        {lint_s:8.2f} s  {lines / lint_s:10,.0f} lines/s  "
-          f"{lint_s / parse_s:.2f}x parse")
-    processes(args.directory, args.repeat)
+          f"{lint_s / parse_s:.2f}x parse  (no project index)")
+    print(f"  project index build  {index_s:8.2f} s  {len(index.paths)} modules")
+    print(f"  lint with the index  {total_s:8.2f} s  {lines / total_s:10,.0f} lines/s  "
+          f"{total_s / parse_s:.2f}x parse  (index {100 * index_s / total_s:.1f}% of it; "
+          f"budget 10%)")
+    if not args.no_processes:
+        processes(args.directory, args.repeat)
 
 
 _PARSE_ONLY = """

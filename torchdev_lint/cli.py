@@ -12,6 +12,7 @@ from pathlib import Path
 
 import torchdev_lint.rules  # noqa: F401  (registers the rules)
 from torchdev_lint import __version__, cache, config, docs, files, output, pool, progress, runner
+from torchdev_lint.analysis import project_index
 from torchdev_lint.engine import FileResult, lint_file
 from torchdev_lint.finding import FileError, Finding
 from torchdev_lint.fixer import applicable, fix_file
@@ -152,7 +153,9 @@ def _run(args) -> int:
 
     run = Run(root=settings.root)
     paths, run.errors = files.discover([p for p in args.paths if p != "-"], settings.exclude, settings.root)
-    job = runner.Job(rules, settings, cache=_cache(args, settings))
+    # One project index for the run: what every file (and stdin's package) defines.
+    index = project_index.build([*paths, *([args.stdin_filename] if args.stdin_filename else [])])
+    job = runner.Job(rules, settings, cache=_cache(args, settings), index=index)
     bar = progress.Progress(len(paths)) if progress.wanted(args.quiet, args.format) else None
     checked = runner.check_paths(paths, job, _jobs(args), bar.update if bar else None)
     if bar:
@@ -161,7 +164,7 @@ def _run(args) -> int:
     if isinstance(stdin, FileError):
         run.errors.append(stdin)
     elif stdin is not None:
-        checked.insert(0, runner.Checked(runner.check_source(stdin, rules, settings)))
+        checked.insert(0, runner.Checked(runner.check_source(stdin, rules, settings, job.index)))
         if fixing and not args.diff:
             run.stdout = stdin.file_text  # unchanged unless a fix applies
     for item in checked:

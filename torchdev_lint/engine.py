@@ -131,10 +131,13 @@ def lint_source(
     *,
     apply_noqa: bool = True,
     module: cst.Module | None = None,
+    index=None,
 ) -> FileResult:
     """Check one file's text with the given rules. ``apply_noqa=False`` keeps findings that a
     ``# noqa`` comment suppresses, for hosts that apply their own (the flake8 plugin);
-    ``module`` is the text's tree when a host has already parsed it (the LibCST codemod)."""
+    ``module`` is the text's tree when a host has already parsed it (the LibCST codemod);
+    ``index`` is the project index (``analysis/project_index.py``), built once per run by
+    the host and shared by every file."""
     wanted = [cls for cls in rule_classes if cls.wants(source)]
     if not wanted and module is None:
         # No rule needs the tree, but a broken file is still reported: the stdlib parser
@@ -150,7 +153,7 @@ def lint_source(
         module = parse(path, source)
     if isinstance(module, FileError):
         return FileResult(path, source, error=module)
-    context = FileContext(path, source)
+    context = FileContext(path, source, index)
     rules = [cls(context) for cls in wanted]
     try:
         _Traversal(context, rules).walk(module)

@@ -25,6 +25,20 @@ from torchdev_lint import __version__
 PARSE_ERROR_CODE = "TDL000"
 
 _rules = None  # the rule classes, imported on first use
+_indexes: dict = {}  # package root -> project index, built once per process
+
+
+def _index_for(filename: str):
+    """The project index of the file's package (flake8 shows us one file at a time)."""
+    if filename in ("-", "stdin") or not filename.endswith(".py"):
+        return None
+    from torchdev_lint.analysis import project_index
+
+    root = project_index.package_root(filename)
+    index = _indexes.get(root)
+    if index is None:
+        index = _indexes[root] = project_index.build([filename])
+    return index
 
 
 def _all_rules() -> list:
@@ -59,7 +73,9 @@ class TorchDevLintChecker:
             return
         from torchdev_lint.engine import lint_source
 
-        result = lint_source(self.filename, source, rules, apply_noqa=False)
+        result = lint_source(
+            self.filename, source, rules, apply_noqa=False, index=_index_for(self.filename)
+        )
         if result.error is not None:
             error = result.error
             yield (

@@ -60,10 +60,16 @@ class Report:
 
 
 class FileContext:
-    def __init__(self, path: str, source: str) -> None:
+    """``index``: the project index, when the host built one (what other files define)."""
+
+    def __init__(self, path: str, source: str, index=None) -> None:
         self.path = path
         self.source = source
-        self.imports = ImportTable()
+        self.index = index
+        module = index.module_of(path) if index is not None and path != "-" else None
+        self.imports = ImportTable(
+            module, path.endswith("__init__.py"), index, path
+        ) if module else ImportTable(index=index, path=path)
         self.ancestors: list[cst.CSTNode] = []
         self.scopes: list[Scope] = []
         self.classes: dict[str, ClassInfo] = {}
@@ -268,6 +274,9 @@ class FileContext:
             dotted = dotted_name(base.value) or ""
             if (qualified and kinds.is_module_class(qualified)) or (
                 dotted in self.classes and self.classes[dotted].is_module
+            ) or (
+                qualified and self.index is not None
+                and self.index.is_module_class(qualified, self.path)
             ):
                 is_module = True
         info = ClassInfo(node.name.value, node, is_module)
@@ -363,6 +372,14 @@ class FileContext:
                 return kinds.MODULE
             if qualified == "copy.deepcopy" and call.args:
                 return self.value_of(call.args[0].value)
+            if self.index is not None:  # the project's own classes and helpers
+                if self.index.is_module_class(qualified, self.path):
+                    return kinds.MODULE
+                returned = self.index.returns(qualified, self.path)
+                if returned == "module":
+                    return kinds.MODULE
+                if returned == "tensor":
+                    return kinds.TENSOR
         if (
             isinstance(func, cst.Name)
             and func.value in ("tuple", "list", "dict")

@@ -28,8 +28,17 @@ def _module_name(node: cst.BaseExpression | None) -> str:
 
 
 class ImportTable:
-    def __init__(self) -> None:
+    """``module``/``is_package`` (the file's dotted name, and whether it is an
+    ``__init__.py``) resolve relative imports; ``index`` (a project index) says what a star
+    import binds. Without them relative imports and star imports name nothing."""
+
+    def __init__(self, module: str | None = None, is_package: bool = False, index=None,
+                 path: str | None = None) -> None:
         self._names: dict[str, str] = {}
+        self._module = module
+        self._is_package = is_package
+        self._index = index
+        self._path = path
 
     def record_import(self, node: cst.Import) -> None:
         for alias in node.names:
@@ -41,13 +50,20 @@ class ImportTable:
                 self._names[head] = head
 
     def record_import_from(self, node: cst.ImportFrom) -> None:
-        if node.relative or isinstance(node.names, cst.ImportStar):
-            # Relative imports are the project's own code; star imports name nothing.
-            if not isinstance(node.names, cst.ImportStar):
-                for alias in node.names:
-                    self.unbind(self._bound_name(alias))
-            return
         module = _module_name(node.module)
+        if node.relative:
+            if self._module is None:  # the project's own code, from an unknown place
+                if not isinstance(node.names, cst.ImportStar):
+                    for alias in node.names:
+                        self.unbind(self._bound_name(alias))
+                return
+            parts = self._module.split(".")
+            keep = len(parts) - len(node.relative) + (1 if self._is_package else 0)
+            module = ".".join([*parts[:max(keep, 0)], *([module] if module else [])])
+        if isinstance(node.names, cst.ImportStar):
+            if self._index is not None:  # `from .common import *` may bind `torch`
+                self._names.update(self._index.exports(module, self._path))
+            return
         for alias in node.names:
             self._names[self._bound_name(alias)] = f"{module}.{dotted_name(alias.name)}"
 

@@ -1,0 +1,167 @@
+"""The project index: what other files of the project define reaches each file's analysis,
+on every way in (a directory run, a few files as pre-commit passes them, stdin with a
+file name, the flake8 plugin)."""
+
+from __future__ import annotations
+
+import io
+import json
+import pickle
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from torchdev_lint import cli, flake8_plugin
+from torchdev_lint.analysis import project_index
+
+
+def write(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+
+
+PACKAGE = {
+    "proj/__init__.py": "from .base import Encoder\n",
+    "proj/base.py": """
+        import torch
+        import torch.nn as nn
+
+        class BaseEncoder(nn.Module):
+            pass
+
+        class Encoder(BaseEncoder):
+            pass
+
+        def make_mask(n):
+            return torch.ones(n)
+
+        def build_block():
+            return Block()
+
+        class Block(nn.Module):
+            pass
+    """,
+    "proj/common.py": "import torch\nimport torch.nn as nn\n",
+    "proj/models/__init__.py": "",
+    "proj/models/model.py": """
+        from ..common import *
+        from .. import Encoder
+        from ..base import make_mask, build_block
+
+        class MyEncoder(Encoder):
+            def __init__(self):
+                super().__init__()
+                self.scale = torch.ones(4)
+                self.blocks = [build_block(), build_block()]
+
+            def forward(self, x):
+                return x * self.scale
+
+        def run(path, device):
+            state = torch.load(path)
+            mask = make_mask(3)
+            mask.to(device)
+            return state, mask
+    """,
+}
+# (code, line) each file of PACKAGE must show; none of them is found without the index.
+EXPECTED = [("TDL006", 9), ("TDL007", 10), ("TDL004", 16), ("TDL003", 18)]
+
+
+def run_cli(argv: list[str], capsys, stdin: str | None = None, monkeypatch=None,
+            path: str = "model.py") -> list[tuple[str, int]]:
+    """The (code, line) findings of the files whose path ends with ``path``."""
+    if stdin is not None:
+        monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(stdin.encode())))
+    cli.main(["--format", "json", "--isolated", *argv])
+    data = json.loads(capsys.readouterr().out)
+    findings = data if isinstance(data, list) else data["findings"]
+    return sorted((f["code"], f["line"]) for f in findings if f["path"].endswith(path))
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch) -> Path:
+    write(tmp_path, PACKAGE)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_directory_run_sees_the_whole_project(project, capsys):
+    assert run_cli(["proj"], capsys) == sorted(EXPECTED)
+
+
+def test_one_file_indexes_its_package(project, capsys):
+    # pre-commit passes only the changed files.
+    assert run_cli(["proj/models/model.py"], capsys) == sorted(EXPECTED)
+
+
+def test_stdin_with_a_file_name(project, capsys, monkeypatch):
+    source = (project / "proj/models/model.py").read_text()
+    found = run_cli(["--stdin-filename", "proj/models/model.py", "-"], capsys, source, monkeypatch)
+    assert found == sorted(EXPECTED)
+
+
+def test_flake8_plugin_indexes_the_package_once(project, monkeypatch):
+    monkeypatch.setattr(flake8_plugin, "_indexes", {})
+    path = str(project / "proj/models/model.py")
+    lines = Path(path).read_text().splitlines(keepends=True)
+    found = sorted(
+        (message.split()[0], line)
+        for line, _, message, _ in flake8_plugin.TorchDevLintChecker(None, lines, path).run()
+    )
+    assert found == sorted(EXPECTED)
+    other = str(project / "proj/base.py")
+    list(flake8_plugin.TorchDevLintChecker(None, Path(other).read_text().splitlines(True), other).run())
+    assert len(flake8_plugin._indexes) == 1
+
+
+def test_sibling_script_module(tmp_path, monkeypatch, capsys):
+    # Scripts (no package) import each other by name; two directories may both have a
+    # `model.py`: each script sees its own sibling.
+    write(tmp_path, {
+        "a/model.py": "import torch.nn as nn\nclass Net(nn.Module):\n    pass\n",
+        "a/train.py": """
+            import torch
+            from model import Net
+
+            class Wrapper(torch.nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.nets = [Net(), Net()]
+        """,
+        "b/model.py": "class Net:\n    pass\n",
+        "b/train.py": """
+            import torch
+            from model import Net
+
+            class Wrapper(torch.nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.nets = [Net(), Net()]
+        """,
+    })
+    monkeypatch.chdir(tmp_path)
+    assert run_cli(["a", "b"], capsys, path="a/train.py") == [("TDL007", 8)]
+    assert run_cli(["a", "b"], capsys, path="b/train.py") == []  # b's Net is no module
+
+
+def test_star_import_cycle_and_missing_module(tmp_path):
+    write(tmp_path, {
+        "p/__init__.py": "",
+        "p/a.py": "from .b import *\nimport torch\n",
+        "p/b.py": "from .a import *\nfrom .missing import *\n",
+    })
+    index = project_index.build([str(tmp_path / "p/a.py")])
+    assert index.exports("p.b")["torch"] == "torch"
+
+
+def test_index_pickles_without_its_memo(project):
+    index = project_index.build(["proj/models/model.py"])
+    assert index.is_module_class("proj.Encoder")
+    again = pickle.loads(pickle.dumps(index))
+    assert again.is_module_class("proj.Encoder")
+    assert again.returns("proj.base.make_mask") == "tensor"
+    assert again.facts_for("proj/models/model.py") == index.facts_for("proj/models/model.py")

@@ -1,0 +1,379 @@
+"""The project index: what the other files of a project define, read once per run.
+
+The per-file analysis sees one file; a model class whose ``nn.Module`` base is defined in
+another file (fairseq's ``FairseqEncoder``), a helper that returns a tensor, or ``torch``
+bound by ``from .common import *`` are unknown to it. Before linting, every file of the
+run (and the rest of each one's package) is read with the stdlib ``ast`` (about 15 times
+cheaper than LibCST) to record, per module: its imports (relative ones resolved), its star
+imports, its classes with their bases, and what its functions return. Questions are
+answered lazily and remembered.
+
+The index is plain data (dicts, lists, strings): it pickles for worker processes and the
+cache, and ``facts_for(path)`` says what one file's findings can depend on.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from dataclasses import dataclass, field
+
+from torchdev_lint.analysis import kinds
+
+_MAX_DEPTH = 20  # re-export chains longer than this are not followed
+
+
+@dataclass
+class ModuleFacts:
+    name: str  # dotted module name (`fairseq.models.transformer`; a script's stem)
+    path: str
+    names: dict[str, str] = field(default_factory=dict)  # imported name -> qualified name
+    stars: list[str] = field(default_factory=list)  # modules imported with `*`
+    classes: dict[str, list[str]] = field(default_factory=dict)  # class -> qualified bases
+    # function -> "tensor", "module", or "call:<qualified>" (returns what that call builds)
+    returns: dict[str, str] = field(default_factory=dict)
+    defined: list[str] = field(default_factory=list)  # other names assigned at top level
+    public: list[str] | None = None  # `__all__`
+
+    @property
+    def directory(self) -> str:
+        return os.path.dirname(self.path)
+
+
+def module_name(path: str) -> tuple[str, bool]:
+    """The dotted name a file is imported under, and whether it is in a package: walk up
+    while the directory holds an ``__init__.py``."""
+    directory, base = os.path.split(os.path.abspath(path))
+    stem = base.rsplit(".", 1)[0]
+    parts = [] if stem == "__init__" else [stem]
+    in_package = False
+    while os.path.isfile(os.path.join(directory, "__init__.py")):
+        in_package = True
+        directory, package = os.path.split(directory)
+        parts.insert(0, package)
+        if not package:
+            break
+    return ".".join(parts), in_package
+
+
+def package_root(path: str) -> str:
+    """The directory of the outermost package holding ``path`` (its own directory for a
+    script): what to index so that a file's imports resolve."""
+    directory = os.path.dirname(os.path.abspath(path))
+    top = directory
+    while os.path.isfile(os.path.join(directory, "__init__.py")):
+        top = directory
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            break
+        directory = parent
+    return top
+
+
+def python_files(directory: str) -> list[str]:
+    """The ``.py`` files under a package directory (recursively) or beside a script (not)."""
+    if not os.path.isfile(os.path.join(directory, "__init__.py")):
+        try:
+            return sorted(
+                os.path.join(directory, n) for n in os.listdir(directory) if n.endswith(".py")
+            )
+        except OSError:
+            return []
+    found = []
+    for current, subdirs, names in os.walk(directory):
+        subdirs[:] = sorted(d for d in subdirs if not d.startswith("."))
+        found.extend(os.path.join(current, n) for n in sorted(names) if n.endswith(".py"))
+    return found
+
+
+def _dotted(node: ast.expr) -> str | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def _absolute(module: str, is_package: bool, level: int, target: str | None) -> str:
+    """The module ``from <level dots><target> import ...`` names, seen from ``module``."""
+    parts = module.split(".") if module else []
+    keep = len(parts) - level + (1 if is_package else 0)
+    base = parts[:max(keep, 0)]
+    if target:
+        base.append(target)
+    return ".".join(base)
+
+
+class _Reader:
+    """One pass over a module's top-level statements (and class bodies)."""
+
+    def __init__(self, facts: ModuleFacts, is_package_init: bool) -> None:
+        self.facts = facts
+        self.is_init = is_package_init
+
+    def qualify(self, node: ast.expr) -> str | None:
+        dotted = _dotted(node)
+        if dotted is None:
+            return None
+        head, _, rest = dotted.partition(".")
+        base = self.facts.names.get(head)
+        if base is None:
+            base = f"{self.facts.name}.{head}" if self.facts.name else head
+        return f"{base}.{rest}" if rest else base
+
+    def read(self, tree: ast.Module) -> None:
+        for statement in tree.body:
+            self.statement(statement)
+
+    def statement(self, node: ast.stmt) -> None:
+        facts = self.facts
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    facts.names[alias.asname] = alias.name
+                else:
+                    head = alias.name.split(".")[0]
+                    facts.names[head] = head
+        elif isinstance(node, ast.ImportFrom):
+            source = (
+                _absolute(facts.name, self.is_init, node.level, node.module)
+                if node.level else (node.module or "")
+            )
+            for alias in node.names:
+                if alias.name == "*":
+                    facts.stars.append(source)
+                else:
+                    facts.names[alias.asname or alias.name] = f"{source}.{alias.name}"
+        elif isinstance(node, ast.ClassDef):
+            facts.classes[node.name] = [q for q in map(self.qualify, node.bases) if q]
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            returned = self.returns(node)
+            if returned is not None:
+                facts.returns[node.name] = returned
+            else:
+                facts.defined.append(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    if target.id == "__all__" and isinstance(node.value, (ast.List, ast.Tuple)):
+                        facts.public = [
+                            e.value for e in node.value.elts
+                            if isinstance(e, ast.Constant) and isinstance(e.value, str)
+                        ]
+                    else:
+                        facts.defined.append(target.id)
+        elif isinstance(node, (ast.If, ast.Try)):
+            # `try: import torch` / `if TYPE_CHECKING:`: imports and definitions inside count.
+            for block in (node.body, getattr(node, "orelse", []), getattr(node, "finalbody", [])):
+                for inner in block:
+                    self.statement(inner)
+            for handler in getattr(node, "handlers", []):
+                for inner in handler.body:
+                    self.statement(inner)
+
+    def returns(self, function: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
+        """"tensor", "module" or "call:<qualified>" when the function clearly returns one."""
+        annotation = function.returns
+        if annotation is not None:
+            if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+                text = annotation.value
+            else:
+                text = _dotted(annotation) or ""
+            last = text.rsplit(".", 1)[-1]
+            if last in kinds.TENSOR_CLASSES:
+                return "tensor"
+            qualified = self.qualify(annotation) if _dotted(annotation) else None
+            if qualified and kinds.is_module_class(qualified) and last in ("Module", "Sequential"):
+                return "module"
+            return None
+        found: set[str] = set()
+        for node in _own_returns(function):
+            value = node.value
+            if not isinstance(value, ast.Call):
+                return None
+            qualified = self.qualify(value.func)
+            if qualified is None:
+                return None
+            found.add("tensor" if kinds.is_tensor_function(qualified) else f"call:{qualified}")
+        return found.pop() if len(found) == 1 else None
+
+
+def _own_returns(function: ast.AST):
+    """The ``return`` statements of a function, not of functions nested in it (statements
+    only: a return is never inside an expression)."""
+    stack = list(function.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Return):
+            yield node
+        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+                block = getattr(node, name, None)
+                if isinstance(block, list):
+                    stack.extend(block)
+
+
+class ProjectIndex:
+    """What the project's modules define, and answers about it for one file's analysis."""
+
+    def __init__(self) -> None:
+        self.modules: dict[str, list[ModuleFacts]] = {}  # scripts may share a name
+        self.paths: dict[str, str] = {}  # absolute path -> module name
+        self._memo: dict[tuple, object] = {}
+
+    def __getstate__(self):
+        return {"modules": self.modules, "paths": self.paths, "_memo": {}}
+
+    # -- building ------------------------------------------------------------------------
+
+    def add(self, path: str, source: str | None = None) -> None:
+        full = os.path.abspath(path)
+        if full in self.paths or not full.endswith(".py"):
+            return
+        name, _ = module_name(full)
+        self.paths[full] = name
+        if source is None:
+            try:
+                with open(full, "rb") as handle:
+                    source = handle.read()
+            except OSError:
+                return
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return  # the lint reports it
+        facts = ModuleFacts(name, full)
+        _Reader(facts, os.path.basename(full) == "__init__.py").read(tree)
+        self.modules.setdefault(name, []).append(facts)
+        self._memo.clear()
+
+    # -- questions -------------------------------------------------------------------------
+
+    def module_of(self, path: str) -> str | None:
+        full = os.path.abspath(path)
+        name = self.paths.get(full)
+        return name if name is not None else module_name(full)[0] or None
+
+    def _module(self, name: str, origin: str | None) -> ModuleFacts | None:
+        found = self.modules.get(name)
+        if not found:
+            return None
+        if len(found) == 1:
+            return found[0]
+        # Scripts with one name in several directories: the importer's sibling.
+        directory = os.path.dirname(os.path.abspath(origin)) if origin else None
+        return next((m for m in found if m.directory == directory), None)
+
+    def _find(self, qualified: str, origin: str | None, depth: int = 0):
+        """(module facts, name) where ``qualified`` is defined in the project, following
+        re-exports and star imports; ("external", qualified) for a name from outside; None
+        when a project module does not say."""
+        if depth > _MAX_DEPTH:
+            return None
+        parts = qualified.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            module = self._module(".".join(parts[:cut]), origin)
+            if module is None:
+                continue
+            if cut != len(parts) - 1:
+                return None  # an attribute of a name (`pkg.Class.attr`)
+            name = parts[cut]
+            if name in module.classes or name in module.returns or name in module.defined:
+                return module, name
+            if name in module.names:
+                return self._find(module.names[name], module.path, depth + 1)
+            for star in module.stars:
+                found = self._find(f"{star}.{name}", module.path, depth + 1)
+                if found is not None and found[0] != "external":
+                    return found
+            return None
+        return "external", qualified
+
+    def is_module_class(self, qualified: str, origin: str | None = None, depth: int = 0) -> bool:
+        """``qualified`` names an ``nn.Module`` subclass, directly or through project bases."""
+        found = self._find(qualified, origin)
+        if found is None or depth > _MAX_DEPTH:
+            return False
+        if found[0] == "external":
+            return kinds.is_module_class(found[1])
+        module, name = found
+        key = ("module", module.path, name)
+        if key not in self._memo:
+            self._memo[key] = False  # a cycle of bases is not a module
+            bases = module.classes.get(name, [])
+            self._memo[key] = any(self.is_module_class(b, module.path, depth + 1) for b in bases)
+        return self._memo[key]
+
+    def returns(self, qualified: str, origin: str | None = None) -> str | None:
+        """"tensor" or "module" when the project function ``qualified`` returns one."""
+        found = self._find(qualified, origin)
+        if found is None or found[0] == "external":
+            return None
+        module, name = found
+        returned = module.returns.get(name)
+        if returned is None or not returned.startswith("call:"):
+            return returned
+        built = returned[5:]
+        if kinds.is_module_class(built) or self.is_module_class(built, module.path):
+            return "module"
+        return None
+
+    def exports(self, module_name: str, origin: str | None = None, depth: int = 0) -> dict[str, str]:
+        """What ``from <module_name> import *`` binds: name -> qualified name."""
+        module = self._module(module_name, origin)
+        if module is None or depth > _MAX_DEPTH:
+            return {}
+        key = ("exports", module.path)
+        cached = self._memo.get(key)
+        if cached is not None:
+            return cached
+        self._memo[key] = {}  # a cycle of star imports adds nothing
+        bound: dict[str, str] = {}
+        for star in module.stars:
+            bound.update(self.exports(star, module.path, depth + 1))
+        bound.update(module.names)
+        for name in (*module.classes, *module.returns, *module.defined):
+            bound[name] = f"{module.name}.{name}"
+        if module.public is not None:
+            bound = {n: bound.get(n, f"{module.name}.{n}") for n in module.public}
+        else:
+            bound = {n: q for n, q in bound.items() if not n.startswith("_")}
+        self._memo[key] = bound
+        return bound
+
+    def facts_for(self, path: str) -> tuple:
+        """What one file's findings may depend on: for each project name it imports (and
+        each star import), the answers the index gives about it. A cache key part."""
+        full = os.path.abspath(path)
+        name = self.paths.get(full)
+        module = next((m for m in self.modules.get(name or "", []) if m.path == full), None)
+        if module is None:
+            return ()
+        facts = []
+        for local, qualified in sorted(module.names.items()):
+            found = self._find(qualified, full)
+            if found is not None and found[0] != "external":
+                facts.append((local, self.is_module_class(qualified, full), self.returns(qualified, full)))
+        for star in module.stars:
+            facts.append((star, tuple(sorted(self.exports(star, full).items()))))
+        return tuple(facts)
+
+
+def build(paths: list[str]) -> ProjectIndex:
+    """The index of ``paths`` and of the rest of each one's package (pre-commit passes a
+    few files; their imports reach the files beside them)."""
+    index = ProjectIndex()
+    roots: set[str] = set()
+    for path in paths:
+        if path.endswith(".py"):
+            roots.add(package_root(path))
+    for root in sorted(roots):
+        for path in python_files(root):
+            index.add(path)
+    for path in paths:
+        index.add(path)
+    return index
