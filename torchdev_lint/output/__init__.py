@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Callable
 
 from torchdev_lint.finding import Finding
-from torchdev_lint.output import github, json, sarif, text
+from torchdev_lint.output import github, gitlab, json, sarif, text
 from torchdev_lint.output.context import OutputContext
 
 Renderer = Callable[[list[Finding], OutputContext], str]
@@ -16,6 +16,7 @@ FORMATS: dict[str, Renderer] = {
     "json": json.render,
     "github": github.render,
     "sarif": sarif.render,
+    "gitlab": gitlab.render,
 }
 
 
