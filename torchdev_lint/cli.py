@@ -96,6 +96,8 @@ def main(argv: list[str] | None = None) -> int:
         return trace_main(argv[1:])
     if argv[:1] == ["rules"]:
         return _list_rules(argv[1:])
+    if argv[:1] == ["server"]:
+        return _server(argv[1:])
     args = build_parser().parse_args(argv)
     if not args.paths:
         args.paths = ["-"] if args.stdin_filename else ["."]
@@ -116,6 +118,19 @@ def _list_rules(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     print(docs.rule_list(args.format == "json"))
     return EXIT_CLEAN
+
+
+def _server(argv: list[str]) -> int:
+    if argv:
+        print("usage: torchdev-lint server  (a language server on stdin/stdout; no options)", file=sys.stderr)
+        return EXIT_ERROR
+    try:
+        from torchdev_lint.integrations.server import main as server_main
+    except ImportError as error:
+        print(f"torchdev-lint: error: the language server needs the 'server' extra "
+              f"(pip install 'torchdev-lint[server]'): {error}", file=sys.stderr)
+        return EXIT_ERROR
+    return server_main()
 
 
 def _settings(args) -> config.Settings:

@@ -1,0 +1,208 @@
+"""``torchdev-lint server``: a language server over stdio, built on pygls and lsprotocol.
+
+It adapts what the command line does to an open editor buffer: the settings of the
+``pyproject.toml`` that governs the file, the per-file entry point, and the fixer. It
+publishes diagnostics when a document is opened or saved, and shortly after the typing
+stops; it offers each fix as a quick fix (safe ones preferred, unsafe ones labelled) and
+all safe fixes at once as a ``source.fixAll`` action.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+from pygls.workspace import TextDocument
+from pygls.workspace.position_codec import ServerTextPosition, ServerTextRange
+
+import torchdev_lint.rules  # noqa: F401  (registers the rules)
+from torchdev_lint import __version__, config, files, runner
+from torchdev_lint.engine import FileResult
+from torchdev_lint.finding import Applicability, Finding
+from torchdev_lint.fixer import fix_file
+from torchdev_lint.rule import Rule
+
+DEBOUNCE = 0.3  # seconds of quiet after an edit before the buffer is checked again
+DOCS = "https://github.com/OWNER/torchdev-lint/blob/main/docs/rules/{code}.md"
+FIX_ALL = f"{types.CodeActionKind.SourceFixAll.value}.torchdev-lint"
+
+
+@dataclass
+class _Checked:
+    version: int | None
+    result: FileResult
+    unsafe: bool  # the project's `unsafe-fixes` setting
+
+
+class TorchDevLintServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("torchdev-lint", __version__)
+        self.checked: dict[str, _Checked] = {}
+        self.pending: dict[str, asyncio.TimerHandle] = {}
+
+    def check(self, uri: str) -> _Checked | None:
+        """Check the buffer as it is now (once per version), with its file's settings."""
+        document = self.workspace.get_text_document(uri)
+        known = self.checked.get(uri)
+        if known is not None and known.version == document.version:
+            return known
+        path = Path(document.path)
+        try:
+            settings = config.load(config.find_pyproject(path))
+            rules = config.enabled_rules(settings.select, settings.ignore)
+        except config.UsageError as error:
+            self.window_log_message(types.LogMessageParams(types.MessageType.Error, str(error)))
+            return None
+        if config.matches_any(config.relative_to_root(path, settings.root), settings.exclude):
+            result = FileResult(document.path, document.source)  # excluded: nothing to say
+        else:
+            source = files.SourceFile(document.path, document.source, "utf-8")
+            result = runner.check_source(source, rules, settings)
+        known = self.checked[uri] = _Checked(document.version, result, settings.unsafe_fixes)
+        return known
+
+    def publish(self, uri: str) -> None:
+        self.pending.pop(uri, None)
+        known = self.check(uri)
+        if known is None:
+            return
+        document = self.workspace.get_text_document(uri)
+        diagnostics = [_diagnostic(document, f) for f in known.result.findings]
+        error = known.result.error
+        if error is not None:
+            line, column = (error.line or 1) - 1, (error.column or 1) - 1
+            diagnostics.append(types.Diagnostic(
+                range=document.range_to_client_units(ServerTextRange(
+                    ServerTextPosition(line, column), ServerTextPosition(line, column + 1))),
+                message=f"torchdev-lint could not check this file: {error.message}",
+                severity=types.DiagnosticSeverity.Error, source="torchdev-lint"))
+        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
+            uri=uri, version=document.version, diagnostics=diagnostics))
+
+    def schedule(self, uri: str, delay: float) -> None:
+        waiting = self.pending.pop(uri, None)
+        if waiting is not None:
+            waiting.cancel()
+        self.pending[uri] = asyncio.get_running_loop().call_later(delay, self.publish, uri)
+
+
+def _range(document: TextDocument, finding: Finding) -> types.Range:
+    return document.range_to_client_units(ServerTextRange(
+        ServerTextPosition(finding.line - 1, finding.column - 1),
+        ServerTextPosition(finding.end_line - 1, finding.end_column - 1)))
+
+
+def _diagnostic(document: TextDocument, finding: Finding) -> types.Diagnostic:
+    return types.Diagnostic(
+        range=_range(document, finding),
+        message=finding.message,
+        severity=types.DiagnosticSeverity.Warning,
+        code=finding.code,
+        code_description=types.CodeDescription(href=DOCS.format(code=finding.code)),
+        source="torchdev-lint",
+    )
+
+
+def _edit(document: TextDocument, new: str) -> types.WorkspaceEdit:
+    """The buffer's text becoming ``new``, as one edit of the span that differs."""
+    old = document.source
+    start = 0
+    while start < min(len(old), len(new)) and old[start] == new[start]:
+        start += 1
+    end = 0
+    while end < min(len(old), len(new)) - start and old[-1 - end] == new[-1 - end]:
+        end += 1
+    edit = types.TextEdit(
+        range=types.Range(document.client_position_at_offset(start),
+                          document.client_position_at_offset(len(old) - end)),
+        new_text=new[start:len(new) - end],
+    )
+    identifier = types.OptionalVersionedTextDocumentIdentifier(uri=document.uri, version=document.version)
+    return types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(text_document=identifier, edits=[edit])])
+
+
+server = TorchDevLintServer()
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+def did_open(ls: TorchDevLintServer, params: types.DidOpenTextDocumentParams) -> None:
+    ls.publish(params.text_document.uri)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+def did_change(ls: TorchDevLintServer, params: types.DidChangeTextDocumentParams) -> None:
+    ls.schedule(params.text_document.uri, DEBOUNCE)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+def did_save(ls: TorchDevLintServer, params: types.DidSaveTextDocumentParams) -> None:
+    ls.schedule(params.text_document.uri, 0)  # settings may have changed too: check again
+    ls.checked.pop(params.text_document.uri, None)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+def did_close(ls: TorchDevLintServer, params: types.DidCloseTextDocumentParams) -> None:
+    uri = params.text_document.uri
+    waiting = ls.pending.pop(uri, None)
+    if waiting is not None:
+        waiting.cancel()
+    ls.checked.pop(uri, None)
+    ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+
+@server.feature(
+    types.TEXT_DOCUMENT_CODE_ACTION,
+    types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL]),
+)
+def code_action(ls: TorchDevLintServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+    uri = params.text_document.uri
+    known = ls.check(uri)
+    if known is None:
+        return []
+    document = ls.workspace.get_text_document(uri)
+    only = params.context.only
+
+    def wanted(kind: str) -> bool:  # `only: ["source.fixAll"]` asks for ours too
+        return not only or any(kind == k or kind.startswith(f"{k}.") for k in only)
+
+    actions = []
+    if wanted(types.CodeActionKind.QuickFix):
+        for finding in known.result.findings:
+            if finding.fix is not None and _overlaps(_range(document, finding), params.range):
+                actions.append(_quick_fix(document, known.result, finding))
+    if wanted(FIX_ALL) and any(f.fix is not None for f in known.result.findings):
+        outcome = fix_file(known.result, unsafe=known.unsafe)
+        if outcome.error is None and outcome.fixed:
+            actions.append(types.CodeAction(
+                title=f"torchdev-lint: fix all ({len(outcome.fixed)} safe fix{'es' if len(outcome.fixed) != 1 else ''})",
+                kind=FIX_ALL, edit=_edit(document, outcome.source)))
+    return [action for action in actions if action is not None]
+
+
+def _quick_fix(document: TextDocument, result: FileResult, finding: Finding) -> types.CodeAction | None:
+    outcome = fix_file(replace(result, findings=[finding]), unsafe=True)
+    if outcome.error is not None or not outcome.fixed:
+        return None
+    safe = finding.fix.applicability is Applicability.SAFE
+    what = Rule.registry[finding.code].fix_title or "apply the fix"
+    title = f"{finding.code}: {what}" + ("" if safe else " (unsafe fix: review the change)")
+    return types.CodeAction(
+        title=title,
+        kind=types.CodeActionKind.QuickFix,
+        diagnostics=[_diagnostic(document, finding)],
+        is_preferred=safe,
+        edit=_edit(document, outcome.source),
+    )
+
+
+def _overlaps(a: types.Range, b: types.Range) -> bool:
+    key = lambda p: (p.line, p.character)  # noqa: E731
+    return key(a.start) <= key(b.end) and key(b.start) <= key(a.end)
+
+
+def main() -> int:
+    server.start_io()
+    return 0
