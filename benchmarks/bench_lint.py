@@ -120,7 +120,8 @@ def _process(command: list[str]) -> tuple[float, float]:
 def processes(directory: str, repeat: int) -> None:
     commands = {
         "parse only (python + libcst)": [sys.executable, "-c", _PARSE_ONLY, directory],
-        "torchdev-lint": [sys.executable, "-m", "torchdev_lint", "--isolated", "--exit-zero", "-q", directory],
+        "torchdev-lint": [sys.executable, "-m", "torchdev_lint", "--isolated", "--no-cache", "-j", "1", "--exit-zero", "-q",
+                          directory],
     }
     if shutil.which("ruff"):
         commands["ruff check --select ALL"] = ["ruff", "check", "--no-cache", "--select", "ALL", "--exit-zero", directory]
