@@ -3,6 +3,7 @@ costs that file alone."""
 
 import faulthandler
 import io
+import json
 import os
 import signal
 import subprocess
@@ -75,13 +76,12 @@ def test_a_file_that_kills_its_worker_is_one_error_and_the_run_goes_on(tmp_path)
         (tmp_path / f"{name}.py").write_text("import torch\nx = torch.zeros(2).cuda()\n")
     (tmp_path / "c.py").write_text("# CRASH\nimport torch\n")
     process = subprocess.run(
-        [sys.executable, "-c", CRASHING_RUN, "--isolated", "--no-cache", "-j", "2", "."],
+        [sys.executable, "-c", CRASHING_RUN, "--isolated", "--no-cache", "-j", "2", "--format", "json", "."],
         cwd=tmp_path, capture_output=True, text=True, env=ENV)
     assert process.returncode == 2
     assert process.stderr.splitlines() == [
         "torchdev-lint: c.py: error: the checker crashed on this file (killed by SIGSEGV)"]
-    assert [line.split(":")[0] for line in process.stdout.splitlines()[:-1]] == [
-        "a.py", "b.py", "d.py", "e.py", "f.py"]
+    assert [f["path"] for f in json.loads(process.stdout)] == ["a.py", "b.py", "d.py", "e.py", "f.py"]
 
 
 def test_index_and_settings_reach_the_workers(tmp_path):
