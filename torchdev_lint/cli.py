@@ -13,9 +13,9 @@ from pathlib import Path
 import torchdev_lint.rules  # noqa: F401  (registers the rules)
 from torchdev_lint import __version__, cache, config, docs, files, output, pool, progress, runner
 from torchdev_lint.analysis import project_index
-from torchdev_lint.engine import FileResult, lint_file
+from torchdev_lint.engine import FileResult, lint_file, lint_source
 from torchdev_lint.finding import FileError, Finding
-from torchdev_lint.fixer import applicable, fix_file
+from torchdev_lint.fixer import applicable, fix_to_fixpoint
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -192,7 +192,7 @@ def _run(args) -> int:
             if isinstance(source, files.SourceFile):
                 full = result if from_stdin else runner.check_source(source, rules, settings, job.index)
                 result = _fix(run, source, full, runner.rules_for(rules, settings, source.path), unsafe,
-                              write=not args.diff, to_stdout=from_stdin)
+                              write=not args.diff, to_stdout=from_stdin, index=job.index)
         if result.error:
             run.errors.append(result.error)
         # Keep the findings, not every file's tree: only files with findings stay in memory.
@@ -278,11 +278,14 @@ def _report(args, run: Run, findings: list[Finding], sources: int, out, unsafe: 
 
 
 def _fix(run: Run, source: files.SourceFile, result: FileResult, rules, unsafe: bool,
-         write: bool, to_stdout: bool) -> FileResult:
-    outcome = fix_file(result, unsafe)
+         write: bool, to_stdout: bool, index=None) -> FileResult:
+    outcome = fix_to_fixpoint(result, lambda text: lint_source(source.path, text, rules, index=index), unsafe)
+    for finding, why in outcome.withheld:
+        print(f"torchdev-lint: {finding.location}: {finding.code} not fixed: {why}", file=sys.stderr)
     if outcome.error is not None:
         run.errors.append(outcome.error)
-        return result
+        if not outcome.fixed:
+            return result
     if outcome.source == source.text:
         return result
     if source.notebook is not None and not source.notebook.round_trips():
@@ -307,4 +310,4 @@ def _fix(run: Run, source: files.SourceFile, result: FileResult, rules, unsafe: 
     if not isinstance(fixed, files.SourceFile):
         return result
     run.sources[source.path] = fixed
-    return lint_file(fixed, rules)
+    return lint_file(fixed, rules, index=index)

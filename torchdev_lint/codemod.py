@@ -14,7 +14,7 @@ from libcst.codemod import CodemodContext, SkipFile, VisitorBasedCodemodCommand
 import torchdev_lint.rules  # noqa: F401  (registers the rules)
 from torchdev_lint import config
 from torchdev_lint.engine import lint_source
-from torchdev_lint.fixer import fix_file
+from torchdev_lint.fixer import fix_to_fixpoint
 
 
 class FixDevicePlacement(VisitorBasedCodemodCommand):
@@ -36,7 +36,7 @@ class FixDevicePlacement(VisitorBasedCodemodCommand):
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
         path = self.context.filename or "<stdin>"
         result = lint_source(path, tree.code, self.rules, module=tree)
-        outcome = fix_file(result, self.unsafe)
+        outcome = fix_to_fixpoint(result, lambda text: lint_source(path, text, self.rules), self.unsafe)
         if outcome.error is not None:
             raise SkipFile(outcome.error.message)
         if not outcome.fixed:
