@@ -15,14 +15,11 @@ from __future__ import annotations
 import libcst as cst
 
 from torchdev_lint.analysis import kinds
-from torchdev_lint.analysis.imports import dotted_name
 
 TENSOR = "tensor"
 TORCH_MODULE = "torch_module"  # a module from torch.nn or a model zoo: its output is a tensor
 PROJECT = "project"  # an object of a class defined in this file
 
-_ANNOTATIONS = frozenset({"Tensor", "torch.Tensor", *kinds.TENSOR_CLASSES,
-                          *(f"torch.{c}" for c in kinds.TENSOR_CLASSES)})
 
 
 def certainly(ctx, expr: cst.BaseExpression) -> str | None:
@@ -128,7 +125,7 @@ class _Query:
             # `_, pred = torch.max(out, 1)`: torch ops give tuples of tensors
             return TENSOR if self.of(site.value) == TENSOR else None
         if isinstance(site, cst.AnnAssign):
-            if dotted_name(site.annotation.annotation) in _ANNOTATIONS:
+            if kinds.annotation_says_tensor(site.annotation.annotation, self.ctx.qualified_name):
                 return TENSOR
             return self.of(site.value) if site.value is not None else None
         if isinstance(site, cst.AugAssign):
@@ -137,6 +134,6 @@ class _Query:
             params = scope.params
             for param in (*params.posonly_params, *params.params, *params.kwonly_params):
                 if param.name is site and param.annotation is not None:
-                    if dotted_name(param.annotation.annotation) in _ANNOTATIONS:
+                    if kinds.annotation_says_tensor(param.annotation.annotation, self.ctx.qualified_name):
                         return TENSOR
         return None

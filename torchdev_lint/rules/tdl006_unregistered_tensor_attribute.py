@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from torchdev_lint.analysis import classes, tree
+from torchdev_lint.analysis import classes, tree, uses
 from torchdev_lint.analysis.classes import self_attribute
 from torchdev_lint.analysis.guards import code_of
 from torchdev_lint.analysis.imports import dotted_name
@@ -77,6 +77,16 @@ class UnregisteredTensorAttribute(Rule):
     neither an `nn.Parameter` nor registered with `register_buffer`. One finding per
     attribute, at its first such assignment.
 
+    Only attributes whose value meets the module's tensors once the module is built are
+    flagged: some method (other than those building the module) mixes it with another
+    tensor in an op (`x * self.mask`, `torch.cat([x, self.pad])`, an argument next to
+    other tensors or given to a submodule), returns it, or stores it elsewhere. Uses that
+    move it first (`self.mask.to(x.device)`), index with it (`x[:, self.order]`), read its
+    shape or length, log it (`.item()`, `print`) or give it where PyTorch wants CPU data
+    (`pack_padded_sequence` lengths, `torch.bincount`) are harmless. An attribute that a
+    method assigns again (recurrent state, a cache) is flagged when that method uses the
+    `__init__` value before replacing it.
+
     It does not flag `nn.Parameter(...)`/`nn.Buffer(...)`, `register_buffer`, 0-dim
     constants (`torch.tensor(0.5)`, `torch.tensor(scale)` with a number `scale`,
     `torch.zeros(())`), non-tensor values, values passed in as parameters (they may be
@@ -141,8 +151,39 @@ class UnregisteredTensorAttribute(Rule):
               "    def __init__(self):\n        super().__init__()\n"
               "        self.mask = torch.ones(4)\n    def forward(self, x):\n"
               "        return x * self.mask.to(x.device)\n"),
+        # Only harmless uses: an index, shape and length reads, logging, CPU-only arguments.
+        Valid("import torch\nimport torch.nn as nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+              "        self.order = torch.tensor([2, 0, 1])\n"
+              "    def forward(self, x):\n        return x[:, self.order]\n"),
+        Valid("import torch\nimport torch.nn as nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+              "        self.table = torch.arange(10)\n    def forward(self, x):\n"
+              "        print(self.table.sum().item(), len(self.table))\n"
+              "        return x.view(-1, self.table.shape[0])\n"),
+        Valid("import torch\nimport torch.nn as nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+              "        self.lengths = torch.tensor([3, 2])\n    def forward(self, x):\n"
+              "        return nn.utils.rnn.pack_padded_sequence(x, self.lengths, batch_first=True)\n"),
     ]
     INVALID = [
+        Invalid(  # recurrent state: used by `forward` before it replaces it
+            "import torch\nimport torch.nn as nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.h = torch.zeros(1, 4)\n    def forward(self, x):\n"
+            "        self.h = torch.tanh(x + self.h).detach()\n        return self.h\n",
+            6, 9,
+            "import torch\nimport torch.nn as nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            '        self.register_buffer("h", torch.zeros(1, 4), persistent=False)\n'
+            "    def forward(self, x):\n"
+            "        self.h = torch.tanh(x + self.h).detach()\n        return self.h\n",
+            unsafe=True,
+        ),
+        Invalid(  # returned to the caller, who mixes it with what the model computes
+            "import torch\nimport torch.nn as nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.k = torch.ones(3, 3) / 9\n    def kernel(self):\n        return self.k\n",
+            6, 9,
+            "import torch\nimport torch.nn as nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            '        self.register_buffer("k", torch.ones(3, 3) / 9, persistent=False)\n'
+            "    def kernel(self):\n        return self.k\n",
+            unsafe=True,
+        ),
         Invalid(
             "import torch\nimport torch.nn as nn\n\nclass Masked(nn.Module):\n"
             "    def __init__(self, n):\n        super().__init__()\n"
@@ -197,12 +238,12 @@ class UnregisteredTensorAttribute(Rule):
             "import torch\nimport torch.nn as nn\nclass Head(nn.Module):\n"
             "    def __init__(self):\n        super().__init__()\n"
             "        self.idx: torch.Tensor = torch.tensor([0, 2, 4])\n"
-            "    def forward(self, x):\n        return x[:, self.idx]\n",
+            "    def forward(self, x):\n        return x.index_select(1, self.idx)\n",
             6, 9,
             "import torch\nimport torch.nn as nn\nclass Head(nn.Module):\n"
             "    def __init__(self):\n        super().__init__()\n"
             '        self.register_buffer("idx", torch.tensor([0, 2, 4]), persistent=False)\n'
-            "    def forward(self, x):\n        return x[:, self.idx]\n",
+            "    def forward(self, x):\n        return x.index_select(1, self.idx)\n",
         ),
     ]
 
@@ -217,8 +258,6 @@ class UnregisteredTensorAttribute(Rule):
         self.handled_in_file: set[str] = set()  # attributes an `_apply`/`to` override touches
         # Per method: local name -> the expression last assigned to it.
         self.locals: dict[int, dict[str, cst.BaseExpression]] = {}
-        # Attribute name -> where it is read: (id of the class, method) or None elsewhere.
-        self.reads: dict[str, list[tuple[int, str] | None]] = {}
 
     # -- collection during the traversal ---------------------------------------------
 
@@ -268,10 +307,6 @@ class UnregisteredTensorAttribute(Rule):
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         parent = self.ctx.ancestors[-2]
-        if not (isinstance(parent, (cst.AssignTarget, cst.AnnAssign)) and parent.target is node):
-            where = self._method()
-            place = (id(where[0].node), where[1].name.value) if where is not None else None
-            self.reads.setdefault(node.attr.value, []).append(place)
         # `torch.arange(n, device=volume.bbox_min.device)`, `.to(self.table.device)`: the
         # code places what it computes where the tensor is, by hand.
         if node.attr.value == "device" and isinstance(node.value, cst.Attribute):
@@ -468,20 +503,13 @@ class UnregisteredTensorAttribute(Rule):
                 assignment.zero_dim
                 or attr in state.moved
                 or attr in self.handled_in_file
-                or attr in runtime
                 or attr in _FRAMEWORK_MOVED
-                or not self._used_after_init(state, attr, reachable)
+                # Used once the module is built, where it meets the module's tensors (for an
+                # attribute a method sets again, only before it does).
+                or not uses.attribute_meets_module(state.node, attr, reachable, attr in runtime)
             ):
                 continue
             self._report(state, assignment, in_init)
-
-    def _used_after_init(self, state: _Class, attr: str, reachable: set[str]) -> bool:
-        """Read somewhere other than while the module is built: a tensor only used to
-        build others (or never read) is left behind harmlessly."""
-        return any(
-            place is None or place[0] != id(state.node) or place[1] not in reachable
-            for place in self.reads.get(attr, ())
-        )
 
     def _report(self, state: _Class, first: _Assignment, in_init: list[_Assignment]) -> None:
         attr = first.attr

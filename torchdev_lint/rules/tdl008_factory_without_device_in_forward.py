@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from torchdev_lint import fixes
+from torchdev_lint.analysis import uses
 from torchdev_lint.analysis.guards import code_of
 from torchdev_lint.analysis.imports import dotted_name
 from torchdev_lint.analysis.kinds import (
@@ -13,6 +14,7 @@ from torchdev_lint.analysis.kinds import (
     NON_TENSOR_METHODS,
     RANDOM_FACTORIES,
     Kind,
+    annotation_says_tensor,
     changes_dtype_only,
 )
 from torchdev_lint.finding import Applicability, Fix
@@ -77,6 +79,13 @@ class FactoryWithoutDeviceInForward(Rule):
     parameter of the called method that `forward` passes a tensor to. A factory in a
     function nested in `forward` counts too.
 
+    Only factories whose tensor meets the module's tensors are flagged: it is combined with
+    another tensor in an op, handed to a submodule or to code not followed, returned, or
+    stored (`self.cache = t`, `out.mask = t`), directly or through local names. A tensor
+    only used as an index, for its shape, logged (`.item()`, `print`), moved before use,
+    or given where PyTorch wants CPU data (`pack_padded_sequence` lengths,
+    `torch.bincount`) is left alone.
+
     It does not flag the `*_like` factories (they follow their input), a factory whose
     result is moved straight away (`torch.arange(n).to(x.device)`, `.to(x)`,
     `.float().cuda()`, `.type_as(x)`; a `.to(torch.float16)` that only changes the dtype
@@ -98,7 +107,12 @@ class FactoryWithoutDeviceInForward(Rule):
 
     ## Fix
     Adds `device=<input>.device`, taking the device from the tensor input at hand
-    (the first one, preferring inputs without a default).
+    (the first one, preferring inputs without a default). A 0-dim `torch.tensor(v)` whose
+    data is one Python number read from a tensor (`x.size(1)`, `x.shape[0]`, `len(ids)`,
+    `t.item()`) becomes `torch.full((), v, device=<input>.device)` instead: the same value
+    and dtype (`full` infers it from `v` as `tensor` does), filled by a kernel on the
+    device, where `torch.tensor(v, device=...)` copies from host memory, which
+    synchronizes with the GPU and cannot be captured in a CUDA graph.
 
     Fix safety: safe when the factory is deterministic (`zeros`, `arange`, `tensor`...)
     and the input is surely a tensor (annotated as one, or its `.device` is read in the
@@ -136,8 +150,37 @@ class FactoryWithoutDeviceInForward(Rule):
         Valid("import torch\nimport torch.nn as nn\nclass Net(nn.Module):\n"
               "    def forward(self, x, n: int):\n"
               "        keep = torch.randint(0, n, (1,)).item()\n        return x[keep]\n"),
+        # Its only uses are harmless: CPU lengths, a CPU histogram, a logged value, an index.
+        Valid("import torch\nimport torch.nn as nn\nclass Net(nn.Module):\n"
+              "    def forward(self, x):\n        lengths = torch.tensor([x.size(1)] * x.size(0))\n"
+              "        return nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True)\n"),
+        Valid("import torch\nimport torch.nn as nn\nclass Net(nn.Module):\n"
+              "    def forward(self, x, labels):\n        counts = torch.bincount(torch.tensor([1, 2]))\n"
+              "        print(counts.max().item())\n        return x\n"),
+        Valid("import torch\nimport torch.nn as nn\nclass Net(nn.Module):\n"
+              "    def forward(self, x):\n        order = torch.randperm(x.size(0))\n"
+              "        return x[order]\n"),
     ]
     INVALID = [
+        Invalid(  # 0-dim data: a fill on the device (see Fix)
+            "import torch\nimport torch.nn as nn\nclass Net(nn.Module):\n"
+            "    def forward(self, x: torch.Tensor):\n"
+            "        n = torch.tensor(x.size(1))\n        return torch.stack([x.sum(), n])\n",
+            5, 13,
+            "import torch\nimport torch.nn as nn\nclass Net(nn.Module):\n"
+            "    def forward(self, x: torch.Tensor):\n"
+            "        n = torch.full((), x.size(1), device=x.device)\n"
+            "        return torch.stack([x.sum(), n])\n",
+        ),
+        Invalid(  # returned: the caller gets a CPU tensor next to the model's outputs
+            "import torch\nimport torch.nn as nn\nclass Net(nn.Module):\n"
+            "    def forward(self, x):\n        h = torch.zeros(x.size(0), 4)\n        return x, h\n",
+            5, 13,
+            "import torch\nimport torch.nn as nn\nclass Net(nn.Module):\n"
+            "    def forward(self, x):\n        h = torch.zeros(x.size(0), 4, device=x.device)\n"
+            "        return x, h\n",
+            unsafe=True,
+        ),
         Invalid(
             "import torch\nimport torch.nn as nn\nclass Net(nn.Module):\n"
             "    def forward(self, x: torch.Tensor):\n"
@@ -225,7 +268,7 @@ class FactoryWithoutDeviceInForward(Rule):
             every = every[1:]
         positional = [p.name.value for p in every]
         described = [
-            _describe(p, scope.values.get(p.name.value))
+            _describe(p, scope.values.get(p.name.value), self.ctx.qualified_name)
             for p in [*every, *params.kwonly_params]
         ]
         method = _Method(node, scope.self_name, described, positional)
@@ -390,11 +433,14 @@ class FactoryWithoutDeviceInForward(Rule):
                 if callee == method_name
             )
             flow = _Flow(method.node) if method.factories else None
+            followed = uses.Uses(method.node) if method.factories else None
             for factory in method.factories:
                 if factory.assigned and (
                     flow.moves_any(factory.assigned, callers_move) or flow.only_indexes(factory.assigned)
                 ):
                     continue
+                if not followed.harmful(factory.call):
+                    continue  # never meets the module's tensors, leaves or is stored
                 candidates = [
                     param for param, usable in factory.usable
                     if usable and param.name in tensors
@@ -414,11 +460,38 @@ class FactoryWithoutDeviceInForward(Rule):
         certain = param.certain or f"{param.name}.device" in code_of(method.node.body)
         safe = factory.name not in RANDOM_FACTORIES and certain and not param.defaulted
         device = fixes.expression(f"{param.name}.device")
-        fix = Fix(
-            Applicability.SAFE if safe else Applicability.UNSAFE,
-            [(factory.call, lambda updated: fixes.add_keyword(updated, "device", device))],
-        )
+        edit = (lambda updated: fixes.add_keyword(updated, "device", device))
+        if factory.name == "tensor" and _scalar_data(factory.call):
+            edit = (lambda updated: _full(updated, device))
+        fix = Fix(Applicability.SAFE if safe else Applicability.UNSAFE, [(factory.call, edit)])
         self.report(factory.call, message, fix=fix)
+
+
+def _scalar_data(call: cst.Call) -> bool:
+    """``torch.tensor(x.size(1))``, ``torch.tensor(len(ids))``, ``torch.tensor(t.item())``:
+    the data is one Python number, the tensor 0-dim (spelled ``torch.tensor``, so it can
+    become ``torch.full``)."""
+    data = next((a.value for a in call.args if a.keyword is None), None)
+    if not isinstance(call.func, cst.Attribute) or data is None:
+        return False
+    if isinstance(data, cst.Subscript):  # `x.shape[1]`
+        return isinstance(data.value, cst.Attribute) and data.value.attr.value == "shape"
+    if isinstance(data, cst.Call):
+        name = dotted_name(data.func) or ""
+        return name == "len" or name.rsplit(".", 1)[-1] in ("item", "size", "numel", "dim") and (
+            name != "size" or bool(data.args)
+        )
+    return False
+
+
+def _full(updated: cst.Call, device: cst.BaseExpression) -> cst.Call:
+    """``torch.tensor(v, dtype=d)`` -> ``torch.full((), v, dtype=d, device=...)``: a fill on
+    the device, where ``torch.tensor(v, device=...)`` copies from host memory."""
+    shape = cst.Arg(cst.Tuple([]), comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+    full = updated.with_changes(
+        func=updated.func.with_changes(attr=cst.Name("full")), args=[shape, *updated.args]
+    )
+    return fixes.add_keyword(full, "device", device)
 
 
 class _Flow(cst.CSTVisitor):
@@ -524,13 +597,14 @@ def _names_in(expr: cst.CSTNode) -> set[str]:
     return names
 
 
-def _describe(param: cst.Param, value) -> _Param:
+def _describe(param: cst.Param, value, qualify) -> _Param:
     annotation = param.annotation
-    text = (dotted_name(annotation.annotation) or "") if annotation is not None else ""
     return _Param(
         name=param.name.value,
         tensor=value is not None and value.kind is Kind.TENSOR,
-        certain=text.endswith("Tensor"),
+        # `torch.FloatTensor`, `"torch.Tensor"`, `Optional[Tensor]` (the default decides
+        # whether it may be missing)
+        certain=annotation is not None and annotation_says_tensor(annotation.annotation, qualify),
         defaulted=param.default is not None,
     )
 
