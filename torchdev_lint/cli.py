@@ -42,6 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--fix", action="store_true", help="apply safe fixes in place")
     parser.add_argument("--fix-only", action="store_true", help="apply fixes, report only what was fixed")
     parser.add_argument("--unsafe-fixes", action="store_true", help="also apply unsafe fixes")
+    parser.add_argument("--fix-device", help="how fixes spell the default device: cuda-or-cpu (the default) "
+                        "or accelerator (torch.accelerator: CUDA, MPS, XPU..., else the CPU)")
     parser.add_argument("--diff", action="store_true", help="print the diff of what --fix would change; write nothing")
     parser.add_argument("--stdin-filename", help="the path to show for '-' (standard input)")
     parser.add_argument("--config", type=Path, help="use this pyproject.toml instead of the nearest one")
@@ -66,6 +68,7 @@ class Run:
     fixed: list[Finding] = field(default_factory=list)
     diffs: list[str] = field(default_factory=list)
     root: Path = field(default_factory=Path.cwd)
+    fix_device: str | None = None
     stdout: str | None = None  # `--fix -`: the fixed standard input, the only thing on stdout
     sources: dict[str, files.SourceFile | FileError] = field(default_factory=dict)  # for code frames
 
@@ -153,6 +156,8 @@ def _run(args) -> int:
         print(page)
         return EXIT_CLEAN
     settings = _settings(args)
+    if args.fix_device is not None:
+        settings.fix_device = config.check_fix_device(args.fix_device, "--fix-device")
     # An explicit --select replaces the configured selection, its ignores included.
     select = config.split_codes(args.select) if args.select else settings.select
     if args.extend_select:
@@ -166,7 +171,7 @@ def _run(args) -> int:
     unsafe = args.unsafe_fixes or settings.unsafe_fixes
     fixing = args.fix or args.fix_only or args.diff
 
-    run = Run(root=settings.root)
+    run = Run(root=settings.root, fix_device=settings.fix_device)
     paths, run.errors = files.discover([p for p in args.paths if p != "-"], settings.exclude, settings.root)
     # One project index for the run: what every file (and stdin's package) defines.
     index = project_index.build([*paths, *([args.stdin_filename] if args.stdin_filename else [])])
@@ -279,7 +284,8 @@ def _report(args, run: Run, findings: list[Finding], sources: int, out, unsafe: 
 
 def _fix(run: Run, source: files.SourceFile, result: FileResult, rules, unsafe: bool,
          write: bool, to_stdout: bool, index=None) -> FileResult:
-    outcome = fix_to_fixpoint(result, lambda text: lint_source(source.path, text, rules, index=index), unsafe)
+    outcome = fix_to_fixpoint(result, lambda text: lint_source(
+        source.path, text, rules, index=index, fix_device=run.fix_device), unsafe)
     for finding, why in outcome.withheld:
         print(f"torchdev-lint: {finding.location}: {finding.code} not fixed: {why}", file=sys.stderr)
     if outcome.error is not None:
@@ -310,4 +316,4 @@ def _fix(run: Run, source: files.SourceFile, result: FileResult, rules, unsafe: 
     if not isinstance(fixed, files.SourceFile):
         return result
     run.sources[source.path] = fixed
-    return lint_file(fixed, rules, index=index)
+    return lint_file(fixed, rules, index=index, fix_device=run.fix_device)

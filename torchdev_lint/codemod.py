@@ -13,6 +13,7 @@ from libcst.codemod import CodemodContext, SkipFile, VisitorBasedCodemodCommand
 
 import torchdev_lint.rules  # noqa: F401  (registers the rules)
 from torchdev_lint import config
+from torchdev_lint.analysis.devices import CUDA_OR_CPU
 from torchdev_lint.engine import lint_source
 from torchdev_lint.fixer import fix_to_fixpoint
 
@@ -20,9 +21,11 @@ from torchdev_lint.fixer import fix_to_fixpoint
 class FixDevicePlacement(VisitorBasedCodemodCommand):
     DESCRIPTION = "Apply torchdev-lint's fixes for PyTorch device-placement bugs."
 
-    def __init__(self, context: CodemodContext, unsafe_fixes: bool = False, select: str = "TDL") -> None:
+    def __init__(self, context: CodemodContext, unsafe_fixes: bool = False, select: str = "TDL",
+                 fix_device: str = CUDA_OR_CPU) -> None:
         super().__init__(context)
         self.unsafe = unsafe_fixes
+        self.fix_device = config.check_fix_device(fix_device, "--fix-device")
         codes = config.split_codes(select)
         config.check_codes(codes, "--select")
         self.rules = config.enabled_rules(codes, [])
@@ -32,11 +35,14 @@ class FixDevicePlacement(VisitorBasedCodemodCommand):
         arg_parser.add_argument("--unsafe-fixes", dest="unsafe_fixes", action="store_true",
                                 help="also apply fixes marked unsafe")
         arg_parser.add_argument("--select", default="TDL", help="rule codes or prefixes to fix")
+        arg_parser.add_argument("--fix-device", dest="fix_device", default=CUDA_OR_CPU,
+                                help="cuda-or-cpu or accelerator: how fixes spell the default device")
 
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
         path = self.context.filename or "<stdin>"
-        result = lint_source(path, tree.code, self.rules, module=tree)
-        outcome = fix_to_fixpoint(result, lambda text: lint_source(path, text, self.rules), self.unsafe)
+        result = lint_source(path, tree.code, self.rules, module=tree, fix_device=self.fix_device)
+        outcome = fix_to_fixpoint(
+            result, lambda text: lint_source(path, text, self.rules, fix_device=self.fix_device), self.unsafe)
         if outcome.error is not None:
             raise SkipFile(outcome.error.message)
         if not outcome.fixed:

@@ -13,6 +13,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
+from torchdev_lint.analysis.devices import CUDA_OR_CPU, FIX_DEVICES
 from torchdev_lint.rule import Rule
 
 SECTION = "torchdev-lint"
@@ -34,12 +35,13 @@ class Settings:
     exclude: list[str] = field(default_factory=list)
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
     unsafe_fixes: bool = False
+    fix_device: str = CUDA_OR_CPU  # how fixes spell the default device (analysis/devices.py)
     root: Path = field(default_factory=Path.cwd)  # what patterns are relative to
     source: Path | None = None  # the pyproject.toml they came from
 
 
 _KEYS = {"select", "ignore", "extend-select", "exclude", "extend-exclude", "per-file-ignores",
-         "unsafe-fixes"}
+         "unsafe-fixes", "fix-device"}
 
 
 def find_pyproject(start: Path) -> Path | None:
@@ -72,6 +74,8 @@ def load(pyproject: Path | None) -> Settings:
             raise UsageError(f"{pyproject}: unknown option '{key}' in [tool.{SECTION}]")
         if key == "unsafe-fixes":
             settings.unsafe_fixes = bool(value)
+        elif key == "fix-device":
+            settings.fix_device = check_fix_device(value, f"{pyproject}: 'fix-device'")
         elif key == "per-file-ignores":
             if not isinstance(value, dict):
                 raise UsageError(f"{pyproject}: 'per-file-ignores' must be a table")
@@ -97,6 +101,13 @@ def _strings(value, pyproject, key) -> list[str]:
 
 def _codes(value, pyproject, key) -> list[str]:
     return [c.strip().upper() for c in _strings(value, pyproject, key) if c.strip()]
+
+
+def check_fix_device(value, origin: str) -> str:
+    if value not in FIX_DEVICES:
+        choices = " or ".join(f'"{d}"' for d in FIX_DEVICES)
+        raise UsageError(f"{origin} must be {choices}, not {value!r}")
+    return value
 
 
 def split_codes(text: str) -> list[str]:

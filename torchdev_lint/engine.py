@@ -132,6 +132,7 @@ def lint_source(
     apply_noqa: bool = True,
     module: cst.Module | None = None,
     index=None,
+    fix_device: str | None = None,
 ) -> FileResult:
     """Check one file's text with the given rules. ``apply_noqa=False`` keeps findings that a
     ``# noqa`` comment suppresses, for hosts that apply their own (the flake8 plugin);
@@ -154,6 +155,8 @@ def lint_source(
     if isinstance(module, FileError):
         return FileResult(path, source, error=module)
     context = FileContext(path, source, index)
+    if fix_device is not None:
+        context.fix_device = fix_device  # how fixes spell the default device (analysis/devices.py)
     rules = [cls(context) for cls in wanted]
     try:
         _Traversal(context, rules).walk(module)

@@ -19,7 +19,7 @@ from typing import Callable
 import libcst as cst
 
 from torchdev_lint.analysis import tree
-from torchdev_lint.analysis.devices import DEVICE_NAME, default_device_definition
+from torchdev_lint.analysis.devices import CUDA_OR_CPU, DEVICE_NAME, default_device_definition
 from torchdev_lint.engine import FileResult, parse
 from torchdev_lint.finding import Applicability, Finding, FileError
 
@@ -63,12 +63,13 @@ def fix_file(result: FileResult, unsafe: bool = False) -> FixOutcome:
     source = result.source
     chosen = [f for f in result.findings if applicable(f, unsafe)]
     withheld = []
+    mode = result.context.fix_device if result.context is not None else CUDA_OR_CPU
     try:
-        module = _apply(result.module, chosen)
+        module = _apply(result.module, chosen, mode)
     except _NoPlace as why:
         withheld = [(f, str(why)) for f in chosen if f.fix.needs_default_device]
         chosen = [f for f in chosen if not f.fix.needs_default_device]
-        module = _apply(result.module, chosen)
+        module = _apply(result.module, chosen, mode)
     if not chosen:
         return FixOutcome(source, [], withheld=withheld)
     new_source = module.code
@@ -101,14 +102,14 @@ def fix_to_fixpoint(
         "(what was fixed is kept: please report this file)"))
 
 
-def _apply(module: cst.Module, chosen: list[Finding]) -> cst.Module:
+def _apply(module: cst.Module, chosen: list[Finding], mode: str) -> cst.Module:
     if not chosen:
         return module
     edits = [edit for finding in chosen for edit in finding.fix.edits]
     module = module.visit(_ApplyEdits(edits))
     device = any(f.fix.needs_default_device for f in chosen)
     if device or any(f.fix.needs_torch for f in chosen):
-        module = _add_definitions(module, device)
+        module = _add_definitions(module, device, mode)
     return module
 
 
@@ -174,7 +175,7 @@ def _defaults(params: cst.Parameters) -> list[cst.CSTNode]:
     return [p.default for p in every if p.default is not None]
 
 
-def _add_definitions(module: cst.Module, device: bool) -> cst.Module:
+def _add_definitions(module: cst.Module, device: bool, mode: str) -> cst.Module:
     """``import torch`` when the module lacks it (after the leading imports), and
     ``device = torch.device(...)`` when asked for: after the statement that imports torch,
     and before anything that runs at import time reads ``device``."""
@@ -201,7 +202,7 @@ def _add_definitions(module: cst.Module, device: bool) -> cst.Module:
             line = module.code_for_node(used).strip().splitlines()[0]
             raise _NoPlace(f"`{DEVICE_NAME}` is used (`{line}`) before `import {torch_name}`, "
                            f"so no place can define it")
-        new.append(cst.parse_statement(default_device_definition(torch_name),
+        new.append(cst.parse_statement(default_device_definition(torch_name, mode),
                                        config=module.config_for_parsing))
     body[position:position] = new
     return module.with_changes(body=body)

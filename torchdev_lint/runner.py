@@ -28,7 +28,9 @@ def check_source(
     source: files.SourceFile, rules: list[type[Rule]], settings: config.Settings, index=None
 ) -> FileResult:
     """Check one file's text: the result keeps its tree, for hosts that go on to fix it."""
-    options = {} if index is None else {"index": index}
+    options = {"fix_device": settings.fix_device}
+    if index is not None:
+        options["index"] = index
     return lint_file(source, rules_for(rules, settings, source.path), **options)
 
 

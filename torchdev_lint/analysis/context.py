@@ -77,6 +77,7 @@ class FileContext:
         self.positions = None  # set by the engine once a rule has reported
         self._mentions_devices: bool | None = None
         self._bindings: dict[int, dict] = {}
+        self.fix_device = devices.CUDA_OR_CPU  # `fix-device`: how fixes spell the default device
         self._by_use: dict[tuple[int, str], Value] = {}
 
     def bindings(self, scope: cst.CSTNode) -> dict[str, list[cst.CSTNode]]:

@@ -22,34 +22,51 @@ if TYPE_CHECKING:
 
 DEVICE_NAME = "device"
 _CONFIG_OBJECTS = ("args", "opt", "opts", "cfg", "config", "hparams", "self.args", "self.cfg",
-                   "self.config", "self.hparams")
+                   "self.config", "self.hparams", "accelerator", "self.accelerator", "fabric",
+                   "self.fabric")
+
+
+# `fix-device`: how a fix spells the default device it adds.
+CUDA_OR_CPU, ACCELERATOR = "cuda-or-cpu", "accelerator"
+FIX_DEVICES = (CUDA_OR_CPU, ACCELERATOR)
 
 
 @dataclass(frozen=True)
 class DeviceChoice:
     code: str  # the expression to write
     needs_default: bool = False  # the module-level default must be added
+    ours: bool = False  # our default (spelled inline, or the module-level one)
 
     @property
     def inline(self) -> bool:
         """Our default, spelled out where it is used (it names torch)."""
-        return not self.needs_default and self.code.endswith('else "cpu")')
+        return self.ours and not self.needs_default
 
     @property
     def existing(self) -> bool:
         """An expression of the program's own, rather than our default."""
-        return not self.needs_default and not self.inline
+        return not self.ours
 
 
-def default_device_definition(torch_name: str) -> str:
-    return (
-        f'{DEVICE_NAME} = {torch_name}.device("cuda" if {torch_name}.cuda.is_available() '
-        f'else "cpu")'
-    )
-
-
-def inline_default(torch_name: str) -> str:
+def default_expression(torch_name: str, mode: str = CUDA_OR_CPU) -> str:
+    """The default device: CUDA when present, else the CPU; or, in ``accelerator`` mode,
+    whatever accelerator this machine has (CUDA, MPS, XPU, ...), else the CPU.
+    ``current_accelerator()`` alone answers what torch was *built* for (a CUDA build on a
+    machine without a GPU says cuda); ``check_available=True`` asks the machine, and the
+    answer is None on a CPU-only build or machine."""
+    if mode == ACCELERATOR:
+        return (f"{torch_name}.accelerator.current_accelerator(check_available=True) "
+                f'or {torch_name}.device("cpu")')
     return f'{torch_name}.device("cuda" if {torch_name}.cuda.is_available() else "cpu")'
+
+
+def default_device_definition(torch_name: str, mode: str = CUDA_OR_CPU) -> str:
+    return f"{DEVICE_NAME} = {default_expression(torch_name, mode)}"
+
+
+def inline_default(torch_name: str, mode: str = CUDA_OR_CPU) -> DeviceChoice:
+    expression = default_expression(torch_name, mode)
+    return DeviceChoice(f"({expression})" if mode == ACCELERATOR else expression, ours=True)
 
 
 def bindings(scope: cst.CSTNode) -> dict[str, list[cst.CSTNode]]:
@@ -110,6 +127,7 @@ def device_expression(
     """The device expression for a fix at ``use``; ``moved`` names the value being moved,
     whose own ``.device`` is no answer."""
     torch_name = ctx.torch_name
+    mode = ctx.fix_device
     functions = [a for a in reversed(ancestors) if isinstance(a, (cst.FunctionDef, cst.Lambda))]
     in_function = bool(functions)
     for function in functions:
@@ -117,7 +135,7 @@ def device_expression(
         if DEVICE_NAME in local:
             if _bound_before(ctx, local[DEVICE_NAME], use) or _is_param(function, DEVICE_NAME):
                 return DeviceChoice(DEVICE_NAME)
-            return DeviceChoice(inline_default(torch_name))  # `device` is an unbound local here
+            return inline_default(torch_name, mode)  # `device` is an unbound local here
     method_class = _method_class(ancestors)
     if method_class is not None and _class_has_device(method_class):
         return DeviceChoice("self.device")
@@ -135,8 +153,11 @@ def device_expression(
         return DeviceChoice(f"{tensor}.device")
     if DEVICE_NAME in module_names:
         # A module-level `device` exists but is assigned after this point.
-        return DeviceChoice(inline_default(torch_name))
-    return DeviceChoice(DEVICE_NAME, needs_default=True)
+        return inline_default(torch_name, mode)
+    helper = _device_helper(ctx, functions, module_names)
+    if helper is not None:
+        return DeviceChoice(helper)
+    return DeviceChoice(DEVICE_NAME, needs_default=True, ours=True)
 
 
 def _is_param(function: cst.CSTNode, name: str) -> bool:
@@ -200,4 +221,17 @@ def _tensor_parameter(function: cst.CSTNode, avoid: str | None) -> str | None:
     for param in params:
         if param.default is None and param.name.value != avoid:
             return param.name.value
+    return None
+
+
+def _device_helper(ctx: FileContext, functions, module_names) -> str | None:
+    """A project's own way to name its device, reused rather than adding ours: DeepSpeed's
+    ``get_accelerator()``, or Hugging Face Accelerate's ``accelerator = Accelerator(...)``."""
+    if ctx.imports.local_name_for("deepspeed.accelerator.get_accelerator") == "get_accelerator":
+        return "get_accelerator().current_device_name()"
+    accelerate = ctx.imports.local_name_for("accelerate.Accelerator")
+    if accelerate is not None and f"accelerator = {accelerate}(" in ctx.source and _bound_anywhere(
+        ctx, "accelerator", functions, module_names
+    ):
+        return "accelerator.device"
     return None
