@@ -251,3 +251,14 @@ def test_tests_alone_can_turn_it_off(tmp_path, run_cli):
     status, out, _ = run_cli(tmp_path, cwd=tmp_path)
     assert status == 1
     assert "train.py" in out and "test_gpu.py" not in out
+
+
+@pytest.mark.parametrize("code, where", [
+    ('import torch\nout = move_to(out, "cuda:0")\n', (2, 20)),
+    ('import torch\nx = to_device(x, "cuda")\n', (2, 18)),
+    ('import torch\nx = utils.send_to_device(x, "cuda")\n', (2, 29)),
+    ('import torch\ng = torch.Generator(device="cuda")\n', (2, 28)),
+    ('import torch\nw = x.to(torch.cuda.current_device())\n', (2, 10)),
+])
+def test_positional_and_helper_device_positions(code, where):
+    assert [(f.line, f.column) for f in lint_source("m.py", code, [RULE]).findings] == [where]

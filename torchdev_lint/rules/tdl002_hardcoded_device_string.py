@@ -16,6 +16,11 @@ from torchdev_lint.rule import Invalid, Rule, Valid
 _NOT_A_PLACEMENT = (cst.Comparison, cst.ComparisonTarget, cst.Param, cst.Element, cst.DictElement,
                     cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
 _DEVICE_KEYWORDS = frozenset({"device", "map_location"})
+# Calls whose first positional argument is a device.
+_DEVICE_FIRST = frozenset({"torch.set_default_device", "torch.Generator", "torch._C.Generator"})
+# Helpers named like movers take the device second: `recursive_to(batch, "cuda")`,
+# `move_to(obj, "cuda")`, `to_device(x, "cuda")`, `send_to_device(...)`.
+_MOVER = re.compile(r"(?i)^(?:recursive_to|move_to|(?:\w+_)?to_device|to_cuda|move_to_device)$")
 # A name that says it holds a device: `device`, `DEVICE`, `train_device`, `self.dev`...
 # but not `device_type` (what autocast takes) or `device_ids`/`device_count`.
 _DEVICE_WORD = re.compile(r"(?i)(?:^|_)(?:device|dev)(?:$|_)")
@@ -29,8 +34,11 @@ class HardcodedDeviceString(Rule):
     Flags a `"cuda"` or `"cuda:N"` string (or an f-string or format expression starting
     with `cuda:`, such as `f"cuda:{rank}"`) where a device is chosen: `torch.device(...)`
     (also as `with torch.device(...)`), `torch.set_default_device(...)`, a `device=` or
-    `map_location=` argument of any call, the device argument of `.to(...)`, the second
-    argument of `torch.load`, and an assignment to a variable or `self` attribute whose
+    `map_location=` argument of any call, the device argument of `.to(...)` and of
+    `torch.Generator(...)`, the second argument of a helper named like a mover
+    (`recursive_to(batch, "cuda")`, `move_to(obj, "cuda")`, `to_device(x, "cuda")`), the
+    second argument of `torch.load`, `.to(torch.cuda.current_device())` (an index of a
+    CUDA device), and an assignment to a variable or `self` attribute whose
     name says device (`device = "cuda"`, `DEVICE = "cuda:0"`, `self.device = "cuda"`).
 
     As with TDL001, a use is fine when it only runs where an accelerator is wanted or
@@ -121,8 +129,30 @@ class HardcodedDeviceString(Rule):
               'exec(open("configurator.py").read())\nx = torch.zeros(2).to(device)\n'),
         Valid('import torch\nclass CUDAAccelerator:\n    def setup(self, model):\n'
               '        return model.to("cuda")\n'),
+        # Not a device position: a mover given a variable, a tensor's data, a guarded index.
+        Valid('batch = recursive_to(batch, device)\nnames = to_device_map(names, "cuda")\n'
+              'x = move_to("cuda")\n'),
+        Valid('import torch\nif torch.cuda.is_available():\n'
+              '    x = x.to(torch.cuda.current_device())\n'
+              'torch.cuda.set_device(torch.cuda.current_device())\n'),
     ]
     INVALID = [
+        Invalid(  # a positional device argument
+            'import torch\ng = torch.Generator("cuda")\n',
+            2, 21,
+            'import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\ng = torch.Generator(device)\n',
+        ),
+        Invalid(  # a helper named like a mover takes the device second
+            'import torch\nbatch = recursive_to(batch, "cuda")\n',
+            2, 29,
+            'import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            'batch = recursive_to(batch, device)\n',
+        ),
+        Invalid(
+            'import torch\ndef step(model, x):\n    return model(x.to(torch.cuda.current_device()))\n',
+            3, 23,
+            'import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\ndef step(model, x):\n    return model(x.to(device))\n',
+        ),
         Invalid(
             'import torch\nx = torch.zeros(3, device="cuda")\n',
             2, 27,
@@ -198,16 +228,26 @@ class HardcodedDeviceString(Rule):
             return
         positional = [a for a in node.args if a.keyword is None and not a.star]
         candidates: list[cst.Arg] = []
-        if qualified == "torch.set_default_device" and positional:
+        if qualified in _DEVICE_FIRST and positional:
             candidates.append(positional[0])
         elif isinstance(node.func, cst.Attribute) and node.func.attr.value == "to" and positional:
             candidates.append(positional[0])
+        elif _MOVER.search(code_of(node.func).rsplit(".", 1)[-1]) and len(positional) >= 2:
+            candidates.append(positional[1])  # `recursive_to(batch, "cuda")`
         elif qualified in kinds.TORCH_LOADERS and len(positional) >= 2:
             candidates.append(positional[1])
         candidates += [a for a in node.args if a.keyword is not None
                        and a.keyword.value in _DEVICE_KEYWORDS]
         for arg in candidates:
-            self._check_value(arg.value, (*self.ctx.ancestors, arg), defines=False)
+            path = (*self.ctx.ancestors, arg)
+            if (  # `.to(torch.cuda.current_device())`: an index of a CUDA device
+                isinstance(arg.value, cst.Call)
+                and self.ctx.qualified_name(arg.value.func) == "torch.cuda.current_device"
+            ):
+                if not is_guarded((*path, arg.value), self.ctx.qualified_name):
+                    self._flag(arg.value, (*path, arg.value), False, None)
+                continue
+            self._check_value(arg.value, path, defines=False)
 
     def _check_device_object(self, node: cst.Call) -> None:
         """``torch.device("cuda")``: building the object is harmless; what it is given to
@@ -458,12 +498,15 @@ def _is_cuda_api(qualified: str) -> bool:
 
 
 def _moved(path: Sequence[cst.CSTNode]) -> str | None:
-    """The receiver of ``x.to("cuda")``, whose own ``.device`` is no answer."""
+    """The receiver of ``x.to("cuda")`` (the first argument of ``move_to(x, "cuda")``),
+    whose own ``.device`` is no answer."""
     for node in reversed(path):
         if isinstance(node, cst.Call):
             func = node.func
             if isinstance(func, cst.Attribute) and func.attr.value == "to":
                 return code_of(func.value)
+            if _MOVER.search(code_of(func).rsplit(".", 1)[-1]) and node.args:
+                return code_of(node.args[0].value)
             return None
     return None
 
