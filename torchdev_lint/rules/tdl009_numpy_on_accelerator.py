@@ -45,8 +45,9 @@ class NumpyOnAccelerator(Rule):
     The same goes for functions that convert a tensor argument to NumPy themselves:
     `np.array(t)`, `np.asarray(t)`, `np.isnan(t)`, `np.sum(t)` (and other NumPy functions
     taking an array first), `np.save(path, t)`, `plt.plot(t)`/`scatter`/`imshow`/`hist`,
-    `cv2.*(…, t)` and `PIL.Image.fromarray(t)`, when `t` is a tensor that may be on an
-    accelerator.
+    `cv2.*(…, t)` and `PIL.Image.fromarray(t)`, when `t` is certainly a tensor (see Fix
+    safety) that may be on an accelerator: what a pipeline or the project's own model
+    returns may be an image or an array.
 
     It does not flag tensors that are clearly on the CPU (built by a factory without
     `device=`, moved back with `.cpu()` or `.to("cpu")`, or a module's output on inputs
@@ -54,8 +55,7 @@ class NumpyOnAccelerator(Rule):
     (`def f(t): return t.numpy()`), `.cpu().numpy()`, or `.numpy(force=True)` (which
     copies to the CPU itself), nor `.numpy()` of an object of a class the file defines
     (`Bag().to(device).numpy()`), or of a value of unknown kind where the file defines its
-    own `numpy()` method: those are the project's objects, not tensors. NumPy and plotting
-    calls are only flagged on values known to be tensors. A `.to(torch.float16)` that only changes the dtype does
+    own `numpy()` method: those are the project's objects, not tensors. A `.to(torch.float16)` that only changes the dtype does
     not move anything, and `device=x.device` puts a tensor wherever `x` is.
 
     ## Why is this bad?
@@ -113,6 +113,9 @@ class NumpyOnAccelerator(Rule):
               "print(np.asarray(x.cpu()), np.sum(x.shape))\n"),
         Valid("import matplotlib.pyplot as plt\nplt.plot(losses)\n"),
         Valid("import numpy as np\ndef f(out, device):\n    return np.array(out.to(device))\n"),
+        Valid("import numpy\nfrom diffusers import DiffusionPipeline\n"
+              "pipe = DiffusionPipeline.from_pretrained(m).to(device)\n"
+              "image = pipe(prompt).images[0]\nprint(numpy.asarray(image))\n"),
     ]
     INVALID = [
         Invalid(
@@ -271,7 +274,8 @@ class NumpyOnAccelerator(Rule):
             if converted is not None and index not in converted:
                 continue
             value = self.ctx.value_of(arg.value)
-            if value.kind is not Kind.TENSOR or not value.maybe_accelerator:
+            # Only values torch certainly made: a pipeline's `.images[0]` is a PIL image.
+            if not value.maybe_accelerator or receivers.certainly(self.ctx, arg.value) != receivers.TENSOR:
                 continue
             detach = not self._grad_disabled() and self._may_require_grad(arg.value)
             name = qualified.replace("numpy.", "np.").replace("matplotlib.pyplot.", "plt.")
@@ -279,8 +283,7 @@ class NumpyOnAccelerator(Rule):
                 arg.value,
                 f"`{name}()` converts a tensor that may be on an accelerator to NumPy: "
                 "call `.cpu()` first",
-                fix=Fix(_applicability(receivers.certainly(self.ctx, arg.value)),
-                        [(arg.value, lambda u: _cpu_of(u, detach))]),
+                fix=Fix(Applicability.SAFE, [(arg.value, lambda u: _cpu_of(u, detach))]),
             )
 
     # -- does the value require grad? --------------------------------------------------
