@@ -6,6 +6,7 @@ import libcst as cst
 
 from torchdev_lint.analysis.guards import code_of
 from torchdev_lint.analysis.kinds import OPTIMIZER_NAME, Kind
+from torchdev_lint.analysis.tree import walk
 from torchdev_lint.finding import Applicability, Fix
 from torchdev_lint.rule import Invalid, Rule, Valid
 
@@ -208,7 +209,11 @@ class OptimizerBeforeTo(Rule):
     def leave_Assign(self, node: cst.Assign) -> None:
         if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
             lists = self.parameter_lists.setdefault(id(self._scope()), {})
-            model = _model_of_parameters_in(node.value, lists)
+            model = (
+                _model_of_parameters_in(node.value, lists)
+                if isinstance(node.value, (cst.Call, cst.List, cst.ListComp, cst.Tuple, cst.Name))
+                else None
+            )
             if model is not None:
                 lists[node.targets[0].target.value] = model
             else:
@@ -239,16 +244,16 @@ def _model_of_parameters_in(expr: cst.BaseExpression, lists: dict[str, str]) -> 
     """The one model whose parameters ``expr`` is built from, if there is one."""
     found: list[str] = []
 
-    class _Finder(cst.CSTVisitor):
-        def visit_Call(self, inner: cst.Call) -> None:
-            if isinstance(inner.func, cst.Attribute) and inner.func.attr.value in _PARAMETER_METHODS:
-                found.append(code_of(inner.func.value))
+    def enter(node: cst.CSTNode) -> bool:
+        if isinstance(node, cst.Call):
+            func = node.func
+            if isinstance(func, cst.Attribute) and func.attr.value in _PARAMETER_METHODS:
+                found.append(code_of(func.value))
+        elif isinstance(node, cst.Name) and node.value in lists:
+            found.append(lists[node.value])
+        return True
 
-        def visit_Name(self, name: cst.Name) -> None:
-            if name.value in lists:
-                found.append(lists[name.value])
-
-    expr.visit(_Finder())
+    walk(expr, enter)
     return found[0] if len(set(found)) == 1 else None
 
 
