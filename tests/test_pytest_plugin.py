@@ -148,6 +148,18 @@ def test_real_failure_still_fails():
     assert torch.randn(2, device="cuda").sum() == 12345
 """
 
+TEST_CAUGHT = """\
+import pytest
+import torch
+
+
+def test_expects_the_gpu_error():
+    if torch.cuda.is_available():
+        x = torch.randn(2, device="cuda")
+        with pytest.raises(RuntimeError, match="same device"):
+            x + torch.randn(2)
+"""
+
 TEST_NEEDS_CUDA = """\
 import torch
 
@@ -189,6 +201,7 @@ FILES = {
     "tests/test_devices.py": TEST_DEVICES,
     "tests/test_numpy.py": TEST_NUMPY,
     "tests/test_unsupported.py": TEST_UNSUPPORTED,
+    "tests/test_caught.py": TEST_CAUGHT,
     "cpuonly/test_needs_cuda.py": TEST_NEEDS_CUDA,  # fails on a CPU: only the cpu-only run takes it
     "single/test_single.py": TEST_SINGLE,
 }
@@ -210,7 +223,7 @@ def run(pytester, *args, ini: str = ""):
 
 def test_without_the_option_nothing_changes(pytester):
     result = run(pytester)
-    result.assert_outcomes(passed=4, skipped=6)
+    result.assert_outcomes(passed=5, skipped=6)
     result.stdout.no_fnmatch_line("torchdev-lint:*")
     result.stdout.no_fnmatch_line("*simulated GPU*")
     result.stdout.fnmatch_lines(["tests/test_devices.py .*"])
@@ -237,7 +250,7 @@ def test_simulated_gpu_outcomes(pytester):
     result = run(pytester, *SIM)
     # (a) and (b) fail, (c) passes; the cuda parameter appears; .numpy() of a CUDA tensor fails;
     # four things the simulator cannot do are skipped; a real failure stays a failure
-    result.assert_outcomes(passed=3, failed=4, skipped=4)
+    result.assert_outcomes(passed=4, failed=4, skipped=4)
     result.stdout.fnmatch_lines_random([
         "tests/test_model.py::test_gpu_branch FAILED*",
         "tests/test_model.py::test_skipped_without_cuda FAILED*",
@@ -296,7 +309,12 @@ def test_the_summary_lists_problems_per_test(pytester):
         "  tests/test_model.py:18:13: TDL100 *",
         "tests/test_numpy.py::test_to_numpy FAILED",
         "  tests/test_numpy.py:7:12: TDL009 *",
-        "3 device problems in 3 tests (2 predicted by a static finding), 11 tests run on a simulated GPU*",
+        "4 device problems in 4 tests (2 predicted by a static finding), 12 tests run on a simulated GPU*",
+    ])
+    # a device error the test expects (as it would on a GPU) passes, and is listed
+    result.stdout.fnmatch_lines([
+        "tests/test_caught.py::test_expects_the_gpu_error PASSED",
+        "  tests/test_caught.py:9:13: TDL100 device-mismatch (no static finding predicted it)",
     ])
     summary = result.stdout.str().split("device problems on the simulated GPU")[1]
     assert "test_correct_gpu_path" not in summary
@@ -316,13 +334,13 @@ def test_what_the_simulator_cannot_do_is_a_skip_with_the_reason(pytester):
 
 
 def test_ini_setting_and_its_off_switch(pytester):
-    run(pytester, ini="simulate_gpu = true\n").assert_outcomes(passed=3, failed=4, skipped=4)
-    run(pytester, "--simulate-gpu=off", ini="simulate_gpu = true\n").assert_outcomes(passed=4, skipped=6)
+    run(pytester, ini="simulate_gpu = true\n").assert_outcomes(passed=4, failed=4, skipped=4)
+    run(pytester, "--simulate-gpu=off", ini="simulate_gpu = true\n").assert_outcomes(passed=5, skipped=6)
 
 
 def test_cpu_only_mode_raises_on_every_cuda_request(pytester):
     result = run(pytester, "--simulate-gpu=cpu-only", "tests", "cpuonly")
-    result.assert_outcomes(passed=4, skipped=6, failed=1)
+    result.assert_outcomes(passed=5, skipped=6, failed=1)
     result.stdout.fnmatch_lines([
         "E   *AssertionError: Torch not compiled with CUDA enabled",
         "*torchdev-lint: CUDA requests on a machine without a GPU*",

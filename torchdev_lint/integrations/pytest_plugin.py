@@ -15,8 +15,11 @@ marker and a fixture, and imports neither torch nor the tracer. The simulation i
 from __future__ import annotations
 
 import copy
+import importlib.util
 
 import pytest
+
+from torchdev_lint.trace import INSTALL_HINT
 
 OPTION = "--simulate-gpu"
 MODES = {"sim": "sim", "gpu": "sim", "true": "sim", "yes": "sim", "on": "sim", "1": "sim",
@@ -55,6 +58,9 @@ def pytest_load_initial_conftests(early_config, parser, args):
             args, namespace=copy.copy(early_config.option))
     mode = session_mode(early_config, args)
     if mode is not None:
+        if importlib.util.find_spec("torch") is None:
+            raise pytest.UsageError(f"{OPTION} needs PyTorch, which is not installed here; "
+                                    f"install it with: {INSTALL_HINT}")
         from torchdev_lint.integrations import pytest_simulation
 
         simulation = pytest_simulation.Simulation(early_config, mode, whole_session=True)
