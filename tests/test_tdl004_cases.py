@@ -90,3 +90,21 @@ def test_test_files_count_as_tests_for_their_helpers():
     """
     assert positions(code, "tests/test_saving.py") == []
     assert positions(code, "src/saving.py") == [(5, 12)]
+
+
+def test_helpers_of_tests_check_files_the_tests_give_them():
+    helper = """
+    import torch
+    def _assert_checkpoint_equal(model, output_path):
+        state = torch.load(output_path, weights_only=False)
+    """
+    assert positions(helper, "tests/utilities/test_collate.py") == []
+    assert positions(helper, "tests/helpers/checks.py") == []
+    assert positions(helper, "src/checks.py") == [(4, 13)]
+    # A test function's parameters are fixtures: a checkpoint from outside.
+    test = """
+    import torch
+    def test_legacy(path_ckpt):
+        torch.load(path_ckpt, weights_only=False)
+    """
+    assert positions(test, "tests/test_legacy.py") == [(4, 5)]

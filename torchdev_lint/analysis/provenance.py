@@ -25,12 +25,18 @@ _BUILTINS = frozenset({"str", "print", "len", "sorted", "isinstance", "open", "P
 
 
 def is_test_function(ctx, function: cst.FunctionDef | None) -> bool:
-    """A pytest/unittest test: a ``test*`` function, or any function of a ``test_*.py``
-    file (helpers and fixtures of the test)."""
-    name = ctx.path.replace("\\", "/").rsplit("/", 1)[-1]
-    if name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py":
-        return True
-    return function is not None and function.name.value.startswith("test")
+    """A pytest/unittest test: a ``test*`` function, or any function of test code (a
+    ``test_*.py`` file or one under a ``tests/`` folder: helpers and fixtures of tests)."""
+    return (function is not None and function.name.value.startswith("test")) or _test_code(ctx)
+
+
+def _test_code(ctx) -> bool:
+    path = ctx.path.replace("\\", "/")
+    name = path.rsplit("/", 1)[-1]
+    return (
+        name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
+        or "/tests/" in f"/{path}"
+    )
 
 
 def loaded_file(call: cst.Call) -> cst.BaseExpression | None:
@@ -63,12 +69,23 @@ def written_here(ctx, call: cst.Call) -> bool:
         return False
     if any(_TEMPORARY.search(root) for root in roots):
         return True
+    if _test_code(ctx) and not function.name.value.startswith("test") and _parameter_of(
+        function, target
+    ):
+        return True  # a test's helper checking the file the test gives it
     return any(
         isinstance(c.func, cst.Attribute) and c.func.attr.value in _WRITERS
         or ctx.qualified_name(c.func) in _SAVES
         or _hands_over(ctx, c, code_of(target))
         for c in before
     )
+
+
+def _parameter_of(function: cst.FunctionDef, target: cst.BaseExpression) -> bool:
+    """``target`` is a parameter of ``function`` (``str(path)`` included)."""
+    params = {p.name.value for p in (*function.params.posonly_params, *function.params.params,
+                                      *function.params.kwonly_params)}
+    return bool(_roots(target)) and _roots(target) <= params
 
 
 def _hands_over(ctx, call: cst.Call, file: str) -> bool:

@@ -23,7 +23,8 @@ class LoadWithoutMapLocation(Rule):
     Nor loads of files that cannot come from another machine: a file the same function
     wrote earlier with `torch.save`/`.save` (a round trip in one process: the tensors come
     back to the devices they left), a file a test wrote itself (the test saves, trains or
-    writes under `tmp_path`/`tmpdir`/`tempfile` before loading), and pickles the file
+    writes under `tmp_path`/`tmpdir`/`tempfile` before loading, or hands the path to a
+    helper of the test code that loads it), and pickles the file
     name, the key read or the variable says hold metadata only (`meta.pt`,
     `["hyper_parameters"]`, `vocab = torch.load(...)`). Checkpoints from outside (a path
     argument, a download cache, a config value) are flagged, in tests too.
