@@ -31,7 +31,7 @@ for x, y in loader:
 
 path = os.path.join(tempfile.mkdtemp(), "net.pt")
 torch.save(model.state_dict(), path)
-model.load_state_dict(torch.load(path))  # bug: TDL004
+model.load_state_dict(torch.load(path))  # round trip: TDL004
 
 with torch.no_grad():
     scores = model(torch.ones(2, 4).to(device))

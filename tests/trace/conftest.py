@@ -44,7 +44,8 @@ class Pool:
         directory = self.tmp / key
         directory.mkdir(exist_ok=True)
         if key in SUBPROCESS:
-            process = subprocess.run(SUBPROCESS[key], cwd=ROOT, env=_env(), capture_output=True, text=True,
+            command = [part.replace("{shared}", str(self.tmp)) for part in SUBPROCESS[key]]
+            process = subprocess.run(command, cwd=ROOT, env=_env(), capture_output=True, text=True,
                                      timeout=600)
             return Traced(process.returncode, process.stdout, process.stderr)
         argv = [part.replace("{shared}", str(self.tmp)) for part in TRACES[key]]
@@ -67,8 +68,15 @@ class Pool:
 @pytest.fixture(scope="session")
 def _pool(tmp_path_factory):
     pool = Pool(tmp_path_factory.mktemp("trace"))
+    # the tracer's record of the files its runs saved: this session's own, not the user's
+    saves = os.environ.get("TORCHDEV_LINT_TRACE_SAVES")
+    os.environ["TORCHDEV_LINT_TRACE_SAVES"] = str(pool.tmp / "saves.jsonl")
     yield pool
     pool.executor.shutdown(wait=False, cancel_futures=True)
+    if saves is None:
+        os.environ.pop("TORCHDEV_LINT_TRACE_SAVES", None)
+    else:
+        os.environ["TORCHDEV_LINT_TRACE_SAVES"] = saves
 
 
 @pytest.fixture

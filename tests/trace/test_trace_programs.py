@@ -88,7 +88,10 @@ def test_a_program_that_raises_is_reported_with_its_line(traced):
     assert run["outcome"]["message"] == "the program's own error"
     assert run["outcome"]["site"] == {"path": "testdata/trace/crash.py", "line": 8, "column": 5}
     assert run["exit_status"] == 1
-    assert result.returncode == 0  # nothing confirmed: the program's failure is not the tracer's verdict
+    # it failed before any finding could be reached: nothing was traced, and the status says so
+    assert result.returncode == 2
+    assert ("torchdev-lint trace: error: the program could not be traced: it raised ValueError at "
+            "testdata/trace/crash.py:8: the program's own error (exit status 1)\n") in result.stderr
     assert "ValueError: the program's own error" in result.stderr
     assert "torchdev_lint" not in result.stderr.split("Traceback")[1]  # the tracer's frames are hidden
     assert "tensor sum 3.0" in result.stderr

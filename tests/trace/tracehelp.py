@@ -28,8 +28,8 @@ for _code in RULE_PROGRAMS:
         TRACES[f"{_code}-{_kind}-real"] = _trace("--mode", "real", f"testdata/trace/tdl{_n}_{_kind}.py")
 # TDL003's program also checks running a module, as `python -m` does.
 TRACES["TDL003-bug"] = _trace("--mode", "sim", "-m", "testdata.trace.tdl003_bug")
-# Under the simulator, tdl004_bug.py saves its checkpoint with cuda:0 location tags, as on a
-# GPU machine; the cpu-only run then loads that file (see Pool._run).
+# tdl004_bug.py loads a checkpoint saved on a GPU before the run (gpu_checkpoint.py writes one
+# with cuda:0 location tags, without the tracer; see Pool._run and DEPENDS).
 TRACES["TDL004-bug"] = _trace("--mode", "sim", "testdata/trace/tdl004_bug.py", "{shared}/gpu_saved.pt")
 TRACES.update({
     "TDL001-cpu-only": _trace("--mode", "cpu-only", "testdata/trace/tdl001_bug.py"),
@@ -42,13 +42,28 @@ TRACES.update({
     "max-steps": _trace("--mode", "sim", "--max-steps", "3", "testdata/trace/long_training.py"),
     "timeout": _trace("--mode", "sim", "--timeout", "2", "testdata/trace/long_training.py", "plain"),
     "exit": _trace("--mode", "sim", "testdata/trace/crash.py", "exit"),
+    # real-program shapes (tests/trace/test_trace_real_shapes.py)
+    "ddp-torchrun": _trace("-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+                           "testdata/trace/ddp_train.py"),
+    "hardcoded-uses": _trace("testdata/trace/hardcoded_uses.py"),
+    "legacy": _trace("testdata/trace/legacy_types.py"),
+    "roundtrip": _trace("--mode", "sim", "--single-run", "testdata/trace/checkpoint_roundtrip.py",
+                        "{shared}/roundtrip.pt"),
+    "earlier-save": _trace("--mode", "sim", "testdata/trace/tdl004_bug.py", "{shared}/roundtrip.pt"),
+    "meta": _trace("--mode", "sim", "testdata/rules/tdl008_before.py"),
+    "device-errors": _trace("--mode", "sim", "--keep-going", "--single-run", "testdata/trace/device_errors.py"),
+    "TDL005-keep-going": _trace("--mode", "sim", "--keep-going", "testdata/trace/tdl005_bug.py"),
+    "ansi": _trace("--mode", "sim", "testdata/trace/crash.py", "ansi"),
+    "cpu-program": _trace("--mode", "sim", "testdata/trace/crash.py"),
 })
 # Run as real subprocesses: the command line end to end (program output on stderr).
 SUBPROCESS = {
     "raise": [sys.executable, "-m", "torchdev_lint", "trace", *_trace("--mode", "sim", "testdata/trace/crash.py", "raise")],
     "selfcheck": [sys.executable, "-m", "torchdev_lint.trace.selfcheck"],
+    "gpu-checkpoint": [sys.executable, "testdata/trace/gpu_checkpoint.py", "{shared}/gpu_saved.pt"],
 }
-DEPENDS = {"TDL004-cpu-only": "TDL004-bug"}  # needs the checkpoint the other run writes
+# runs that need the checkpoint another command writes
+DEPENDS = {"TDL004-cpu-only": "gpu-checkpoint", "TDL004-bug": "gpu-checkpoint", "earlier-save": "roundtrip"}
 
 
 @dataclass

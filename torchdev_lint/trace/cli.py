@@ -10,13 +10,14 @@ import argparse
 import importlib.util
 import os
 import shlex
+import socket
 import sys
+from dataclasses import dataclass
 
 from torchdev_lint.trace import INSTALL_HINT, TESTED_TORCH_VERSIONS
 
 EXIT_CLEAN, EXIT_CONFIRMED, EXIT_ERROR = 0, 1, 2
 DEFAULT_TIMEOUT = 300.0
-HARDCODED = ("TDL001", "TDL002")
 
 USAGE = "torchdev-lint trace [OPTIONS] SCRIPT [ARGS...]\n       torchdev-lint trace [OPTIONS] -m MODULE [ARGS...]"
 DESCRIPTION = f"""\
@@ -87,6 +88,73 @@ def split_argv(argv: list[str]) -> tuple[list[str], str | None, bool, list[str]]
     return argv, None, False, []
 
 
+LAUNCHERS = {"torch.distributed.run": "torchrun", "torch.distributed.launch": "torch.distributed.launch"}
+# torchrun options that take no value; every other option takes one (``--opt value`` or ``--opt=value``).
+_LAUNCHER_FLAGS = {"--standalone", "-m", "--module", "--no-python", "--no_python", "--run-path", "--run_path",
+                   "--use-env", "--use_env", "--virtual-local-rank", "--virtual_local_rank"}
+
+
+@dataclass
+class Launch:
+    """A ``torchrun`` command line, as the worker it would start: rank 0 of a one-process world."""
+
+    launcher: str
+    target: str
+    module: bool
+    args: list[str]
+    nproc: str
+    use_env: bool
+
+    def env(self, port: int) -> dict:
+        return {"RANK": "0", "LOCAL_RANK": "0", "GROUP_RANK": "0", "ROLE_RANK": "0", "WORLD_SIZE": "1",
+                "LOCAL_WORLD_SIZE": "1", "ROLE_WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1",
+                "MASTER_PORT": str(port), "TORCHELASTIC_RESTART_COUNT": "0", "TORCHELASTIC_MAX_RESTARTS": "0",
+                "TORCHELASTIC_RUN_ID": "torchdev-lint-trace"}
+
+    @property
+    def note(self) -> str:
+        return (f"{self.launcher} (--nproc-per-node={self.nproc}) was traced as its rank-0 worker alone, in a "
+                "one-process world (WORLD_SIZE=1): other ranks and the launcher itself were not run")
+
+
+def launch_of(target: str, is_module: bool, args: list[str]) -> Launch | None:
+    """The worker a ``torchrun`` / ``python -m torch.distributed.run|launch`` command starts, or None."""
+    if is_module:
+        launcher = LAUNCHERS.get(target)
+    else:
+        launcher = "torchrun" if os.path.basename(target) == "torchrun" else None
+    if launcher is None:
+        return None
+    nproc, module, use_env, i = "1", False, launcher == "torchrun", 0
+    while i < len(args):
+        token = args[i]
+        if not token.startswith("-"):
+            break
+        name, has_value, value = token.partition("=")
+        if name in ("-m", "--module"):
+            module = True
+        elif name in ("--use-env", "--use_env"):
+            use_env = True
+        if name not in _LAUNCHER_FLAGS and not has_value:
+            value = args[i + 1] if i + 1 < len(args) else ""
+            i += 1
+        if name in ("--nproc-per-node", "--nproc_per_node"):
+            nproc = value
+        i += 1
+    if i >= len(args):
+        return None
+    rest = args[i + 1:]
+    if not use_env:  # torch.distributed.launch passes the rank as an argument
+        rest = ["--local-rank=0", *rest]
+    return Launch(launcher, args[i], module, rest, nproc, use_env)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
 def wants_mismatches(select: list[str], ignore: list[str], code: str = "TDL100") -> bool:
     """Whether runtime-only TDL100 findings are reported under --select/--ignore (prefixes)."""
     return (not select or any(code.startswith(c) for c in select)) and not any(code.startswith(c) for c in ignore)
@@ -117,6 +185,9 @@ def main(argv: list[str], *, stdout=None, stderr=None, cwd: str | None = None) -
         print("torchdev-lint trace needs PyTorch, which is not installed in this environment "
               f"({sys.executable}).\nInstall it with:  {INSTALL_HINT}", file=err)
         return EXIT_ERROR
+    launch = launch_of(target, is_module, program_args)
+    if launch is not None:
+        target, is_module, program_args = launch.target, launch.module, launch.args
     script = os.path.join(cwd, target)
     if not is_module and not os.path.exists(script):
         print(f"torchdev-lint trace: error: {target}: no such file", file=err)
@@ -126,11 +197,11 @@ def main(argv: list[str], *, stdout=None, stderr=None, cwd: str | None = None) -
     from torchdev_lint.trace import session, verdicts
 
     select, ignore = _codes(args.select), _codes(args.ignore)
-    mismatch_wanted = wants_mismatches(select, ignore)
-    static_select = [c for c in select if c != verdicts.MISMATCH_CODE] if select else None
+    runtime_wanted = {c for c in verdicts.RUNTIME_CODES if wants_mismatches(select, ignore, c)}
+    static_select = [c for c in select if c not in verdicts.RUNTIME_CODES] if select else None
     if select and not static_select:
-        static_select = ["TDL9999"]  # only TDL100 asked for: no static rule
-    static_ignore = [c for c in ignore if c != verdicts.MISMATCH_CODE]
+        static_select = ["TDL9999"]  # only runtime codes asked for: no static rule
+    static_ignore = [c for c in ignore if c not in verdicts.RUNTIME_CODES]
     try:
         if static_select and static_select != ["TDL9999"]:
             config.check_codes(static_select, "--select")
@@ -143,11 +214,12 @@ def main(argv: list[str], *, stdout=None, stderr=None, cwd: str | None = None) -
     timeout = args.timeout if args.timeout and args.timeout > 0 else None
     base = session.Options(target=target, args=program_args, module=is_module, mode=args.mode,
                            keep_going=args.keep_going, max_steps=args.max_steps, timeout=timeout,
-                           root=root, devices=args.devices, cwd=cwd)
+                           root=root, devices=args.devices, cwd=cwd, saves=session.saves_registry(),
+                           env=launch.env(_free_port()) if launch else {}, notes=[launch.note] if launch else [])
     where = verdicts.Where(cwd)
     output = open(os.path.join(cwd, args.program_output), "w", encoding="utf-8") if args.program_output else None
     try:
-        return _trace(args, base, output, out, err, where, static_select, static_ignore, mismatch_wanted)
+        return _trace(args, base, output, out, err, where, static_select, static_ignore, runtime_wanted)
     except KeyboardInterrupt:  # the child's process group is already killed (session.run)
         print("torchdev-lint trace: interrupted", file=err)
         return 130
@@ -156,7 +228,7 @@ def main(argv: list[str], *, stdout=None, stderr=None, cwd: str | None = None) -
             output.close()
 
 
-def _trace(args, base, output, out, err, where, static_select, static_ignore, mismatch_wanted) -> int:
+def _trace(args, base, output, out, err, where, static_select, static_ignore, runtime_wanted) -> int:
     from torchdev_lint.api import check_paths
     from torchdev_lint.trace import report, session, verdicts
 
@@ -170,15 +242,20 @@ def _trace(args, base, output, out, err, where, static_select, static_ignore, mi
         findings = []
     for error in errors:
         print(f"torchdev-lint: {error}", file=err)
-    if not args.single_run and runs[0].mode != "cpu-only" and any(f.code in HARDCODED for f in findings):
+    hardcoded = any(f.code in verdicts.HARDCODED for f in findings)
+    if not args.single_run and runs[0].mode != "cpu-only" and (hardcoded or verdicts.touched_accelerator(runs[0])):
         second = session.Options(**{**base.__dict__, "mode": "cpu-only", "keep_going": True})
-        runs.append(_run(second, output, err, why="again as a machine without a GPU, for the "
-                                                  "hardcoded-device findings"))
-    traced = verdicts.judge(findings, runs, where, ignore_mismatch=not mismatch_wanted)
+        why = "for the hardcoded-device findings" if hardcoded else "to see where it needs one"
+        runs.append(_run(second, output, err, why=f"again as a machine without a GPU, {why}"))
+    traced = verdicts.judge(findings, runs, where, runtime_codes=runtime_wanted, single_run=args.single_run)
     if args.format == "json":
-        print(report.render_json(traced, runs, where), file=out)
+        print(report.render_json(traced, runs, where, files), file=out)
     else:
-        print(report.render_text(traced, runs, where), file=out)
+        print(report.render_text(traced, runs, where, files), file=out)
+    untraceable = report.untraceable(runs[0], traced, where)
+    if untraceable:
+        print(f"torchdev-lint trace: error: {untraceable}", file=err)
+        return EXIT_ERROR
     return EXIT_CONFIRMED if any(t.status == verdicts.CONFIRMED for t in traced) else EXIT_CLEAN
 
 

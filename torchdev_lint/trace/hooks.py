@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import io
+import os
 import pickle
 import threading
 import zipfile
@@ -35,10 +36,68 @@ CUDA_LOAD_TEXT = ("Attempting to deserialize object on a CUDA device but torch.c
 
 
 def install(rt: Runtime, patches: Patches) -> None:
+    _install_save(rt, patches)
     _install_load(rt, patches)
     _install_module_moves(rt, patches)
     _install_setattr(rt, patches)
     _install_optimizer(rt, patches)
+
+
+# -- torch.save and where loaded files come from ---------------------------------------------
+
+def _path_of(f) -> str | None:
+    if isinstance(f, (str, os.PathLike)):
+        return os.path.realpath(os.fspath(f))
+    return None
+
+
+def _stat(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns
+
+
+def _install_save(rt: Runtime, patches: Patches) -> None:
+    original = torch.save
+
+    def save(obj, f, *args, **kwargs):
+        result = original(obj, f, *args, **kwargs)
+        path = _path_of(f)
+        if path is not None:
+            locations = archive_locations(path)
+        elif hasattr(f, "getvalue"):
+            locations = archive_locations(io.BytesIO(f.getvalue()))
+        else:
+            locations = []
+        site = rt.site()
+        stat = _stat(path) if path else None
+        entry = {"site": site, "locations": locations, "mode": rt.mode, "file": path,
+                 "size": stat[0] if stat else None, "mtime_ns": stat[1] if stat else None}
+        rt.saves[path if path is not None else id(f)] = entry
+        rt.event("save", (tuple(site or ()), path or id(f), tuple(locations), stat), **entry)
+        return result
+
+    patches.set(torch, "save", save)
+
+
+def provenance(rt: Runtime, f) -> dict:
+    """Who wrote the file a load reads: this run (``torch.save`` at a site, on which device),
+    an earlier run of the tracer (which wrote it on a simulated or real GPU), or someone
+    before this run (a checkpoint the tracer knows nothing about)."""
+    path = _path_of(f)
+    stat = _stat(path) if path else None
+    mine = rt.saves.get(path if path is not None else id(f))
+    if mine is not None and (path is None or (mine["size"], mine["mtime_ns"]) == stat):
+        return {"by": "this run", "site": mine["site"], "locations": mine["locations"], "mode": rt.mode}
+    if path is not None and stat is not None:
+        earlier = rt.earlier_saves.get((path, *stat))
+        if earlier is not None:
+            return {"by": "an earlier traced run", **{k: earlier.get(k) for k in ("site", "locations", "mode",
+                                                                                 "command", "when")}}
+        return {"by": "before this run", "mtime_ns": stat[1]}
+    return {"by": "unknown"}
 
 
 # -- torch.load ---------------------------------------------------------------------------
@@ -61,14 +120,18 @@ def _install_load(rt: Runtime, patches: Patches) -> None:
 
         site = rt.site()
         stack = rt.stack()
+        f = args[0] if args else kwargs.get("f")
+        origin = provenance(rt, f)
+        file = _path_of(f)
         try:
             result = original(*args, map_location=record, **kwargs)
         except Exception as error:
             rt.event("load", (tuple(site or ()), tuple(seen), "error"), site=site, stack=stack,
-                     api="torch.load", locations=seen, error=f"{type(error).__name__}: {error}")
+                     api="torch.load", locations=seen, error=f"{type(error).__name__}: {error}",
+                     file=file, provenance=origin)
             raise
-        rt.event("load", (tuple(site or ()), tuple(seen)), site=site, stack=stack, api="torch.load",
-                 locations=seen, error=None,
+        rt.event("load", (tuple(site or ()), tuple(seen), file, origin["by"]), site=site, stack=stack,
+                 api="torch.load", locations=seen, error=None, file=file, provenance=origin,
                  redirected=redirect and any(not loc.startswith("cpu") for loc in seen))
         return result
 
@@ -81,6 +144,7 @@ def _install_load(rt: Runtime, patches: Patches) -> None:
             return jit_original(f, map_location, *args, **kwargs)
         site = rt.site()
         seen = archive_locations(f)
+        origin = provenance(rt, f)
         cuda = [loc for loc in seen if loc.startswith("cuda")]
         error = None
         try:
@@ -97,7 +161,8 @@ def _install_load(rt: Runtime, patches: Patches) -> None:
             raise
         finally:
             rt.event("load", (tuple(site or ()), tuple(seen), error is not None), site=site,
-                     stack=rt.stack(), api="torch.jit.load", locations=seen, error=error)
+                     stack=rt.stack(), api="torch.jit.load", locations=seen, error=error,
+                     file=_path_of(f), provenance=origin)
         return result
 
     patches.set(torch.jit, "load", jit_load)

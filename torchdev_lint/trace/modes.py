@@ -26,11 +26,13 @@ import torch.utils._device as _device_utils
 from torch.overrides import TorchFunctionMode
 
 from torchdev_lint.trace import sim
-from torchdev_lint.trace.runtime import CPU, NO_CUDA_TEXT, NUMPY_TEXT, Runtime
+from torchdev_lint.trace.text import DEVICE_ERROR
+from torchdev_lint.trace.runtime import CPU, NUMPY_TEXT, Runtime
 from torchdev_lint.trace.sites import frame_site
 
 Tensor = torch.Tensor
 TB = torch._C.TensorBase
+META = "meta"
 
 _GET_DEVICE = TB.device.__get__
 _GET_IS_CUDA = TB.is_cuda.__get__
@@ -38,8 +40,6 @@ _GET_IS_CPU = TB.is_cpu.__get__
 _CONSTRUCTORS = _device_utils._device_constructors()
 _ALIASING_CONSTRUCTORS = {torch.as_tensor, torch.asarray}
 _NEW = {TB.new_zeros, TB.new_ones, TB.new_empty, TB.new_full, TB.new_tensor, TB.new_empty_strided}
-_MISMATCH_PREFIXES = ("Expected all tensors to be on the same device",
-                      "Tensors of the same index must be on the same device")
 
 _NEXT_OP: dict = {}
 
@@ -83,6 +83,10 @@ class TraceFunctionMode(TorchFunctionMode):
                 handlers[new] = self._new
             handlers[torch.nn.functional.ctc_loss] = self._lengths_on_accelerator
             handlers[torch.ctc_loss] = self._lengths_on_accelerator
+        if rt.sim or rt.mode == "cpu-only":
+            handlers[TB.type] = self._type
+        if rt.mode == "cpu-only":
+            handlers[TB.pin_memory] = self._pin_without_gpu
         self.handlers = handlers
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
@@ -206,6 +210,42 @@ class TraceFunctionMode(TorchFunctionMode):
             self.rt.tag(out, device)
         return out
 
+    def _pin_without_gpu(self, func, args, kwargs):
+        """Pinning needs an accelerator: on a machine without one it raises."""
+        self.rt.request_cuda(".pin_memory()", None, site=self._user_site(sys._getframe(2)), error=RuntimeError(
+            "Cannot access accelerator device when none is available."))
+        return args[0]
+
+    def _type(self, func, args, kwargs):
+        """``x.type(torch.cuda.FloatTensor)``, ``x.type('torch.cuda.LongTensor')``, ``x.type()``."""
+        rt = self.rt
+        x = args[0]
+        kind = args[1] if len(args) > 1 else kwargs.get("dtype")
+        if kind is None:
+            device = rt.dev(x)
+            if device.startswith("cuda") and x.dtype in sim.LEGACY_NAMES:
+                return f"torch.cuda.{sim.LEGACY_NAMES[x.dtype]}"
+            return func(*args, **kwargs)
+        wanted = sim.legacy_target(rt, kind)
+        if wanted is None:
+            return func(*args, **kwargs)
+        target, dtype = wanted
+        caller = sys._getframe(2)
+        if target.startswith("cuda"):
+            name = kind if isinstance(kind, str) else f"torch.cuda.{kind.__name__}"
+            rt.request_cuda(f".type({name})", target, site=self._user_site(caller))
+            if not rt.sim:
+                target = CPU
+        if rt.dev(x) == target:
+            return x if x.dtype == dtype else x.to(dtype=dtype)
+        return sim.move(rt, x, target, dtype)
+
+    def _user_site(self, frame):
+        users = self.rt.users
+        while frame is not None and frame.f_code.co_filename not in users:
+            frame = frame.f_back
+        return frame_site(frame, users) if frame is not None else None
+
     # -- moves --------------------------------------------------------------------------
     def _parse_move(self, func, args, kwargs):
         """(target device or None, dtype, memory_format, copy) of .to/.cuda/.cpu."""
@@ -266,6 +306,8 @@ class TraceFunctionMode(TorchFunctionMode):
             out = sim.move(rt, x, target, dtype, memory_format)
         else:
             out = func(*args, **kwargs)
+            if target == META and rt.sim and out is not x:
+                rt.tag(out, META)  # the meta device, a stand-in for a GPU in demos: a device of its own
         if out is not x and isinstance(out, Tensor) and target is not None and target != src:
             where = frame_site(caller, rt.users) if caller.f_code.co_filename in rt.users else rt.site()
             if where is not None:
@@ -288,21 +330,17 @@ class TraceFunctionMode(TorchFunctionMode):
     def _cuda_request(self, caller, func, target, what=None) -> None:
         """A request for a CUDA device: an event everywhere; on a machine without GPU, the error."""
         rt = self.rt
-        users = rt.users
-        frame = caller
-        while frame is not None and frame.f_code.co_filename not in users:
-            frame = frame.f_back
-        site = frame_site(frame, users) if frame is not None else None
-        what = what or _move_text(func, target)
-        rt.event("cuda-request", (tuple(site or ()), what), site=site, stack=rt.stack(2), what=what,
-                 target=target, raised=rt.mode == "cpu-only" and not rt.keep_going)
-        if rt.mode == "cpu-only" and not rt.keep_going:
-            raise AssertionError(NO_CUDA_TEXT)
+        site = self._user_site(caller)
+        rt.request_cuda(what or _move_text(func, target), target, site=site, stack=rt.stack(2))
 
     # -- device= and factories ----------------------------------------------------------
     def _device_request(self, func, args, kwargs):
         rt = self.rt
         target = rt.normalize(kwargs["device"])
+        if target == META and rt.sim:
+            out = func(*args, **kwargs)
+            self._retag(out, [a for a in args if isinstance(a, Tensor)], META)
+            return out
         if target is None or not (target.startswith("cuda") or target == CPU):
             return func(*args, **kwargs)
         if target.startswith("cuda"):
@@ -345,7 +383,7 @@ class TraceFunctionMode(TorchFunctionMode):
     def _factory(self, func, args, kwargs):
         rt = self.rt
         default = _device_utils.CURRENT_DEVICE
-        if default is not None and rt.normalize(default).startswith("cuda"):
+        if default is not None and (rt.normalize(default).startswith("cuda") or rt.sim and rt.normalize(default) == META):
             # set_default_device("cuda") / `with torch.device("cuda")`: its mode sits below ours.
             return self._device_request(func, args, {**kwargs, "device": default})
         out = func(*args, **kwargs)
@@ -370,7 +408,7 @@ class TraceFunctionMode(TorchFunctionMode):
         if site is not None:
             rt.event("numpy", (tuple(site), device, force), site=site, device=device, what=what,
                      force=bool(force), raised=device != CPU and not force and not rt.keep_going,
-                     src=rt.src(x))
+                     src=rt.src(x), origin=rt.origin(x) if device != CPU else None)
         if device != CPU and not force:
             if not rt.keep_going:
                 raise TypeError(NUMPY_TEXT.format(dev=device))
@@ -384,7 +422,7 @@ class TraceFunctionMode(TorchFunctionMode):
             return func(*args, **kwargs)
         except RuntimeError as error:
             message = str(error)
-            if not message.startswith(_MISMATCH_PREFIXES):
+            if not DEVICE_ERROR.search(message):  # the GPU's wordings: mixed ops, RNN hidden state...
                 raise
             target = self._real_mismatch(func, args, kwargs, message)
             if not self.rt.keep_going or target is None:
@@ -408,17 +446,11 @@ class TraceFunctionMode(TorchFunctionMode):
 
     def _real_mismatch(self, func, args, kwargs, message):
         rt = self.rt
-        operands = []
-        devices = []
-        for i, a in enumerate(list(args) + list(kwargs.values())):
-            for t in (a if isinstance(a, (list, tuple)) else (a,)):
-                if isinstance(t, Tensor) and not (t.dim() == 0 and t.device.type == "cpu"):
-                    d = rt.dev(t)
-                    if d not in devices:
-                        devices.append(d)
-                    if len(operands) < 8:
-                        operands.append(rt.operand(t, i))
-        devices.sort(key=lambda d: (d == CPU, d))
+        candidates = [(i, t) for i, a in enumerate(list(args) + list(kwargs.values()))
+                      for t in (a if isinstance(a, (list, tuple)) else (a,)) if isinstance(t, Tensor)]
+        devices = sorted({rt.dev(t) for _, t in candidates if not (t.dim() == 0 and t.device.type == "cpu")},
+                         key=lambda d: (d == CPU, d))
+        operands = sim.describe_operands(rt, candidates, len(devices))
         op = getattr(func, "__qualname__", None) or getattr(func, "__name__", str(func))
         site = rt.site(3)
         origins = tuple(sorted({(o["origin"]["kind"], tuple(o["origin"].get("site") or ()))

@@ -7,7 +7,9 @@ import shlex
 
 from torchdev_lint.trace.session import Run
 from torchdev_lint.trace.verdicts import (CONFIRMED, NOT_CONFIRMED, NOT_REACHED, TracedFinding, Where,
-                                          stop_words)
+                                          stop_words, touched_accelerator, unsupported)
+
+CPU_ONLY_WORDS = "the program ran on the CPU only: nothing to confirm"
 
 MODE_WORDS = {
     "sim": "on a simulated GPU (values computed on the CPU, placement tracked as on cuda:0)",
@@ -32,8 +34,11 @@ def outcome_words(run: Run, where: Where) -> str:
         return f"exited with status {outcome.get('status', 0)}"
     if kind == "exception":
         message = outcome.get("message") or ""
-        return (f"raised {outcome.get('type')} at {where(outcome.get('site'))}"
+        text = (f"raised {outcome.get('type')} at {where(outcome.get('site'))}"
                 + (f": {message}" if message else "") + " (exit status 1)")
+        if unsupported(run):
+            text += "; the simulated GPU does not support what it asked for, so this run gives no verdict after it"
+        return text
     if kind == "stopped":
         return f"stopped by the tracer {stop_words(outcome, run)}"
     if kind == "killed":
@@ -64,13 +69,16 @@ def run_json(run: Run, where: Where) -> dict:
         "seconds": run.seconds,
         "error": run.error,
         "summary": outcome_words(run, where),
+        "limits": run.limits,
+        "touched_accelerator": touched_accelerator(run),
     }
 
 
-def render_json(traced: list[TracedFinding], runs: list[Run], where: Where) -> str:
+def render_json(traced: list[TracedFinding], runs: list[Run], where: Where, files=()) -> str:
     return json.dumps({
         "version": 1,
         "runs": [run_json(r, where) for r in runs],
+        "files": [where.path(f) for f in files],
         "findings": [t.to_json() for t in traced],
         "summary": counts(traced),
     }, indent=2)
@@ -81,13 +89,19 @@ def counts(traced: list[TracedFinding]) -> dict:
             for status in (CONFIRMED, NOT_CONFIRMED, NOT_REACHED)}
 
 
-def render_text(traced: list[TracedFinding], runs: list[Run], where: Where) -> str:
+def render_text(traced: list[TracedFinding], runs: list[Run], where: Where, files=()) -> str:
     lines = []
-    for run in runs:
+    for number, run in enumerate(runs):
         extra = ", --keep-going" if run.options.keep_going else ""
         lines.append(f"Traced `{command_line(run)}` {MODE_WORDS.get(run.mode or run.options.mode, run.mode)}"
                      f" (torch {run.torch or '?'}{extra}, {run.seconds:.1f} s)")
         lines.append(f"  the program {outcome_words(run, where)}")
+        if number == 0 and run.error is None and run.mode in ("sim", "real") and not touched_accelerator(run):
+            lines.append(f"  {CPU_ONLY_WORDS}")
+        for limit in run.limits:
+            lines.append(f"  limit: {limit}")
+    if files:
+        lines.append(f"Files checked: {', '.join(where.path(f) for f in files)}")
     lines.append("")
     for t in traced:
         lines.append(f"{t.path}:{t.line}:{t.column}: {t.code} {t.status}: {t.evidence}")
@@ -101,3 +115,16 @@ def render_text(traced: list[TracedFinding], runs: list[Run], where: Where) -> s
     else:
         lines.append("No findings in the program's files, and no device mismatch at run time.")
     return "\n".join(lines)
+
+
+def untraceable(run: Run, traced: list[TracedFinding], where: Where) -> str | None:
+    """One line when the program could not be traced: it failed (a syntax error, a crash, a
+    feature the simulator lacks) before any finding was reached and nothing was confirmed."""
+    outcome = run.outcome
+    failed = outcome.get("kind") in ("exception", "crashed")
+    if not failed or any(t.status != NOT_REACHED for t in traced):
+        return None
+    if unsupported(run):
+        return (f"the program could not be traced: at {where(outcome.get('site'))} it used a feature the simulated "
+                f"GPU does not support ({unsupported(run)})")
+    return f"the program could not be traced: it {outcome_words(run, where)}"

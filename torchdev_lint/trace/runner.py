@@ -17,7 +17,7 @@ import sys
 import time
 import traceback
 
-from torchdev_lint.trace import sites
+from torchdev_lint.trace import sites, text
 from torchdev_lint.trace.coverage import LineRecorder
 from torchdev_lint.trace.recorder import Recorder
 
@@ -32,6 +32,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--root", required=True)
     parser.add_argument("--module", action="store_true")
     parser.add_argument("--devices", type=int, default=1)
+    parser.add_argument("--saves")
     parser.add_argument("target")
     parser.add_argument("args", nargs=argparse.REMAINDER)
     return parser.parse_args(argv)
@@ -55,6 +56,10 @@ def instrumented(rt):
         if rt.sim:
             sim.patch_cuda(rt, patches)
             sim.patch_serialization(rt, patches)
+        if rt.mode == "cpu-only":
+            sim.patch_no_cuda(rt, patches)
+        if rt.mode != "real":
+            sim.patch_distributed(rt, patches)
         sim.patch_threads(enter_modes, patches)
         hooks.install(rt, patches)
         with contextlib.ExitStack() as stack:
@@ -118,6 +123,10 @@ def main(argv: list[str] | None = None) -> int:
     users = sites.UserFiles(options.root, script)
     rt = Runtime(mode, options.keep_going, users, recorder, device_count=options.devices)
     rt.max_steps = options.max_steps
+    if options.saves:
+        from torchdev_lint.trace.session import read_saves
+
+        rt.earlier_saves = read_saves(options.saves)
     lines = LineRecorder(users, lambda: recorder.last_seq)
 
     # Make the process look like `python SCRIPT ARGS` / `python -m MODULE ARGS`.
@@ -169,9 +178,14 @@ def main(argv: list[str] | None = None) -> int:
     except BaseException as error:  # noqa: BLE001 - the program's own failure, reported
         print_traceback(error)
         frames = sites.traceback_sites(error.__traceback__, users)
-        outcome = {"kind": "exception", "type": type(error).__name__,
-                   "message": str(error).strip().splitlines()[0] if str(error).strip() else "",
+        if isinstance(error, SyntaxError) and error.filename and error.filename in users and error.lineno:
+            column = max((error.offset or 1) - 1, 0)
+            frames.insert(0, [users.real(error.filename), error.lineno, error.lineno, column, column])
+        full = text.clean(str(error)).strip()
+        outcome = {"kind": "exception", "type": type(error).__name__, "message": text.sentence(full),
                    "site": frames[0] if frames else None, "stack": frames[:8], "status": 1}
+        if full != outcome["message"]:
+            outcome["full_message"] = full
         status = 1
     finally:
         sys.modules["__main__"] = main_module

@@ -58,6 +58,8 @@ class Runtime:
         self.optimizers: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self.attr_sites: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self.steps = 0
+        self.saves: dict = {}  # realpath (or id of a file object) -> what torch.save wrote in this run
+        self.earlier_saves: dict = {}  # (realpath, size, mtime_ns) -> what an earlier traced run wrote
         self.max_steps: int | None = None
         self._devices: dict[str, torch.device] = {}
         self.local = threading.local()  # .ambient: see TraceFunctionMode._call_sim
@@ -142,6 +144,24 @@ class Runtime:
 
     def event(self, kind: str, key: tuple, **fields) -> bool:
         return self.recorder.event((kind, *key), {"kind": kind, **fields})
+
+    def request_cuda(self, what: str, target: str | None, site=None, stack=None, error=None) -> None:
+        """A request for a CUDA device: an event in every mode; on a machine without a GPU, the
+        error it raises there (``error``, default: a CPU build's AssertionError), unless the
+        run keeps going (the caller then stays on the CPU)."""
+        if site is None:
+            site = self.site(2)
+        raised = self.mode == "cpu-only" and not self.keep_going
+        if error is None:
+            error = AssertionError(NO_CUDA_TEXT)
+        self.event("cuda-request", (tuple(site or ()), what), site=site, stack=stack or self.stack(2), what=what,
+                   target=target, raised=raised, error=f"{type(error).__name__}: {error}")
+        if raised:
+            raise error
+
+    def limit(self, key: str, text: str) -> None:
+        """Something the tracer does not model ran: the report says so (once per ``key``)."""
+        self.event("limit", (key,), site=self.site(2), what=text)
 
     def operand(self, t, index) -> dict:
         """How a mismatch operand is described: its device, origin and where it got its device."""

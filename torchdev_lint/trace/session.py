@@ -40,6 +40,9 @@ class Options:
     root: str = "."
     devices: int = 1
     cwd: str | None = None  # the program's working directory (default: this process's)
+    saves: str | None = None  # the registry of files earlier traced runs saved (see record_saves)
+    env: dict = field(default_factory=dict)  # extra environment (a torchrun worker's RANK...)
+    notes: list = field(default_factory=list)  # limits known before the run (torchrun: rank 0 only)
 
 
 @dataclass
@@ -68,6 +71,11 @@ class Run:
         seqs = [seq for line, seq in lines.items() if first <= line <= last]
         return min(seqs) if seqs else None
 
+    @property
+    def limits(self) -> list[str]:
+        """What this run did that the tracer does not model, in words."""
+        return [*self.options.notes, *(e["what"] for e in self.of_kind("limit"))]
+
     def of_kind(self, *kinds: str) -> list[dict]:
         return [e for e in self.events if e.get("kind") in kinds]
 
@@ -87,6 +95,8 @@ def command(options: Options, events: str) -> list[str]:
         cmd += ["--timeout", str(options.timeout)]
     if options.module:
         cmd.append("--module")
+    if options.saves:
+        cmd += ["--saves", options.saves]
     cmd += ["--", options.target, *options.args]
     return cmd
 
@@ -97,7 +107,7 @@ def run(options: Options, output=None) -> Run:
     descriptor (a StringIO) gets the output once the program has ended."""
     handle, events = tempfile.mkstemp(prefix="torchdev-lint-trace-", suffix=".jsonl")
     os.close(handle)
-    env = dict(os.environ)
+    env = {**os.environ, **options.env}
     if options.mode == "cpu-only":
         env["CUDA_VISIBLE_DEVICES"] = ""  # on a CUDA machine: behave as one without a GPU
     sink = output if output is not None else sys.stderr
@@ -133,7 +143,61 @@ def run(options: Options, output=None) -> Run:
         result.seconds = round(time.monotonic() - started, 3)
         _read(result, events)
         os.unlink(events)
+        if options.saves:
+            record_saves(options.saves, result)
     return result
+
+
+SAVES_KEPT = 1000
+
+
+def saves_registry() -> str:
+    """Where the tracer remembers the files its runs saved, so that a later run can tell its
+    own checkpoints (saved on a simulated GPU) from the user's (TORCHDEV_LINT_TRACE_SAVES)."""
+    path = os.environ.get("TORCHDEV_LINT_TRACE_SAVES")
+    if path:
+        return path
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(cache, "torchdev-lint", "trace-saves.jsonl")
+
+
+def record_saves(registry: str, run: Run) -> None:
+    entries = [{"file": e["file"], "size": e.get("size"), "mtime_ns": e.get("mtime_ns"), "site": e.get("site"),
+                "locations": e.get("locations", []), "mode": run.mode, "when": time.strftime("%Y-%m-%d %H:%M:%S"),
+                "command": " ".join([*(["-m"] if run.options.module else []), run.options.target, *run.options.args])}
+               for e in run.of_kind("save") if e.get("file") and e.get("mtime_ns")]
+    if not entries:
+        return
+    try:
+        os.makedirs(os.path.dirname(os.path.abspath(registry)), exist_ok=True)
+        try:
+            with open(registry, encoding="utf-8") as handle:
+                kept = handle.readlines()[-SAVES_KEPT:]
+        except OSError:
+            kept = []
+        kept += [json.dumps(e) + "\n" for e in entries]
+        temporary = f"{registry}.{os.getpid()}.tmp"
+        with open(temporary, "w", encoding="utf-8") as handle:
+            handle.writelines(kept[-SAVES_KEPT:])
+        os.replace(temporary, registry)
+    except OSError:
+        pass  # provenance is evidence, never a reason to fail a trace
+
+
+def read_saves(registry: str | None) -> dict:
+    """(realpath, size, mtime_ns) -> the entry an earlier traced run recorded."""
+    out = {}
+    try:
+        with open(registry or "", encoding="utf-8") as handle:
+            for line in handle:
+                try:
+                    e = json.loads(line)
+                    out[(e["file"], e["size"], e["mtime_ns"])] = e
+                except (ValueError, KeyError, TypeError):
+                    continue
+    except OSError:
+        pass
+    return out
 
 
 def _kill(process: subprocess.Popen) -> None:

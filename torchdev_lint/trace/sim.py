@@ -151,25 +151,21 @@ class SimDispatchMode(TorchDispatchMode):
 
     def _mismatch(self, func, args, kwargs, skip) -> None:
         rt = self.rt
-        operands = []
-        devices: list[str] = []
+        candidates = []
         for i, a in enumerate(args):
             if i in skip:
                 continue
             for t in (a if isinstance(a, (list, tuple)) else (a,)):
-                if isinstance(t, Tensor) and not (t.dim() == 0 and rt.dev(t) == CPU):
-                    d = rt.dev(t)
-                    if d not in devices:
-                        devices.append(d)
-                    if len(operands) < 8:
-                        operands.append(rt.operand(t, i))
-        for k, t in kwargs.items():
-            if isinstance(t, Tensor) and not (t.dim() == 0 and rt.dev(t) == CPU):
-                d = rt.dev(t)
-                if d not in devices:
-                    devices.append(d)
-                operands.append(rt.operand(t, k))
+                if isinstance(t, Tensor):
+                    candidates.append((i, t))
+        candidates += [(k, t) for k, t in kwargs.items() if isinstance(t, Tensor)]
+        devices: list[str] = []
+        for _, t in candidates:
+            d = rt.dev(t)
+            if d not in devices and not (t.dim() == 0 and d == CPU):
+                devices.append(d)
         devices.sort(key=lambda d: (d == CPU, d))  # accelerator first, as CUDA words it
+        operands = describe_operands(rt, candidates, len(devices))
         op = str(func.overloadpacket)
         site = rt.site()
         origins = tuple(sorted({(o["origin"]["kind"], tuple(o["origin"].get("site") or ()))
@@ -178,7 +174,35 @@ class SimDispatchMode(TorchDispatchMode):
                  op=op, devices=devices, site=site, stack=rt.stack(), operands=operands,
                  raised=not rt.keep_going)
         if not rt.keep_going:
+            if "meta" in devices:  # the meta device's own wording
+                other = next(d for d in devices if d != "meta")
+                raise SimulatedDeviceError(f"Tensor on device {other} is not on the expected device meta!")
             raise SimulatedDeviceError(MISMATCH_TEXT.format(a=devices[0], b=devices[1]))
+
+
+def describe_operands(rt: Runtime, candidates, devices: int, limit: int = 8) -> list[dict]:
+    """At most ``limit`` operands of a mismatch, so that every device shows and those with an
+    origin (the tensors a finding explains) come first: an optimizer's long lists of
+    parameters must not hide the one CPU state tensor."""
+    chosen, seen_devices = [], set()
+    described = []
+    for index, t in candidates:
+        d = rt.dev(t)
+        if t.dim() == 0 and d == CPU:
+            continue
+        entry = rt.operand(t, index)
+        described.append(entry)
+        if "origin" in entry or d not in seen_devices:
+            seen_devices.add(d)
+            chosen.append(entry)
+        if len(chosen) >= limit and len(seen_devices) >= devices:
+            break
+    for entry in described:
+        if len(chosen) >= limit:
+            break
+        if entry not in chosen:
+            chosen.append(entry)
+    return chosen[:limit]
 
 
 def _gather(args, kwargs, skip):
@@ -442,6 +466,8 @@ def patch_cuda(rt: Runtime, patches: Patches) -> None:
     }
     for name, value in values.items():
         patches.set(cuda, name, value)
+    for name, cls in legacy_cuda_types(rt).items():
+        patches.set(cuda, name, cls)
     if hasattr(cuda, "amp") and hasattr(cuda.amp, "common"):
         patches.set(cuda.amp.common, "amp_definitely_not_available", lambda: False)
 
@@ -515,3 +541,144 @@ def patch_threads(enter_modes, patches: Patches) -> None:
             return original(self)
 
     patches.set(threading.Thread, "run", run)
+
+
+def patch_distributed(rt: Runtime, patches: Patches) -> None:
+    """A one-process world: NCCL (absent from CPU builds, and meaningless on a simulated GPU)
+    becomes gloo, which computes the same collectives on the CPU; recorded as a limit."""
+    import torch.distributed as dist
+
+    if not dist.is_available():
+        return
+    c10d = dist.distributed_c10d
+    original = c10d.init_process_group
+
+    def init_process_group(backend=None, *args, **kwargs):
+        asked = str(backend or "")
+        if "nccl" in asked.lower() and rt.mode == "cpu-only":
+            rt.request_cuda(f"init_process_group(backend='{asked}')", None,
+                            error=RuntimeError("Distributed package doesn't have NCCL built in"))
+        if "nccl" in asked.lower() or not asked:
+            backend = "gloo"
+        world = kwargs.get("world_size", -1)
+        rt.limit("torch.distributed", f"torch.distributed ran with the gloo backend (asked: {asked or 'default'}) "
+                                      f"in this one process{'' if world in (-1, 1, None) else f' of {world}'}; "
+                                      "collectives and other ranks are not simulated")
+        return original(backend, *args, **kwargs)
+
+    init_process_group.__wrapped__ = original
+    patches.set(c10d, "init_process_group", init_process_group)
+    patches.set(dist, "init_process_group", init_process_group)
+    ddp = one_process_ddp(rt)
+    patches.set(torch.nn.parallel, "DistributedDataParallel", ddp)
+    patches.set(torch.nn.parallel.distributed, "DistributedDataParallel", ddp)
+
+
+def one_process_ddp(rt: Runtime):
+    """DistributedDataParallel for a world of one process, where its gradient all-reduce is an
+    identity: the wrapped module itself, with the input move that ``device_ids`` asks for. The
+    real class cannot run here: its C++ reducer keeps gradient buckets on the real (CPU) device,
+    which would read as a device mismatch of the simulator's own making."""
+
+    class DistributedDataParallel(torch.nn.Module):
+        def __init__(self, module, device_ids=None, output_device=None, *args, **kwargs):
+            super().__init__()
+            self.module = module
+            self.device_ids = list(device_ids) if device_ids else None
+            self.output_device = output_device
+            self.require_backward_grad_sync = True
+            rt.limit("DistributedDataParallel", "DistributedDataParallel ran as the module it wraps (one "
+                                                "process: the gradient all-reduce is not simulated)")
+
+        def forward(self, *inputs, **kwargs):
+            if self.device_ids and rt.sim:
+                device = rt.normalize(self.device_ids[0])
+
+                def move(t):
+                    return t.to(device) if rt.dev(t) != device else t
+                inputs, kwargs = torch.utils._pytree.tree_map_only(Tensor, move, (inputs, kwargs))
+            return self.module(*inputs, **kwargs)
+
+        def no_sync(self):
+            return contextlib.nullcontext()
+
+        def join(self, *args, **kwargs):
+            return contextlib.nullcontext()
+
+        def register_comm_hook(self, state, hook):
+            return None
+
+        def _set_static_graph(self):
+            return None
+
+    return DistributedDataParallel
+
+
+# -- legacy tensor types: torch.cuda.FloatTensor(...), x.type(torch.cuda.FloatTensor) ------
+
+LEGACY_DTYPES = {
+    "FloatTensor": torch.float32, "DoubleTensor": torch.float64, "HalfTensor": torch.float16,
+    "BFloat16Tensor": torch.bfloat16, "ByteTensor": torch.uint8, "CharTensor": torch.int8,
+    "ShortTensor": torch.int16, "IntTensor": torch.int32, "LongTensor": torch.int64, "BoolTensor": torch.bool,
+}
+LEGACY_NAMES = {dtype: name for name, dtype in LEGACY_DTYPES.items()}
+
+
+def legacy_cuda_types(rt: Runtime) -> dict:
+    """``torch.cuda.<X>Tensor`` classes that build the tensor as the CPU class does, then put it on
+    the (virtual) accelerator; on a machine without a GPU each call is a CUDA request."""
+
+    class LegacyMeta(type):
+        def __instancecheck__(cls, obj):
+            return isinstance(obj, Tensor) and obj.dtype == cls.dtype and rt.dev(obj).startswith("cuda")
+
+        def __repr__(cls):
+            return f"<class 'torch.cuda.{cls.__name__}'>"
+
+    def make(name, dtype):
+        def __new__(cls, *args, **kwargs):
+            target = f"cuda:{rt.current_index}"
+            rt.request_cuda(f"torch.cuda.{name}(...)", target, error=TypeError(
+                f"type torch.cuda.{name} not available. Torch not compiled with CUDA enabled."))
+            out = getattr(torch, name)(*args, **kwargs)
+            if rt.sim:
+                rt.tag(out, target)
+            return out
+
+        return LegacyMeta(name, (), {"__new__": __new__, "dtype": dtype, "is_cuda": True,
+                                     "__module__": "torch.cuda"})
+
+    return {name: make(name, dtype) for name, dtype in LEGACY_DTYPES.items()}
+
+
+def legacy_target(rt: Runtime, kind) -> tuple[str, torch.dtype] | None:
+    """(device, dtype) that ``x.type(kind)`` asks for, when ``kind`` is a legacy tensor type
+    (a class or its name, CPU or CUDA); None for a dtype or anything else."""
+    name = kind if isinstance(kind, str) else f"{getattr(kind, '__module__', '')}.{getattr(kind, '__name__', '')}"
+    head, _, short = name.rpartition(".")
+    if short not in LEGACY_DTYPES or head not in ("torch", "torch.cuda"):
+        return None
+    return (f"cuda:{rt.current_index}" if head == "torch.cuda" else CPU), LEGACY_DTYPES[short]
+
+
+def patch_no_cuda(rt: Runtime, patches: Patches) -> None:
+    """A machine without a GPU: the ``torch.cuda`` calls that need a device are CUDA requests
+    (they raise as on such a machine, or with --keep-going answer as a harmless one would)."""
+    cuda = torch.cuda
+    answers = {
+        "set_device": None, "synchronize": None, "current_device": 0,
+        "get_device_name": "(no GPU)", "get_device_capability": (0, 0),
+        "get_device_properties": None, "current_stream": _Stream(), "default_stream": _Stream(),
+    }
+
+    def request(name, answer):
+        def call(*args, **kwargs):
+            rt.request_cuda(f"torch.cuda.{name}()", f"cuda:{rt.current_index}")
+            return answer
+        return call
+
+    for name, answer in answers.items():
+        patches.set(cuda, name, request(name, answer))
+    patches.set(cuda, "Stream", lambda *a, **k: request("Stream", _Stream())())
+    for name, cls in legacy_cuda_types(rt).items():
+        patches.set(cuda, name, cls)

@@ -13,11 +13,14 @@ Verdicts:
 
 from __future__ import annotations
 
+import linecache
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Callable
 
 from torchdev_lint.trace.session import Run
+from torchdev_lint.trace.text import DEVICE_ERROR, NO_GPU_ERROR, SIM_LIMIT_ERROR, sentence
 
 CONFIRMED = "confirmed"
 NOT_CONFIRMED = "not confirmed"
@@ -26,6 +29,12 @@ STATUS_ORDER = {CONFIRMED: 0, NOT_CONFIRMED: 1, NOT_REACHED: 2}
 
 MISMATCH_CODE = "TDL100"
 MISMATCH_NAME = "device-mismatch"
+NO_GPU_CODE = "TDL101"
+NO_GPU_NAME = "fails-without-gpu"
+RUNTIME_CODES = (MISMATCH_CODE, NO_GPU_CODE)
+HARDCODED = ("TDL001", "TDL002")
+# Rules whose bug, when it bites, crashes the program at (or through) the finding's own line.
+CRASH_CONFIRMS = ("TDL003", "TDL006", "TDL007", "TDL008", "TDL009")
 
 # The origin a storage carries -> the rule whose finding explains a mismatch involving it.
 ORIGIN_CODES = {
@@ -46,7 +55,6 @@ NO_CUDA = "AssertionError: Torch not compiled with CUDA enabled"
 CUDA_LOAD = ("RuntimeError: Attempting to deserialize object on a CUDA device but "
              "torch.cuda.is_available() is False")
 FOREACH_PREFIX = "Tensors of the same index must be on the same device"
-MISMATCH_PREFIXES = ("Expected all tensors to be on the same device", FOREACH_PREFIX)
 
 
 @dataclass
@@ -54,6 +62,7 @@ class Verdict:
     status: str
     evidence: str
     mode: str | None = None
+    error: str | None = None  # the full error message the evidence cites (JSON only)
 
 
 @dataclass
@@ -72,6 +81,7 @@ class TracedFinding:
     evidence: str
     mode: str | None = None
     events: list[dict] = field(default_factory=list)
+    error: str | None = None
 
     def sort_key(self) -> tuple:
         return (self.path, self.line, self.column, self.code)
@@ -82,7 +92,7 @@ class TracedFinding:
             "end_line": self.end_line, "end_column": self.end_column, "code": self.code,
             "name": self.name, "message": self.message, "fixable": self.fixable,
             "fix_applicability": self.fix_applicability, "status": self.status,
-            "evidence": self.evidence, "mode": self.mode,
+            "evidence": self.evidence, "mode": self.mode, "error": self.error,
         }
 
 
@@ -106,13 +116,73 @@ def _overlaps(site, path: str, first: int, last: int) -> bool:
     return bool(site) and site[0] == path and site[1] <= last and first <= site[2]
 
 
+def source(site) -> str:
+    """The program's text of a site (its lines, cut to its columns)."""
+    if not site:
+        return ""
+    lines = [linecache.getline(site[0], n) for n in range(site[1], site[2] + 1)]
+    if not lines or not any(lines):
+        return ""
+    if len(lines) == 1:
+        return lines[0][site[3]:site[4] or None]
+    return lines[0][site[3]:] + "".join(lines[1:-1]) + lines[-1][:site[4] or None]
+
+
+_ASSIGNED = re.compile(r"^\s*([A-Za-z_][\w.]*(?:\[[^\]]*\])?)\s*(?::[^=]+)?=(?!=)")
+
+
+def assigned_name(path: str, line: int) -> str | None:
+    """``device`` for ``device = "cuda"``, ``.device`` for ``self.device = ...`` (an attribute),
+    ``["device"]`` for ``cfg["device"] = ...``: how a later use of the value names it; None when
+    the line assigns nothing."""
+    match = _ASSIGNED.match(linecache.getline(path, line))
+    if not match:
+        return None
+    target = match.group(1)
+    words = re.findall(r"\w+", target)
+    if not words:
+        return None
+    if target.endswith("]"):
+        return f'["{words[-1]}"]'
+    return f".{words[-1]}" if "." in target else words[-1]
+
+
+def mentions(site, name: str) -> bool:
+    """Whether the site's text names ``name`` (a plain name, not the same word as an attribute)."""
+    text = source(site)
+    if name.startswith("["):
+        word = name[2:-2]
+        return bool(re.search(rf"\[\s*['\"]{re.escape(word)}['\"]\s*\]", text))
+    if name.startswith("."):
+        return bool(re.search(rf"\.{re.escape(name[1:])}\b", text))
+    return bool(re.search(rf"(?<![\w.]){re.escape(name)}\b", text))
+
+
+def touched_accelerator(run: Run) -> bool:
+    """Whether the program asked for an accelerator at all (a move, a device=, a GPU checkpoint)."""
+    return bool(run.of_kind("cuda-request")) or any(
+        not loc.startswith("cpu") for e in run.of_kind("load") for loc in e.get("locations", []))
+
+
+def unsupported(run: Run) -> str | None:
+    """The error sentence when a simulated run stopped at a feature the simulator lacks."""
+    outcome = run.outcome
+    if run.mode == "sim" and outcome.get("kind") == "exception":
+        full = outcome.get("full_message") or outcome.get("message") or ""
+        if SIM_LIMIT_ERROR.search(full):
+            return f"{outcome.get('type')}: {sentence(full)}"
+    return None
+
+
 class Judge:
     """Verdicts for one run."""
 
-    def __init__(self, run: Run, findings, where: Where):
+    def __init__(self, run: Run, findings, where: Where, single_run: bool = False):
         self.run = run
         self.where = where
         self.findings = findings
+        self.single_run = single_run
+        self.explained_requests: set[int] = set()  # cuda-request events a hardcoded finding explains
         self.device_word = {"sim": "the simulated GPU", "real": "the GPU"}.get(run.mode or "", "this machine")
 
     # -- helpers ----------------------------------------------------------------------------
@@ -125,12 +195,15 @@ class Judge:
         return out
 
     def _mismatches_from(self, origin_kind: str, path: str, f) -> list[dict]:
+        """Mismatches (and ``.numpy()`` of an accelerator tensor) with an operand that has the
+        finding's origin; each with ``origin``, that operand's."""
         out = []
-        for e in self.run.of_kind("mismatch"):
-            for operand in e.get("operands", []):
+        for e in self.run.of_kind("mismatch", "numpy"):
+            operands = e.get("operands", []) if e["kind"] == "mismatch" else [{"origin": e.get("origin")}]
+            for operand in operands:
                 origin = operand.get("origin") or {}
                 if origin.get("kind") == origin_kind and _overlaps(origin.get("site"), path, f.line, f.end_line):
-                    out.append(e)
+                    out.append({**e, "origin": origin})
                     break
         return out
 
@@ -139,8 +212,11 @@ class Judge:
             return ""
         m = mismatches[0]
         more = f" (and {len(mismatches) - 1} more place{'s' if len(mismatches) > 2 else ''})" if len(mismatches) > 1 else ""
-        devices = " and ".join(m.get("devices", []))
         stop = "; the program stopped there" if m.get("raised") else ""
+        if m["kind"] == "numpy":
+            return (f"; then {m['what']} at {self.where(m.get('site'))} read it on {m.get('device')}, which raises "
+                    f"TypeError: can't convert {m.get('device')} device type tensor to numpy{more}{stop}")
+        devices = " and ".join(m.get("devices", []))
         return f"; it then met {devices} tensors in {m.get('op')} at {self.where(m.get('site'))}{more}{stop}"
 
     def _not_reached(self, f, path: str) -> Verdict:
@@ -150,14 +226,41 @@ class Judge:
             why += f" (the run was killed at the {self.run.options.timeout:g} s limit; lines are only known for a run that ends)"
         elif outcome.get("kind") == "stopped":
             why += f" before the tracer stopped the program ({stop_words(outcome, self.run)})"
+        elif unsupported(self.run):
+            why += (f" before the program stopped at a feature the simulated GPU does not support, at "
+                    f"{self.where(outcome.get('site'))} ({unsupported(self.run)}): no verdict from this run")
         elif outcome.get("kind") == "exception":
             why += f" before the program stopped with {outcome.get('type')} at {self.where(outcome.get('site'))}"
         return Verdict(NOT_REACHED, why)
+
+    def _crash(self, f, path, pattern) -> dict | None:
+        """The program's uncaught error, when it was raised at (or through) the finding's line and
+        its message matches ``pattern``."""
+        outcome = self.run.outcome
+        if outcome.get("kind") != "exception":
+            return None
+        full = outcome.get("full_message") or outcome.get("message") or ""
+        if not pattern.search(full):
+            return None
+        frames = [outcome.get("site"), *(outcome.get("stack") or [])]
+        if any(_overlaps(site, path, f.line, f.end_line) for site in frames):
+            return outcome
+        return None
+
+    def _crash_words(self, outcome) -> tuple[str, str]:
+        full = outcome.get("full_message") or outcome.get("message") or ""
+        return f"{outcome.get('type')}: {sentence(full)}", f"{outcome.get('type')}: {full}"
 
     # -- per rule ---------------------------------------------------------------------------
     def verdict(self, f, path: str) -> Verdict:
         method: Callable = getattr(self, f"_judge_{f.code}", self._judge_generic)
         verdict = method(f, path)
+        if (verdict is None or verdict.status != CONFIRMED) and f.code in CRASH_CONFIRMS:
+            crash = self._crash(f, path, DEVICE_ERROR)
+            if crash is not None:
+                short, full = self._crash_words(crash)
+                verdict = Verdict(CONFIRMED, f"the program stopped at {self.where(crash.get('site'))}, "
+                                             f"through this line, with {short}", error=full)
         if verdict is None:
             if self.run.executed(path, f.line, f.end_line) is None:
                 verdict = self._not_reached(f, path)
@@ -176,32 +279,59 @@ class Judge:
         requests = self._at("cuda-request", f, path)
         if run.mode == "cpu-only":
             if requests:
+                self.explained_requests.update(e["seq"] for e in requests)
                 e = requests[0]
-                if e.get("raised"):
-                    return Verdict(CONFIRMED, f"on a machine without a GPU, {e['what']} at {self.where(e['site'])} "
-                                              f"raises {NO_CUDA}; the program stops there")
                 return Verdict(CONFIRMED, f"on a machine without a GPU, {e['what']} at {self.where(e['site'])} "
-                                          f"raises {NO_CUDA} (the tracer went on on the CPU to find the next one)")
+                                          f"raises {self._request_error(e)}", error=e.get("error"))
+            crash = self._crash(f, path, NO_GPU_ERROR)
+            if crash is not None:
+                short, full = self._crash_words(crash)
+                return Verdict(CONFIRMED, f"on a machine without a GPU, this line raises {short}; the program "
+                                          "stops there", error=full)
             ran = run.executed(path, f.line, f.end_line)
-            if ran is not None and not direct_only:
-                later = [e for e in run.of_kind("cuda-request") if e["seq"] > ran]
-                if later:
-                    e = later[0]
-                    verb = "raises" if e.get("raised") else "would raise"
-                    return Verdict(CONFIRMED, f"this line ran on a machine without a GPU; the next CUDA request, "
-                                              f"{e['what']} at {self.where(e['site'])}, {verb} {NO_CUDA}")
+            name = assigned_name(path, f.line) if not direct_only else None
+            if ran is not None and name:
+                uses = [e for e in run.of_kind("cuda-request") if e["seq"] > ran and mentions(e.get("site"), name)]
+                if uses:
+                    self.explained_requests.update(e["seq"] for e in uses)
+                    e = uses[0]
+                    more = f" (and {len(uses) - 1} more)" if len(uses) > 1 else ""
+                    return Verdict(CONFIRMED, f"this line ran on a machine without a GPU; `{name}` was then used "
+                                              f"by {e['what']} at {self.where(e['site'])}{more}, which raises "
+                                              f"{self._request_error(e)}", error=e.get("error"))
+                crash = self._crash_after(name)
+                if crash is not None:
+                    short, full = self._crash_words(crash)
+                    return Verdict(CONFIRMED, f"this line ran on a machine without a GPU; `{name}` was then used "
+                                              f"at {self.where(crash.get('site'))}, which raises {short}", error=full)
             if ran is not None:
-                return Verdict(NOT_CONFIRMED, "this line ran on a machine without a GPU and made no CUDA request "
-                                              "(its receiver held no tensors, or the device was not used)")
+                return Verdict(NOT_CONFIRMED, "this line ran on a machine without a GPU and its device reached no "
+                                              "CUDA request (its receiver held no tensors, or the value was not "
+                                              "used)")
             return None
+        if self.single_run:
+            later = "a second run as a machine without a GPU shows it: drop --single-run"
+        else:
+            later = "the bug shows only where CUDA is missing"
         if requests:
             e = requests[0]
             return Verdict(NOT_CONFIRMED, f"{e['what']} ran at {self.where(e['site'])} and worked on "
-                                          f"{self.device_word} ({e.get('target')}); the bug shows only where "
-                                          "CUDA is missing (a cpu-only run shows it: drop --single-run)")
+                                          f"{self.device_word} ({e.get('target')}); {later}")
         if run.executed(path, f.line, f.end_line) is not None:
-            return Verdict(NOT_CONFIRMED, f"this line ran on {self.device_word} without error; the bug shows only "
-                                          "where CUDA is missing (a cpu-only run shows it: drop --single-run)")
+            return Verdict(NOT_CONFIRMED, f"this line ran on {self.device_word} without error; {later}")
+        return None
+
+    @staticmethod
+    def _request_error(e) -> str:
+        error = sentence(e.get("error") or NO_CUDA)
+        return error if e.get("raised") else f"{error} (the tracer went on on the CPU to find more)"
+
+    def _crash_after(self, name: str) -> dict | None:
+        """The no-GPU error the program stopped with, at a line that names ``name``."""
+        outcome = self.run.outcome
+        full = outcome.get("full_message") or outcome.get("message") or ""
+        if outcome.get("kind") == "exception" and NO_GPU_ERROR.search(full) and mentions(outcome.get("site"), name):
+            return outcome
         return None
 
     def _judge_TDL001(self, f, path):
@@ -236,20 +366,39 @@ class Judge:
                 continue
             where = self.where(e["site"])
             saved = ", ".join(accel)
+            file = self.where.path(e["file"]) if e.get("file") else "the checkpoint"
+            origin = e.get("provenance") or {}
+            if origin.get("by") == "this run":
+                return Verdict(NOT_CONFIRMED, f"{e['api']} at {where} read {file}, which torch.save at "
+                                              f"{self.where(origin.get('site'))} wrote earlier in this run: saved and "
+                                              f"loaded by this run on {saved} (a machine without a GPU saves it on "
+                                              "the CPU, and loads it back)")
+            if origin.get("by") == "an earlier traced run":
+                words = {"sim": "on the simulated GPU", "real": "on the GPU"}.get(origin.get("mode"), "")
+                return Verdict(NOT_CONFIRMED, f"{e['api']} at {where} read {file}, which an earlier run of "
+                                              f"torchdev-lint trace wrote {words} ({origin.get('when')}, "
+                                              f"`{origin.get('command')}`, torch.save at "
+                                              f"{self.where(origin.get('site'))}) with storages on {saved}: the "
+                                              "tracer's own file says nothing about the checkpoints the program "
+                                              "is given")
+            who = ("written before this run, not by it" if origin.get("by") == "before this run"
+                   else "from a file object")
+            about = f"{file} ({who}) holds storages saved on {saved}"
             if self.run.mode == "cpu-only":
                 if e.get("error"):
-                    return Verdict(CONFIRMED, f"{e['api']} at {where} fails on a machine without a GPU: the "
-                                              f"checkpoint holds storages saved on {saved}: {e['error']}")
-                return Verdict(CONFIRMED, f"{e['api']} at {where} would fail on a machine without a GPU: the "
-                                          f"checkpoint holds storages saved on {saved} (mapped to cpu to keep going)")
-            return Verdict(CONFIRMED, f"{e['api']} at {where} restored storages saved on {saved} onto {saved} "
-                                      f"({self.device_word}); on a machine without CUDA this load raises "
+                    return Verdict(CONFIRMED, f"{e['api']} at {where} fails on a machine without a GPU: {about}: "
+                                              f"{sentence(e['error'])}", error=e["error"])
+                return Verdict(CONFIRMED, f"{e['api']} at {where} would fail on a machine without a GPU: {about} "
+                                          "(mapped to cpu to keep going)")
+            return Verdict(CONFIRMED, f"{e['api']} at {where} restored storages onto {saved} "
+                                      f"({self.device_word}): {about}; on a machine without CUDA this load raises "
                                       f"{CUDA_LOAD}")
         e = loads[0]
+        file = self.where.path(e["file"]) if e.get("file") else "the checkpoint"
         if e.get("error") and not e.get("locations"):
             return Verdict(NOT_CONFIRMED, f"{e['api']} at {self.where(e['site'])} failed before reading any "
-                                          f"storage: {e['error']}")
-        return Verdict(NOT_CONFIRMED, f"the checkpoint that {e['api']} at {self.where(e['site'])} read holds only "
+                                          f"storage of {file}: {sentence(e['error'])}", error=e["error"])
+        return Verdict(NOT_CONFIRMED, f"{file}, which {e['api']} at {self.where(e['site'])} read, holds only "
                                       "cpu storages, so it loads anywhere (one saved from a GPU would not)")
 
     def _judge_TDL005(self, f, path):
@@ -300,8 +449,7 @@ class Judge:
         left = self._at(event_kind, f, path)
         if mismatches:
             m = mismatches[0]
-            origin = next(o["origin"] for o in m["operands"]
-                          if (o.get("origin") or {}).get("kind") == origin_kind)
+            origin = m["origin"]
             e = left[0] if left else {}
             moved = (f" when {e.get('move')} at {self.where(e.get('move_site'))} moved the module to {e.get('target')}"
                      if e else "")
@@ -330,13 +478,12 @@ class Judge:
     def _judge_TDL008(self, f, path):
         mismatches = self._mismatches_from("factory-without-device", path, f)
         if mismatches:
-            origin = next(o["origin"] for o in mismatches[0]["operands"]
-                          if (o.get("origin") or {}).get("kind") == "factory-without-device")
+            origin = mismatches[0]["origin"]
             text = f"{origin.get('what', 'the factory')} at {self.where(origin.get('site'))} made a cpu tensor (no device=)"
             return Verdict(CONFIRMED, text + self._later_use(mismatches))
         if self.run.executed(path, f.line, f.end_line) is not None:
             return Verdict(NOT_CONFIRMED, "this line ran, but its cpu result never met a tensor on another device "
-                                          "in this run (the module's inputs were on the cpu too)")
+                                          "in this run")
         return None
 
     def _judge_TDL009(self, f, path):
@@ -357,8 +504,9 @@ class Judge:
         return None
 
     # -- runtime-only findings ----------------------------------------------------------------
-    def mismatch_findings(self, present_codes: set[str], by_path: dict[str, list]) -> list[dict]:
-        """Mismatch events that no static finding explains, one per site (cascades grouped)."""
+    def mismatch_findings(self, present_codes: set[str], by_path: dict[str, list], confirmed: set) -> list[dict]:
+        """Mismatch events that no static finding explains, one per site (cascades grouped).
+        ``confirmed``: the (path, line) of findings already confirmed, whose crash this is."""
 
         def explained(event) -> bool:
             for operand in event.get("operands", []):
@@ -371,23 +519,80 @@ class Judge:
                             return True
             return False
 
+        def key(site) -> tuple:
+            return (site[0], site[1])
+
+        events = [e for e in self.run.of_kind("mismatch") if e.get("site")]
+        explained_sites = {key(e["site"]) for e in events if explained(e)}
         groups: dict[tuple, list[dict]] = {}
-        for e in self.run.of_kind("mismatch"):
-            if not explained(e) and e.get("site"):
-                groups.setdefault((e["site"][0], e["site"][1]), []).append(e)
+        for e in events:
+            if explained(e):
+                continue
+            # with --keep-going, a later op of the same line on tensors computed from an explained
+            # operand (an optimizer's sqrt of its stale state): the same bug, not a new one
+            if key(e["site"]) in explained_sites and not any(o.get("origin") for o in e.get("operands", [])):
+                continue
+            groups.setdefault(key(e["site"]), []).append(e)
         outcome = self.run.outcome
-        if (outcome.get("kind") == "exception" and outcome.get("site")
-                and str(outcome.get("message", "")).startswith(MISMATCH_PREFIXES)):
-            key = (outcome["site"][0], outcome["site"][1])
-            recorded = any(e.get("site") and (e["site"][0], e["site"][1]) == key
-                           for e in self.run.of_kind("mismatch"))
+        full = outcome.get("full_message") or outcome.get("message") or ""
+        if (outcome.get("kind") == "exception" and outcome.get("site") and DEVICE_ERROR.search(full)
+                and not unsupported(self.run)):
+            where = key(outcome["site"])
+            recorded = any(e.get("site") and key(e["site"]) == where for e in self.run.of_kind("mismatch", "numpy"))
             # an optimizer's state left behind by a move (TDL005) fails in the foreach grouping
-            stale_state = str(outcome.get("message")).startswith(FOREACH_PREFIX) and "TDL005" in present_codes and any(
+            stale_state = full.startswith(FOREACH_PREFIX) and "TDL005" in present_codes and any(
                 e.get("outcome") == "state-left-behind" for e in self.run.of_kind("optimizer-before-move"))
-            if not recorded and not stale_state:
-                groups[key] = [{"op": None, "site": outcome["site"], "devices": [], "operands": [],
-                                "raised": True, "message": f"{outcome.get('type')}: {outcome.get('message')}"}]
+            if not recorded and not stale_state and where not in confirmed:
+                groups[where] = [{"op": None, "site": outcome["site"], "devices": [], "operands": [],
+                                  "raised": True, "message": f"{outcome.get('type')}: {sentence(full)}",
+                                  "error": f"{outcome.get('type')}: {full}"}]
         return [self._mismatch_finding(events) for events in groups.values()]
+
+    def no_gpu_findings(self, confirmed: set, finding_lines: set) -> list[dict]:
+        """In the run as a machine without a GPU: each CUDA request that no hardcoded-device finding
+        explains, one per line, and an uncaught no-GPU error at a line without any finding (a
+        finding there, TDL004's load of a GPU checkpoint say, has its own verdict)."""
+        if self.run.mode != "cpu-only":
+            return []
+        groups: dict[tuple, list[dict]] = {}
+        for e in self.run.of_kind("cuda-request"):
+            site = e.get("site")
+            if site and e["seq"] not in self.explained_requests and (site[0], site[1]) not in confirmed:
+                groups.setdefault((site[0], site[1]), []).append(e)
+        out = []
+        for events in groups.values():
+            e = events[0]
+            whats = []
+            for other in events:
+                if other["what"] not in whats:
+                    whats.append(other["what"])
+            out.append({"site": e["site"], "message": f"Fails without a GPU: {', '.join(whats)} asks for CUDA",
+                        "evidence": f"on a machine without a GPU, {' and '.join(whats)} at {self.where(e['site'])} "
+                                    f"raises {self._request_error(e)}; no static finding predicted it"
+                                    + self._callers(events),
+                        "events": events, "error": e.get("error")})
+        outcome = self.run.outcome
+        full = outcome.get("full_message") or outcome.get("message") or ""
+        site = outcome.get("site")
+        if outcome.get("kind") == "exception" and site and NO_GPU_ERROR.search(full):
+            where = (site[0], site[1])
+            if where not in groups and where not in finding_lines and not any(
+                    e.get("site") and (e["site"][0], e["site"][1]) == where for e in self.run.of_kind("cuda-request")):
+                short = f"{outcome.get('type')}: {sentence(full)}"
+                out.append({"site": site, "message": "Fails without a GPU",
+                            "evidence": f"on a machine without a GPU, the program stops at {self.where(site)} with "
+                                        f"{short}; no static finding predicted it",
+                            "events": [], "error": f"{outcome.get('type')}: {full}"})
+        return out
+
+    def _callers(self, events) -> str:
+        callers = []
+        for e in events:
+            for frame in (e.get("stack") or [])[1:3]:
+                text = self.where(frame)
+                if text not in callers and text != self.where(e.get("site")):
+                    callers.append(text)
+        return f" (called from {', '.join(callers)})" if callers else ""
 
     def _operand_words(self, operand) -> str:
         shape = "x".join(str(n) for n in operand.get("shape", [])) or "0-dim"
@@ -425,21 +630,14 @@ class Judge:
                         words.append(self._operand_words(operand))
             count = sum(e.get("count", 1) for e in events)
             evidence = f"{', '.join(ops)} at {self.where(site)} mixed {devices} tensors"
-            callers = []
-            for e in events:
-                for frame in (e.get("stack") or [])[1:3]:
-                    text = self.where(frame)
-                    if text not in callers and text != self.where(site):
-                        callers.append(text)
-            if callers:
-                evidence += f" (called from {', '.join(callers)})"
+            evidence += self._callers(events)
             if count > 1:
                 evidence += f" ({count} times)"
             if words:
                 evidence += ": " + "; ".join(words)
             if any(e.get("raised") for e in events):
                 evidence += "; the program stopped there"
-        return {"site": site, "message": message, "evidence": evidence, "events": events}
+        return {"site": site, "message": message, "evidence": evidence, "events": events, "error": first.get("error")}
 
 
 def stop_words(outcome: dict, run: Run) -> str:
@@ -451,39 +649,52 @@ def stop_words(outcome: dict, run: Run) -> str:
     return reason or "stopped"
 
 
-def judge(findings, runs: list[Run], where: Where, ignore_mismatch: bool = False) -> list[TracedFinding]:
-    """Every static finding with its verdict (the most telling over the runs), then TDL100s."""
+def judge(findings, runs: list[Run], where: Where, runtime_codes=RUNTIME_CODES,
+          single_run: bool = False) -> list[TracedFinding]:
+    """Every static finding with its verdict (the most telling over the runs), then the
+    runtime-only findings: TDL100 (a mismatch no finding explains) and TDL101 (a CUDA request
+    on a machine without a GPU that no finding explains)."""
     by_path: dict[str, list] = {}
     real_paths = {}
     for f in findings:
         real = os.path.realpath(f.path)
         real_paths[id(f)] = real
         by_path.setdefault(real, []).append(f)
-    judges = [Judge(r, findings, where) for r in runs if r.error is None]
+    judges = [Judge(r, findings, where, single_run) for r in runs if r.error is None]
     traced: list[TracedFinding] = []
+    confirmed: set = set()
     for f in findings:
         path = real_paths[id(f)]
         verdicts = [j.verdict(f, path) for j in judges] or [Verdict(NOT_REACHED, "the program did not run")]
+        if f.code in HARDCODED:
+            verdicts.reverse()  # ties go to the run as a machine without a GPU: it is the one that can tell
         best = min(verdicts, key=lambda v: STATUS_ORDER[v.status])
+        if best.status == CONFIRMED:
+            confirmed.add((path, f.line))
         data = f.to_json()
         traced.append(TracedFinding(
             path=where.path(path) if os.path.isabs(f.path) else f.path, line=f.line, column=f.column,
             end_line=f.end_line, end_column=f.end_column, code=f.code, name=f.name, message=f.message,
             fixable=f.fixable, fix_applicability=data.get("fix_applicability"), status=best.status,
-            evidence=best.evidence, mode=best.mode))
-    if not ignore_mismatch:
-        present = {f.code for f in findings}
-        seen_sites = set()
-        for j in judges:
-            for m in j.mismatch_findings(present, by_path):
-                site = m["site"]
-                key = (site[0], site[1])
-                if key in seen_sites:
-                    continue
-                seen_sites.add(key)
-                traced.append(TracedFinding(
-                    path=where.path(site[0]), line=site[1], column=site[3] + 1, end_line=site[2],
-                    end_column=site[4] + 1, code=MISMATCH_CODE, name=MISMATCH_NAME, message=m["message"],
-                    fixable=False, fix_applicability=None, status=CONFIRMED, evidence=m["evidence"],
-                    mode=j.run.mode, events=m["events"]))
+            evidence=best.evidence, mode=best.mode, error=best.error))
+    present = {f.code for f in findings}
+    seen_sites = set()
+    for j in judges:
+        runtime = []
+        if MISMATCH_CODE in runtime_codes:
+            runtime += [(MISMATCH_CODE, MISMATCH_NAME, m) for m in j.mismatch_findings(present, by_path, confirmed)]
+        if NO_GPU_CODE in runtime_codes:
+            runtime += [(NO_GPU_CODE, NO_GPU_NAME, m) for m in j.no_gpu_findings(
+                confirmed, {(real_paths[id(f)], f.line) for f in findings})]
+        for code, name, m in runtime:
+            site = m["site"]
+            key = (code, site[0], site[1])
+            if key in seen_sites:
+                continue
+            seen_sites.add(key)
+            traced.append(TracedFinding(
+                path=where.path(site[0]), line=site[1], column=site[3] + 1, end_line=site[2],
+                end_column=site[4] + 1, code=code, name=name, message=m["message"],
+                fixable=False, fix_applicability=None, status=CONFIRMED, evidence=m["evidence"],
+                mode=j.run.mode, events=m["events"], error=m.get("error")))
     return sorted(traced, key=TracedFinding.sort_key)
