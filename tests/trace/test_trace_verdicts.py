@@ -73,7 +73,11 @@ def test_the_most_telling_verdict_wins_across_runs():
     [traced] = _judge(findings, _run([request_sim], lines=[28]), _run([request_cpu], lines=[28], mode="cpu-only"))
     assert traced.status == "confirmed" and traced.mode == "cpu-only"
     [alone] = _judge(findings, _run([request_sim], lines=[28]))
-    assert alone.status == "not confirmed" and "cpu-only run" in alone.evidence
+    assert alone.status == "not confirmed" and "only where CUDA is missing" in alone.evidence
+    assert "--single-run" not in alone.evidence  # it was not passed
+    [single] = verdicts.judge(findings, [_run([request_sim], lines=[28])], verdicts.Where(os.getcwd()),
+                              single_run=True)
+    assert "drop --single-run" in single.evidence
 
 
 def test_mismatches_explained_by_a_finding_are_not_tdl100():
