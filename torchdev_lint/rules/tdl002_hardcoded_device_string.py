@@ -6,7 +6,7 @@ from typing import Iterator, Sequence
 import libcst as cst
 
 from torchdev_lint import fixes
-from torchdev_lint.analysis import kinds
+from torchdev_lint.analysis import kinds, tree
 from torchdev_lint.analysis.guards import code_of, is_guarded
 from torchdev_lint.finding import Applicability, Fix
 from torchdev_lint.rule import Invalid, Rule, Valid
@@ -63,6 +63,11 @@ class HardcodedDeviceString(Rule):
     in a test that fakes what it tests (`Mock()`, `mock.patch`, `monkeypatch`, `mocker`):
     there they are test data. A test without fakes is checked like any code: the test
     runner picks it on a CPU-only machine too.
+
+    Nor a device variable a function only hands to APIs taking a device type
+    (`device = flag if flag in ("cpu", "mps") else "cuda"` then
+    `MixedPrecision(..., device=device)`), nor a `pytest.param(torch.device("cuda"),
+    marks=...)` whose marks require a GPU.
 
     ## Why is this bad?
     The string works on the machine it was typed on and fails everywhere else: on a
@@ -135,6 +140,13 @@ class HardcodedDeviceString(Rule):
         Valid('import torch\nif torch.cuda.is_available():\n'
               '    x = x.to(torch.cuda.current_device())\n'
               'torch.cuda.set_device(torch.cuda.current_device())\n'),
+        # A device variable only given where a device *type* is wanted; a GPU-marked case.
+        Valid('def plugin(flag, precision):\n'
+              '    device = flag if flag in ("cpu", "mps") else "cuda"\n'
+              '    return MixedPrecision(precision=precision, device=device)\n'),
+        Valid('import pytest\nimport torch\n@pytest.mark.parametrize("d", [\n'
+              '    pytest.param(torch.device("cuda"), marks=RunIf(min_cuda_gpus=1))])\n'
+              'def test_move(d):\n    pass\n'),
     ]
     INVALID = [
         Invalid(  # a positional device argument
@@ -268,6 +280,7 @@ class HardcodedDeviceString(Rule):
                 _takes_device_type(qualified or called)
                 or _is_cuda_api(qualified)
                 or called.rsplit(".", 1)[-1].lower().startswith("assert")
+                or _gpu_marked_param(value)
             ):
                 return
         defines = False
@@ -283,8 +296,39 @@ class HardcodedDeviceString(Rule):
                           device_call=node)
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        if self._binds_device(node):
+        if self._binds_device(node) and not self._only_device_type(node):
             self._check_value(node.value, tuple(self.ctx.ancestors), defines=True)
+
+    def _only_device_type(self, node: cst.Assign) -> bool:
+        """``device = ... else "cuda"`` in a function that only gives ``device`` to APIs
+        taking a device type (``MixedPrecision(..., device=device)``, autocast)."""
+        function = self.ctx.function
+        names = [t.target.value for t in node.targets if isinstance(t.target, cst.Name)]
+        if function is None or len(names) != 1:
+            return False
+        uses: list[bool] = []
+        mentions = 0
+
+        def enter(child: cst.CSTNode) -> bool:
+            nonlocal mentions
+            if isinstance(child, cst.Call):
+                for arg in child.args:
+                    if isinstance(arg.value, cst.Name) and arg.value.value == names[0]:
+                        uses.append(_takes_device_type(
+                            self.ctx.qualified_name(child.func) or code_of(child.func)))
+            elif isinstance(child, cst.Arg) and child.keyword is not None:
+                tree.walk(child.value, enter)  # not the keyword's own name
+                return False
+            elif isinstance(child, cst.Attribute):
+                tree.walk(child.value, enter)  # not `.device` of something
+                return False
+            elif isinstance(child, cst.Name) and child.value == names[0]:
+                mentions += 1
+            return True
+
+        tree.walk(function.body, enter)
+        stores = len(self.ctx.bindings(function).get(names[0], ()))
+        return bool(uses) and all(uses) and mentions == len(uses) + stores
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         if node.value is not None and self._binds_device(node):
@@ -477,6 +521,16 @@ def _consumer(ancestors: Sequence[cst.CSTNode]) -> tuple[cst.CSTNode, cst.CSTNod
             return ancestors[index - 2], ancestors[index - 1]
         return parent, child
     return child, child
+
+
+def _gpu_marked_param(call: cst.Call) -> bool:
+    """``pytest.param(torch.device("cuda"), marks=RunIf(min_cuda_gpus=1))``: the case only
+    runs where a GPU is."""
+    return code_of(call.func).rsplit(".", 1)[-1] == "param" and any(
+        a.keyword is not None and a.keyword.value == "marks"
+        and re.search(r"(?i)cuda|gpu", code_of(a.value))
+        for a in call.args
+    )
 
 
 def _takes_device_type(qualified: str) -> bool:
