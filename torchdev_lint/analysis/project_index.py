@@ -271,7 +271,14 @@ class ProjectIndex:
     def _find(self, qualified: str, origin: str | None, depth: int = 0):
         """(module facts, name) where ``qualified`` is defined in the project, following
         re-exports and star imports; ("external", qualified) for a name from outside; None
-        when a project module does not say."""
+        when a project module does not say. Remembered: the lint asks about every call."""
+        key = ("find", qualified, os.path.dirname(origin) if origin else None)
+        if key in self._memo:
+            return self._memo[key]
+        found = self._memo[key] = self._search(qualified, origin, depth)
+        return found
+
+    def _search(self, qualified: str, origin: str | None, depth: int):
         if depth > _MAX_DEPTH:
             return None
         parts = qualified.split(".")
