@@ -4,7 +4,10 @@ and turn what the rules reported into positioned, noqa-filtered findings."""
 from __future__ import annotations
 
 import ast
+import functools
 import re
+import sys
+import threading
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -13,6 +16,7 @@ from libcst.metadata.position_provider import PositionProvidingCodegenState
 
 from torchdev_lint.analysis.context import FileContext
 from torchdev_lint.analysis.tree import child_fields, is_node
+from torchdev_lint import limits
 from torchdev_lint.files import SourceFile
 from torchdev_lint.finding import FileError, Finding, Fix
 from torchdev_lint.noqa import NoqaMap
@@ -88,10 +92,71 @@ def _positions(module: cst.Module):
         return MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
 
 
+# LibCST's parser, its code generation and our tree walk all recurse once per level of the
+# tree. The limits of `limits.py` bound that depth; these make room for it.
+_STACK_BYTES = 256 << 20
+_RECURSION_LIMIT = 20_000
+_large_stack = threading.local()
+_raised = threading.Lock()
+_running = [0, 0]  # threads on a large stack now, and the recursion limit before the first
+
+
+def on_large_stack(function):
+    """Run ``function`` on a thread with a large C stack and a raised recursion limit (the
+    main thread's 8 MiB stack and limit of 1000 frames run out on trees a few hundred levels
+    deep), unless it already runs on one."""
+
+    @functools.wraps(function)
+    def run(*args, **kwargs):
+        if getattr(_large_stack, "active", False):
+            return function(*args, **kwargs)
+        outcome: dict = {}
+
+        def target() -> None:
+            _large_stack.active = True
+            try:
+                outcome["value"] = function(*args, **kwargs)
+            except BaseException as error:  # handed to the calling thread
+                outcome["error"] = error
+
+        with _raised:
+            if _running[0] == 0:
+                _running[1] = sys.getrecursionlimit()
+                sys.setrecursionlimit(max(_running[1], _RECURSION_LIMIT))
+            _running[0] += 1
+            previous = threading.stack_size(_STACK_BYTES)
+            try:
+                thread = threading.Thread(target=target, name="torchdev-lint", daemon=True)
+                thread.start()
+            finally:
+                threading.stack_size(previous)
+        try:
+            thread.join()
+        finally:
+            with _raised:
+                _running[0] -= 1
+                if _running[0] == 0:
+                    sys.setrecursionlimit(_running[1])
+        if "error" in outcome:
+            raise outcome["error"]
+        return outcome["value"]
+
+    return run
+
+
 _PARSER_POSITION = re.compile(r"error at (\d+):(\d+)")
 
 
 def parse(path: str, source: str) -> cst.Module | FileError:
+    excess = limits.measure(source)
+    if excess is not None:
+        # Deeper brackets than CPython allows are its syntax error; the rest is valid Python
+        # that LibCST would take minutes over, or crash on.
+        error = cpython_syntax_error(path, source) if excess.invalid else None
+        if error is None:
+            line, column = excess.position(source)
+            error = FileError(path, f"too complex to check: {excess.what}", line, column)
+        return error
     try:
         return cst.parse_module(source)
     except cst.ParserSyntaxError as error:
@@ -124,6 +189,7 @@ def cpython_syntax_error(path: str, source: str, flags: int = 0) -> FileError | 
     return None
 
 
+@on_large_stack
 def lint_source(
     path: str,
     source: str,

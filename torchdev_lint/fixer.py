@@ -20,7 +20,7 @@ import libcst as cst
 
 from torchdev_lint.analysis import tree
 from torchdev_lint.analysis.devices import CUDA_OR_CPU, DEVICE_NAME, default_device_definition
-from torchdev_lint.engine import FileResult, parse
+from torchdev_lint.engine import FileResult, on_large_stack, parse
 from torchdev_lint.finding import Applicability, Finding, FileError
 
 MAX_PASSES = 10
@@ -58,6 +58,7 @@ class _NoPlace(Exception):
     """The default device cannot be defined after torch is imported and before its first use."""
 
 
+@on_large_stack
 def fix_file(result: FileResult, unsafe: bool = False) -> FixOutcome:
     """One pass: the file's text with every applicable fix applied."""
     source = result.source

@@ -340,19 +340,21 @@ class FileContext:
             return kinds.OPTIMIZER_CLASS
         return kinds.UNKNOWN
 
-    def _attribute_value(self, expr: cst.Attribute) -> Value:
+    def _attribute_value(self, expr: cst.Attribute, base: Value | None = None) -> Value:
+        """``base``: the value of ``expr.value`` when the caller has it (asking twice per
+        link of ``x.t().t()...`` made chains cost 2**n)."""
         attr = expr.attr.value
         if isinstance(expr.value, cst.Name):
             method = self._method_scope()
             if method is not None and expr.value.value == method.self_name:
                 return method.class_info.attrs.get(attr, kinds.UNKNOWN)
         if attr in kinds.TENSOR_ATTRIBUTES:
-            base = self.value_of(expr.value)
+            base = self.value_of(expr.value) if base is None else base
             if base.kind is Kind.TENSOR:
                 return base
         elif attr not in kinds.NON_TENSOR_ATTRIBUTES:
             # A field of a model's output (`outputs.logits`) lives where the output does.
-            base = self.value_of(expr.value)
+            base = self.value_of(expr.value) if base is None else base
             if base.kind is Kind.TENSOR and base.maybe_accelerator:
                 return base
         return kinds.UNKNOWN
@@ -403,9 +405,9 @@ class FileContext:
             method = func.attr.value
             if method == "from_pretrained":
                 return kinds.MODULE
-            if self.value_of(func).kind is Kind.MODULE:  # `self.encoder(x)`: a submodule's output
-                return self._model_output(call)
             receiver = self.value_of(func.value)
+            if self._attribute_value(func, receiver).kind is Kind.MODULE:  # `self.encoder(x)`
+                return self._model_output(call)
             value = kinds.method_call_value(receiver, method, call)
             if value == kinds.UNKNOWN and receiver.kind is Kind.UNKNOWN and qualified is None:
                 return self._fed_from_accelerator(call)  # `codec.decode(codes.to(device))`

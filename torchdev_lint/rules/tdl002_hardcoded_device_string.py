@@ -233,7 +233,7 @@ class HardcodedDeviceString(Rule):
             self.module_definitions.clear()
             return
         if (
-            _takes_device_type(qualified or code_of(node.func))
+            _takes_device_type(qualified or _callee_name(node.func))
             or _is_cuda_api(qualified)
             or _builds_config(node)
         ):
@@ -275,7 +275,7 @@ class HardcodedDeviceString(Rule):
             return
         if isinstance(consumer, cst.Arg) and isinstance(value, cst.Call):
             qualified = self.ctx.qualified_name(value.func) or ""
-            called = code_of(value.func)
+            called = _callee_name(value.func)
             if (
                 _takes_device_type(qualified or called)
                 or _is_cuda_api(qualified)
@@ -379,9 +379,12 @@ class HardcodedDeviceString(Rule):
         above it are a configuration section (nanoGPT's ``configurator.py`` idiom)."""
         if self.ctx.function is not None or not isinstance(self.ctx.scopes[-1].node, cst.Module):
             return False
-        name = code_of(call.func)
-        return name == "globals().update" or (
-            name == "exec" and self.ctx.qualified_name(call.func) is None
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "update":
+            inner = func.value
+            return isinstance(inner, cst.Call) and not inner.args and code_of(inner.func) == "globals"
+        return (
+            isinstance(func, cst.Name) and func.value == "exec" and self.ctx.qualified_name(func) is None
         )
 
     # -- the strings ---------------------------------------------------------------------
@@ -543,8 +546,15 @@ def _takes_device_type(qualified: str) -> bool:
 def _builds_config(call: cst.Call) -> bool:
     """``dict(device="cuda")``, ``parser.set_defaults(device=...)``, ``Namespace(...)``:
     keywords that become configuration entries, like the values of a dict literal."""
-    name = code_of(call.func).rsplit(".", 1)[-1]
-    return name in ("dict", "set_defaults", "Namespace", "SimpleNamespace", "update")
+    return _callee_name(call.func) in ("dict", "set_defaults", "Namespace", "SimpleNamespace", "update")
+
+
+def _callee_name(func: cst.BaseExpression) -> str:
+    """The last name of what is called (``update`` of ``a.b(x).update``): what the checks
+    above need, without generating the code of a receiver chain on every call in it."""
+    if isinstance(func, cst.Attribute):
+        return func.attr.value
+    return func.value if isinstance(func, cst.Name) else ""
 
 
 def _is_cuda_api(qualified: str) -> bool:

@@ -1,0 +1,97 @@
+"""What LibCST can parse safely, measured before it sees a file.
+
+LibCST's native parser recurses on the C stack and its cost grows with the square of an
+expression's depth: 1500 nested parentheses kill the process with SIGSEGV, an operator
+chain of 3000 terms takes 17 s, 1000 chained subscripts 6 s, and more than 3000 implicitly
+concatenated strings fail as a "syntax error". One linear scan (a regular expression that
+skips strings and comments) measures bracket depth and the longest chain, so such a file is
+reported in one line instead of taking the run down.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# CPython's own limit (its tokenizer refuses a 201st open bracket): deeper is never valid Python.
+MAX_BRACKET_DEPTH = 200
+# Operators, attribute dots and brackets from a statement's start to its deepest operand:
+# roughly the depth of the tree LibCST builds. LibCST parses 500 levels in well under a
+# second; its cost grows with the square of the depth.
+MAX_CHAIN = 500
+# Adjacent string literals LibCST accepts (its parser stops at 3000; the cost is linear).
+MAX_STRINGS = 3000
+
+_TOKENS = re.compile(
+    r"""
+    (?P<string>(?i:[rbuf]{0,2})(?:'''(?:\\.|[^\\])*?(?:'''|\Z)|\"\"\"(?:\\.|[^\\])*?(?:\"\"\"|\Z)
+        |'(?:\\.|[^\\'\n])*(?:'|$)|"(?:\\.|[^\\"\n])*(?:"|$)))
+    |(?P<comment>\#[^\n]*)
+    |(?P<continuation>\\\r?\n)
+    |(?P<open>[(\[{])
+    |(?P<close>[)\]}])
+    |(?P<newline>\n)
+    |(?P<separator>,|;|:(?!=)|(?<![=!<>])=(?!=))
+    |(?P<operator>\*\*=?|//=?|<<=?|>>=?|:=|->|[-+*/%@&|^~<>!=]=?|\.(?!\d)
+        |\b(?:and|or|not|if|else|lambda|await|in|is)\b)
+    """,
+    re.VERBOSE | re.MULTILINE,
+)
+
+
+@dataclass
+class Excess:
+    """Where a file passes a limit: the offset of the expression and what it holds."""
+
+    offset: int
+    what: str
+    invalid: bool = False  # beyond CPython's own limits: a syntax error, not only too complex
+
+    def position(self, source: str) -> tuple[int, int]:
+        """1-based line and column of the expression's first character."""
+        offset = self.offset
+        while offset < len(source) and source[offset] in " \t\r\n\\":
+            offset += 1
+        line_start = source.rfind("\n", 0, offset) + 1
+        return source.count("\n", 0, offset) + 1, offset - line_start + 1
+
+
+def measure(source: str) -> Excess | None:
+    """The first place ``source`` passes a limit, or None when LibCST can parse it safely.
+
+    The chain count runs along the path from the statement to the innermost bracket (an
+    operand in brackets is one level deeper in the tree): ``(a+...+(a+...))`` nests its chains."""
+    depth = 0
+    chains = [0]  # operators and trailers from the statement's start, per open bracket
+    bases = [0]  # the chain count where each bracket was opened (a comma returns to it)
+    strings = [0]
+    starts = [0]  # where the expression being counted at each depth began
+    for match in _TOKENS.finditer(source):
+        kind = match.lastgroup
+        if kind == "string":
+            strings[depth] += 1
+            if strings[depth] > MAX_STRINGS:
+                return Excess(starts[depth], f"more than {MAX_STRINGS} adjacent string literals")
+        elif kind == "operator" or kind == "open":
+            chains[depth] += 1
+            if chains[depth] > MAX_CHAIN:
+                return Excess(starts[0], f"an expression nested more than {MAX_CHAIN} operators deep")
+            if kind == "open":
+                depth += 1
+                if depth > MAX_BRACKET_DEPTH:
+                    return Excess(match.start(), f"more than {MAX_BRACKET_DEPTH} nested brackets", True)
+                if depth == len(chains):
+                    chains.append(0)
+                    bases.append(0)
+                    strings.append(0)
+                    starts.append(0)
+                chains[depth] = bases[depth] = chains[depth - 1]
+                strings[depth] = 0
+                starts[depth] = match.end()
+        elif kind == "close":
+            depth = max(depth - 1, 0)
+        elif kind == "separator" or (kind == "newline" and depth == 0):
+            chains[depth] = bases[depth]
+            strings[depth] = 0
+            starts[depth] = match.end()
+    return None
