@@ -55,10 +55,10 @@ def test_deep_and_long_expressions_are_one_line_each(tmp_path):
 def test_named_explicitly_and_under_fix_too(tmp_path):
     for name, (text, _) in HOSTILE.items():
         (tmp_path / f"{name}.py").write_text(HEADER + "z = x.cuda()\n" + text)
-    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    before = {p.name: p.read_bytes() for p in tmp_path.glob("*.py")}
     status, out, err = run("--fix", *sorted(before), cwd=tmp_path)
     assert status == 2 and len(err.strip().splitlines()) == len(HOSTILE), err
-    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+    assert {p.name: p.read_bytes() for p in tmp_path.glob("*.py")} == before
 
 
 @pytest.mark.parametrize(

@@ -79,6 +79,7 @@ class FileContext:
         self._bindings: dict[int, dict] = {}
         self.fix_device = devices.CUDA_OR_CPU  # `fix-device`: how fixes spell the default device
         self._by_use: dict[tuple[int, str], Value] = {}
+        self._memo: dict[int, Value] | None = None  # during one value_of question
 
     def bindings(self, scope: cst.CSTNode) -> dict[str, list[cst.CSTNode]]:
         """Names bound directly in a function or module body (computed once per scope)."""
@@ -185,6 +186,21 @@ class FileContext:
 
     def value_of(self, expr: cst.BaseExpression | None) -> Value:
         """What ``expr`` evaluates to, as far as the file says."""
+        if self._memo is not None:
+            key = id(expr)
+            if key not in self._memo:
+                self._memo[key] = self._evaluate(expr)
+            return self._memo[key]
+        # Nothing changes while one question is answered: each sub-expression is evaluated
+        # once (asking about `x.t()` and then about its receiver `x` again, link by link,
+        # made a chain `x.t().t()...` cost 2**n).
+        self._memo = {}
+        try:
+            return self._evaluate(expr)
+        finally:
+            self._memo = None
+
+    def _evaluate(self, expr: cst.BaseExpression | None) -> Value:
         if expr is None:
             return kinds.UNKNOWN
         if isinstance(expr, cst.Name):
@@ -340,21 +356,19 @@ class FileContext:
             return kinds.OPTIMIZER_CLASS
         return kinds.UNKNOWN
 
-    def _attribute_value(self, expr: cst.Attribute, base: Value | None = None) -> Value:
-        """``base``: the value of ``expr.value`` when the caller has it (asking twice per
-        link of ``x.t().t()...`` made chains cost 2**n)."""
+    def _attribute_value(self, expr: cst.Attribute) -> Value:
         attr = expr.attr.value
         if isinstance(expr.value, cst.Name):
             method = self._method_scope()
             if method is not None and expr.value.value == method.self_name:
                 return method.class_info.attrs.get(attr, kinds.UNKNOWN)
         if attr in kinds.TENSOR_ATTRIBUTES:
-            base = self.value_of(expr.value) if base is None else base
+            base = self.value_of(expr.value)
             if base.kind is Kind.TENSOR:
                 return base
         elif attr not in kinds.NON_TENSOR_ATTRIBUTES:
             # A field of a model's output (`outputs.logits`) lives where the output does.
-            base = self.value_of(expr.value) if base is None else base
+            base = self.value_of(expr.value)
             if base.kind is Kind.TENSOR and base.maybe_accelerator:
                 return base
         return kinds.UNKNOWN
@@ -405,9 +419,9 @@ class FileContext:
             method = func.attr.value
             if method == "from_pretrained":
                 return kinds.MODULE
-            receiver = self.value_of(func.value)
-            if self._attribute_value(func, receiver).kind is Kind.MODULE:  # `self.encoder(x)`
+            if self.value_of(func).kind is Kind.MODULE:  # `self.encoder(x)`: a submodule's output
                 return self._model_output(call)
+            receiver = self.value_of(func.value)
             value = kinds.method_call_value(receiver, method, call)
             if value == kinds.UNKNOWN and receiver.kind is Kind.UNKNOWN and qualified is None:
                 return self._fed_from_accelerator(call)  # `codec.decode(codes.to(device))`

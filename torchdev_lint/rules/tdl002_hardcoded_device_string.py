@@ -244,7 +244,7 @@ class HardcodedDeviceString(Rule):
             candidates.append(positional[0])
         elif isinstance(node.func, cst.Attribute) and node.func.attr.value == "to" and positional:
             candidates.append(positional[0])
-        elif _MOVER.search(code_of(node.func).rsplit(".", 1)[-1]) and len(positional) >= 2:
+        elif _MOVER.search(_callee_name(node.func)) and len(positional) >= 2:
             candidates.append(positional[1])  # `recursive_to(batch, "cuda")`
         elif qualified in kinds.TORCH_LOADERS and len(positional) >= 2:
             candidates.append(positional[1])
@@ -569,7 +569,7 @@ def _moved(path: Sequence[cst.CSTNode]) -> str | None:
             func = node.func
             if isinstance(func, cst.Attribute) and func.attr.value == "to":
                 return code_of(func.value)
-            if _MOVER.search(code_of(func).rsplit(".", 1)[-1]) and node.args:
+            if _MOVER.search(_callee_name(func)) and node.args:
                 return code_of(node.args[0].value)
             return None
     return None
