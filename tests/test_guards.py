@@ -210,6 +210,25 @@ GUARDED = {
         def to_gpu(batch):
             return batch.cuda()
     """,
+    "flag not the cpu": """
+        device = flag if flag in ("cpu", "mps") else torch.zeros(1).cuda()
+    """,
+    "nccl backend": """
+        import torch
+        if torch.distributed.get_backend(group) == "nccl":
+            x = x.cuda()
+    """,
+    "triton support": """
+        import pytest
+        def test_matmul():
+            if not get_accelerator().is_triton_supported():
+                pytest.skip("no triton")
+            torch.zeros(2).cuda()
+    """,
+    "pytest.param marks": """
+        import pytest, torch
+        CASES = [torch.zeros(1), pytest.param(torch.zeros(1).cuda(), marks=RunIf(min_cuda_gpus=1))]
+    """,
     "while": """
         while torch.cuda.is_available() and todo:
             todo.pop().cuda()
@@ -313,6 +332,18 @@ NOT_GUARDED = {
     "test named for cuda": """
         def test_cuda_move():
             torch.zeros(2).cuda()
+    """,
+    "flag in cpu list": """
+        device = torch.zeros(1).cuda() if flag in ("cpu", "mps") else flag
+    """,
+    "pytest.param without a selecting mark": """
+        import pytest, torch
+        CASES = [pytest.param(torch.zeros(1).cuda(), marks=pytest.mark.slow)]
+    """,
+    "gloo backend": """
+        import torch
+        if torch.distributed.get_backend(group) == "gloo":
+            x = x.cuda()
     """,
     "ternary cpu branch": """
         y = y.cuda() if args.cpu else y

@@ -36,12 +36,13 @@ Qualifier = Callable[[cst.BaseExpression], Optional[str]]
 _WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 ACCELERATOR_WORDS = frozenset(
     """cuda gpu gpus ngpu ngpus cudnn nccl mps xpu npu hpu tpu accelerator accelerators
-    multigpu""".split()
+    multigpu triton""".split()
 )
 _CPU_WORDS = frozenset({"cpu", "cpus"})
 # `no_cuda`, `disable_gpu`, `skip_cuda`: the flag asks for the CPU.
 _NEGATING_WORDS = frozenset({"no", "not", "disable", "disabled", "without", "skip", "avoid"})
-_ACCELERATOR_PREFIXES = ("cuda", "gpu", "mps", "xpu", "npu", "hpu", "tpu")
+# Device names, and the collective backends that only run on accelerators (`nccl`, `hccl`).
+_ACCELERATOR_PREFIXES = ("cuda", "gpu", "mps", "xpu", "npu", "hpu", "tpu", "nccl", "hccl", "xccl")
 
 
 def words(name: str) -> set[str]:
@@ -118,6 +119,13 @@ def _device_value(expr: cst.BaseExpression) -> Machine:
     return UNKNOWN
 
 
+def _names_cpu(expr: cst.BaseExpression) -> bool:
+    """A tuple, list or set of device names that includes the CPU."""
+    return isinstance(expr, (cst.Tuple, cst.List, cst.Set)) and any(
+        _device_value(e.value) is CPU for e in expr.elements
+    )
+
+
 def _flip(machine: Machine) -> Machine:
     return {ACCELERATOR: CPU, CPU: ACCELERATOR}.get(machine, UNKNOWN)
 
@@ -165,9 +173,13 @@ def _comparison(node: cst.Comparison, qualify: Qualifier | None) -> tuple[Machin
     if isinstance(op, (cst.In, cst.NotIn)):
         # `"cuda" in str(device)`, `device.type in ("cuda", "xpu")`
         value = _device_value(left) if isinstance(left, cst.SimpleString) else _device_value(right)
-        if value is UNKNOWN:
+        if value is UNKNOWN and _names_cpu(right):
+            # `flag in ("cpu", "mps")` is false: not the CPU, so an accelerator.
+            pair = (UNKNOWN, ACCELERATOR)
+        elif value is UNKNOWN:
             return UNKNOWN, UNKNOWN
-        pair = (value, _flip(value))
+        else:
+            pair = (value, _flip(value))
         return pair if isinstance(op, cst.In) else pair[::-1]
     if isinstance(op, (cst.Equal, cst.NotEqual, cst.Is, cst.IsNot)):
         value = _device_value(right)

@@ -34,8 +34,10 @@ present. The test of an `if`/`elif`/`while`, a conditional expression or the lef
   another name), flags named for an accelerator (`use_cuda`, `args.gpu`, `self.use_gpu`,
   `opt["cuda"]`, `has_mps`), `x.is_cuda`, comparisons of a device with an accelerator
   (`device.type == "cuda"`, `"cuda" in str(device)`, `str(device).startswith("cuda")`,
-  `device.type in ("cuda", "xpu")`, `device != "cpu"`), GPU counts and indices
-  (`args.gpu is not None`, `args.gpu >= 0`, `len(gpu_ids) > 0`, `n_gpu > 1`);
+  `device.type in ("cuda", "xpu")`, `device != "cpu"`, `flag not in ("cpu", "mps")`), GPU
+  counts and indices (`args.gpu is not None`, `args.gpu >= 0`, `len(gpu_ids) > 0`,
+  `n_gpu > 1`), a collective backend that needs GPUs (`get_backend() == "nccl"`), Triton
+  support (`is_triton_supported()`);
 - the CPU is there (or asked for) when the test holds: flags named for the CPU or against an
   accelerator (`args.cpu`, `cfg.common.cpu`, `use_cpu`, `no_cuda`, `disable_gpu`),
   `device == "cpu"`, `n_gpu == 0`;
@@ -54,7 +56,9 @@ guards: the user can turn it off.
 Decorators guard a function only when they select where it runs:
 `@unittest.skipIf(not torch.cuda.is_available(), ...)`, `@unittest.skipUnless(...)`,
 `@pytest.mark.skipif(...)` (also with a string condition), `@RunIf(min_cuda_gpus=1)`-style
-markers, `@require_torch_gpu`, `@skip_if_no_cuda`, `@pytest.mark.gpu`. `@torch.autocast("cuda")`,
+markers, `@require_torch_gpu`, `@skip_if_no_cuda`, `@pytest.mark.gpu`; the same marks on a
+test case (`pytest.param(torch.device("cuda"), marks=RunIf(min_cuda_gpus=1))`) guard its
+values. `@torch.autocast("cuda")`,
 `@torch.cuda.amp.autocast()`, `@torch.inference_mode()` and the like run anywhere and guard
 nothing.
 
@@ -142,12 +146,11 @@ def _test_of(expr: cst.BaseExpression | None) -> cst.BaseExpression | None:
     return expr
 
 
-def selects_accelerator(decorator: cst.Decorator, qualify: Qualifier | None = None) -> bool:
-    """The decorator lets the function run only where an accelerator is:
+def selects_accelerator(expr: cst.BaseExpression, qualify: Qualifier | None = None) -> bool:
+    """The decorator (or pytest mark) lets the test run only where an accelerator is:
     ``@unittest.skipIf(not torch.cuda.is_available(), ...)``, ``@unittest.skipUnless(...)``,
     ``@pytest.mark.skipif(...)``, ``@RunIf(min_cuda_gpus=1)``, ``@require_torch_gpu``,
     ``@skip_if_no_cuda``, ``@pytest.mark.gpu`` (a marker that CPU runs deselect)."""
-    expr = decorator.decorator
     call = expr if isinstance(expr, cst.Call) else None
     name = dotted_name(call.func if call is not None else expr) or ""
     head, _, last = name.rpartition(".")
@@ -177,6 +180,19 @@ def selects_accelerator(decorator: cst.Decorator, qualify: Qualifier | None = No
     return False
 
 
+def _marked_for_accelerator(call: cst.Call, qualify: Qualifier | None) -> bool:
+    """``pytest.param(torch.device("cuda"), marks=RunIf(min_cuda_gpus=1))``: a test case
+    that runs only where its marks select an accelerator."""
+    if not isinstance(call.func, cst.Attribute) or call.func.attr.value != "param":
+        return False
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == "marks":
+            value = arg.value
+            marks = [e.value for e in value.elements] if isinstance(value, (cst.List, cst.Tuple)) else [value]
+            return any(selects_accelerator(m, qualify) for m in marks)
+    return False
+
+
 def is_guarded(ancestors: Sequence[cst.CSTNode], qualify: Qualifier | None = None) -> bool:
     """True if the innermost node of ``ancestors`` runs only where an accelerator is wanted
     or present: in the branch of a test that says so, after an early exit that ensures it,
@@ -201,8 +217,10 @@ def is_guarded(ancestors: Sequence[cst.CSTNode], qualify: Qualifier | None = Non
             if child is parent.right and _user_device_choice(parent):
                 return True
         elif isinstance(parent, (cst.FunctionDef, cst.ClassDef)):
-            if any(selects_accelerator(d, qualify) for d in parent.decorators):
+            if any(selects_accelerator(d.decorator, qualify) for d in parent.decorators):
                 return True
+        elif isinstance(parent, cst.Call) and _marked_for_accelerator(parent, qualify):
+            return True
         elif isinstance(parent, (cst.Module, cst.IndentedBlock)):
             if any(_exits_early(s, qualify) for s in _preceding_statements(parent, child)):
                 return True
