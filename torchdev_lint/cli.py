@@ -15,6 +15,7 @@ from torchdev_lint import __version__, cache, config, docs, files, output, pool,
 from torchdev_lint.analysis import project_index
 from torchdev_lint.engine import FileResult, lint_file, lint_source
 from torchdev_lint.finding import FileError, Finding
+from torchdev_lint.rule import Rule
 from torchdev_lint.fixer import applicable, fix_to_fixpoint
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -46,6 +47,14 @@ def build_parser() -> argparse.ArgumentParser:
                         "or accelerator (torch.accelerator: CUDA, MPS, XPU..., else the CPU)")
     parser.add_argument("--diff", action="store_true", help="print the diff of what --fix would change; write nothing")
     parser.add_argument("--stdin-filename", help="the path to show for '-' (standard input)")
+    parser.add_argument("--exclude", help="comma-separated patterns to exclude, replacing the configured ones")
+    parser.add_argument("--extend-exclude", help="comma-separated patterns to exclude on top of the configured ones")
+    parser.add_argument("--per-file-ignores", action="append", default=[], metavar="PATTERN:CODES",
+                        help="ignore codes in matching files, e.g. 'tests/**:TDL004,TDL001' (repeatable)")
+    parser.add_argument("--no-respect-gitignore", action="store_true",
+                        help="also check files that .gitignore excludes")
+    parser.add_argument("--show-settings", metavar="FILE", help="print the settings that govern FILE and exit")
+    parser.add_argument("--show-files", action="store_true", help="print the files that would be checked and exit")
     parser.add_argument("--config", type=Path, help="use this pyproject.toml instead of the nearest one")
     parser.add_argument("--isolated", action="store_true", help="ignore all configuration files")
     parser.add_argument("--explain", metavar="CODE", help="print a rule's documentation and exit")
@@ -68,7 +77,6 @@ class Run:
     fixed: list[Finding] = field(default_factory=list)
     diffs: list[str] = field(default_factory=list)
     root: Path = field(default_factory=Path.cwd)
-    fix_device: str | None = None
     stdout: str | None = None  # `--fix -`: the fixed standard input, the only thing on stdout
     sources: dict[str, files.SourceFile | FileError] = field(default_factory=dict)  # for code frames
 
@@ -136,16 +144,55 @@ def _server(argv: list[str]) -> int:
     return server_main()
 
 
-def _settings(args) -> config.Settings:
+def _overrides(args) -> config.Overrides:
+    per_file = {}
+    for entry in args.per_file_ignores:
+        pattern, sep, codes = entry.rpartition(":")
+        if not sep or not pattern:
+            raise config.UsageError(f"--per-file-ignores: expected PATTERN:CODES, got '{entry}'")
+        per_file[pattern] = config.split_codes(codes)
+    return config.Overrides(
+        select=config.split_codes(args.select) if args.select else None,
+        extend_select=config.split_codes(args.extend_select or ""),
+        ignore=config.split_codes(args.ignore or ""),
+        exclude=_patterns(args.exclude) if args.exclude is not None else None,
+        extend_exclude=_patterns(args.extend_exclude or ""),
+        per_file_ignores=per_file,
+        unsafe_fixes=args.unsafe_fixes,
+        fix_device=config.check_fix_device(args.fix_device, "--fix-device") if args.fix_device else None,
+    )
+
+
+def _patterns(text: str) -> list[str]:
+    return [p.strip() for p in text.split(",") if p.strip()]
+
+
+def _settings(args) -> config.Settings | config.Resolver:
+    """One set of settings for every file (--isolated, --config), else each file's own."""
+    overrides = _overrides(args)
     if args.isolated:
-        return config.Settings()
+        return overrides.apply(config.Settings())
     if args.config is not None:
         if not args.config.is_file():
             raise config.UsageError(f"{args.config}: no such configuration file")
-        return config.load(args.config)
-    real = [p for p in args.paths if p != "-"]
-    start = Path(real[0]) if real else Path(args.stdin_filename or ".")
-    return config.load(config.find_pyproject(start if start.exists() else Path.cwd()))
+        return overrides.apply(config.load(args.config))
+    return config.Resolver(overrides)
+
+
+def _show_settings(settings: config.Settings, path: str) -> str:
+    lines = [
+        f"file: {path}",
+        f"configuration: {settings.source or '(none: defaults)'}",
+        f"root: {settings.root}",
+        f"select: {', '.join(settings.select)}",
+        f"ignore: {', '.join(settings.ignore)}",
+        f"rules: {', '.join(r.code for r in runner.rules_for(settings.rules, settings, path))}",
+        f"exclude: {', '.join([*config.DEFAULT_EXCLUDE, *settings.exclude])}",
+        f"per-file-ignores: {settings.per_file_ignores}",
+        f"unsafe-fixes: {str(settings.unsafe_fixes).lower()}",
+        f"fix-device: {settings.fix_device}",
+    ]
+    return "\n".join(lines)
 
 
 def _run(args) -> int:
@@ -156,26 +203,24 @@ def _run(args) -> int:
         print(page)
         return EXIT_CLEAN
     settings = _settings(args)
-    if args.fix_device is not None:
-        settings.fix_device = config.check_fix_device(args.fix_device, "--fix-device")
-    # An explicit --select replaces the configured selection, its ignores included.
-    select = config.split_codes(args.select) if args.select else settings.select
-    if args.extend_select:
-        select = [*select, *config.split_codes(args.extend_select)]
-    ignore = [*([] if args.select else settings.ignore), *config.split_codes(args.ignore or "")]
-    config.check_codes(select, "--select" if args.select else "select")
-    config.check_codes(ignore, "--ignore")
-    for pattern, codes in settings.per_file_ignores.items():
-        config.check_codes(codes, f"per-file-ignores '{pattern}'")
-    rules = config.enabled_rules(select, ignore)
-    unsafe = args.unsafe_fixes or settings.unsafe_fixes
+    if args.show_settings:
+        print(_show_settings(settings.for_path(args.show_settings), args.show_settings))
+        return EXIT_CLEAN
+    real = [p for p in args.paths if p != "-"]
+    # Run-wide choices (the SARIF root, the cache, the [*] marks) follow the first path's settings.
+    base = settings.for_path(real[0] if real else args.stdin_filename or ".")
+    rules = [cls for _, cls in sorted(Rule.registry.items())]  # each file's settings choose
+    unsafe = base.unsafe_fixes
     fixing = args.fix or args.fix_only or args.diff
 
-    run = Run(root=settings.root, fix_device=settings.fix_device)
-    paths, run.errors = files.discover([p for p in args.paths if p != "-"], settings.exclude, settings.root)
+    run = Run(root=base.root)
+    paths, run.errors = files.discover(real, settings, not args.no_respect_gitignore)
+    if args.show_files:
+        print("\n".join(paths))
+        return EXIT_ERROR if run.errors else EXIT_CLEAN
     # One project index for the run: what every file (and stdin's package) defines.
     index = project_index.build([*paths, *([args.stdin_filename] if args.stdin_filename else [])])
-    job = runner.Job(rules, settings, cache=_cache(args, settings), index=index)
+    job = runner.Job(rules, settings, cache=_cache(args, base), index=index)
     bar = progress.Progress(len(paths)) if progress.wanted(args.quiet, args.format) else None
     checked = runner.check_paths(paths, job, _jobs(args), bar.update if bar else None)
     if bar:
@@ -191,13 +236,14 @@ def _run(args) -> int:
         result = item.result
         if args.verbose:
             print(f"torchdev-lint: {'cached' if item.cached else 'checked'} {result.path}", file=sys.stderr)
-        if fixing and any(applicable(f, unsafe) for f in result.findings):
+        if fixing and any(applicable(f, settings.for_path(result.path).unsafe_fixes) for f in result.findings):
             from_stdin = result.module is not None  # the others come without their tree
             source = stdin if from_stdin else files.read(result.path)
             if isinstance(source, files.SourceFile):
                 full = result if from_stdin else runner.check_source(source, rules, settings, job.index)
-                result = _fix(run, source, full, runner.rules_for(rules, settings, source.path), unsafe,
-                              write=not args.diff, to_stdout=from_stdin, index=job.index)
+                result = _fix(run, source, full, runner.rules_for(rules, settings, source.path),
+                              settings.for_path(source.path), write=not args.diff, to_stdout=from_stdin,
+                              index=job.index)
         if result.error:
             run.errors.append(result.error)
         # Keep the findings, not every file's tree: only files with findings stay in memory.
@@ -282,10 +328,11 @@ def _report(args, run: Run, findings: list[Finding], sources: int, out, unsafe: 
         print(output.summary(findings, len(run.results), context), file=out)
 
 
-def _fix(run: Run, source: files.SourceFile, result: FileResult, rules, unsafe: bool,
+def _fix(run: Run, source: files.SourceFile, result: FileResult, rules, settings: config.Settings,
          write: bool, to_stdout: bool, index=None) -> FileResult:
+    unsafe, fix_device = settings.unsafe_fixes, settings.fix_device
     outcome = fix_to_fixpoint(result, lambda text: lint_source(
-        source.path, text, rules, index=index, fix_device=run.fix_device), unsafe)
+        source.path, text, rules, index=index, fix_device=fix_device), unsafe)
     for finding, why in outcome.withheld:
         print(f"torchdev-lint: {finding.location}: {finding.code} not fixed: {why}", file=sys.stderr)
     if outcome.error is not None:
@@ -316,4 +363,4 @@ def _fix(run: Run, source: files.SourceFile, result: FileResult, rules, unsafe: 
     if not isinstance(fixed, files.SourceFile):
         return result
     run.sources[source.path] = fixed
-    return lint_file(fixed, rules, index=index, fix_device=run.fix_device)
+    return lint_file(fixed, rules, index=index, fix_device=fix_device)

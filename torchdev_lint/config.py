@@ -1,11 +1,14 @@
-"""Settings from ``[tool.torchdev-lint]`` in the nearest ``pyproject.toml``, overridden by
-the command line, and the choice of rules they make."""
+"""Settings from ``[tool.torchdev-lint]``, per file: the nearest ``pyproject.toml`` with that
+table governs each file (ruff's hierarchical model; ``extend`` inherits another file's),
+``--config`` replaces them all, and command-line options apply on top. ``Resolver.for_path``
+is the one answer to "which settings govern this file"; every way in asks it."""
 
 from __future__ import annotations
 
-import fnmatch
+import functools
+import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 if sys.version_info >= (3, 11):
@@ -39,9 +42,17 @@ class Settings:
     root: Path = field(default_factory=Path.cwd)  # what patterns are relative to
     source: Path | None = None  # the pyproject.toml they came from
 
+    @property
+    def rules(self) -> list[type[Rule]]:
+        return enabled_rules(self.select, self.ignore)
+
+    def for_path(self, path: str | Path) -> Settings:
+        """One set of settings for every file (``--config``, ``--isolated``, a host's own)."""
+        return self
+
 
 _KEYS = {"select", "ignore", "extend-select", "exclude", "extend-exclude", "per-file-ignores",
-         "unsafe-fixes", "fix-device"}
+         "unsafe-fixes", "fix-device", "extend"}
 
 
 def find_pyproject(start: Path) -> Path | None:
@@ -59,19 +70,24 @@ def find_pyproject(start: Path) -> Path | None:
     return None
 
 
-def load(pyproject: Path | None) -> Settings:
+def load(pyproject: Path | None, _seen: tuple[Path, ...] = ()) -> Settings:
     if pyproject is None:
         return Settings()
+    pyproject = Path(pyproject)
     try:
         data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
         raise UsageError(f"{pyproject}: cannot read configuration: {error}") from None
     table = data.get("tool", {}).get(SECTION, {})
     settings = Settings(root=pyproject.parent, source=pyproject)
+    if "extend" in table:
+        settings = _extended(pyproject, table["extend"], _seen)
     for key, value in table.items():
         key = key.replace("_", "-")
         if key not in _KEYS:
             raise UsageError(f"{pyproject}: unknown option '{key}' in [tool.{SECTION}]")
+        if key == "extend":
+            continue
         if key == "unsafe-fixes":
             settings.unsafe_fixes = bool(value)
         elif key == "fix-device":
@@ -89,6 +105,30 @@ def load(pyproject: Path | None) -> Settings:
         else:
             settings.exclude = [*settings.exclude, *_strings(value, pyproject, key)]
     return settings
+
+
+def _extended(pyproject: Path, target, seen: tuple[Path, ...]) -> Settings:
+    """The settings ``extend = "../pyproject.toml"`` inherits, re-rooted here: the base's
+    path patterns keep meaning the paths they meant, made absolute."""
+    if not isinstance(target, str):
+        raise UsageError(f"{pyproject}: 'extend' must be a path to another pyproject.toml")
+    base_file = (pyproject.parent / target).resolve()
+    if base_file in seen or base_file == pyproject.resolve():
+        raise UsageError(f"{pyproject}: 'extend' makes a cycle through {base_file}")
+    if not base_file.is_file():
+        raise UsageError(f"{pyproject}: 'extend': no such file {base_file}")
+    base = load(base_file, (*seen, pyproject.resolve()))
+    anchor = base.root.resolve().as_posix()
+    return replace(
+        base, root=pyproject.parent, source=pyproject,
+        exclude=[_anchored(p, anchor) for p in base.exclude],
+        per_file_ignores={_anchored(p, anchor): c for p, c in base.per_file_ignores.items()},
+    )
+
+
+def _anchored(pattern: str, anchor: str) -> str:
+    """A pattern made absolute; a bare name (``*.pyi``, ``build``) matches anywhere, so stays."""
+    return f"{anchor}/{pattern}" if "/" in pattern.rstrip("/") and not pattern.startswith("/") else pattern
 
 
 def _strings(value, pyproject, key) -> list[str]:
@@ -138,20 +178,137 @@ def relative_to_root(path: Path, root: Path) -> str:
         return path.as_posix()
 
 
-def matches_any(relative: str, patterns) -> bool:
+@functools.lru_cache(maxsize=1024)
+def glob_regex(pattern: str) -> re.Pattern:
+    """A glob as ruff reads one (globset): `*` and `?` also cross `/`, `**/` is any number of
+    directories (none included), `{a,b}` either, `[...]`/`[!...]` a class."""
+    out, i = [], 0
+    while i < len(pattern):
+        c = pattern[i]
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+            continue
+        if pattern.startswith("/**", i) and i + 3 == len(pattern):
+            out.append("(?:/.*)?")
+            i += 3
+            continue
+        if c == "*":
+            out.append(".*")
+        elif c == "?":
+            out.append(".")
+        elif c == "[":
+            end = pattern.find("]", i + 2)
+            if end == -1:
+                out.append(re.escape(c))
+            else:
+                body = pattern[i + 1:end]
+                out.append("[" + ("^" + body[1:] if body.startswith("!") else body) + "]")
+                i = end
+        elif c == "{":
+            end = pattern.find("}", i)
+            if end == -1:
+                out.append(re.escape(c))
+            else:
+                out.append("(?:" + "|".join(re.escape(a) for a in pattern[i + 1:end].split(",")) + ")")
+                i = end
+        else:
+            out.append(re.escape(c))
+        i += 1
+    return re.compile("".join(out) + r"\Z")
+
+
+def matches_any(relative: str, patterns, absolute: str | None = None) -> bool:
+    """Whether a path (relative to the settings' root) matches a pattern: the whole path,
+    its file name, or a directory it is under. Absolute patterns (from ``extend``) are
+    matched against ``absolute``."""
     name = relative.rsplit("/", 1)[-1]
-    return any(
-        fnmatch.fnmatch(relative, p) or fnmatch.fnmatch(name, p)
-        or fnmatch.fnmatch(relative, p.rstrip("/") + "/*")
-        for p in patterns
-    )
+    for pattern in patterns:
+        target = (absolute or relative) if pattern.startswith("/") else relative
+        directory = pattern.rstrip("/")
+        if (glob_regex(pattern).match(target) or glob_regex(pattern).match(name)
+                or glob_regex(directory + "/**").match(target)):
+            return True
+    return False
 
 
 def ignored_codes(settings: Settings, path: Path) -> list[str]:
     relative = relative_to_root(path, settings.root)
+    absolute = path.resolve().as_posix()
     return [
         code
         for pattern, codes in settings.per_file_ignores.items()
-        if matches_any(relative, [pattern])
+        if matches_any(relative, [pattern], absolute)
         for code in codes
     ]
+
+
+def excluded(settings: Settings, path: Path, defaults: bool = True) -> bool:
+    """The path is excluded by these settings (and by the default excludes, unless named)."""
+    patterns = [*DEFAULT_EXCLUDE, *settings.exclude] if defaults else settings.exclude
+    return matches_any(relative_to_root(path, settings.root), patterns, path.resolve().as_posix())
+
+
+@dataclass
+class Overrides:
+    """What the command line sets on top of every file's settings."""
+
+    select: list[str] | None = None
+    extend_select: list[str] = field(default_factory=list)
+    ignore: list[str] = field(default_factory=list)
+    exclude: list[str] | None = None
+    extend_exclude: list[str] = field(default_factory=list)
+    per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
+    unsafe_fixes: bool = False
+    fix_device: str | None = None
+
+    def apply(self, settings: Settings) -> Settings:
+        # An explicit --select replaces the configured selection, its ignores included.
+        select = self.select if self.select is not None else settings.select
+        ignore = [*([] if self.select is not None else settings.ignore), *self.ignore]
+        exclude = self.exclude if self.exclude is not None else settings.exclude
+        result = replace(
+            settings, select=[*select, *self.extend_select], ignore=ignore,
+            exclude=[*exclude, *self.extend_exclude],
+            per_file_ignores={**settings.per_file_ignores, **self.per_file_ignores},
+            unsafe_fixes=settings.unsafe_fixes or self.unsafe_fixes,
+            fix_device=self.fix_device or settings.fix_device,
+        )
+        check_settings(result)
+        return result
+
+
+def check_settings(settings: Settings) -> None:
+    where = f"{settings.source}: " if settings.source else ""
+    check_codes(settings.select, f"{where}select")
+    check_codes(settings.ignore, f"{where}ignore")
+    for pattern, codes in settings.per_file_ignores.items():
+        check_codes(codes, f"{where}per-file-ignores '{pattern}'")
+
+
+class Resolver:
+    """Which settings govern each file: the nearest pyproject.toml with a [tool.torchdev-lint]
+    table above it, with the command line's overrides on top. One answer per directory,
+    computed once; picklable, for worker processes."""
+
+    def __init__(self, overrides: Overrides | None = None, fallback: Path | None = None) -> None:
+        self.overrides = overrides or Overrides()
+        self.fallback = fallback or Path.cwd()  # the root of files no configuration governs
+        self._by_directory: dict[Path, Settings] = {}
+        self._by_file: dict[Path | None, Settings] = {}
+
+    def for_path(self, path: str | Path) -> Settings:
+        path = Path(path).resolve()
+        directory = path if path.is_dir() else path.parent
+        settings = self._by_directory.get(directory)
+        if settings is None:
+            pyproject = find_pyproject(directory)
+            settings = self._by_file.get(pyproject)
+            if settings is None:
+                base = load(pyproject) if pyproject else Settings(root=self.fallback)
+                settings = self._by_file[pyproject] = self.overrides.apply(base)
+            self._by_directory[directory] = settings
+        return settings
+
+    def __repr__(self) -> str:
+        return f"Resolver({self.overrides!r})"

@@ -6,12 +6,13 @@ import io
 import os
 import re
 import stat
+import subprocess
 import tempfile
 import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
-from torchdev_lint.config import DEFAULT_EXCLUDE, matches_any, relative_to_root
+from torchdev_lint.config import excluded
 from torchdev_lint.finding import FileError
 from torchdev_lint.notebook import Notebook, NotebookError
 
@@ -36,9 +37,12 @@ class SourceFile:
         return self.notebook.render(text) if self.notebook else text
 
 
-def discover(arguments: list[str], exclude: list[str], root: Path) -> tuple[list[str], list[FileError]]:
-    """The files to check under ``arguments``, in a stable order, and paths that do not exist."""
-    patterns = [*DEFAULT_EXCLUDE, *exclude]
+def discover(arguments: list[str], settings, respect_gitignore: bool = True) -> tuple[list[str], list[FileError]]:
+    """The files to check under ``arguments``, in a stable order, and paths that do not exist.
+    ``settings.for_path`` gives the settings governing a path (a ``Resolver``, or one
+    ``Settings`` for all): each directory is pruned by its own configuration's excludes.
+    A file named explicitly is checked unless its configuration excludes it (pre-commit names
+    every file), and files git ignores are skipped in walked directories."""
     found: list[str] = []
     errors: list[FileError] = []
     for argument in arguments:
@@ -46,26 +50,46 @@ def discover(arguments: list[str], exclude: list[str], root: Path) -> tuple[list
         if not path.exists():
             errors.append(FileError(argument, "no such file or directory"))
         elif path.is_dir():
-            found.extend(_walk(argument, patterns, root))
-        elif not matches_any(relative_to_root(path, root), exclude):
-            found.append(os.path.normpath(argument))  # named explicitly: always checked
+            walked = _walk(argument, settings)
+            found.extend(_not_ignored_by_git(argument, walked) if respect_gitignore else walked)
+        elif not excluded(settings.for_path(path), path, defaults=False):
+            found.append(os.path.normpath(argument))
     return list(dict.fromkeys(found)), errors
 
 
-def _walk(top: str, patterns: list[str], root: Path) -> list[str]:
+def _walk(top: str, settings) -> list[str]:
     files = []
     for directory, subdirs, names in os.walk(top, onerror=None):
         subdirs[:] = sorted(
             d for d in subdirs
-            if not matches_any(relative_to_root(Path(directory, d), root), patterns)
+            if not excluded(settings.for_path(Path(directory, d)), Path(directory, d))
             and not (Path(directory, d) / "pyvenv.cfg").exists()
         )
         for name in sorted(names):
             if name.endswith(SUFFIXES):
                 full = os.path.normpath(os.path.join(directory, name))
-                if not matches_any(relative_to_root(Path(full), root), patterns):
+                if not excluded(settings.for_path(Path(full)), Path(full)):
                     files.append(full)
     return files
+
+
+def _not_ignored_by_git(top: str, paths: list[str]) -> list[str]:
+    """``paths`` less those .gitignore (and git's other ignore files) exclude; all of them
+    outside a git work tree or without git. Git answers, so its matching rules apply exactly."""
+    if not paths:
+        return paths
+    try:
+        done = subprocess.run(
+            ["git", "-C", top, "check-ignore", "--no-index", "-z", "--stdin"],
+            input="\0".join(os.path.relpath(p, top) for p in paths) + "\0",
+            capture_output=True, text=True, timeout=60,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return paths
+    if done.returncode not in (0, 1):  # 128: not a git work tree
+        return paths
+    ignored = {os.path.normpath(os.path.join(top, p)) for p in done.stdout.split("\0") if p}
+    return [p for p in paths if p not in ignored]
 
 
 def decode(path: str, data: bytes) -> SourceFile | FileError:

@@ -18,17 +18,20 @@ from torchdev_lint.pool import ordered_map
 from torchdev_lint.rule import Rule
 
 
-def rules_for(rules: list[type[Rule]], settings: config.Settings, path: str) -> list[type[Rule]]:
-    """The enabled rules less those the per-file ignores turn off for ``path``."""
+def rules_for(rules: list[type[Rule]], settings, path: str) -> list[type[Rule]]:
+    """The host's rules that the settings governing ``path`` enable, less those its
+    per-file ignores turn off. ``settings``: a ``config.Resolver`` or one ``Settings``."""
+    settings = settings.for_path(path)
+    enabled = set(settings.rules)
     ignored = config.ignored_codes(settings, Path(path))
-    return [r for r in rules if not any(r.code.startswith(c) for c in ignored)]
+    return [r for r in rules if r in enabled and not any(r.code.startswith(c) for c in ignored)]
 
 
 def check_source(
     source: files.SourceFile, rules: list[type[Rule]], settings: config.Settings, index=None
 ) -> FileResult:
     """Check one file's text: the result keeps its tree, for hosts that go on to fix it."""
-    options = {"fix_device": settings.fix_device}
+    options = {"fix_device": settings.for_path(source.path).fix_device}
     if index is not None:
         options["index"] = index
     return lint_file(source, rules_for(rules, settings, source.path), **options)
@@ -40,7 +43,7 @@ class Job:
     stays picklable (the project index too)."""
 
     rules: list[type[Rule]]
-    settings: config.Settings
+    settings: config.Settings | config.Resolver
     cache: Cache | None = None
     index: object | None = None
 
@@ -69,7 +72,7 @@ def check_path(path: str, job: Job) -> Checked:
     if job.cache is not None:
         rules = rules_for(job.rules, job.settings, path)
         key = job.cache.key(
-            path, source.file_text, ",".join(r.code for r in rules), repr(job.settings),
+            path, source.file_text, ",".join(r.code for r in rules), repr(job.settings.for_path(path)),
             _index_facts(job.index, path),
         )
         hit = job.cache.load(key)

@@ -51,12 +51,12 @@ class TorchDevLintServer(LanguageServer):
             return known
         path = Path(document.path)
         try:
-            settings = config.load(config.find_pyproject(path))
-            rules = config.enabled_rules(settings.select, settings.ignore)
+            settings = config.Resolver().for_path(path)
+            rules = settings.rules
         except config.UsageError as error:
             self.window_log_message(types.LogMessageParams(types.MessageType.Error, str(error)))
             return None
-        if config.matches_any(config.relative_to_root(path, settings.root), settings.exclude):
+        if config.excluded(settings, path, defaults=False):
             result = FileResult(document.path, document.source)  # excluded: nothing to say
         else:
             source = files.SourceFile(document.path, document.source, "utf-8")
