@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torchdev_lint.rules  # noqa: F401  (registers the rules)
-from torchdev_lint import __version__, cache, config, docs, files, output, pool, progress, runner
+from torchdev_lint import __version__, cache, config, docs, files, noqa, output, pool, progress, runner
 from torchdev_lint.analysis import project_index
 from torchdev_lint.engine import FileResult, lint_file, lint_source
 from torchdev_lint.finding import FileError, Finding
@@ -41,6 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--show-fixes", action="store_true", help="list what --fix fixed, per file and rule")
     parser.add_argument("--exit-zero", action="store_true", help="exit 0 even when problems are found")
     parser.add_argument("--fix", action="store_true", help="apply safe fixes in place")
+    parser.add_argument("--add-noqa", action="store_true",
+                        help="write `# noqa: CODES` on every line with findings (a baseline), keeping existing codes")
     parser.add_argument("--fix-only", action="store_true", help="apply fixes, report only what was fixed")
     parser.add_argument("--unsafe-fixes", action="store_true", help="also apply unsafe fixes")
     parser.add_argument("--fix-device", help="how fixes spell the default device: cuda-or-cpu (the default) "
@@ -250,6 +252,12 @@ def _run(args) -> int:
         result.module = result.context = None
         run.results.append(result)
 
+    if args.add_noqa:
+        added = sum(_add_noqa(run, r) for r in run.results if r.findings)
+        for error in sorted(run.errors, key=lambda e: e.path):
+            print(f"torchdev-lint: {error}", file=sys.stderr)
+        print(f"Added {added} noqa directive{'s' if added != 1 else ''}.", file=sys.stderr)
+        return EXIT_ERROR if run.errors else EXIT_CLEAN
     for error in sorted(run.errors, key=lambda e: e.path):
         print(f"torchdev-lint: {error}", file=sys.stderr)
     if args.diff:
@@ -326,6 +334,23 @@ def _report(args, run: Run, findings: list[Finding], sources: int, out, unsafe: 
             print(output.text.fixes_by_file(run.fixed), file=out)
     else:
         print(output.summary(findings, len(run.results), context), file=out)
+
+
+def _add_noqa(run: Run, result: FileResult) -> int:
+    """Write the file's baseline directives; notebooks and standard input are left alone."""
+    source = files.read(result.path) if result.path.endswith((".py", ".pyi")) else None
+    if not isinstance(source, files.SourceFile):
+        return 0
+    codes_by_line: dict[int, set[str]] = {}
+    for finding in result.findings:
+        codes_by_line.setdefault(finding.line, set()).add(finding.code)
+    text, added = noqa.add_noqa(source.text, codes_by_line)
+    if added:
+        error = files.write_atomically(source, text)
+        if error is not None:
+            run.errors.append(error)
+            return 0
+    return added
 
 
 def _fix(run: Run, source: files.SourceFile, result: FileResult, rules, settings: config.Settings,

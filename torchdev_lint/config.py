@@ -167,7 +167,7 @@ def enabled_rules(select: list[str], ignore: list[str]) -> list[type[Rule]]:
 
     return [
         cls for code, cls in sorted(Rule.registry.items())
-        if matches(code, select) and not matches(code, ignore)
+        if (code in select if cls.opt_in else matches(code, select)) and not matches(code, ignore)
     ]
 
 

@@ -19,7 +19,7 @@ from torchdev_lint.analysis.tree import child_fields, is_node
 from torchdev_lint import limits
 from torchdev_lint.files import SourceFile
 from torchdev_lint.finding import FileError, Finding, Fix
-from torchdev_lint.noqa import NoqaMap
+from torchdev_lint.noqa import NoqaMap, unused
 from torchdev_lint.rule import Rule
 
 
@@ -144,6 +144,8 @@ def on_large_stack(function):
     return run
 
 
+UNUSED_NOQA = "TDL090"  # judged here: only the engine knows which noqa codes were used
+
 _PARSER_POSITION = re.compile(r"error at (\d+):(\d+)")
 
 
@@ -231,7 +233,8 @@ def lint_source(
     except RecursionError:
         return FileResult(path, source, error=FileError(path, "file too deeply nested to check"))
     result = FileResult(path, source, module=module, context=context)
-    if not context.reports:
+    unused_check = apply_noqa and any(cls.code == UNUSED_NOQA for cls in wanted)
+    if not context.reports and not unused_check:
         return result
     positions = _positions(module)
     context.positions = positions
@@ -256,6 +259,12 @@ def lint_source(
                 node=report.node,
             )
         )
+    if unused_check:
+        enabled = {cls.code for cls in rule_classes}
+        for line, column, code in unused(noqa, enabled, set(Rule.registry)):
+            result.findings.append(Finding(path, line, column, line, column + 1, UNUSED_NOQA,
+                                           Rule.registry[UNUSED_NOQA].name,
+                                           f"Unused `noqa` code {code}: it suppresses nothing here"))
     result.findings.sort(key=Finding.sort_key)
     return result
 

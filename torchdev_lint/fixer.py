@@ -163,6 +163,8 @@ def reads_at_import(statement: cst.CSTNode, name: str) -> bool:
         if isinstance(node, cst.Attribute):
             tree.walk(node.value, enter)  # `x.device` reads x, not `device`
             return False
+        if isinstance(node, (cst.Import, cst.ImportFrom)):
+            return False  # `from torch import device as D` names it, reads nothing
         if isinstance(node, cst.Name) and node.value == name:
             found = True
         return True

@@ -42,6 +42,7 @@ class Rule:
     name: ClassVar[str]
     message: ClassVar[str]
     fix_title: ClassVar[str | None] = None
+    opt_in: ClassVar[bool] = False  # enabled only when its code is selected by name
     VALID: ClassVar[list[Valid]] = []
     INVALID: ClassVar[list[Invalid]] = []
 

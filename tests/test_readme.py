@@ -1,0 +1,17 @@
+"""The README's set-up instructions are ones a new user can follow."""
+
+import re
+from pathlib import Path
+
+README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+
+
+def test_setup_pins_torch_and_says_how_to_get_the_cpu_build():
+    first = README.split("```sh\n", 1)[1].splitlines()[0]
+    assert "pip install torch==2.13.0" in first  # never an unpinned `pip install torch`
+    assert "--index-url https://download.pytorch.org/whl/cpu" in README
+
+
+def test_pre_commit_snippet_names_no_release_that_does_not_exist():
+    revs = re.findall(r"^\s*rev: (\S+)", README, flags=re.M)
+    assert revs and all(re.fullmatch(r"[0-9a-f]{40}", rev) for rev in revs)
