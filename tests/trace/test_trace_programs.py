@@ -19,6 +19,7 @@ def test_clean_training_script_has_no_false_mismatch(traced):
     assert result.findings == [], result.stdout
     assert result.returncode == 0
     assert "accuracy" in result.program_output  # the program's own output, kept out of the report
+    assert [limit for limit in run["limits"] if limit.startswith("DataLoader worker processes (num_workers=2)")]
 
 
 @pytest.mark.traces("surface")
@@ -29,6 +30,8 @@ def test_correct_code_across_the_api_surface_has_no_false_mismatch(traced):
     assert result.report["runs"][0]["outcome"] == {"kind": "exit", "status": 0}, result.program_output
     assert result.findings == [], result.stdout
     assert "surface ok" in result.program_output
+    assert "torch.compile ran the model eagerly (compiled kernels are not simulated)" in \
+        result.report["runs"][0]["limits"]
 
 
 @pytest.mark.traces("keep-going")

@@ -41,6 +41,7 @@ def install(rt: Runtime, patches: Patches) -> None:
     _install_module_moves(rt, patches)
     _install_setattr(rt, patches)
     _install_optimizer(rt, patches)
+    _install_workers(rt, patches)
 
 
 # -- torch.save and where loaded files come from ---------------------------------------------
@@ -391,3 +392,19 @@ def _install_optimizer(rt: Runtime, patches: Patches) -> None:
 
     handle = register_optimizer_step_post_hook(after_step)
     patches.on_undo(handle.remove)
+
+
+# -- DataLoader worker processes ----------------------------------------------------------------
+
+def _install_workers(rt: Runtime, patches: Patches) -> None:
+    """Lines that run only in DataLoader worker processes are not recorded: a limit of the run."""
+    from torch.utils.data import dataloader
+
+    original = dataloader._MultiProcessingDataLoaderIter.__init__
+
+    def init(self, loader, *args, **kwargs):
+        rt.limit("DataLoader workers", f"DataLoader worker processes (num_workers={loader.num_workers}): code that "
+                                       "runs only there is not traced (it reads as not reached)")
+        return original(self, loader, *args, **kwargs)
+
+    patches.set(dataloader._MultiProcessingDataLoaderIter, "__init__", init)

@@ -492,6 +492,7 @@ def patch_cuda(rt: Runtime, patches: Patches) -> None:
 
     # torch.compile would trace through the simulator's Python modes: run eagerly instead.
     def compile(model=None, **kwargs):
+        rt.limit("torch.compile", "torch.compile ran the model eagerly (compiled kernels are not simulated)")
         if model is None:
             return lambda m: m
         return model
