@@ -24,12 +24,14 @@ DESCRIPTION = f"""\
 Run a Python program under instrumentation, in a child process, and give each static finding
 in the program's own files a verdict: confirmed (with the evidence: where, which devices), not
 confirmed (the code ran and the bug did not bite, and why) or not reached. Device mismatches
-that no rule predicted are reported as TDL100. This EXECUTES the program.
+that no rule predicted are reported as TDL100, CUDA requests that fail without a GPU as TDL101.
+This EXECUTES the program.
 
 Modes: on a machine with CUDA the program runs on the real GPU; without one, on a simulated GPU
 (values computed on the CPU, placement tracked as on cuda:0). When the program has hardcoded
-CUDA findings (TDL001/TDL002), it then runs a second time as a machine without a GPU would
-(`cpu-only`, keeping going), to show where it fails there (--single-run: not).
+CUDA findings (TDL001/TDL002) or used the GPU, it then runs a second time as a machine without
+a GPU would (`cpu-only`, keeping going), to show where it fails there (--single-run: not).
+`-m torch.distributed.run ...` (torchrun) traces its rank-0 worker alone, in a world of one.
 
 The program's own output goes to standard error (or --program-output); the report goes to
 standard output. Exit status: 0 nothing confirmed, 1 a finding confirmed, 2 usage error or the
@@ -103,7 +105,6 @@ class Launch:
     module: bool
     args: list[str]
     nproc: str
-    use_env: bool
 
     def env(self, port: int) -> dict:
         return {"RANK": "0", "LOCAL_RANK": "0", "GROUP_RANK": "0", "ROLE_RANK": "0", "WORLD_SIZE": "1",
@@ -146,7 +147,7 @@ def launch_of(target: str, is_module: bool, args: list[str]) -> Launch | None:
     rest = args[i + 1:]
     if not use_env:  # torch.distributed.launch passes the rank as an argument
         rest = ["--local-rank=0", *rest]
-    return Launch(launcher, args[i], module, rest, nproc, use_env)
+    return Launch(launcher, args[i], module, rest, nproc)
 
 
 def _free_port() -> int:
