@@ -13,3 +13,7 @@ torch.save(model.state_dict(), sys.argv[1])
 state = torch.load(sys.argv[1])  # expect not confirmed: TDL004
 model.load_state_dict(state)
 print(sorted(state))
+with open(sys.argv[1] + ".file", "wb") as handle:
+    torch.save(model.state_dict(), handle)
+with open(sys.argv[1] + ".file", "rb") as handle:
+    state = torch.load(handle)  # expect not confirmed: TDL004

@@ -81,6 +81,10 @@ def test_checkpoint_provenance_decides_tdl004(traced):
     assert load["status"] == "not confirmed"
     assert "saved and loaded by this run on cuda:0" in load["evidence"]
     assert "torch.save at testdata/trace/checkpoint_roundtrip.py:12" in load["evidence"]
+    [through_files] = same_run.at(19, "TDL004")  # open() file objects, as word_language_model does
+    assert through_files["status"] == "not confirmed"
+    assert "saved and loaded by this run on cuda:0" in through_files["evidence"]
+    assert "roundtrip.pt.file" in through_files["evidence"]
 
     earlier = traced("earlier-save")  # loads the file the traced run above wrote
     [load] = earlier.at(17, "TDL004")

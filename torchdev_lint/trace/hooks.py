@@ -47,8 +47,12 @@ def install(rt: Runtime, patches: Patches) -> None:
 # -- torch.save and where loaded files come from ---------------------------------------------
 
 def _path_of(f) -> str | None:
+    """The file a save or load reads or writes: a path, or the name of an open file object."""
     if isinstance(f, (str, os.PathLike)):
         return os.path.realpath(os.fspath(f))
+    name = getattr(f, "name", None)
+    if isinstance(name, str) and os.path.isfile(name):
+        return os.path.realpath(name)
     return None
 
 
@@ -66,6 +70,8 @@ def _install_save(rt: Runtime, patches: Patches) -> None:
     def save(obj, f, *args, **kwargs):
         result = original(obj, f, *args, **kwargs)
         path = _path_of(f)
+        if path is not None and hasattr(f, "flush"):
+            f.flush()  # an open file: its size and time as the load will see them
         if path is not None:
             locations = archive_locations(path)
         elif hasattr(f, "getvalue"):
