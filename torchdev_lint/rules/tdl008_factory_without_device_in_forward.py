@@ -92,8 +92,9 @@ class FactoryWithoutDeviceInForward(Rule):
     does not count), one whose result is turned into a Python value at once
     (`torch.randint(0, n, (1,)).item()`), a 0-dim constant (`torch.tensor(0.5)`,
     `torch.tensor(-float("inf"))`, `torch.zeros(())`: PyTorch lets a 0-dim CPU tensor meet a
-    GPU tensor), `torch.tensor(x)` of a tensor, calls that pass `device=`, `out=` or
-    `**kwargs`, factories inside `with torch.device(...)`, forwards with no tensor input
+    GPU tensor), placeholders (`torch.empty(0)`, `torch.zeros([0])`) and dummies a kernel
+    never reads (`torch.empty(1)`, `torch.empty([0])`), `torch.tensor(x)` of a tensor,
+    calls that pass `device=`, `out=` or `**kwargs`, factories inside `with torch.device(...)`, forwards with no tensor input
     (`def forward(self)`, `def forward(self, n: int)`, `*args` only), and code outside
     `nn.Module` subclasses.
 
@@ -160,6 +161,10 @@ class FactoryWithoutDeviceInForward(Rule):
         Valid("import torch\nimport torch.nn as nn\nclass Net(nn.Module):\n"
               "    def forward(self, x):\n        order = torch.randperm(x.size(0))\n"
               "        return x[order]\n"),
+        Valid("import torch\nimport torch.nn as nn\nclass Attn(nn.Module):\n"
+              "    def forward(self, q, mask=None):\n        if mask is None:\n"
+              "            mask = torch.empty(1)\n"
+              "        return kernel(q, mask, torch.empty([0]), no_masking=mask is None)\n"),
     ]
     INVALID = [
         Invalid(  # 0-dim data: a fill on the device (see Fix)
@@ -332,11 +337,12 @@ class FactoryWithoutDeviceInForward(Rule):
         if any(  # no elements: `torch.zeros(())`, `torch.randint(0, n, ())` are 0-dim
             (isinstance(v, (cst.Tuple, cst.List)) and not v.elements)
             for v in sizes
-        ) or (  # `torch.empty(0)`: a placeholder
+        ) or (  # `torch.empty(0)`, `torch.zeros([0])`: a placeholder
             name in _SIZE_FACTORIES
             and len(positional) == (2 if name == "full" else 1)
-            and isinstance(positional[0], cst.Integer)
-            and positional[0].value == "0"
+            and _sizes(positional[0]) == ["0"]
+        ) or (  # `torch.empty(1)`: uninitialized values nobody reads, a kernel's dummy
+            name == "empty" and len(positional) == 1 and _sizes(positional[0]) in (["0"], ["1"])
         ):
             return True
         return self._settled(call) is not None or _indexes(self.ctx.ancestors, call)
@@ -555,6 +561,14 @@ class _Flow(cst.CSTVisitor):
                     reached |= targets
                     grew = True
         return bool(reached & self.moved) or (returns_are_moved and bool(reached & self.returned))
+
+
+def _sizes(expr: cst.BaseExpression) -> list[str] | None:
+    """The literal sizes of ``0``, ``[0]``, ``(1,)``; None if any is not a literal."""
+    elements = [e.value for e in expr.elements] if isinstance(expr, (cst.List, cst.Tuple)) else [expr]
+    if not all(isinstance(e, cst.Integer) for e in elements):
+        return None
+    return [e.value for e in elements]
 
 
 def _indexes(ancestors, call: cst.Call) -> bool:
