@@ -81,6 +81,7 @@ class Run:
     root: Path = field(default_factory=Path.cwd)
     stdout: str | None = None  # `--fix -`: the fixed standard input, the only thing on stdout
     sources: dict[str, files.SourceFile | FileError] = field(default_factory=dict)  # for code frames
+    within: list[str] = field(default_factory=list)  # the paths asked for: where a link's fix may land
 
     @property
     def findings(self) -> list[Finding]:
@@ -215,7 +216,7 @@ def _run(args) -> int:
     unsafe = base.unsafe_fixes
     fixing = args.fix or args.fix_only or args.diff
 
-    run = Run(root=base.root)
+    run = Run(root=base.root, within=real)
     paths, run.errors = files.discover(real, settings, not args.no_respect_gitignore)
     if args.show_files:
         print("\n".join(paths))
@@ -227,7 +228,7 @@ def _run(args) -> int:
     checked = runner.check_paths(paths, job, _jobs(args), bar.update if bar else None)
     if bar:
         bar.close()
-    stdin = files.decode(args.stdin_filename or "-", sys.stdin.buffer.read()) if "-" in args.paths else None
+    stdin = _read_stdin(args.stdin_filename or "-") if "-" in args.paths else None
     if isinstance(stdin, FileError):
         run.errors.append(stdin)
     elif stdin is not None:
@@ -346,11 +347,20 @@ def _add_noqa(run: Run, result: FileResult) -> int:
         codes_by_line.setdefault(finding.line, set()).add(finding.code)
     text, added = noqa.add_noqa(source.text, codes_by_line)
     if added:
-        error = files.write_atomically(source, text)
+        error = files.write_atomically(source, text, run.within)
         if error is not None:
             run.errors.append(error)
             return 0
     return added
+
+
+def _read_stdin(name: str) -> files.SourceFile | FileError:
+    if sys.stdin is None:  # `torchdev-lint - <&-`: no descriptor 0 at all
+        return FileError(name, "cannot read standard input: it is closed")
+    try:
+        return files.decode(name, sys.stdin.buffer.read())
+    except (OSError, ValueError) as error:
+        return FileError(name, f"cannot read standard input: {getattr(error, 'strerror', None) or error}")
 
 
 def _fix(run: Run, source: files.SourceFile, result: FileResult, rules, settings: config.Settings,
@@ -379,7 +389,7 @@ def _fix(run: Run, source: files.SourceFile, result: FileResult, rules, settings
     elif to_stdout:
         run.stdout = new
     else:
-        error = files.write_atomically(source, new)
+        error = files.write_atomically(source, new, run.within)
         if error is not None:
             run.errors.append(error)
             return result

@@ -10,6 +10,7 @@ import subprocess
 import tempfile
 import tokenize
 from dataclasses import dataclass
+from typing import Sequence
 from pathlib import Path
 
 from torchdev_lint.config import excluded
@@ -34,11 +35,16 @@ class SourceFile:
 
     def file_text_for(self, text: str) -> str:
         """The file's text once its Python code is ``text``."""
-        return self.notebook.render(text) if self.notebook else text
+        if self.notebook:
+            return self.notebook.render(text)
+        if self.text.endswith("\r") and not text.endswith(("\r", "\n")):
+            return text + "\r"  # LibCST drops the last newline of a file that ends lines with CR alone
+        return text
 
 
 def discover(arguments: list[str], settings, respect_gitignore: bool = True) -> tuple[list[str], list[FileError]]:
-    """The files to check under ``arguments``, in a stable order, and paths that do not exist.
+    """The files to check under ``arguments``, in a stable order, and the paths that cannot be
+    checked: missing, not regular files (a named pipe would block the run), unlistable.
     ``settings.for_path`` gives the settings governing a path (a ``Resolver``, or one
     ``Settings`` for all): each directory is pruned by its own configuration's excludes.
     A file named explicitly is checked unless its configuration excludes it (pre-commit names
@@ -50,16 +56,19 @@ def discover(arguments: list[str], settings, respect_gitignore: bool = True) -> 
         if not path.exists():
             errors.append(FileError(argument, "no such file or directory"))
         elif path.is_dir():
-            walked = _walk(argument, settings)
+            walked = _walk(argument, settings, errors)
             found.extend(_not_ignored_by_git(argument, walked) if respect_gitignore else walked)
         elif not excluded(settings.for_path(path), path, defaults=False):
-            found.append(os.path.normpath(argument))
+            _add_regular(os.path.normpath(argument), found, errors)
     return list(dict.fromkeys(found)), errors
 
 
-def _walk(top: str, settings) -> list[str]:
+def _walk(top: str, settings, errors: list[FileError]) -> list[str]:
+    def unlistable(error: OSError) -> None:
+        errors.append(FileError(error.filename or top, f"cannot list directory: {error.strerror or error}"))
+
     files = []
-    for directory, subdirs, names in os.walk(top, onerror=None):
+    for directory, subdirs, names in os.walk(top, onerror=unlistable):
         subdirs[:] = sorted(
             d for d in subdirs
             if not excluded(settings.for_path(Path(directory, d)), Path(directory, d))
@@ -69,7 +78,9 @@ def _walk(top: str, settings) -> list[str]:
             if name.endswith(SUFFIXES):
                 full = os.path.normpath(os.path.join(directory, name))
                 if not excluded(settings.for_path(Path(full)), Path(full)):
-                    files.append(full)
+                    _add_regular(full, files, errors)
+            elif name.startswith(".") and _TEMPORARY.match(name):
+                _remove_if_stale(os.path.join(directory, name))
     return files
 
 
@@ -124,6 +135,20 @@ def _decode_notebook(path: str, data: bytes) -> SourceFile | FileError:
     return SourceFile(path, notebook.text, "utf-8", notebook)
 
 
+def _add_regular(path: str, found: list[str], errors: list[FileError]) -> None:
+    """Only regular files are read: opening a named pipe blocks until someone writes to it,
+    and a device never ends. Everything else is one line, and never opened."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as error:
+        errors.append(FileError(path, f"cannot read: {error.strerror or error}"))
+        return
+    if stat.S_ISREG(mode):
+        found.append(path)
+    else:
+        errors.append(FileError(path, f"not a regular file ({_KINDS.get(stat.S_IFMT(mode), 'a special file')}): not read"))
+
+
 def read(path: str) -> SourceFile | FileError:
     try:
         data = Path(path).read_bytes()
@@ -134,10 +159,39 @@ def read(path: str) -> SourceFile | FileError:
     return decode(path, data)
 
 
-def write_atomically(source: SourceFile, text: str) -> FileError | None:
+_KINDS = {stat.S_IFIFO: "a named pipe", stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a character device",
+          stat.S_IFBLK: "a block device", stat.S_IFDIR: "a directory"}
+# `.<name>.tdl-<pid>-<random>.tmp`: a fix being written. The pid tells a later run whether the
+# writer is gone (killed mid-write), so its leftover can be removed without racing a live run.
+_TEMPORARY = re.compile(r"^\..+\.tdl-(\d+)-\w+\.tmp$")
+
+
+def _remove_if_stale(path: str) -> None:
+    pid = int(_TEMPORARY.match(os.path.basename(path)).group(1))
+    try:
+        os.kill(pid, 0)
+        return  # its writer still runs
+    except ProcessLookupError:
+        pass
+    except OSError:
+        return  # another user's process: not ours to judge
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def write_atomically(source: SourceFile, text: str, within: Sequence[str] = ()) -> FileError | None:
     """Replace the file's contents in one rename, keeping its encoding and mode.
-    A read-only file (or one whose text cannot be encoded back) is left untouched."""
+    A read-only file (or one whose text cannot be encoded back) is left untouched. A symbolic
+    link stays a link: the file it points to is rewritten, in its own directory, when it lies
+    inside ``within`` (the paths asked to be checked); otherwise it is left alone."""
     path = Path(source.path)
+    if path.is_symlink():
+        target = Path(os.path.realpath(path))
+        if within and not any(_inside(target, Path(os.path.realpath(p))) for p in within):
+            return FileError(source.path, f"fix not written: a link to {target}, outside the paths checked")
+        path = target
     try:
         data = text.encode(source.encoding)
     except UnicodeEncodeError as error:
@@ -146,7 +200,9 @@ def write_atomically(source: SourceFile, text: str) -> FileError | None:
         mode = stat.S_IMODE(path.stat().st_mode)
         if not mode & stat.S_IWUSR:
             return FileError(source.path, "fix not written: file is read-only")
-        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        handle, temporary = tempfile.mkstemp(
+            dir=path.parent, prefix=f".{path.name}.tdl-{os.getpid()}-", suffix=".tmp"
+        )
     except OSError as error:
         return FileError(source.path, f"fix not written: {error.strerror or error}")
     try:
@@ -163,3 +219,7 @@ def write_atomically(source: SourceFile, text: str) -> FileError | None:
             pass
         return FileError(source.path, f"fix not written: {error.strerror or error}")
     return None
+
+
+def _inside(path: Path, top: Path) -> bool:
+    return path == top or top in path.parents

@@ -237,6 +237,8 @@ class ProjectIndex:
         name, _ = module_name(full)
         self.paths[full] = name
         if source is None:
+            if not os.path.isfile(full):
+                return  # a named pipe called x.py would block the open forever
             try:
                 with open(full, "rb") as handle:
                     source = handle.read()
