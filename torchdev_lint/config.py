@@ -60,25 +60,42 @@ def find_pyproject(start: Path) -> Path | None:
     start = start.resolve()
     for directory in [start, *start.parents] if start.is_dir() else start.parents:
         candidate = directory / "pyproject.toml"
-        if candidate.is_file():
-            try:
-                data = tomllib.loads(candidate.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-                continue
-            if SECTION in data.get("tool", {}):
-                return candidate
+        # A broken pyproject.toml on the way is an error, not a reason to look further up:
+        # skipping it would drop its settings in silence (ruff stops too).
+        if candidate.is_file() and _section(_read(candidate), candidate) is not None:
+            return candidate
     return None
+
+
+def _read(pyproject: Path) -> dict:
+    try:
+        return tomllib.loads(pyproject.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+        raise UsageError(f"{pyproject}: cannot read configuration: {error}") from None
+
+
+def _section(data: dict, pyproject: Path) -> dict | None:
+    """``[tool.torchdev-lint]`` of a parsed pyproject.toml, None when it has none; a ``tool``
+    or a section that is not a table is the file's error (it used to raise a traceback)."""
+    tool = data.get("tool")
+    if tool is not None and not isinstance(tool, dict):
+        raise UsageError(f"{pyproject}: 'tool' must be a table, not {_type(tool)}")
+    table = (tool or {}).get(SECTION)
+    if table is not None and not isinstance(table, dict):
+        raise UsageError(f"{pyproject}: [tool.{SECTION}] must be a table, not {_type(table)}")
+    return table
+
+
+def _type(value) -> str:
+    return {bool: "a boolean", int: "a number", float: "a number", str: "a string",
+            list: "an array", dict: "a table"}.get(type(value), type(value).__name__)
 
 
 def load(pyproject: Path | None, _seen: tuple[Path, ...] = ()) -> Settings:
     if pyproject is None:
         return Settings()
     pyproject = Path(pyproject)
-    try:
-        data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
-        raise UsageError(f"{pyproject}: cannot read configuration: {error}") from None
-    table = data.get("tool", {}).get(SECTION, {})
+    table = _section(_read(pyproject), pyproject) or {}
     settings = Settings(root=pyproject.parent, source=pyproject)
     if "extend" in table:
         settings = _extended(pyproject, table["extend"], _seen)
@@ -89,12 +106,14 @@ def load(pyproject: Path | None, _seen: tuple[Path, ...] = ()) -> Settings:
         if key == "extend":
             continue
         if key == "unsafe-fixes":
-            settings.unsafe_fixes = bool(value)
+            if not isinstance(value, bool):  # "false" is a true value in Python
+                raise UsageError(f"{pyproject}: 'unsafe-fixes' must be true or false, not {_type(value)}")
+            settings.unsafe_fixes = value
         elif key == "fix-device":
             settings.fix_device = check_fix_device(value, f"{pyproject}: 'fix-device'")
         elif key == "per-file-ignores":
             if not isinstance(value, dict):
-                raise UsageError(f"{pyproject}: 'per-file-ignores' must be a table")
+                raise UsageError(f"{pyproject}: 'per-file-ignores' must be a table, not {_type(value)}")
             settings.per_file_ignores = {k: _codes(v, pyproject, key) for k, v in value.items()}
         elif key == "select":
             settings.select = _codes(value, pyproject, key)
@@ -135,7 +154,8 @@ def _strings(value, pyproject, key) -> list[str]:
     if isinstance(value, str):
         value = [value]
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise UsageError(f"{pyproject}: '{key}' must be a list of strings")
+        bad = next((v for v in value if not isinstance(v, str)), None) if isinstance(value, list) else value
+        raise UsageError(f"{pyproject}: '{key}' must be a list of strings: {bad!r} is {_type(bad)}")
     return value
 
 
