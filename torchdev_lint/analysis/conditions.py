@@ -52,7 +52,7 @@ def words(name: str) -> set[str]:
 
 def _name_of(expr: cst.BaseExpression, qualify: Qualifier | None) -> str | None:
     """The dotted name of a name, attribute, call, subscript (``opt["cuda"]`` -> opt.cuda)
-    or ``len(...)``/``bool(...)``/``int(...)``/``hasattr(..., "cuda")``."""
+    or the argument of ``len(...)``/``bool(...)``/``int(...)``/``str(...)``."""
     if isinstance(expr, cst.Call):
         inner = dotted_name(expr.func)
         if inner in ("len", "bool", "int", "str") and len(expr.args) == 1:
@@ -86,7 +86,7 @@ def _subject(expr: cst.BaseExpression, qualify: Qualifier | None) -> Machine:
         return UNKNOWN
     head, _, last = name.rpartition(".")
     said = words(last)
-    if isinstance(expr, cst.Call) and dotted_name(expr.func) not in ("len", "bool", "int"):
+    if isinstance(expr, cst.Call) and dotted_name(expr.func) not in ("len", "bool", "int", "str"):
         said |= words(head)  # torch.cuda.is_available(), torch.backends.mps.is_available()
     if said & ACCELERATOR_WORDS:
         return CPU if said & _NEGATING_WORDS else ACCELERATOR
