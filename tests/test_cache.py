@@ -109,7 +109,7 @@ def test_two_concurrent_runs_sharing_a_cache_agree(tmp_path):
     assert json.loads(warm.stdout) == expected
 
 
-# A run whose cache writes stop halfway through the third entry: the point where kill -9 lands.
+# A run whose cache writes stop halfway through its third file's results: where kill -9 lands.
 KILLED_MID_WRITE = textwrap.dedent(
     """\
     import os, sys, time
@@ -125,8 +125,9 @@ KILLED_MID_WRITE = textwrap.dedent(
         def __exit__(self, *exc):
             self.handle.close()
         def write(self, data):
-            if not data.startswith(b"{") or sum(written) < 2:  # .gitignore, two entries
-                written.append(data.startswith(b"{"))
+            result = data.startswith(b'{"findings"')  # not .gitignore, not the index's
+            if not result or sum(written) < 2:
+                written.append(result)
                 return self.handle.write(data)
             self.handle.write(data[: len(data) // 2])
             self.handle.flush()
@@ -149,9 +150,8 @@ def test_kill_9_in_the_middle_of_a_cache_write_leaves_no_broken_entry(tmp_path):
         os.kill(child.pid, signal.SIGKILL)
         child.wait()
     assert child.returncode == -signal.SIGKILL
-    assert len(entries(work / "cache")) == 2  # the third never reached its name
-    for entry in entries(work / "cache"):
-        json.loads(entry.read_text())
+    results = [e for e in entries(work / "cache") if "findings" in json.loads(e.read_text())]
+    assert len(results) == 2  # the third never reached its name; every entry there is whole
     after = lint(work)
     assert list(how_checked(after).values()).count("cached") == 2
     assert json.loads(after.stdout) == json.loads(lint(work, cache=None).stdout)
@@ -166,3 +166,24 @@ def test_a_damaged_entry_is_checked_again_and_replaced(tmp_path):
     assert set(how_checked(damaged).values()) == {"checked"}
     assert json.loads(damaged.stdout) == expected
     assert set(how_checked(lint(work)).values()) == {"cached"}
+
+
+def test_editing_a_base_class_checks_its_subclasses_again(tmp_path):
+    """A file's results depend on the project index facts it uses: here, whether the base
+    class imported from a sibling module is an ``nn.Module``."""
+    work = tmp_path / "work"
+    (work / "pkg").mkdir(parents=True)
+    (work / "pkg" / "__init__.py").write_text("")
+    (work / "pkg" / "base.py").write_text("from torch import nn\n\nclass Base(nn.Module):\n    pass\n")
+    (work / "pkg" / "model.py").write_text(
+        "import torch\nfrom .base import Base\n\nclass Net(Base):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.layers = [torch.nn.Linear(2, 2)]\n")
+    (work / "pkg" / "other.py").write_text("import torch\nx = torch.zeros(2).cuda()\n")
+    first = lint(work)
+    assert {f["code"] for f in json.loads(first.stdout) if f["path"].endswith("model.py")} == {"TDL007"}
+    (work / "pkg" / "base.py").write_text("class Base:\n    pass\n")
+    after = lint(work)
+    assert {path for path, how in how_checked(after).items() if how == "checked"} == {
+        os.path.join("pkg", "base.py"), os.path.join("pkg", "model.py")}
+    assert json.loads(after.stdout) == json.loads(lint(work, cache=None).stdout)
+    assert not any(f["path"].endswith("model.py") for f in json.loads(after.stdout))

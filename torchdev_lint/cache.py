@@ -44,10 +44,10 @@ class Cache:
         self.directory = Path(directory)
         self.fingerprint = fingerprint
 
-    def key(self, *parts: str) -> str:
+    def key(self, *parts: str | bytes) -> str:
         digest = hashlib.blake2b(self.fingerprint.encode(), digest_size=20)
         for part in parts:
-            data = part.encode("utf-8", "surrogatepass")
+            data = part.encode("utf-8", "surrogatepass") if isinstance(part, str) else part
             digest.update(len(data).to_bytes(8, "little"))
             digest.update(data)
         return digest.hexdigest()
@@ -57,22 +57,30 @@ class Cache:
 
     def load(self, key: str) -> tuple[list[Finding], FileError | None] | None:
         """The stored findings and error for ``key``; None when absent or unreadable."""
+        data = self.get(key)
         try:
-            data = json.loads(self._entry(key).read_bytes())
-            if data["key"] != key:
-                return None
             findings = [_finding(item) for item in data["findings"]]
             error = FileError(**data["error"]) if data["error"] is not None else None
-        except (OSError, ValueError, KeyError, TypeError):
+        except (KeyError, TypeError):
             return None
         return findings, error
 
     def store(self, key: str, findings: list[Finding], error: FileError | None) -> None:
-        data = json.dumps({
-            "key": key,
+        self.put(key, {
             "findings": [_plain(f) for f in findings],
             "error": dataclasses.asdict(error) if error is not None else None,
-        }).encode()
+        })
+
+    def get(self, key: str) -> dict | None:
+        """The JSON object stored under ``key``; None when absent or not whole."""
+        try:
+            data = json.loads(self._entry(key).read_bytes())
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) and data.get("key") == key else None
+
+    def put(self, key: str, value: dict) -> None:
+        data = json.dumps({**value, "key": key}).encode()
         target = self._entry(key)
         try:
             if not target.parent.is_dir():

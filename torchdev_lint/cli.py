@@ -12,7 +12,6 @@ from pathlib import Path
 
 import torchdev_lint.rules  # noqa: F401  (registers the rules)
 from torchdev_lint import __version__, cache, config, docs, files, noqa, output, pool, progress, runner
-from torchdev_lint.analysis import project_index
 from torchdev_lint.engine import FileResult, lint_file, lint_source
 from torchdev_lint.finding import FileError, Finding
 from torchdev_lint.rule import Rule
@@ -222,10 +221,11 @@ def _run(args) -> int:
         print("\n".join(paths))
         return EXIT_ERROR if run.errors else EXIT_CLEAN
     # One project index for the run: what every file (and stdin's package) defines.
-    index = project_index.build([*paths, *([args.stdin_filename] if args.stdin_filename else [])])
-    job = runner.Job(rules, settings, cache=_cache(args, base), index=index)
+    store, jobs = _cache(args, base), _jobs(args)
+    index = runner.build_index([*paths, *([args.stdin_filename] if args.stdin_filename else [])], store, jobs)
+    job = runner.Job(rules, settings, cache=store, index=index)
     bar = progress.Progress(len(paths)) if progress.wanted(args.quiet, args.format) else None
-    checked = runner.check_paths(paths, job, _jobs(args), bar.update if bar else None)
+    checked = runner.check_paths(paths, job, jobs, bar.update if bar else None)
     if bar:
         bar.close()
     stdin = _read_stdin(args.stdin_filename or "-") if "-" in args.paths else None

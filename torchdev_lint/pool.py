@@ -8,10 +8,8 @@ item gets a result from ``on_crash``, a fresh worker takes its place, and the ru
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import traceback
-from multiprocessing.connection import wait
 from typing import Callable, Sequence, TypeVar
 
 Item = TypeVar("Item")
@@ -26,6 +24,8 @@ def available_cores() -> int:
 
 
 def _context():
+    import multiprocessing  # only runs with workers pay for it: start-up matters for one file
+
     # fork starts a worker in milliseconds with the parent's modules already imported;
     # where it is unavailable, spawn re-imports (what is sent must then be picklable).
     methods = multiprocessing.get_all_start_methods()
@@ -87,6 +87,8 @@ def ordered_map(
             if on_result:
                 on_result(index + 1)
         return results
+    from multiprocessing.connection import wait
+
     context = _context()
     tasks = iter(enumerate(items))
     workers = [_Worker(context, fn) for _ in range(min(jobs, len(items)))]

@@ -5,12 +5,15 @@ the caller has one, the project index; then the same over many files, cached and
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import os
 import signal
 from dataclasses import dataclass
 from pathlib import Path
 
 from torchdev_lint import config, files
+from torchdev_lint.analysis import project_index
 from torchdev_lint.cache import Cache, detached
 from torchdev_lint.engine import FileResult, lint_file
 from torchdev_lint.finding import FileError
@@ -95,6 +98,33 @@ def _crashed(path: str, exitcode: int | None) -> Checked:
     else:
         how = f"exit status {exitcode}"
     return Checked(FileResult(path, "", error=FileError(path, f"the checker crashed on this file ({how})")))
+
+
+def index_facts(path: str, cache: Cache | None) -> project_index.ModuleFacts | None:
+    """``project_index.read_facts``, from the cache when the file and its module name are
+    as they were."""
+    if not os.path.isfile(path):
+        return None  # a named pipe called x.py would block the open forever
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return None
+    if cache is None:
+        return project_index.read_facts(path, data)
+    key = cache.key("index", path, project_index.module_name(path)[0], data)
+    hit = cache.get(key)
+    if hit is not None:
+        return project_index.ModuleFacts(**hit["facts"]) if hit.get("facts") else None
+    facts = project_index.read_facts(path, data)
+    cache.put(key, {"facts": dataclasses.asdict(facts) if facts is not None else None})
+    return facts
+
+
+def build_index(paths: list[str], cache: Cache | None, jobs: int = 1) -> project_index.ProjectIndex:
+    """The run's project index, each file's facts read in ``jobs`` processes or cached."""
+    return project_index.build(paths, read=lambda wanted: ordered_map(
+        functools.partial(index_facts, cache=cache), wanted, jobs, lambda path, exitcode: None))
 
 
 def check_paths(paths: list[str], job: Job, jobs: int = 1, on_result=None) -> list[Checked]:

@@ -217,6 +217,27 @@ def _own_returns(function: ast.AST):
                     stack.extend(block)
 
 
+def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | None:
+    """What one file defines and imports; None when it cannot be read or parsed (the lint
+    reports that). Depends only on the file's text and its module name."""
+    full = os.path.abspath(path)
+    if source is None:
+        if not os.path.isfile(full):
+            return None  # a named pipe called x.py would block the open forever
+        try:
+            with open(full, "rb") as handle:
+                source = handle.read()
+        except OSError:
+            return None
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    facts = ModuleFacts(module_name(full)[0], full)
+    _Reader(facts, os.path.basename(full) == "__init__.py").read(tree)
+    return facts
+
+
 class ProjectIndex:
     """What the project's modules define, and answers about it for one file's analysis."""
 
@@ -230,28 +251,20 @@ class ProjectIndex:
 
     # -- building ------------------------------------------------------------------------
 
-    def add(self, path: str, source: str | None = None) -> None:
+    def add(self, path: str, source: str | bytes | None = None) -> None:
         full = os.path.abspath(path)
-        if full in self.paths or not full.endswith(".py"):
+        if full not in self.paths and full.endswith(".py"):
+            self.add_facts(full, read_facts(full, source))
+
+    def add_facts(self, path: str, facts: ModuleFacts | None) -> None:
+        """Record what ``read_facts`` said of ``path`` (None: unreadable, still known)."""
+        full = os.path.abspath(path)
+        if full in self.paths:
             return
-        name, _ = module_name(full)
-        self.paths[full] = name
-        if source is None:
-            if not os.path.isfile(full):
-                return  # a named pipe called x.py would block the open forever
-            try:
-                with open(full, "rb") as handle:
-                    source = handle.read()
-            except OSError:
-                return
-        try:
-            tree = ast.parse(source)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return  # the lint reports it
-        facts = ModuleFacts(name, full)
-        _Reader(facts, os.path.basename(full) == "__init__.py").read(tree)
-        self.modules.setdefault(name, []).append(facts)
-        self._memo.clear()
+        self.paths[full] = facts.name if facts is not None else module_name(full)[0]
+        if facts is not None:
+            self.modules.setdefault(facts.name, []).append(facts)
+            self._memo.clear()
 
     # -- questions -------------------------------------------------------------------------
 
@@ -372,17 +385,15 @@ class ProjectIndex:
         return tuple(facts)
 
 
-def build(paths: list[str]) -> ProjectIndex:
+def build(paths: list[str], read=None) -> ProjectIndex:
     """The index of ``paths`` and of the rest of each one's package (pre-commit passes a
-    few files; their imports reach the files beside them)."""
+    few files; their imports reach the files beside them). ``read`` maps a list of files to
+    their ``read_facts`` (the CLI's reads them from its cache, in parallel)."""
+    roots = sorted({package_root(path) for path in paths if path.endswith(".py")})
+    wanted = list(dict.fromkeys(
+        os.path.abspath(p) for p in [*(f for root in roots for f in python_files(root)), *paths]
+        if p.endswith(".py")))
     index = ProjectIndex()
-    roots: set[str] = set()
-    for path in paths:
-        if path.endswith(".py"):
-            roots.add(package_root(path))
-    for root in sorted(roots):
-        for path in python_files(root):
-            index.add(path)
-    for path in paths:
-        index.add(path)
+    for path, facts in zip(wanted, read(wanted) if read else map(read_facts, wanted)):
+        index.add_facts(path, facts)
     return index

@@ -7,7 +7,6 @@ be checked are reported as tool execution notifications, not dropped."""
 from __future__ import annotations
 
 import json
-from importlib import metadata
 from pathlib import Path
 from urllib.parse import quote
 
@@ -25,6 +24,8 @@ def render(findings: list[Finding], context: OutputContext) -> str:
 
 def docs_url() -> str | None:
     """Where the rule pages are published: the package's `Documentation` URL, if it has one."""
+    from importlib import metadata  # slow to import: only SARIF output needs it
+
     try:
         urls = metadata.metadata("torchdev-lint").get_all("Project-URL") or []
     except metadata.PackageNotFoundError:
