@@ -92,7 +92,7 @@ def test_diagnostic_quick_fix_and_clean_after_the_edit(tmp_path):
         assert diagnostic.code == "TDL001" and diagnostic.source == "torchdev-lint"
         assert (diagnostic.range.start.line, diagnostic.range.start.character) == (3, 4)
         assert (diagnostic.range.end.line, diagnostic.range.end.character) == (3, 12)
-        assert diagnostic.code_description.href.endswith("docs/rules/TDL001.md")
+        assert diagnostic.code_description.href.endswith("/rules/TDL001.md")
         assert "`.cuda()`" in diagnostic.message
 
         actions = await session.actions(uri, diagnostic.range, [diagnostic])

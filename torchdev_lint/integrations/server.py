@@ -10,6 +10,7 @@ all safe fixes at once as a ``source.fixAll`` action.
 from __future__ import annotations
 
 import asyncio
+import functools
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -22,11 +23,13 @@ import torchdev_lint.rules  # noqa: F401  (registers the rules)
 from torchdev_lint import __version__, config, files, runner
 from torchdev_lint.engine import FileResult
 from torchdev_lint.finding import Applicability, Finding
-from torchdev_lint.fixer import fix_file
+from torchdev_lint.fixer import fix_file, fix_to_fixpoint
+from torchdev_lint.output.sarif import docs_url
 from torchdev_lint.rule import Rule
 
 DEBOUNCE = 0.3  # seconds of quiet after an edit before the buffer is checked again
-DOCS = "https://github.com/OWNER/torchdev-lint/blob/main/docs/rules/{code}.md"
+_CHECKOUT_DOCS = Path(__file__).resolve().parents[2] / "docs" / "rules"
+_published_docs = functools.cache(docs_url)  # package metadata: read once
 FIX_ALL = f"{types.CodeActionKind.SourceFixAll.value}.torchdev-lint"
 
 
@@ -34,7 +37,11 @@ FIX_ALL = f"{types.CodeActionKind.SourceFixAll.value}.torchdev-lint"
 class _Checked:
     version: int | None
     result: FileResult
-    unsafe: bool  # the project's `unsafe-fixes` setting
+    settings: config.Settings
+    rules: list
+
+    def relint(self, text: str) -> FileResult:
+        return runner.check_source(files.SourceFile(self.result.path, text, "utf-8"), self.rules, self.settings)
 
 
 class TorchDevLintServer(LanguageServer):
@@ -61,7 +68,7 @@ class TorchDevLintServer(LanguageServer):
         else:
             source = files.SourceFile(document.path, document.source, "utf-8")
             result = runner.check_source(source, rules, settings)
-        known = self.checked[uri] = _Checked(document.version, result, settings.unsafe_fixes)
+        known = self.checked[uri] = _Checked(document.version, result, settings, rules)
         return known
 
     def publish(self, uri: str) -> None:
@@ -95,13 +102,22 @@ def _range(document: TextDocument, finding: Finding) -> types.Range:
         ServerTextPosition(finding.end_line - 1, finding.end_column - 1)))
 
 
+def rule_page(code: str) -> str:
+    """The rule's documentation page: under the package's published documentation when it
+    declares one (as SARIF's helpUri does), else the page in this source checkout."""
+    base = _published_docs()
+    if base:
+        return f"{base}/rules/{code}.md"
+    return (_CHECKOUT_DOCS / f"{code}.md").as_uri()
+
+
 def _diagnostic(document: TextDocument, finding: Finding) -> types.Diagnostic:
     return types.Diagnostic(
         range=_range(document, finding),
         message=finding.message,
         severity=types.DiagnosticSeverity.Warning,
         code=finding.code,
-        code_description=types.CodeDescription(href=DOCS.format(code=finding.code)),
+        code_description=types.CodeDescription(href=rule_page(finding.code)),
         source="torchdev-lint",
     )
 
@@ -174,7 +190,7 @@ def code_action(ls: TorchDevLintServer, params: types.CodeActionParams) -> list[
             if finding.fix is not None and _overlaps(_range(document, finding), params.range):
                 actions.append(_quick_fix(document, known.result, finding))
     if wanted(FIX_ALL) and any(f.fix is not None for f in known.result.findings):
-        outcome = fix_file(known.result, unsafe=known.unsafe)
+        outcome = fix_to_fixpoint(known.result, known.relint, unsafe=known.settings.unsafe_fixes)
         if outcome.error is None and outcome.fixed:
             actions.append(types.CodeAction(
                 title=f"torchdev-lint: fix all ({len(outcome.fixed)} safe fix{'es' if len(outcome.fixed) != 1 else ''})",
