@@ -9,7 +9,7 @@ from torchdev_lint.analysis import classes, tree, uses
 from torchdev_lint.analysis.classes import self_attribute
 from torchdev_lint.analysis.guards import code_of
 from torchdev_lint.analysis.imports import dotted_name
-from torchdev_lint.analysis.kinds import Kind
+from torchdev_lint.analysis.kinds import Kind, changes_dtype_only, moves_to_cpu
 from torchdev_lint.finding import Applicability, Fix
 from torchdev_lint.rule import Invalid, Rule, Valid
 
@@ -87,7 +87,9 @@ class UnregisteredTensorAttribute(Rule):
     method assigns again (recurrent state, a cache) is flagged when that method uses the
     `__init__` value before replacing it.
 
-    It does not flag `nn.Parameter(...)`/`nn.Buffer(...)`, `register_buffer`, 0-dim
+    It does not flag tensors built on a device chosen by hand (`device=...` other than
+    `"cpu"`, `.to(device)`, `.cuda()`: an inference engine's preallocated buffers),
+    `nn.Parameter(...)`/`nn.Buffer(...)`, `register_buffer`, 0-dim
     constants (`torch.tensor(0.5)`, `torch.tensor(scale)` with a number `scale`,
     `torch.zeros(())`), non-tensor values, values passed in as parameters (they may be
     `Parameter`s, which `nn.Module` registers itself), assignments outside `__init__`
@@ -162,6 +164,10 @@ class UnregisteredTensorAttribute(Rule):
         Valid("import torch\nimport torch.nn as nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
               "        self.lengths = torch.tensor([3, 2])\n    def forward(self, x):\n"
               "        return nn.utils.rnn.pack_padded_sequence(x, self.lengths, batch_first=True)\n"),
+        Valid("import torch\nimport torch.nn as nn\nclass Linear(nn.Module):\n"
+              "    def __init__(self, n, device):\n        super().__init__()\n"
+              "        self._output = torch.empty(n, device=device)\n"
+              "    def forward(self, x):\n        return torch.mm(x, x, out=self._output)\n"),
     ]
     INVALID = [
         Invalid(  # recurrent state: used by `forward` before it replaces it
@@ -501,6 +507,7 @@ class UnregisteredTensorAttribute(Rule):
             reported.add(attr)  # one finding per attribute, at its first tensor assignment
             if (
                 assignment.zero_dim
+                or _placed(assignment.origin)
                 or attr in state.moved
                 or attr in self.handled_in_file
                 or attr in _FRAMEWORK_MOVED
@@ -618,6 +625,23 @@ def _before(positions, node: cst.CSTNode, other: cst.CSTNode) -> bool:
     return (positions[node].start.line, positions[node].start.column) < (
         positions[other].start.line, positions[other].start.column
     )
+
+
+def _placed(origin: cst.BaseExpression | None) -> bool:
+    """Built on a device chosen by hand (``device=get_accelerator().current_device()``,
+    ``.to(device)``, ``.cuda()``), not on the CPU: preallocated buffers of inference
+    engines. ``device="cpu"`` is no placement."""
+    while isinstance(origin, cst.Call):
+        func = origin.func
+        if isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda") and not (
+            func.attr.value == "to" and changes_dtype_only(origin)
+        ):
+            return not moves_to_cpu(origin)
+        for arg in origin.args:
+            if arg.keyword is not None and arg.keyword.value == "device":
+                return not (isinstance(arg.value, cst.SimpleString) and "cpu" in arg.value.value)
+        origin = func.value if isinstance(func, cst.Attribute) else None
+    return False
 
 
 def _requires_grad(origin: cst.BaseExpression | None) -> bool:
