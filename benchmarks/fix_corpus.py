@@ -1,14 +1,17 @@
 """Run ``--fix --unsafe-fixes`` over copies of real repositories and check the result.
 
-    python benchmarks/fix_corpus.py DIR [DIR...]
+    python benchmarks/fix_corpus.py [--diffs] DIR [DIR...]
 
 For each DIR: copy it to a temporary directory, lint it, fix it, then check that every
-changed file still parses and compiles, re-lint it, and run the fix a second time (which
-must change nothing). Prints per-repository counts and a few diffs to read by eye.
+changed file still compiles, that no name a fix introduced (``device``, ``torch``) is read
+at import time before the statement that binds it (``unbound_introductions``), re-lint it,
+and run the fix a second time (which must change nothing). Prints a table, and with
+``--diffs`` a few diffs to read by eye.
 """
 
 from __future__ import annotations
 
+import builtins
 import difflib
 import json
 import shutil
@@ -17,10 +20,59 @@ import sys
 import tempfile
 from pathlib import Path
 
+import libcst as cst
+
+from torchdev_lint.analysis import tree
+from torchdev_lint.analysis.devices import bindings
+from torchdev_lint.fixer import reads_at_import
+
+
+def _names_read(module: cst.Module) -> set[str]:
+    names: set[str] = set()
+
+    def enter(node: cst.CSTNode) -> bool:
+        if isinstance(node, cst.Attribute):
+            tree.walk(node.value, enter)
+            return False
+        if isinstance(node, cst.Name):
+            names.add(node.value)
+        return True
+
+    tree.walk(module, enter)
+    return names
+
+
+def unbound_introductions(before: str, after: str) -> list[str]:
+    """What a fix may have broken by binding order: names it introduced (read in ``after``,
+    absent from ``before``) that nothing binds at module level, and module-level statements
+    it added or changed that read, at import time, a name bound only further down."""
+    old, new = cst.parse_module(before), cst.parse_module(after)
+    problems = []
+    bound = bindings(new)
+    for name in sorted(_names_read(new) - _names_read(old) - set(bound)):
+        if not hasattr(builtins, name):
+            problems.append(f"`{name}` is never bound at module level")
+    unchanged = {old.code_for_node(s) for s in old.body}
+    first = {}
+    for index, statement in enumerate(new.body):
+        for name in bindings_of(statement):
+            first.setdefault(name, index)
+    for index, statement in enumerate(new.body):
+        if new.code_for_node(statement) in unchanged:
+            continue
+        for name in sorted(n for n, at in first.items() if at > index and reads_at_import(statement, n)):
+            line = new.code_for_node(statement).strip().splitlines()[0]
+            problems.append(f"`{name}` is read (`{line}`) before it is bound")
+    return problems
+
+
+def bindings_of(statement: cst.CSTNode) -> set[str]:
+    return set(bindings(cst.Module(body=[statement])))
+
 
 def lint_json(directory: Path) -> list[dict]:
     out = subprocess.run(
-        [sys.executable, "-m", "torchdev_lint", "--isolated", "--format", "json", "--exit-zero", "."],
+        [sys.executable, "-m", "torchdev_lint", "--isolated", "--no-cache", "--format", "json", "--exit-zero", "."],
         cwd=directory, capture_output=True, text=True,
     ).stdout
     return json.loads(out)
@@ -31,35 +83,45 @@ def snapshot(directory: Path) -> dict[Path, bytes]:
 
 
 def main() -> None:
-    for source in map(Path, sys.argv[1:]):
+    show_diffs = "--diffs" in sys.argv
+    print("| repository | findings | fixed | remaining | files changed | do not compile | "
+          "introduced names unbound | second --fix changed |")
+    print("|---|---|---|---|---|---|---|---|")
+    for source in (Path(a) for a in sys.argv[1:] if a != "--diffs"):
         with tempfile.TemporaryDirectory() as temp:
             work = Path(temp) / source.name
             shutil.copytree(source, work, ignore=shutil.ignore_patterns(".git"), symlinks=True)
             before = snapshot(work)
             findings = lint_json(work)
-            subprocess.run([sys.executable, "-m", "torchdev_lint", "--isolated", "--fix",
+            subprocess.run([sys.executable, "-m", "torchdev_lint", "--isolated", "--no-cache", "--fix",
                             "--unsafe-fixes", "-q", "."], cwd=work, capture_output=True)
             after = snapshot(work)
             changed = [p for p in after if after[p] != before.get(p)]
-            broken = []
+            broken, unbound = [], []
             for path in changed:
                 try:
                     compile(after[path], str(path), "exec")
                 except SyntaxError as error:
                     broken.append(f"{path.relative_to(work)}: {error}")
+                    continue
+                unbound += [f"{path.relative_to(work)}: {problem}" for problem in unbound_introductions(
+                    before[path].decode("utf-8", "replace"), after[path].decode("utf-8", "replace"))]
             remaining = lint_json(work)
-            subprocess.run([sys.executable, "-m", "torchdev_lint", "--isolated", "--fix",
+            subprocess.run([sys.executable, "-m", "torchdev_lint", "--isolated", "--no-cache", "--fix",
                             "--unsafe-fixes", "-q", "."], cwd=work, capture_output=True)
             second = [p for p, data in snapshot(work).items() if data != after.get(p)]
             by_code: dict[str, int] = {}
             for finding in findings:
                 by_code[finding["code"]] = by_code.get(finding["code"], 0) + 1
-            print(f"{source.name}: {len(findings)} findings {by_code}, {len(findings) - len(remaining)} fixed, "
-                  f"{len(remaining)} remaining, {len(changed)} files changed, "
-                  f"{len(broken)} do not compile, second --fix changed {len(second)} files")
+            print(f"| {source.name} | {len(findings)} | {len(findings) - len(remaining)} | {len(remaining)} | "
+                  f"{len(changed)} | {len(broken)} | {len(unbound)} | {len(second)} |", flush=True)
             for line in broken:
                 print("   BROKEN", line)
-            for path in changed[:3]:
+            for line in unbound:
+                print("   UNBOUND", line)
+            for path in second:
+                print("   CHANGED AGAIN", path.relative_to(work))
+            for path in changed[:3] if show_diffs else ():
                 diff = difflib.unified_diff(
                     before[path].decode("utf-8", "replace").splitlines(),
                     after[path].decode("utf-8", "replace").splitlines(),
