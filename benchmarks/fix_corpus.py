@@ -34,8 +34,24 @@ def _names_read(module: cst.Module) -> set[str]:
         if isinstance(node, cst.Attribute):
             tree.walk(node.value, enter)
             return False
+        if isinstance(node, cst.Arg):  # `f(map_location=...)` names a parameter, reads nothing
+            tree.walk(node.value, enter)
+            return False
         if isinstance(node, cst.Name):
             names.add(node.value)
+        return True
+
+    tree.walk(module, enter)
+    return names
+
+
+def _bound_anywhere(module: cst.Module) -> set[str]:
+    """Names bound in any scope: the module, each function, lambda and class body."""
+    names = set(bindings(module))
+
+    def enter(node: cst.CSTNode) -> bool:
+        if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            names.update(bindings(node))
         return True
 
     tree.walk(module, enter)
@@ -48,10 +64,9 @@ def unbound_introductions(before: str, after: str) -> list[str]:
     it added or changed that read, at import time, a name bound only further down."""
     old, new = cst.parse_module(before), cst.parse_module(after)
     problems = []
-    bound = bindings(new)
-    for name in sorted(_names_read(new) - _names_read(old) - set(bound)):
+    for name in sorted(_names_read(new) - _names_read(old) - _bound_anywhere(new)):
         if not hasattr(builtins, name):
-            problems.append(f"`{name}` is never bound at module level")
+            problems.append(f"`{name}` is never bound")
     unchanged = {old.code_for_node(s) for s in old.body}
     first = {}
     for index, statement in enumerate(new.body):

@@ -26,7 +26,11 @@ def test_catches_a_definition_above_the_import_it_needs():
 
 def test_catches_a_name_bound_nowhere():
     assert fix_corpus.unbound_introductions("y = x.cuda()\n", "y = x.to(device)\n") == [
-        "`device` is never bound at module level"]
+        "`device` is never bound"]
+    # a keyword names a parameter; a function's own `device` binds it there
+    assert fix_corpus.unbound_introductions("s = load(p)\n", "s = load(p, map_location='cpu')\n") == []
+    assert fix_corpus.unbound_introductions(
+        "def f(device):\n    return x.cuda()\n", "def f(device):\n    return x.to(device)\n") == []
 
 
 def test_the_fixer_output_passes_it():
