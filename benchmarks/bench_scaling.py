@@ -50,19 +50,21 @@ MEASURE = r'''
 import resource, sys, time
 kind, path = sys.argv[1], sys.argv[2]
 source = open(path, encoding="utf-8").read()
+if kind == "libcst":
+    import libcst
+elif kind == "lint":
+    import torchdev_lint.rules
+    from torchdev_lint.engine import lint_source
+    from torchdev_lint.rule import Rule
 start = time.perf_counter()
 if kind == "ast":
     import ast; ast.parse(source); outcome = "ok"
 elif kind == "libcst":
-    import libcst
     try:
         libcst.parse_module(source); outcome = "ok"
     except Exception as error:
         outcome = type(error).__name__
 else:
-    import torchdev_lint.rules
-    from torchdev_lint.engine import lint_source
-    from torchdev_lint.rule import Rule
     result = lint_source(path, source, list(Rule.registry.values()))
     outcome = f"error: {result.error.message[:40]}" if result.error else f"{len(result.findings)} findings"
 elapsed = time.perf_counter() - start
@@ -85,10 +87,10 @@ def chain(terms: int) -> str:
 
 
 def measure(kind: str, path: Path, repo: Path, timeout: float) -> tuple[float, float, str]:
-    env = {**os.environ, "PYTHONPATH": str(repo)}
+    env = {**os.environ, "PYTHONPATH": str(repo)}  # run outside any checkout: -c puts the cwd first
     try:
         done = subprocess.run([sys.executable, "-c", MEASURE, kind, str(path)], capture_output=True,
-                              text=True, env=env, timeout=timeout)
+                              text=True, env=env, timeout=timeout, cwd=path.parent)
     except subprocess.TimeoutExpired:
         return float("inf"), float("nan"), f"still running after {timeout:.0f} s"
     if done.returncode != 0:
