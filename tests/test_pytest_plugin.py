@@ -249,8 +249,9 @@ SIM = ("--simulate-gpu", "tests", "-v")
 def test_simulated_gpu_outcomes(pytester):
     result = run(pytester, *SIM)
     # (a) and (b) fail, (c) passes; the cuda parameter appears; .numpy() of a CUDA tensor fails;
-    # four things the simulator cannot do are skipped; a real failure stays a failure
-    result.assert_outcomes(passed=4, failed=4, skipped=4)
+    # NCCL runs as gloo in a world of one (the tracer's choice); three things the simulator
+    # cannot do are skipped; a real failure stays a failure
+    result.assert_outcomes(passed=5, failed=4, skipped=3)
     result.stdout.fnmatch_lines_random([
         "tests/test_model.py::test_gpu_branch FAILED*",
         "tests/test_model.py::test_skipped_without_cuda FAILED*",
@@ -325,16 +326,15 @@ def test_what_the_simulator_cannot_do_is_a_skip_with_the_reason(pytester):
     run(pytester, *SIM).stdout.fnmatch_lines_random([
         "SKIPPED [1] tests/test_unsupported.py:11: the simulated GPU has one device (cuda:0): code for "
         "several GPUs is not simulated",
-        "SKIPPED [1] tests/test_unsupported.py:18: NCCL (communication between GPUs) is not simulated",
         "SKIPPED [1] tests/test_unsupported.py:23: needs triton, a package for real GPUs that is not installed here",
         "SKIPPED [1] tests/test_unsupported.py:28: this CUDA API (CUDA generators, legacy torch.cuda tensor "
         "types) is not simulated",
-        "4 tests skipped: the simulated GPU cannot run them",
+        "3 tests skipped: the simulated GPU cannot run them",
     ])
 
 
 def test_ini_setting_and_its_off_switch(pytester):
-    run(pytester, ini="simulate_gpu = true\n").assert_outcomes(passed=4, failed=4, skipped=4)
+    run(pytester, ini="simulate_gpu = true\n").assert_outcomes(passed=5, failed=4, skipped=3)
     run(pytester, "--simulate-gpu=off", ini="simulate_gpu = true\n").assert_outcomes(passed=5, skipped=6)
 
 
