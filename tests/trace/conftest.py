@@ -14,7 +14,7 @@ import io
 import os
 import subprocess
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -39,8 +39,6 @@ class Pool:
         self.lock = threading.Lock()
 
     def _run(self, key: str) -> Traced:
-        if key in DEPENDS:
-            self.get(DEPENDS[key])
         directory = self.tmp / key
         directory.mkdir(exist_ok=True)
         if key in SUBPROCESS:
@@ -56,9 +54,23 @@ class Pool:
         return Traced(status, out.getvalue(), err.getvalue(), files)
 
     def submit(self, key: str) -> None:
+        """Start the run of ``key``; one that needs another's output (DEPENDS) starts when that one
+        has ended, never waiting inside a worker (with every worker waiting, none would run)."""
         with self.lock:
-            if key not in self.futures:
+            if key in self.futures:
+                return
+            if key not in DEPENDS:
                 self.futures[key] = self.executor.submit(self._run, key)
+                return
+            future = self.futures[key] = Future()
+        self.submit(DEPENDS[key])
+
+        def start(_):
+            inner = self.executor.submit(self._run, key)
+            inner.add_done_callback(lambda done: future.set_exception(done.exception()) if done.exception()
+                                    else future.set_result(done.result()))
+
+        self.futures[DEPENDS[key]].add_done_callback(start)
 
     def get(self, key: str) -> Traced:
         self.submit(key)
