@@ -522,15 +522,18 @@ class Judge:
         def key(site) -> tuple:
             return (site[0], site[1])
 
+        def call(event) -> tuple:  # the line and the lines it was called from
+            return (key(event["site"]), *(key(f) for f in (event.get("stack") or [])[1:4]))
+
         events = [e for e in self.run.of_kind("mismatch") if e.get("site")]
-        explained_sites = {key(e["site"]) for e in events if explained(e)}
+        explained_calls = {call(e) for e in events if explained(e)}
         groups: dict[tuple, list[dict]] = {}
         for e in events:
             if explained(e):
                 continue
-            # with --keep-going, a later op of the same line on tensors computed from an explained
+            # with --keep-going, a later op of the same call on tensors computed from an explained
             # operand (an optimizer's sqrt of its stale state): the same bug, not a new one
-            if key(e["site"]) in explained_sites and not any(o.get("origin") for o in e.get("operands", [])):
+            if call(e) in explained_calls and not any(o.get("origin") for o in e.get("operands", [])):
                 continue
             groups.setdefault(key(e["site"]), []).append(e)
         outcome = self.run.outcome
