@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import os
 import signal
 from dataclasses import dataclass
 from pathlib import Path
@@ -103,12 +102,8 @@ def _crashed(path: str, exitcode: int | None) -> Checked:
 def index_facts(path: str, cache: Cache | None) -> project_index.ModuleFacts | None:
     """``project_index.read_facts``, from the cache when the file and its module name are
     as they were."""
-    if not os.path.isfile(path):
-        return None  # a named pipe called x.py would block the open forever
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError:
+    data = project_index.regular_file_bytes(path)
+    if data is None:
         return None
     if cache is None:
         return project_index.read_facts(path, data)

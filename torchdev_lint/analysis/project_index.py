@@ -217,17 +217,25 @@ def _own_returns(function: ast.AST):
                     stack.extend(block)
 
 
+def regular_file_bytes(path: str) -> bytes | None:
+    """The bytes of a regular file; None for anything else (a named pipe called x.py would
+    block the read forever) or a file that cannot be read."""
+    if not os.path.isfile(path):
+        return None
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError:
+        return None
+
+
 def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | None:
     """What one file defines and imports; None when it cannot be read or parsed (the lint
     reports that). Depends only on the file's text and its module name."""
     full = os.path.abspath(path)
     if source is None:
-        if not os.path.isfile(full):
-            return None  # a named pipe called x.py would block the open forever
-        try:
-            with open(full, "rb") as handle:
-                source = handle.read()
-        except OSError:
+        source = regular_file_bytes(full)
+        if source is None:
             return None
     try:
         tree = ast.parse(source)
