@@ -140,8 +140,19 @@ class UnregisteredSubmoduleContainer(Rule):
               "        super().__init__()\n        self.acts = [nn.ReLU(), nn.GELU()]\n"),
         Valid("import torch.nn as nn\nclass Plain:\n    def __init__(self):\n"
               "        self.layers = [nn.Linear(2, 2)]\n"),
+        # each stage registered by name first, then listed with its name (detectron2's RegNet)
+        Valid("import torch.nn as nn\nclass Net(nn.Module):\n    def __init__(self):\n"
+              "        super().__init__()\n        self.stages_and_names = []\n"
+              "        for i in range(3):\n            stage = nn.Linear(4, 4)\n"
+              "            self.add_module(f's{i}', stage)\n"
+              "            self.stages_and_names.append((stage, f's{i}'))\n"),
     ]
     INVALID = [
+        # the same pairs without `add_module`: nothing registers the stages (no fix: tuples)
+        Invalid("import torch.nn as nn\nclass Net(nn.Module):\n    def __init__(self):\n"
+                "        super().__init__()\n        self.stages_and_names = []\n"
+                "        for i in range(3):\n            stage = nn.Linear(4, 4)\n"
+                "            self.stages_and_names.append((stage, f's{i}'))\n", 5, 9),
         Invalid(
             "import torch.nn as nn\n\nclass MLP(nn.Module):\n    def __init__(self, d, n):\n"
             "        super().__init__()\n"
@@ -348,13 +359,15 @@ class UnregisteredSubmoduleContainer(Rule):
                 self._decide(state, container)
 
     def _element(self, expr, key, function) -> _Element:
-        return _Element(expr, key, function, self._kind(expr))
+        return _Element(expr, key, function, self._kind(expr, self.registered.get(id(function), set())))
 
-    def _kind(self, expr: cst.BaseExpression) -> str:
+    def _kind(self, expr: cst.BaseExpression, registered: set[str]) -> str:
+        """What ``expr`` holds; ``registered`` names modules the method registered already
+        (`self.add_module(name, stage)` then `self.stages.append((stage, name))`)."""
         if isinstance(expr, cst.Name) and expr.value == "None":
             return NONE
         if isinstance(expr, (cst.List, cst.Tuple, cst.Dict, cst.ListComp, cst.DictComp)):
-            inner = {self._kind(e) for e, _ in _elements(expr)}
+            inner = {self._kind(e, registered) for e, _ in _elements(expr)}
             return NESTED if inner & {MODULE, PARAMETER, NESTED} else OTHER
         if isinstance(expr, cst.StarredElement):
             return UNKNOWN
@@ -369,7 +382,9 @@ class UnregisteredSubmoduleContainer(Rule):
         value = self.ctx.value_of(expr)
         if value.kind is Kind.MODULE:
             # `self.conv1` is registered already; `[conv]` may be an alias (decided later).
-            return UNKNOWN if isinstance(expr, cst.Attribute) else MODULE
+            if isinstance(expr, cst.Attribute) or (isinstance(expr, cst.Name) and expr.value in registered):
+                return UNKNOWN
+            return MODULE
         return UNKNOWN if value.kind is Kind.UNKNOWN else OTHER  # a tensor, a loader...
 
     def _final_kind(self, element: _Element) -> str:
