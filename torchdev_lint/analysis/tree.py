@@ -62,3 +62,16 @@ def walk(root: cst.CSTNode, enter: Callable[[cst.CSTNode], bool]) -> None:
         node = stack.pop()
         if enter(node) is not False:
             stack.extend(reversed(list(children(node))))
+
+
+class Reader:
+    """A read-only visitor: ``read(node)`` calls ``visit_<NodeClass>`` methods in pre-order,
+    and a method answering False skips that node's children. Unlike LibCST's visitors it
+    rebuilds nothing, skips layout, and needs no LibCST class at import time."""
+
+    def read(self, root: cst.CSTNode) -> None:
+        walk(root, self._enter)
+
+    def _enter(self, node: cst.CSTNode) -> bool:
+        visit = getattr(self, "visit_" + type(node).__name__, None)
+        return visit is None or visit(node) is not False

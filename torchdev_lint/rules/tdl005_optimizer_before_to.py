@@ -6,6 +6,7 @@ import libcst as cst
 
 from torchdev_lint.analysis.guards import code_of
 from torchdev_lint.analysis.kinds import OPTIMIZER_NAME, Kind
+from torchdev_lint.analysis import tree
 from torchdev_lint.analysis.tree import walk
 from torchdev_lint.finding import Applicability, Fix
 from torchdev_lint.rule import Invalid, Rule, Valid
@@ -284,18 +285,17 @@ def _block_of(ancestors) -> cst.CSTNode | None:
     return None
 
 
-class _Names(cst.CSTVisitor):
+class _Names(tree.Reader):
     """What one statement reads and which names it assigns."""
 
     def __init__(self) -> None:
-        super().__init__()
         self.reads: set[str] = set()
         self.writes: set[str] = set()
 
     def visit_Assign(self, node: cst.Assign) -> bool:
         for target in node.targets:
             self.writes.add(code_of(target.target))
-        node.value.visit(self)
+        self.read(node.value)
         return False
 
     def visit_Name(self, node: cst.Name) -> None:
@@ -307,7 +307,7 @@ class _Names(cst.CSTVisitor):
 
 def _names(statement: cst.CSTNode) -> _Names:
     visitor = _Names()
-    statement.visit(visitor)
+    visitor.read(statement)
     return visitor
 
 

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from torchdev_lint import fixes
-from torchdev_lint.analysis import uses
+from torchdev_lint.analysis import tree, uses
 from torchdev_lint.analysis.guards import code_of
 from torchdev_lint.analysis.imports import dotted_name
 from torchdev_lint.analysis.kinds import (
@@ -500,19 +500,18 @@ def _full(updated: cst.Call, device: cst.BaseExpression) -> cst.Call:
     return fixes.add_keyword(full, "device", device)
 
 
-class _Flow(cst.CSTVisitor):
+class _Flow(tree.Reader):
     """Where values go inside one method, by name: which names are computed from which,
     which are moved to a device, which are returned. Enough to see that a tensor built on
     the CPU is moved before it leaves (``pe = torch.zeros(n, d); ...; self.pe = pe.to(x.device)``)."""
 
     def __init__(self, method: cst.FunctionDef) -> None:
-        super().__init__()
         self.sources: list[tuple[set[str], set[str]]] = []  # (targets, names in the value)
         self.moved: set[str] = set()
         self.returned: set[str] = set()
         self.loads: dict[str, int] = {}  # every occurrence of a name, minus plain stores
         self.indexes: dict[str, int] = {}  # occurrences as an index: `x[:, r]`
-        method.body.visit(self)
+        self.read(method.body)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         targets = {n for t in node.targets for n in _base_names(t.target)}
