@@ -10,7 +10,11 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import torchdev_lint.rules  # noqa: F401  (registers the rules)
+from torchdev_lint.lazy import defer_import
+
+defer_import("libcst")  # first: a run whose files all come from the cache never parses
+
+import torchdev_lint.rules  # noqa: E402,F401  (registers the rules)
 from torchdev_lint import __version__, cache, config, docs, files, noqa, output, pool, progress, runner
 from torchdev_lint.engine import FileResult, lint_file, lint_source
 from torchdev_lint.finding import FileError, Finding

@@ -11,8 +11,6 @@ import threading
 from dataclasses import dataclass, field
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
-from libcst.metadata.position_provider import PositionProvidingCodegenState
 
 from torchdev_lint.analysis.context import FileContext
 from torchdev_lint.analysis.tree import child_fields, is_node
@@ -79,6 +77,9 @@ def _positions(module: cst.Module):
     every node) before generating the code that positions come from; on large files that
     walk costs as much as the code generation. We run the provider's code generation alone,
     and fall back to the wrapper if LibCST's internals ever change shape."""
+    from libcst.metadata import MetadataWrapper, PositionProvider  # LibCST runs once a file is parsed
+    from libcst.metadata.position_provider import PositionProvidingCodegenState
+
     try:
         provider = PositionProvider()
         state = PositionProvidingCodegenState(

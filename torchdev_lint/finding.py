@@ -23,7 +23,7 @@ class Applicability(enum.Enum):
 
 # An edit rewrites one node: it receives the node as already updated by inner edits
 # and returns its replacement, so fixes of nested findings compose.
-Edit = Callable[[cst.CSTNode], cst.CSTNode]
+Edit = Callable[["cst.CSTNode"], "cst.CSTNode"]
 
 
 @dataclass

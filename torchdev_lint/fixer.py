@@ -13,6 +13,7 @@ codemod, pre-commit) uses it, so one run leaves nothing that a second run would 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -35,17 +36,24 @@ class FixOutcome:
     withheld: list[tuple[Finding, str]] = field(default_factory=list)
 
 
-class _ApplyEdits(cst.CSTTransformer):
-    def __init__(self, edits) -> None:
-        super().__init__()
-        self.edits: dict[int, list] = {}
-        for node, edit in edits:
-            self.edits.setdefault(id(node), []).append(edit)
+@functools.cache
+def _edit_applier() -> type:
+    """The transformer that applies edits keyed by original node (a class made on first use:
+    the command line runs LibCST only once a file is parsed)."""
 
-    def on_leave(self, original_node, updated_node):
-        for edit in self.edits.get(id(original_node), ()):
-            updated_node = edit(updated_node)
-        return updated_node
+    class ApplyEdits(cst.CSTTransformer):
+        def __init__(self, edits) -> None:
+            super().__init__()
+            self.edits: dict[int, list] = {}
+            for node, edit in edits:
+                self.edits.setdefault(id(node), []).append(edit)
+
+        def on_leave(self, original_node, updated_node):
+            for edit in self.edits.get(id(original_node), ()):
+                updated_node = edit(updated_node)
+            return updated_node
+
+    return ApplyEdits
 
 
 def applicable(finding: Finding, unsafe: bool) -> bool:
@@ -107,7 +115,7 @@ def _apply(module: cst.Module, chosen: list[Finding], mode: str) -> cst.Module:
     if not chosen:
         return module
     edits = [edit for finding in chosen for edit in finding.fix.edits]
-    module = module.visit(_ApplyEdits(edits))
+    module = module.visit(_edit_applier()(edits))
     device = any(f.fix.needs_default_device for f in chosen)
     if device or any(f.fix.needs_torch for f in chosen):
         module = _add_definitions(module, device, mode)

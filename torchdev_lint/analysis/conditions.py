@@ -31,7 +31,7 @@ class Machine(enum.Enum):
 ACCELERATOR, CPU, UNKNOWN = Machine.ACCELERATOR, Machine.CPU, Machine.UNKNOWN
 
 # Resolves a name to what it was imported as (``is_available`` -> ``torch.cuda.is_available``).
-Qualifier = Callable[[cst.BaseExpression], Optional[str]]
+Qualifier = Callable[["cst.BaseExpression"], Optional[str]]
 
 _WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 ACCELERATOR_WORDS = frozenset(

@@ -105,12 +105,12 @@ class FileContext:
 
     def enter(self, node: cst.CSTNode) -> None:
         self.ancestors.append(node)
-        handler = _ENTER.get(type(node))
+        handler = _ENTER.get(type(node).__name__)
         if handler is not None:
             handler(self, node)
 
     def leave(self, node: cst.CSTNode) -> None:
-        handler = _LEAVE.get(type(node))
+        handler = _LEAVE.get(type(node).__name__)
         if handler is not None:
             handler(self, node)
         self.ancestors.pop()
@@ -595,22 +595,23 @@ def _has_device_argument(call: cst.Call) -> bool:
 
 
 # What the context does on entering and leaving each kind of node (a dict lookup per node:
-# isinstance chains on LibCST's abstract classes cost more than the rest of the walk).
+# isinstance chains on LibCST's abstract classes cost more than the rest of the walk), keyed
+# by class name because LibCST runs only once a file is parsed.
 _ENTER = {
-    cst.Module: FileContext._enter_module,
-    cst.FunctionDef: FileContext._enter_function,
-    cst.Lambda: FileContext._enter_lambda,
-    cst.ClassDef: FileContext._enter_class,
-    cst.Import: lambda self, node: self.imports.record_import(node),
-    cst.ImportFrom: lambda self, node: self.imports.record_import_from(node),
-    cst.For: FileContext._enter_loop,
-    cst.CompFor: FileContext._enter_loop,
+    "Module": FileContext._enter_module,
+    "FunctionDef": FileContext._enter_function,
+    "Lambda": FileContext._enter_lambda,
+    "ClassDef": FileContext._enter_class,
+    "Import": lambda self, node: self.imports.record_import(node),
+    "ImportFrom": lambda self, node: self.imports.record_import_from(node),
+    "For": FileContext._enter_loop,
+    "CompFor": FileContext._enter_loop,
 }
 _LEAVE = {
-    cst.Assign: FileContext._leave_assign,
-    cst.AnnAssign: FileContext._leave_ann_assign,
-    cst.WithItem: FileContext._leave_with_item,
-    cst.FunctionDef: FileContext._leave_definition,
-    cst.ClassDef: FileContext._leave_definition,
-    cst.Lambda: FileContext._leave_lambda,
+    "Assign": FileContext._leave_assign,
+    "AnnAssign": FileContext._leave_ann_assign,
+    "WithItem": FileContext._leave_with_item,
+    "FunctionDef": FileContext._leave_definition,
+    "ClassDef": FileContext._leave_definition,
+    "Lambda": FileContext._leave_lambda,
 }

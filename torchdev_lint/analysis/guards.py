@@ -12,6 +12,7 @@ selects where the function runs (``skipIf(not torch.cuda.is_available())``,
 
 from __future__ import annotations
 
+import functools
 from typing import Sequence
 
 import libcst as cst
@@ -67,7 +68,6 @@ Code inside a function or class named for CUDA or a GPU (`def cuda(self, ...)` o
 counts as guarded, except in test functions (`test_*`), which the test runner calls.
 """
 
-_EMPTY = cst.Module(body=[])
 _EXIT_CALLS = frozenset(
     {"sys.exit", "exit", "quit", "os._exit", "pytest.skip", "self.skipTest", "unittest.skip"}
 )
@@ -77,8 +77,13 @@ _SELECTING_WORDS = frozenset(
 )
 
 
+@functools.cache
+def _empty_module() -> cst.Module:
+    return cst.Module(body=[])
+
+
 def code_of(node: cst.CSTNode) -> str:
-    return _EMPTY.code_for_node(node)
+    return _empty_module().code_for_node(node)
 
 
 def _accelerator(test: cst.BaseExpression, holds: bool, qualify: Qualifier | None) -> bool:

@@ -13,8 +13,9 @@ from torchdev_lint.rule import Invalid, Rule, Valid
 
 # Where a device object goes without placing anything: compared, a parameter default,
 # an element of a list/tuple/set/dict of devices (multi-GPU code).
-_NOT_A_PLACEMENT = (cst.Comparison, cst.ComparisonTarget, cst.Param, cst.Element, cst.DictElement,
-                    cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
+# (Node class names: LibCST runs only once a file is parsed.)
+_NOT_A_PLACEMENT = frozenset({"Comparison", "ComparisonTarget", "Param", "Element", "DictElement",
+                              "ListComp", "SetComp", "GeneratorExp", "DictComp"})
 _DEVICE_KEYWORDS = frozenset({"device", "map_location"})
 # Calls whose first positional argument is a device.
 _DEVICE_FIRST = frozenset({"torch.set_default_device", "torch.Generator", "torch._C.Generator"})
@@ -271,7 +272,7 @@ class HardcodedDeviceString(Rule):
         if not type_args:
             return
         consumer, value = _consumer(self.ctx.ancestors)
-        if isinstance(consumer, _NOT_A_PLACEMENT):
+        if type(consumer).__name__ in _NOT_A_PLACEMENT:
             return
         if isinstance(consumer, cst.Arg) and isinstance(value, cst.Call):
             qualified = self.ctx.qualified_name(value.func) or ""
