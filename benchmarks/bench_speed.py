@@ -121,7 +121,12 @@ def run(args, scratch: Path) -> None:
     command = [shutil.which("torchdev-lint") or LINT[0], *([] if shutil.which("torchdev-lint") else LINT[1:3])]
     startup = median([timed([*command, "--isolated", "--no-cache", "--exit-zero", str(small)])
                       for _ in range(args.startup)])
-    print(f"  start-up, one small file (median of {args.startup}): {startup[0]:.3f} s wall, "
+    print(f"  start-up, one small file, parsed (median of {args.startup}): {startup[0]:.3f} s wall, "
+          f"{startup[1]:.3f} s CPU  (target < 0.25 s)")
+    cached = [*command, "--isolated", "--cache-dir", str(scratch / "small-cache"), "--exit-zero", str(small)]
+    timed(cached)  # fill the cache
+    startup = median([timed(cached) for _ in range(args.startup)])
+    print(f"  start-up, one small file, from the cache (median of {args.startup}): {startup[0]:.3f} s wall, "
           f"{startup[1]:.3f} s CPU  (target < 0.25 s)")
     print(f"  warm / cold -j 1:          {warm / cold1:.3f}  (target <= 0.05)")
     print(f"  one file changed / cold:   {one / cold1:.3f}")
