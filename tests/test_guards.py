@@ -9,7 +9,7 @@ import pytest
 import libcst as cst
 
 import torchdev_lint.rules  # noqa: F401
-from torchdev_lint.analysis import conditions
+from torchdev_lint.analysis import conditions, guards
 from torchdev_lint.analysis.conditions import ACCELERATOR, CPU, UNKNOWN
 from torchdev_lint.engine import lint_source
 from torchdev_lint.rule import Rule
@@ -381,3 +381,43 @@ def implies(text: str, holds: bool = True):
 )
 def test_what_a_condition_says(text, when_true, when_false):
     assert (implies(text, True), implies(text, False)) == (when_true, when_false)
+
+
+ON_CPU = {
+    "cpu branch": "if device.type == 'cpu':\n    y = x\n",
+    "else of availability": "if torch.cuda.is_available():\n    pass\nelse:\n    y = x\n",
+    "after an exit on an accelerator": "if use_cuda:\n    raise SystemExit\ny = x\n",
+    "right of and": "args.cpu and print(x)\n",
+    "device constant compared": "if self.device == torch.device('cpu'):\n    y = x\n",
+}
+NOT_ON_CPU = {
+    "accelerator branch": "if device.type == 'cuda':\n    y = x\n",
+    "else of a cpu test": "if device.type == 'cpu':\n    pass\nelse:\n    y = x\n",
+    "unknown test": "if output is not None:\n    y = x\n",
+    "plain code": "y = x\n",
+}
+
+
+def innermost_x_path(code: str) -> list[cst.CSTNode]:
+    """The ancestors of the last use of the name `x`, module first."""
+    found: list[list[cst.CSTNode]] = []
+
+    def walk(node, path):
+        path = [*path, node]
+        if isinstance(node, cst.Name) and node.value == "x":
+            found.append(path)
+        for child in node.children:
+            walk(child, path)
+
+    walk(cst.parse_module(code), [])
+    return found[-1]
+
+
+@pytest.mark.parametrize("code", ON_CPU.values(), ids=ON_CPU.keys())
+def test_code_that_runs_only_on_the_cpu(code):
+    assert guards.runs_on_cpu(innermost_x_path(code))
+
+
+@pytest.mark.parametrize("code", NOT_ON_CPU.values(), ids=NOT_ON_CPU.keys())
+def test_code_that_may_run_on_an_accelerator(code):
+    assert not guards.runs_on_cpu(innermost_x_path(code))

@@ -18,7 +18,7 @@ from typing import Sequence
 import libcst as cst
 
 from torchdev_lint.analysis import conditions
-from torchdev_lint.analysis.conditions import ACCELERATOR, Qualifier
+from torchdev_lint.analysis.conditions import ACCELERATOR, CPU, Machine, Qualifier
 from torchdev_lint.analysis.imports import dotted_name
 
 # What users read in docs/rules/README.md (generated): exactly what counts as a guard.
@@ -86,8 +86,10 @@ def code_of(node: cst.CSTNode) -> str:
     return _empty_module().code_for_node(node)
 
 
-def _accelerator(test: cst.BaseExpression, holds: bool, qualify: Qualifier | None) -> bool:
-    return conditions.implies(test, holds, qualify) is ACCELERATOR
+def _accelerator(test: cst.BaseExpression, holds: bool, qualify: Qualifier | None,
+                 machine: Machine = ACCELERATOR) -> bool:
+    """Does ``test`` being ``holds`` mean the code runs on ``machine``?"""
+    return conditions.implies(test, holds, qualify) is machine
 
 
 def _is_exit(statement: cst.BaseStatement) -> bool:
@@ -101,15 +103,16 @@ def _is_exit(statement: cst.BaseStatement) -> bool:
     return False
 
 
-def _exits_early(statement: cst.BaseStatement, qualify: Qualifier | None) -> bool:
-    """The code after ``statement`` runs only with an accelerator:
-    ``if not torch.cuda.is_available(): return`` or ``assert torch.cuda.is_available()``."""
+def _exits_early(statement: cst.BaseStatement, qualify: Qualifier | None,
+                 machine: Machine = ACCELERATOR) -> bool:
+    """The code after ``statement`` runs only on ``machine`` (an accelerator:
+    ``if not torch.cuda.is_available(): return`` or ``assert torch.cuda.is_available()``)."""
     if isinstance(statement, cst.If) and statement.orelse is None:
         body = statement.body.body
-        return bool(body) and _is_exit(body[-1]) and _accelerator(statement.test, False, qualify)
+        return bool(body) and _is_exit(body[-1]) and _accelerator(statement.test, False, qualify, machine)
     if isinstance(statement, cst.SimpleStatementLine):
         return any(
-            isinstance(s, cst.Assert) and _accelerator(s.test, True, qualify)
+            isinstance(s, cst.Assert) and _accelerator(s.test, True, qualify, machine)
             for s in statement.body
         )
     return False
@@ -198,38 +201,54 @@ def _marked_for_accelerator(call: cst.Call, qualify: Qualifier | None) -> bool:
     return False
 
 
+def _branch_selects(parent: cst.CSTNode, child: cst.CSTNode, qualify: Qualifier | None,
+                    machine: Machine) -> bool:
+    """``child`` of ``parent`` runs only on ``machine``, by the tests of the control flow:
+    an ``if``/ternary/``while`` branch, the right operand of ``and``/``or``, or a statement
+    after an early exit."""
+    if isinstance(parent, (cst.If, cst.IfExp)):
+        return (child is parent.body and _accelerator(parent.test, True, qualify, machine)) or (
+            child is parent.orelse and _accelerator(parent.test, False, qualify, machine)
+        )
+    if isinstance(parent, cst.While):
+        return child is parent.body and _accelerator(parent.test, True, qualify, machine)
+    if isinstance(parent, cst.BooleanOperation):
+        # `use_gpu and model.cuda()`: the right operand runs when the left one is true
+        # (for `and`) or false (for `or`).
+        return child is parent.right and _accelerator(
+            parent.left, isinstance(parent.operator, cst.And), qualify, machine
+        )
+    if isinstance(parent, (cst.Module, cst.IndentedBlock)):
+        return any(_exits_early(s, qualify, machine) for s in _preceding_statements(parent, child))
+    return False
+
+
 def is_guarded(ancestors: Sequence[cst.CSTNode], qualify: Qualifier | None = None) -> bool:
     """True if the innermost node of ``ancestors`` runs only where an accelerator is wanted
     or present: in the branch of a test that says so, after an early exit that ensures it,
     under a decorator that selects it, or in a function or class named for an accelerator
     (``def cuda(self)``, ``def _to_gpu``), which its caller chooses to run."""
     for parent, child in zip(reversed(ancestors[:-1]), reversed(ancestors[1:])):
-        if isinstance(parent, (cst.If, cst.IfExp)):
-            if child is parent.body and _accelerator(parent.test, True, qualify):
-                return True
-            if child is parent.orelse and _accelerator(parent.test, False, qualify):
-                return True
-        elif isinstance(parent, cst.While):
-            if child is parent.body and _accelerator(parent.test, True, qualify):
-                return True
-        elif isinstance(parent, cst.BooleanOperation):
-            # `use_gpu and model.cuda()`: the right operand runs when the left one is true
-            # (for `and`) or false (for `or`).
-            if child is parent.right and _accelerator(
-                parent.left, isinstance(parent.operator, cst.And), qualify
-            ):
-                return True
-            if child is parent.right and _user_device_choice(parent):
-                return True
-        elif isinstance(parent, (cst.FunctionDef, cst.ClassDef)):
+        if _branch_selects(parent, child, qualify, ACCELERATOR):
+            return True
+        if isinstance(parent, cst.BooleanOperation) and child is parent.right and _user_device_choice(parent):
+            return True
+        if isinstance(parent, (cst.FunctionDef, cst.ClassDef)):
             if any(selects_accelerator(d.decorator, qualify) for d in parent.decorators):
                 return True
         elif isinstance(parent, cst.Call) and _marked_for_accelerator(parent, qualify):
             return True
-        elif isinstance(parent, (cst.Module, cst.IndentedBlock)):
-            if any(_exits_early(s, qualify) for s in _preceding_statements(parent, child)):
-                return True
     return named_for_accelerator(ancestors)
+
+
+def runs_on_cpu(ancestors: Sequence[cst.CSTNode], qualify: Qualifier | None = None) -> bool:
+    """True if the innermost node of ``ancestors`` runs only where the device is the CPU:
+    ``if device.type == "cpu": x.numpy()``, ``if not torch.cuda.is_available(): ...``,
+    or after ``if use_cuda: return``."""
+    return any(
+        _branch_selects(parent, child, qualify, CPU)
+        for parent, child in zip(reversed(ancestors[:-1]), reversed(ancestors[1:]))
+    )
 
 
 _ACCELERATOR_NAME_WORDS = frozenset({"cuda", "gpu", "gpus", "nccl", "cudnn", "triton"})

@@ -3,6 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchdev_lint.analysis import receivers, tree
+from torchdev_lint.analysis.guards import runs_on_cpu
 from torchdev_lint.analysis.imports import dotted_name
 from torchdev_lint.analysis.kinds import Kind
 from torchdev_lint.finding import Applicability, Fix
@@ -56,7 +57,9 @@ class NumpyOnAccelerator(Rule):
     copies to the CPU itself), nor `.numpy()` of an object of a class the file defines
     (`Bag().to(device).numpy()`), or of a value of unknown kind where the file defines its
     own `numpy()` method: those are the project's objects, not tensors. A `.to(torch.float16)` that only changes the dtype does
-    not move anything, and `device=x.device` puts a tensor wherever `x` is.
+    not move anything, and `device=x.device` puts a tensor wherever `x` is. Nor code that
+    runs only on the CPU by its control flow (`if device.type == "cpu": x.numpy()`, the
+    `else` of `if torch.cuda.is_available()`: see Guards in the rules' README).
 
     ## Why is this bad?
     NumPy arrays live in host memory, so `Tensor.numpy()` only works on CPU tensors. On a
@@ -116,8 +119,30 @@ class NumpyOnAccelerator(Rule):
         Valid("import numpy\nfrom diffusers import DiffusionPipeline\n"
               "pipe = DiffusionPipeline.from_pretrained(m).to(device)\n"
               "image = pipe(prompt).images[0]\nprint(numpy.asarray(image))\n"),
+        # A branch that runs only on the CPU (DINOv2's linear evaluation).
+        Valid("import numpy as np\nimport torch\n"
+              "def predict(estimator, samples, device):\n"
+              "    samples = samples.to(device)\n"
+              "    if device == torch.device('cpu'):\n"
+              "        samples = samples.numpy()\n"
+              "    return estimator.predict(samples)\n"),
+        Valid("import torch\n"
+              "def show(model, x, device):\n"
+              "    out = model(x.to(device))\n"
+              "    if device.type != 'cpu':\n"
+              "        return None\n"
+              "    return out.detach().numpy()\n"),
     ]
     INVALID = [
+        # The branch that runs off the CPU still fails.
+        Invalid(
+            "import torch\ndef f(x, device):\n    x = x.to(device)\n    if device.type == 'cpu':\n"
+            "        return x.numpy()\n    else:\n        return x.numpy()\n",
+            7, 16,
+            "import torch\ndef f(x, device):\n    x = x.to(device)\n    if device.type == 'cpu':\n"
+            "        return x.numpy()\n    else:\n        return x.cpu().numpy()\n",
+            unsafe=True,  # a parameter is not certainly a tensor
+        ),
         Invalid(
             "import torch.nn as nn\nmodel = nn.Linear(2, 2).to(device)\nout = model(x)\n"
             "print(out.numpy())\n",
@@ -250,6 +275,8 @@ class NumpyOnAccelerator(Rule):
         receiver = self.ctx.value_of(func.value)
         if not receiver.maybe_accelerator or receiver.kind not in (Kind.TENSOR, Kind.UNKNOWN):
             return
+        if runs_on_cpu(self.ctx.ancestors, self.ctx.qualified_name):
+            return
         certain = receivers.certainly(self.ctx, func.value)
         if certain == receivers.PROJECT or (
             receiver.kind is Kind.UNKNOWN and receivers.defines_method(self.ctx, {"numpy"})
@@ -268,6 +295,8 @@ class NumpyOnAccelerator(Rule):
         elif qualified in _CONVERTERS:
             converted = _CONVERTERS[qualified]
         else:
+            return
+        if runs_on_cpu(self.ctx.ancestors, self.ctx.qualified_name):
             return
         positional = [a for a in call.args if a.keyword is None and not a.star]
         for index, arg in enumerate(positional):
