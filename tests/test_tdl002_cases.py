@@ -262,3 +262,188 @@ def test_tests_alone_can_turn_it_off(tmp_path, run_cli):
 ])
 def test_positional_and_helper_device_positions(code, where):
     assert [(f.line, f.column) for f in lint_source("m.py", code, [RULE]).findings] == [where]
+
+
+# -- code that can only run where CUDA is (analysis/requirements.py) ---------------------------
+
+@pytest.mark.parametrize("code", [
+    # The block already opens an NCCL process group and pins a CUDA device.
+    """
+    import torch
+    import torch.distributed as dist
+    def main():
+        dist.init_process_group(backend="nccl")
+        local_rank = dist.get_rank() % torch.cuda.device_count()
+        device = f"cuda:{local_rank}"
+        torch.cuda.set_device(local_rank)
+    """,
+    # A benchmark timed by a function of the file named for CUDA.
+    """
+    import torch
+    def cuda_timer(times):
+        pass
+    def benchmark(kernel):
+        for batch in range(1, 17):
+            q = torch.randn(batch, 8, device="cuda")
+            with cuda_timer(times):
+                kernel(q)
+    """,
+    # A TensorRT branch: the engine only runs on an NVIDIA GPU.
+    """
+    import torch
+    def load(w, device, engine):
+        if engine:
+            import tensorrt as trt
+            if device.type == "cpu":
+                device = torch.device("cuda:0")
+    """,
+    # The module imports a CUDA-only library: the whole file needs CUDA.
+    """
+    import pycuda.driver as cuda
+    import torch
+    if __name__ == "__main__":
+        pipe = pipe.to("cuda")
+    """,
+    # Every caller of a method already synchronises CUDA (through a helper).
+    """
+    import torch
+    def flush():
+        torch.cuda.reset_peak_memory_stats()
+    class Profiler:
+        def _setup(self):
+            return make_pipe().to("cuda")
+        def run(self):
+            pipe = self._setup()
+            flush()
+    """,
+    # A private helper only handed to a launcher from a test that requires two GPUs.
+    """
+    import torch
+    def _ddp_fn(rank, world_size):
+        metric = Metric().to(f"cuda:{rank}")
+    @RunIf(min_cuda_gpus=2)
+    def test_reduce():
+        spawn(_ddp_fn, world_size=2)
+    """,
+    # A ROCm run of the test suite names its GPU "cuda".
+    """
+    def check(torch_device):
+        device = torch_device if torch_device != "rocm" else "cuda"
+    """,
+])
+def test_code_that_only_runs_on_cuda_is_not_flagged(code):
+    assert findings(code) == []
+
+
+@pytest.mark.parametrize("code, where", [
+    # Reading memory statistics works without CUDA (they are 0): no requirement.
+    ("""
+    import torch
+    def report(model):
+        model.to("cuda")
+        print(torch.cuda.max_memory_allocated())
+    """, (4, 14)),
+    # The requirement sits in another branch, or only under a condition.
+    ("""
+    import torch
+    def run(model, profile):
+        if profile:
+            torch.cuda.synchronize()
+        model.to("cuda")
+    """, (6, 14)),
+    # A gloo process group runs on CPUs.
+    ("""
+    import torch.distributed as dist
+    def main(model):
+        dist.init_process_group(backend="gloo")
+        model.to("cuda")
+    """, (5, 14)),
+    # nanoGPT's DDP branch: a configurable backend, and `set_device` goes with the choice.
+    ("""
+    import torch
+    from torch.distributed import init_process_group
+    backend = "nccl"
+    if ddp:
+        init_process_group(backend=backend)
+        device = f"cuda:{local_rank}"
+        torch.cuda.set_device(device)
+    """, (7, 14)),
+    # A mover named for CUDA is what a device argument would make portable.
+    ("""
+    def to_cuda(batch):
+        return batch
+    def step(batch, model):
+        batch = to_cuda(batch)
+        model.to("cuda")
+    """, (6, 14)),
+    # A public helper may be called from another module; a private one with one unguarded
+    # use is not only used on GPUs.
+    ("""
+    def ddp_fn(rank):
+        m = Metric().to(f"cuda:{rank}")
+    @RunIf(min_cuda_gpus=2)
+    def test_reduce():
+        spawn(ddp_fn)
+    """, (3, 21)),
+    ("""
+    def _ddp_fn(rank):
+        m = Metric().to(f"cuda:{rank}")
+    @RunIf(min_cuda_gpus=2)
+    def test_reduce():
+        spawn(_ddp_fn)
+    def test_cpu():
+        _ddp_fn(0)
+    """, (3, 21)),
+    # The requirement is in the caller's scope, not in a nested function defined there.
+    ("""
+    import torch
+    def main():
+        torch.cuda.synchronize()
+        def later(model):
+            model.to("cuda")
+        return later
+    """, (6, 18)),
+])
+def test_code_that_may_run_without_cuda_is_flagged(code, where):
+    assert findings(code) == [where]
+
+
+def test_devices_in_code_a_test_expects_to_raise_are_test_data():
+    code = """
+    import pytest
+    import torch
+    def test_wrong_device():
+        with pytest.raises(ValueError, match="Device should be CPU"):
+            CPUAccelerator().setup_device(torch.device("cuda"))
+        CPUAccelerator().setup_device(torch.device("cuda"))
+    """
+    assert findings(code) == [(7, 48)]
+
+
+def test_a_public_helper_counts_when_the_project_index_says_no_other_module_imports_it(tmp_path):
+    from torchdev_lint.analysis import project_index
+
+    helper = textwrap.dedent("""
+    def ddp_fn(rank):
+        m = Metric().to(f"cuda:{rank}")
+    @RunIf(min_cuda_gpus=2)
+    def test_reduce():
+        spawn(ddp_fn)
+    """)
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "__init__.py").write_text("")
+    (tests / "test_metric.py").write_text(helper)
+    (tests / "test_other.py").write_text("import torch\n")
+
+    def lint():
+        index = project_index.build([str(tests / "test_metric.py")])
+        result = lint_source(str(tests / "test_metric.py"), helper, [RULE], index=index)
+        return [(f.line, f.column) for f in result.findings]
+
+    assert lint() == []
+    assert findings(helper) == [(3, 21)]  # without the index, other modules may call it
+    (tests / "test_other.py").write_text("from tests.test_metric import ddp_fn\nddp_fn(0)\n")
+    assert lint() == [(3, 21)]
+    (tests / "test_other.py").write_text("from .test_metric import *\n")
+    assert lint() == [(3, 21)]

@@ -108,3 +108,49 @@ def test_helpers_of_tests_check_files_the_tests_give_them():
         torch.load(path_ckpt, weights_only=False)
     """
     assert positions(test, "tests/test_legacy.py") == [(4, 5)]
+
+
+def test_tests_that_only_run_on_an_accelerator_load_their_fixtures_anywhere_they_run():
+    guarded = """
+    import torch
+    @require_torch_accelerator
+    class PipelineSlowTests:
+        def get_inputs(self, device):
+            return torch.load(hf_hub_download("org/test-slices", "prompt_embeds.pt")).to(device)
+    """
+    assert positions(guarded, "tests/pipelines/test_pipe.py") == []
+    # The same load without the marker, or in library code under the same marker, is flagged.
+    assert positions(guarded.replace("    @require_torch_accelerator\n", ""), "tests/pipelines/test_pipe.py") == [
+        (5, 16)]
+    assert positions(guarded, "src/pipe.py") == [(6, 16)]
+    # A guard in library code still leaves a multi-GPU machine loading onto GPU 0.
+    library = """
+    import torch
+    def load(path):
+        if torch.cuda.is_available():
+            return torch.load(path)
+    """
+    assert positions(library, "src/vocoder.py") == [(5, 16)]
+
+
+WORKER = """
+import io
+import torch
+class Launcher:
+    def get_extra_results(self, trainer):
+        metrics = apply_to_collection(trainer.callback_metrics, Tensor, lambda t: t.cpu())
+        buffer = io.BytesIO()
+        torch.save(metrics, buffer)
+        return {"metrics_bytes": buffer.getvalue()}
+
+    def update_main_process_results(self, trainer, extra):
+        data = extra["metrics_bytes"]
+        return torch.load(io.BytesIO(data), weights_only=True)
+"""
+
+
+def test_results_a_worker_moved_to_the_cpu_are_not_flagged_in_the_main_process():
+    assert positions(WORKER) == []
+    # Without the move to the CPU, or under another key, the bytes may hold GPU tensors.
+    assert positions(WORKER.replace("lambda t: t.cpu()", "lambda t: t.detach()")) == [(13, 16)]
+    assert positions(WORKER.replace('extra["metrics_bytes"]', 'extra["other_bytes"]')) == [(13, 16)]

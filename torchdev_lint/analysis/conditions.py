@@ -42,7 +42,9 @@ _CPU_WORDS = frozenset({"cpu", "cpus"})
 # `no_cuda`, `disable_gpu`, `skip_cuda`: the flag asks for the CPU.
 _NEGATING_WORDS = frozenset({"no", "not", "disable", "disabled", "without", "skip", "avoid"})
 # Device names, and the collective backends that only run on accelerators (`nccl`, `hccl`).
-_ACCELERATOR_PREFIXES = ("cuda", "gpu", "mps", "xpu", "npu", "hpu", "tpu", "nccl", "hccl", "xccl")
+# ROCm builds of PyTorch name their GPUs "cuda": a test suite's `torch_device == "rocm"`.
+_ACCELERATOR_PREFIXES = ("cuda", "gpu", "mps", "xpu", "npu", "hpu", "tpu", "nccl", "hccl", "xccl",
+                         "rocm")
 
 
 def words(name: str) -> set[str]:

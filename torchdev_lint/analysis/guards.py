@@ -35,7 +35,7 @@ present. The test of an `if`/`elif`/`while`, a conditional expression or the lef
   another name), flags named for an accelerator (`use_cuda`, `args.gpu`, `self.use_gpu`,
   `opt["cuda"]`, `has_mps`), `x.is_cuda`, comparisons of a device with an accelerator
   (`device.type == "cuda"`, `"cuda" in str(device)`, `str(device).startswith("cuda")`,
-  `device.type in ("cuda", "xpu")`, `device != "cpu"`, `flag not in ("cpu", "mps")`), GPU
+  `device.type in ("cuda", "xpu")`, `device != "cpu"`, `torch_device == "rocm"`, `flag not in ("cpu", "mps")`), GPU
   counts and indices (`args.gpu is not None`, `args.gpu >= 0`, `len(gpu_ids) > 0`,
   `n_gpu > 1`), a collective backend that needs GPUs (`get_backend() == "nccl"`), Triton
   support (`is_triton_supported()`);
@@ -251,7 +251,7 @@ def runs_on_cpu(ancestors: Sequence[cst.CSTNode], qualify: Qualifier | None = No
     )
 
 
-_ACCELERATOR_NAME_WORDS = frozenset({"cuda", "gpu", "gpus", "nccl", "cudnn", "triton"})
+ACCELERATOR_NAME_WORDS = frozenset({"cuda", "gpu", "gpus", "nccl", "cudnn", "triton"})
 
 
 def named_for_accelerator(ancestors: Sequence[cst.CSTNode]) -> bool:
@@ -263,6 +263,6 @@ def named_for_accelerator(ancestors: Sequence[cst.CSTNode]) -> bool:
             name = node.name.value
             if name.lower().startswith("test"):
                 continue
-            if conditions.words(name) & _ACCELERATOR_NAME_WORDS:
+            if conditions.words(name) & ACCELERATOR_NAME_WORDS:
                 return True
     return False

@@ -375,6 +375,28 @@ class ProjectIndex:
         self._memo[key] = bound
         return bound
 
+    def imported_from(self, path: str) -> frozenset[str] | None:
+        """The names of the file at ``path`` that other modules of the project import
+        (``"*"`` when one imports the module itself or star-imports it); None when the index
+        does not hold the file."""
+        name = self.paths.get(os.path.abspath(path))
+        if name is None:
+            return None
+        imported = self._memo.get(("imported",))
+        if imported is None:  # one pass over every module, for every file's question
+            imported = {}
+            for modules in self.modules.values():
+                for other in modules:
+                    for qualified in other.names.values():
+                        head, _, last = qualified.rpartition(".")
+                        imported.setdefault(qualified, set()).add("*")
+                        if head:
+                            imported.setdefault(head, set()).add(last)
+                    for star in other.stars:
+                        imported.setdefault(star, set()).add("*")
+            self._memo[("imported",)] = imported
+        return frozenset(imported.get(name, ()))
+
     def facts_for(self, path: str) -> tuple:
         """What one file's findings may depend on: for each project name it imports (and
         each star import), the answers the index gives about it. A cache key part."""
@@ -390,6 +412,7 @@ class ProjectIndex:
                 facts.append((local, self.is_module_class(qualified, full), self.returns(qualified, full)))
         for star in module.stars:
             facts.append((star, tuple(sorted(self.exports(star, full).items()))))
+        facts.append(("imported by others", tuple(sorted(self.imported_from(full) or ()))))
         return tuple(facts)
 
 

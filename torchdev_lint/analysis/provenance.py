@@ -1,6 +1,8 @@
 """Where a file that code loads comes from: written by the same function (a round trip in
-one process), by the test that loads it, or from outside (a path argument, a download, a
-config). Only files from outside can carry tensors saved on another machine's devices."""
+one process), by the test that loads it, by another function of the same file after moving
+its tensors to the CPU (a worker's results sent to the main process), or from outside (a path
+argument, a download, a config). Only files from outside can carry tensors saved on
+another machine's devices."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import re
 import libcst as cst
 
 from torchdev_lint.analysis import tree
-from torchdev_lint.analysis.guards import code_of
+from torchdev_lint.analysis.guards import code_of, is_guarded
 
 _SAVES = frozenset({"torch.save", "torch.jit.save", "torch.serialization.save"})
 # Methods that write checkpoints or models the test then reads back: `scripted.save(f)`,
@@ -178,3 +180,98 @@ def _calls_before(function: cst.FunctionDef, call: cst.Call) -> list[cst.Call]:
 
     tree.walk(function.body, enter)
     return calls
+
+
+def in_accelerator_test(ctx, ancestors) -> bool:
+    """A load in test code that only runs where an accelerator is (``@require_torch_accelerator``
+    on its class, ``RunIf(min_cuda_gpus=1)``, a guard): one process on a machine of the
+    project's own CI, so a fixture saved on the CPU or on a GPU loads there alike."""
+    return is_test_function(ctx, ctx.function) and is_guarded(ancestors, ctx.qualified_name)
+
+
+def sent_from_cpu(ctx, call: cst.Call) -> bool:
+    """``torch.load(io.BytesIO(extra["metrics_bytes"]))`` where another function of the file
+    returns ``{"metrics_bytes": buffer.getvalue()}`` after ``torch.save(metrics, buffer)`` of
+    tensors moved to the CPU: the program's own message, with no device in it."""
+    target = loaded_file(call)
+    function = ctx.function
+    if target is None or function is None or not ctx.ancestors:
+        return False
+    if isinstance(target, cst.Call) and ctx.qualified_name(target.func) == "io.BytesIO" and target.args:
+        target = target.args[0].value
+    if isinstance(target, cst.Name):  # `data = extra["k"]` earlier in the function
+        sites = ctx.bindings(function).get(target.value, ())
+        values = [s.value for s in sites if isinstance(s, cst.Assign)]
+        if len(sites) != 1 or len(values) != 1:
+            return False
+        target = values[0]
+    key = _string_key(target)
+    if key is None:
+        return False
+    for writer, value in _keyed_values(ctx.ancestors[0], key):
+        buffer = value.func.value if (
+            isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
+            and value.func.attr.value == "getvalue"
+        ) else value
+        for save in _calls_before(writer, value):
+            args = [a.value for a in save.args if a.keyword is None]
+            if (
+                ctx.qualified_name(save.func) in _SAVES and len(args) == 2
+                and code_of(args[1]) == code_of(buffer) and _moved_to_cpu(ctx, writer, args[0])
+            ):
+                return True
+    return False
+
+
+def _string_key(expr: cst.BaseExpression) -> str | None:
+    """``"k"`` of ``extra["k"]`` or ``extra.get("k")``."""
+    index = None
+    if isinstance(expr, cst.Subscript) and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index):
+        index = expr.slice[0].slice.value
+    elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "get" \
+            and expr.args:
+        index = expr.args[0].value
+    if isinstance(index, cst.SimpleString) and isinstance(index.evaluated_value, str):
+        return index.evaluated_value
+    return None
+
+
+def _keyed_values(module: cst.CSTNode, key: str) -> list[tuple[cst.FunctionDef, cst.BaseExpression]]:
+    """Each ``{key: value}`` in a function of the module, with that function."""
+    found: list[tuple[cst.FunctionDef, cst.BaseExpression]] = []
+    stack: list[tuple[cst.CSTNode, cst.FunctionDef | None]] = [(module, None)]
+    while stack:
+        node, function = stack.pop()
+        if isinstance(node, cst.FunctionDef):
+            function = node
+        elif (
+            isinstance(node, cst.DictElement) and isinstance(node.key, cst.SimpleString)
+            and node.key.evaluated_value == key and function is not None
+        ):
+            found.append((function, node.value))
+        stack.extend((child, function) for child in tree.children(node))
+    return found
+
+
+def _moved_to_cpu(ctx, function: cst.FunctionDef, expr: cst.BaseExpression) -> bool:
+    """``expr`` (or what its names were assigned in ``function``) is made by a move to the
+    CPU: ``.cpu()``, ``.to("cpu")``, also inside ``apply_to_collection(m, Tensor, lambda t:
+    t.cpu())``."""
+    values = [expr]
+    for name in _roots(expr):
+        values += [s.value for s in ctx.bindings(function).get(name, ()) if isinstance(s, cst.Assign)]
+    moved = []
+
+    def enter(node: cst.CSTNode) -> bool:
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            method = node.func.attr.value
+            first = node.args[0].value if node.args else None
+            if method == "cpu" or (
+                method == "to" and isinstance(first, cst.SimpleString) and first.evaluated_value == "cpu"
+            ):
+                moved.append(node)
+        return not moved
+
+    for value in values:
+        tree.walk(value, enter)
+    return bool(moved)

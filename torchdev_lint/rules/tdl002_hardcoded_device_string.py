@@ -8,6 +8,7 @@ import libcst as cst
 from torchdev_lint import fixes
 from torchdev_lint.analysis import kinds, tree
 from torchdev_lint.analysis.guards import code_of, is_guarded
+from torchdev_lint.analysis.requirements import Requirements
 from torchdev_lint.finding import Applicability, Fix
 from torchdev_lint.rule import Invalid, Rule, Valid
 
@@ -61,14 +62,39 @@ class HardcodedDeviceString(Rule):
     or a `torch.device("cuda")` that is only compared (`x.device == torch.device("cuda")`,
     `device.type == "cuda"`), asserted (`m.to.assert_called_with(torch.device("cuda"))`)
     or listed (`[torch.device("cuda", i) for i in range(n)]`, multi-GPU code), nor devices
-    in a test that fakes what it tests (`Mock()`, `mock.patch`, `monkeypatch`, `mocker`):
-    there they are test data. A test without fakes is checked like any code: the test
+    in a test that fakes what it tests (`Mock()`, `mock.patch`, `monkeypatch`, `mocker`)
+    or in code a test expects to fail (`with pytest.raises(ValueError):`): there they are
+    test data. A test without fakes is checked like any code: the test
     runner picks it on a CPU-only machine too.
 
     Nor a device variable a function only hands to APIs taking a device type
     (`device = flag if flag in ("cpu", "mps") else "cuda"` then
     `MixedPrecision(..., device=device)`), nor a `pytest.param(torch.device("cuda"),
     marks=...)` whose marks require a GPU.
+
+    Nor code that can only run where CUDA is, whatever its strings say, so that a device
+    chosen at run time would not make it run anywhere else:
+    - a block (up to its function, or the top level of the module for the whole file) that
+      also needs CUDA by means no fix of ours changes: an NCCL process group
+      (`init_process_group(backend="nccl")`), a `torch.cuda` call that raises without a
+      CUDA device (`synchronize`, `Event`, `Stream`, `reset_peak_memory_stats`,
+      `get_device_properties`...; not the memory readers such as `max_memory_allocated`,
+      which return 0, nor `set_device`/`current_device`, which go with the choice of a
+      device and are fixed with it), an import of TensorRT, PyCUDA or CuPy,
+      or a call of a function of the same file that needs CUDA in these ways or whose name
+      says it is for CUDA (`with cuda_timer(times):`; not movers such as `to_cuda(batch)`,
+      which a device argument makes portable). Only statements that run whenever the
+      block does count: not those nested under an `if` or a loop, nor in a lambda;
+    - a function of the file that no other module calls (a private `_name`, or a
+      module-level function that, by the project index, no other module of the run
+      imports) whose every use, a call or the function handed on (`spawn(_ddp_fn, ...)`),
+      is guarded or is in such code: the helper of a test marked `RunIf(min_cuda_gpus=2)`.
+      Without the index (one file at a time, as flake8 runs) public functions stay
+      checked, and methods count only when private: an object can be handed anywhere.
+
+    Such code would fail on a machine without CUDA anyway; a finding there would only ask
+    to rewrite a line that changes nothing. Where the requirement itself can be made
+    portable, the other rules say so (`.cuda()` is TDL001's).
 
     ## Why is this bad?
     The string works on the machine it was typed on and fails everywhere else: on a
@@ -148,8 +174,40 @@ class HardcodedDeviceString(Rule):
         Valid('import pytest\nimport torch\n@pytest.mark.parametrize("d", [\n'
               '    pytest.param(torch.device("cuda"), marks=RunIf(min_cuda_gpus=1))])\n'
               'def test_move(d):\n    pass\n'),
+        # Code that can only run where CUDA is: an NCCL process group, a TensorRT branch,
+        # timing by a CUDA-named function of the file, a private helper only handed on from
+        # a test that requires GPUs; and a ROCm run naming its GPU "cuda".
+        Valid('import torch\nimport torch.distributed as dist\ndef main():\n'
+              '    dist.init_process_group(backend="nccl")\n'
+              '    device = f"cuda:{dist.get_rank()}"\n'),
+        Valid('import torch\ndef load(w, device, engine):\n    if engine:\n'
+              '        import tensorrt as trt\n        if device.type == "cpu":\n'
+              '            device = torch.device("cuda:0")\n'),
+        Valid('import torch\ndef cuda_timer(times):\n    pass\ndef bench(kernel, times):\n'
+              '    q = torch.randn(8, device="cuda")\n    with cuda_timer(times):\n        kernel(q)\n'),
+        Valid('def _ddp_fn(rank):\n    m = Metric().to(f"cuda:{rank}")\n'
+              '@RunIf(min_cuda_gpus=2)\ndef test_reduce():\n    spawn(_ddp_fn, world_size=2)\n'),
+        Valid('def check(torch_device):\n'
+              '    device = torch_device if torch_device != "rocm" else "cuda"\n'),
     ]
     INVALID = [
+        Invalid(  # memory statistics read 0 without CUDA: they require nothing
+            'import torch\ndef report(model):\n    model.to("cuda")\n'
+            '    print(torch.cuda.max_memory_allocated())\n',
+            3, 14,
+            'import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            'def report(model):\n    model.to(device)\n    print(torch.cuda.max_memory_allocated())\n',
+        ),
+        Invalid(  # a private helper also called where no GPU is required
+            'import torch\ndef _ddp_fn(rank):\n    m = Metric().to(f"cuda:{rank}")\n'
+            '@RunIf(min_cuda_gpus=2)\ndef test_reduce():\n    spawn(_ddp_fn)\n'
+            'def test_cpu():\n    _ddp_fn(0)\n',
+            3, 21,
+            'import torch\ndef _ddp_fn(rank):\n'
+            '    m = Metric().to(f"cuda:{rank}" if torch.cuda.is_available() else "cpu")\n'
+            '@RunIf(min_cuda_gpus=2)\ndef test_reduce():\n    spawn(_ddp_fn)\n'
+            'def test_cpu():\n    _ddp_fn(0)\n',
+        ),
         Invalid(  # a positional device argument
             'import torch\ng = torch.Generator("cuda")\n',
             2, 21,
@@ -221,6 +279,9 @@ class HardcodedDeviceString(Rule):
         # Module-level definitions (`device = "cuda"`) wait for the end of the file: a later
         # `exec(open("configurator.py").read())` makes them configuration values.
         self.module_definitions: list[tuple] = []
+        # Every other finding waits too: whether its code can only run where CUDA is
+        # (`analysis/requirements.py`) depends on the whole file.
+        self.candidates: list[tuple] = []
         self.mocking: dict[int, bool] = {}  # test function -> whether it fakes with mocks
 
     # -- where a device is chosen --------------------------------------------------------
@@ -258,7 +319,7 @@ class HardcodedDeviceString(Rule):
                 and self.ctx.qualified_name(arg.value.func) == "torch.cuda.current_device"
             ):
                 if not is_guarded((*path, arg.value), self.ctx.qualified_name):
-                    self._flag(arg.value, (*path, arg.value), False, None)
+                    self.candidates.append((arg.value, (*path, arg.value), False, None))
                 continue
             self._check_value(arg.value, path, defines=False)
 
@@ -407,25 +468,32 @@ class HardcodedDeviceString(Rule):
             ):
                 continue
             flag = (literal, path, defines or kind == "indexed", device_call)
-            if module_level:
-                self.module_definitions.append(flag)
-            else:
-                self._flag(*flag)
+            (self.module_definitions if module_level else self.candidates).append(flag)
 
     def _in_mocking_test(self, path: Sequence[cst.CSTNode]) -> bool:
         """Inside a test that fakes what it tests (``Mock()``, ``mock.patch``,
-        ``monkeypatch``, ``mocker``), devices are test data: nothing is placed there."""
+        ``monkeypatch``, ``mocker``), or in code it expects to fail (``with
+        pytest.raises(...)``), devices are test data: nothing is placed there."""
         test = next((n for n in path if isinstance(n, cst.FunctionDef)), None)
         if test is None or not test.name.value.startswith("test"):
             return False
+        if any(isinstance(n, cst.With) and any(_expects_error(i.item) for i in n.items) for n in path):
+            return True
         known = self.mocking.get(id(test))
         if known is None:
             known = self.mocking[id(test)] = bool(_MOCKING.search(code_of(test)))
         return known
 
     def end_of_file(self) -> None:
-        for flag in self.module_definitions:
-            self._flag(*flag)
+        flags = [*self.candidates, *self.module_definitions]
+        if not flags:
+            return
+        index = self.ctx.index
+        imported = index.imported_from(self.ctx.path) if index is not None and self.ctx.path != "-" else None
+        requirements = Requirements(flags[0][1][0], self.ctx.imports.qualified_name, imported)
+        for flag in flags:
+            if not requirements.only_on_accelerator(flag[1]):
+                self._flag(*flag)
 
     def _flag(self, literal, path, keep: bool, device_call: cst.Call | None) -> None:
         text = code_of(literal)
@@ -525,6 +593,12 @@ def _consumer(ancestors: Sequence[cst.CSTNode]) -> tuple[cst.CSTNode, cst.CSTNod
             return ancestors[index - 2], ancestors[index - 1]
         return parent, child
     return child, child
+
+
+def _expects_error(item: cst.BaseExpression) -> bool:
+    """``pytest.raises(...)``, ``self.assertRaises(...)``, ``assertRaisesRegex(...)``."""
+    return isinstance(item, cst.Call) and _callee_name(item.func) in (
+        "raises", "assertRaises", "assertRaisesRegex")
 
 
 def _gpu_marked_param(call: cst.Call) -> bool:

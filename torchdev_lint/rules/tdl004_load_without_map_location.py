@@ -29,6 +29,19 @@ class LoadWithoutMapLocation(Rule):
     `["hyper_parameters"]`, `vocab = torch.load(...)`). Checkpoints from outside (a path
     argument, a download cache, a config value) are flagged, in tests too.
 
+    Nor bytes the program sent itself from tensors it moved to the CPU:
+    `torch.load(io.BytesIO(extra["metrics_bytes"]))` where another function of the same
+    file returns `{"metrics_bytes": buffer.getvalue()}` after `torch.save(metrics, buffer)`
+    of `.cpu()` tensors (a worker's results sent to the main process).
+
+    Nor loads in test code that only runs where an accelerator is (a decorator such as
+    `@require_torch_accelerator` or `@RunIf(min_cuda_gpus=1)` on the test or its class,
+    or a guard): such a test runs in one process on the project's own GPU machines, where a
+    fixture saved on the CPU and one saved on a GPU both load. What is left is narrow: a
+    fixture saved on CUDA read by a runner with another accelerator (MPS, XPU), or saved
+    on a GPU index the runner lacks. Library code under a guard is still flagged: there,
+    every process of a multi-GPU job loads the checkpoint onto GPU 0.
+
     ## Why is this bad?
     Without `map_location`, every tensor is restored to the device it was saved from. A
     checkpoint written on `cuda:0` fails to load on a machine without a GPU
@@ -78,8 +91,35 @@ class LoadWithoutMapLocation(Rule):
               "    return metadata['world_size']\n"),
         Valid("import torch\ndef hp(path):\n"
               "    return torch.load(path)['hyper_parameters']\n"),
+        # A test that only runs where an accelerator is.
+        Valid("import torch\n@require_torch_accelerator\ndef test_pipeline(pipe):\n"
+              "    embeds = torch.load(hf_hub_download('org/slices', 'embeds.pt'))\n"),
+        # A worker's results, moved to the CPU, sent to the main process as bytes.
+        Valid("import io\nimport torch\ndef results(trainer):\n"
+              "    metrics = {k: v.cpu() for k, v in trainer.metrics.items()}\n"
+              "    buffer = io.BytesIO()\n    torch.save(metrics, buffer)\n"
+              "    return {'metrics_bytes': buffer.getvalue()}\n"
+              "def update(extra):\n    return torch.load(io.BytesIO(extra['metrics_bytes']))\n"),
     ]
     INVALID = [
+        Invalid(  # a guard in library code: every process of a multi-GPU run loads onto GPU 0
+            "import torch\ndef load(path):\n    if torch.cuda.is_available():\n"
+            "        return torch.load(path)\n",
+            4, 16,
+            "import torch\ndef load(path):\n    if torch.cuda.is_available():\n"
+            "        return torch.load(path, map_location=\"cpu\")\n",
+            unsafe=True,
+        ),
+        Invalid(  # bytes of tensors not moved to the CPU
+            "import io\nimport torch\ndef results(metrics):\n    buffer = io.BytesIO()\n"
+            "    torch.save(metrics, buffer)\n    return {'metrics_bytes': buffer.getvalue()}\n"
+            "def update(extra):\n    return torch.load(io.BytesIO(extra['metrics_bytes']))\n",
+            8, 12,
+            "import io\nimport torch\ndef results(metrics):\n    buffer = io.BytesIO()\n"
+            "    torch.save(metrics, buffer)\n    return {'metrics_bytes': buffer.getvalue()}\n"
+            "def update(extra):\n    return torch.load(io.BytesIO(extra['metrics_bytes']), map_location=\"cpu\")\n",
+            unsafe=True,
+        ),
         Invalid(  # a checkpoint from outside, in a test: not written by it
             "import torch\ndef test_legacy(path_ckpt):\n"
             "    state = torch.load(path_ckpt, weights_only=False)\n",
@@ -133,7 +173,12 @@ class LoadWithoutMapLocation(Rule):
         if any(a.keyword is not None and a.keyword.value == "map_location" for a in node.args):
             return
         ancestors = tuple(self.ctx.ancestors)
-        if provenance.written_here(self.ctx, node) or provenance.says_metadata(ancestors, node):
+        if (
+            provenance.written_here(self.ctx, node)
+            or provenance.says_metadata(ancestors, node)
+            or provenance.in_accelerator_test(self.ctx, ancestors)
+            or provenance.sent_from_cpu(self.ctx, node)
+        ):
             return
         self.report(node, fix=lambda: self._fix(node, ancestors))
 

@@ -1,0 +1,267 @@
+"""Code that can only run where CUDA is, whatever its device strings say.
+
+A hardcoded ``"cuda"`` costs portability only where the code around it could otherwise run
+on another machine. Two kinds of code cannot, and the guards of ``guards.py`` do not see
+either, because no test in the code says so:
+
+- a block that already needs CUDA by means no fix changes (every statement of a block runs
+  whenever the block does): it opens an NCCL process group, calls a ``torch.cuda`` function
+  that raises without a CUDA device (``synchronize``, ``Event``, ``Stream``,
+  ``reset_peak_memory_stats``...), imports a library that only drives NVIDIA GPUs
+  (TensorRT, PyCUDA, CuPy), or calls a function of the same file that needs CUDA in the same
+  way or whose name says it is for CUDA (``with cuda_timer(times):``; ``guards.py`` already
+  treats such a function's body as chosen by its caller). At the top level of a module
+  this covers the whole file;
+- a function of the file that no other module calls (a private ``_name``, or a module-level
+  function the project index says no other module imports) whose every use, a call or the
+  function handed on (``spawn(_ddp_fn, ...)``), is guarded or is itself in such code: a
+  helper of a test marked ``RunIf(min_cuda_gpus=2)``. Methods count only when private: an
+  object can be handed anywhere.
+
+The answers are per file and computed once, on the first question.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import libcst as cst
+
+from torchdev_lint.analysis import conditions, tree
+from torchdev_lint.analysis.guards import ACCELERATOR_NAME_WORDS, is_guarded
+from torchdev_lint.analysis.imports import dotted_name
+
+Qualifier = Callable[[cst.BaseExpression], "str | None"]
+
+# `torch.cuda` functions that raise on a machine without a CUDA device (checked on a
+# CPU-only build; the memory *readers* such as `max_memory_allocated` return 0 instead and
+# `empty_cache`/`manual_seed` do nothing, so they say nothing). Not `set_device` and
+# `current_device`: they go with the choice of a device (`device = f"cuda:{rank}"` then
+# `torch.cuda.set_device(device)`), and a fix of that choice is a fix of both.
+_NEEDS_CUDA = frozenset(
+    f"torch.cuda.{name}" for name in """synchronize Event Stream current_stream default_stream get_device_name get_device_properties get_device_capability
+    reset_peak_memory_stats reset_max_memory_allocated reset_accumulated_memory_stats
+    mem_get_info ipc_collect CUDAGraph graph init get_rng_state set_per_process_memory_fraction
+    memory_summary nvtx.range_push nvtx.range_pop nvtx.range nvtx.mark""".split()
+)
+# Libraries with no CPU back end: importing one means the code drives an NVIDIA GPU.
+_CUDA_LIBRARIES = frozenset({"tensorrt", "pycuda", "cupy", "torch_tensorrt"})
+# `to_cuda(batch)`, `move_to_gpu(x)`: a mover, which a device argument would make portable.
+_MOVING_WORDS = frozenset({"to", "move", "moved", "send"})
+
+
+def _imports_cuda_library(statement: cst.BaseSmallStatement) -> bool:
+    if isinstance(statement, cst.Import):
+        names = [dotted_name(a.name) or "" for a in statement.names]
+    elif isinstance(statement, cst.ImportFrom) and statement.module is not None and not statement.relative:
+        names = [dotted_name(statement.module) or ""]
+    else:
+        return False
+    return any(n.split(".")[0] in _CUDA_LIBRARIES for n in names)
+
+
+def _runs(node: cst.CSTNode, found: list[cst.Call]) -> None:
+    """The calls of an expression that run whenever it is evaluated: not those in a lambda,
+    in a branch of a conditional expression, in the right operand of ``and``/``or``, or in
+    a comprehension's element."""
+
+    def enter(child: cst.CSTNode) -> bool:
+        if isinstance(child, (cst.Lambda, cst.FunctionDef, cst.ClassDef)):
+            return False
+        if isinstance(child, cst.IfExp):
+            _runs(child.test, found)
+            return False
+        if isinstance(child, cst.BooleanOperation):
+            _runs(child.left, found)
+            return False
+        if isinstance(child, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+            _runs(child.for_in.iter, found)
+            return False
+        if isinstance(child, cst.Call):
+            found.append(child)
+        return True
+
+    tree.walk(node, enter)
+
+
+def _unconditional_calls(statement: cst.CSTNode) -> list[cst.Call]:
+    """The calls a statement makes whenever it runs (for compound statements: their test,
+    iterable or context managers, and the bodies of ``with`` and ``try`` blocks)."""
+    found: list[cst.Call] = []
+    if isinstance(statement, cst.SimpleStatementLine):
+        for small in statement.body:
+            _runs(small, found)
+    elif isinstance(statement, (cst.If, cst.While)):
+        _runs(statement.test, found)
+    elif isinstance(statement, cst.For):
+        _runs(statement.iter, found)
+    elif isinstance(statement, cst.With):
+        for item in statement.items:
+            _runs(item.item, found)
+        found += _suite_calls(statement.body)
+    elif isinstance(statement, cst.Try):
+        found += _suite_calls(statement.body)
+    return found
+
+
+def _suite_calls(suite: cst.BaseSuite) -> list[cst.Call]:
+    if isinstance(suite, cst.SimpleStatementSuite):
+        found: list[cst.Call] = []
+        for small in suite.body:
+            _runs(small, found)
+        return found
+    return [c for inner in suite.body for c in _unconditional_calls(inner)]
+
+
+class Requirements:
+    """What one file's code requires of the machine (see the module docstring)."""
+
+    def __init__(self, module: cst.Module, qualify: Qualifier,
+                 imported: frozenset[str] | None = None) -> None:
+        """``imported``: the names of this file other modules import (None: unknown)."""
+        self.qualify = qualify
+        self.imported = imported
+        self.functions: dict[str, cst.FunctionDef] = {}  # module-level functions
+        self.methods: dict[int, dict[str, cst.FunctionDef]] = {}  # class -> its methods
+        self.class_of: dict[int, cst.ClassDef] = {}  # method -> its class
+        self.uses: dict[int, list[tuple[cst.CSTNode, ...]]] = {}  # closed function -> use paths
+        self._needs: dict[int, bool] = {}
+        self._only: dict[int, bool] = {}
+        self._collect(module)
+
+    # -- one pass over the file ----------------------------------------------------------
+
+    def _collect(self, module: cst.Module) -> None:
+        for statement in module.body:
+            if isinstance(statement, cst.FunctionDef):
+                self.functions[statement.name.value] = statement
+            elif isinstance(statement, cst.ClassDef):
+                methods = self.methods.setdefault(id(statement), {})
+                for inner in statement.body.body:
+                    if isinstance(inner, cst.FunctionDef):
+                        methods[inner.name.value] = inner
+                        self.class_of[id(inner)] = statement
+        # The uses of every function no other module calls, each with its path from the module (walked with
+        # parent links: deep trees must not exhaust Python's recursion, nor memory).
+        parents: dict[int, cst.CSTNode] = {}
+        found: list[tuple[cst.FunctionDef, cst.CSTNode]] = []
+        stack: list[cst.CSTNode] = [module]
+        while stack:
+            node = stack.pop()
+            target = self._closed_target(node, parents)
+            if target is not None:
+                found.append((target, node))
+            own_name = node.name if isinstance(node, (cst.FunctionDef, cst.ClassDef)) else None
+            for child in tree.children(node):
+                if child is not own_name:
+                    parents[id(child)] = node
+                    stack.append(child)
+        for target, node in found:
+            path = [node]
+            while id(path[-1]) in parents:
+                path.append(parents[id(path[-1])])
+            self.uses.setdefault(id(target), []).append(tuple(reversed(path)))
+
+    def _closed_target(self, node: cst.CSTNode, parents: dict[int, cst.CSTNode]) -> cst.FunctionDef | None:
+        """The function of the file no other module calls that ``node`` names, if any: a
+        module-level function by its name, a private method as ``self._name``."""
+        if isinstance(node, cst.Name):
+            parent = parents.get(id(node))
+            if isinstance(parent, cst.Attribute) and parent.attr is node:
+                return None
+            found = self.functions.get(node.value)
+            return found if found is not None and self._closed(node.value) else None
+        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and _private(node.attr.value):
+            cls = parents.get(id(node))
+            while cls is not None and not isinstance(cls, cst.ClassDef):
+                cls = parents.get(id(cls))
+            return self.methods.get(id(cls), {}).get(node.attr.value) if cls is not None else None
+        return None
+
+    def _closed(self, name: str) -> bool:
+        """No other module calls the module-level function ``name``."""
+        if _private(name):
+            return True
+        return self.imported is not None and "*" not in self.imported and name not in self.imported
+
+    # -- questions -----------------------------------------------------------------------
+
+    def only_on_accelerator(self, ancestors: Sequence[cst.CSTNode]) -> bool:
+        """The innermost node of ``ancestors`` runs only where CUDA is: a block around it
+        (up to its function, and the module's top level) needs CUDA by other statements,
+        or its function is a private one used only where an accelerator is."""
+        on_path = {id(n) for n in ancestors}
+        cls = next((n for n in reversed(ancestors) if isinstance(n, cst.ClassDef)), None)
+        for index in range(len(ancestors) - 1, 0, -1):
+            node = ancestors[index]
+            if isinstance(node, cst.Lambda):
+                break
+            if isinstance(node, cst.FunctionDef):
+                if self._used_only_on_accelerator(node):
+                    return True
+                break
+            if isinstance(node, cst.IndentedBlock) and self._block_needs_cuda(node, on_path, cls):
+                return True
+        return self._block_needs_cuda(ancestors[0], on_path, None)
+
+    def _block_needs_cuda(self, block: cst.CSTNode, skip: set[int], cls: cst.ClassDef | None) -> bool:
+        body = block.body if isinstance(block, (cst.Module, cst.IndentedBlock)) else ()
+        return any(id(s) not in skip and self._statement_needs_cuda(s, cls) for s in body)
+
+    def _statement_needs_cuda(self, statement: cst.CSTNode, cls: cst.ClassDef | None) -> bool:
+        if isinstance(statement, cst.SimpleStatementLine) and any(
+            _imports_cuda_library(s) for s in statement.body
+        ):
+            return True
+        return any(self._call_needs_cuda(c, cls) for c in _unconditional_calls(statement))
+
+    def _call_needs_cuda(self, call: cst.Call, cls: cst.ClassDef | None) -> bool:
+        qualified = self.qualify(call.func) or ""
+        if qualified in _NEEDS_CUDA:
+            return True
+        if (qualified or dotted_name(call.func) or "").rsplit(".", 1)[-1] == "init_process_group":
+            return _nccl_backend(call)
+        func = call.func
+        callee = None
+        if isinstance(func, cst.Name):
+            callee = self.functions.get(func.value)
+        elif isinstance(func, cst.Attribute) and dotted_name(func.value) in ("self", "cls") and cls is not None:
+            callee = self.methods.get(id(cls), {}).get(func.attr.value)
+        if callee is None:
+            return False
+        said = conditions.words(callee.name.value)
+        if said & ACCELERATOR_NAME_WORDS and not said & _MOVING_WORDS:
+            return True  # `cuda_timer()`: code the guards count as chosen for CUDA
+        return self._function_needs_cuda(callee)
+
+    def _function_needs_cuda(self, function: cst.FunctionDef) -> bool:
+        key = id(function)
+        if key not in self._needs:
+            self._needs[key] = False  # recursion needs nothing more
+            cls = self.class_of.get(key)
+            self._needs[key] = self._block_needs_cuda(function.body, set(), cls)
+        return self._needs[key]
+
+    def _used_only_on_accelerator(self, function: cst.FunctionDef) -> bool:
+        key = id(function)
+        if key not in self._only:
+            self._only[key] = False  # a recursive use is no evidence
+            uses = self.uses.get(key, [])
+            self._only[key] = bool(uses) and all(
+                is_guarded(path, self.qualify) or self.only_on_accelerator(path) for path in uses
+            )
+        return self._only[key]
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.endswith("__")
+
+
+def _nccl_backend(call: cst.Call) -> bool:
+    """``init_process_group(backend="nccl")`` (or ``"nccl"`` first): NCCL runs only on
+    NVIDIA GPUs."""
+    for arg in call.args:
+        if arg.keyword is None or arg.keyword.value == "backend":
+            value = arg.value
+            return isinstance(value, cst.SimpleString) and value.evaluated_value == "nccl"
+    return False
