@@ -447,3 +447,14 @@ def test_a_public_helper_counts_when_the_project_index_says_no_other_module_impo
     assert lint() == [(3, 21)]
     (tests / "test_other.py").write_text("from .test_metric import *\n")
     assert lint() == [(3, 21)]
+
+
+def test_a_loop_over_device_type_apis_takes_a_device_type():
+    code = """
+    from lightning.pytorch.plugins.precision import MixedPrecision, MixedPrecisionPlugin
+    for plugin_cls in [MixedPrecision, MixedPrecisionPlugin]:
+        plugin_cls(precision="bf16-mixed", device="cuda:0")
+    for model_cls in [MixedPrecision, Net]:
+        model_cls(device="cuda:0")
+    """
+    assert findings(code) == [(6, 22)]

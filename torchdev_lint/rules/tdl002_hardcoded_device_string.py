@@ -57,7 +57,8 @@ class HardcodedDeviceString(Rule):
     module-level settings that a later `exec(open("configurator.py").read())` overrides
     (nanoGPT's idiom). Nor does it flag device *types* given to
     `autocast(device_type="cuda")`, `GradScaler("cuda")` or mixed-precision wrappers
-    (`MixedPrecision(device="cuda")`): they warn and disable themselves without CUDA. Nor
+    (`MixedPrecision(device="cuda")`, also through a loop over such classes): they warn
+    and disable themselves without CUDA. Nor
     the `torch.cuda` API itself (`torch.cuda.set_device(...)`),
     or a `torch.device("cuda")` that is only compared (`x.device == torch.device("cuda")`,
     `device.type == "cuda"`), asserted (`m.to.assert_called_with(torch.device("cuda"))`)
@@ -171,6 +172,9 @@ class HardcodedDeviceString(Rule):
         Valid('def plugin(flag, precision):\n'
               '    device = flag if flag in ("cpu", "mps") else "cuda"\n'
               '    return MixedPrecision(precision=precision, device=device)\n'),
+        Valid('from lightning.pytorch.plugins.precision import MixedPrecision, MixedPrecisionPlugin\n'
+              'for plugin_cls in [MixedPrecision, MixedPrecisionPlugin]:\n'
+              '    plugin_cls(precision="bf16-mixed", device="cuda:0")\n'),
         Valid('import pytest\nimport torch\n@pytest.mark.parametrize("d", [\n'
               '    pytest.param(torch.device("cuda"), marks=RunIf(min_cuda_gpus=1))])\n'
               'def test_move(d):\n    pass\n'),
@@ -298,6 +302,7 @@ class HardcodedDeviceString(Rule):
             _takes_device_type(qualified or _callee_name(node.func))
             or _is_cuda_api(qualified)
             or _builds_config(node)
+            or self._each_takes_device_type(node.func)
         ):
             return
         positional = [a for a in node.args if a.keyword is None and not a.star]
@@ -322,6 +327,19 @@ class HardcodedDeviceString(Rule):
                     self.candidates.append((arg.value, (*path, arg.value), False, None))
                 continue
             self._check_value(arg.value, path, defines=False)
+
+    def _each_takes_device_type(self, func: cst.BaseExpression) -> bool:
+        """``for plugin_cls in [MixedPrecision, MixedPrecisionPlugin]: plugin_cls(device=...)``:
+        the loop variable is only ever an API taking a device type."""
+        if not isinstance(func, cst.Name):
+            return False
+        for node in reversed(self.ctx.ancestors):
+            if isinstance(node, cst.For) and isinstance(node.target, cst.Name) and node.target.value == func.value:
+                options = node.iter.elements if isinstance(node.iter, (cst.List, cst.Tuple)) else ()
+                return bool(options) and all(
+                    _takes_device_type(self.ctx.qualified_name(e.value) or code_of(e.value)) for e in options
+                )
+        return False
 
     def _check_device_object(self, node: cst.Call) -> None:
         """``torch.device("cuda")``: building the object is harmless; what it is given to
