@@ -23,15 +23,15 @@ The answers are per file and computed once, on the first question.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Sequence
 
 import libcst as cst
 
 from torchdev_lint.analysis import conditions, tree
+from torchdev_lint.analysis.conditions import Qualifier
 from torchdev_lint.analysis.guards import ACCELERATOR_NAME_WORDS, is_guarded
 from torchdev_lint.analysis.imports import dotted_name
 
-Qualifier = Callable[[cst.BaseExpression], "str | None"]
 
 # `torch.cuda` functions that raise on a machine without a CUDA device (checked on a
 # CPU-only build; the memory *readers* such as `max_memory_allocated` return 0 instead and
