@@ -99,27 +99,48 @@ def _crashed(path: str, exitcode: int | None) -> Checked:
     return Checked(FileResult(path, "", error=FileError(path, f"the checker crashed on this file ({how})")))
 
 
+_MISSING = object()
+
+
+def _cached_facts(path: str, cache: Cache | None):
+    """The file's project-index facts from the cache, or ``_MISSING`` (with its bytes and
+    key, for the one who reads them) when they must be read."""
+    data = project_index.regular_file_bytes(path)
+    if data is None:
+        return None, None, None
+    if cache is None:
+        return _MISSING, data, None
+    key = cache.key("index", path, project_index.module_name(path)[0], data)
+    hit = cache.get(key)
+    if hit is None:
+        return _MISSING, data, key
+    return (project_index.ModuleFacts(**hit["facts"]) if hit.get("facts") else None), data, key
+
+
 def index_facts(path: str, cache: Cache | None) -> project_index.ModuleFacts | None:
     """``project_index.read_facts``, from the cache when the file and its module name are
     as they were."""
-    data = project_index.regular_file_bytes(path)
-    if data is None:
-        return None
-    if cache is None:
-        return project_index.read_facts(path, data)
-    key = cache.key("index", path, project_index.module_name(path)[0], data)
-    hit = cache.get(key)
-    if hit is not None:
-        return project_index.ModuleFacts(**hit["facts"]) if hit.get("facts") else None
+    facts, data, key = _cached_facts(path, cache)
+    if facts is not _MISSING:
+        return facts
     facts = project_index.read_facts(path, data)
-    cache.put(key, {"facts": dataclasses.asdict(facts) if facts is not None else None})
+    if key is not None:
+        cache.put(key, {"facts": dataclasses.asdict(facts) if facts is not None else None})
     return facts
 
 
 def build_index(paths: list[str], cache: Cache | None, jobs: int = 1) -> project_index.ProjectIndex:
-    """The run's project index, each file's facts read in ``jobs`` processes or cached."""
-    return project_index.build(paths, read=lambda wanted: ordered_map(
-        functools.partial(index_facts, cache=cache), wanted, jobs, lambda path, exitcode: None))
+    """The run's project index. Facts the cache holds are read here (a pipe round trip to a
+    worker costs more than reading one); the rest are read in ``jobs`` processes."""
+
+    def read(wanted: list[str]) -> list:
+        known = [_cached_facts(path, cache)[0] for path in wanted] if cache is not None else [_MISSING] * len(wanted)
+        missing = [path for path, facts in zip(wanted, known) if facts is _MISSING]
+        fresh = iter(ordered_map(functools.partial(index_facts, cache=cache), missing, jobs,
+                                 lambda path, exitcode: None))
+        return [next(fresh) if facts is _MISSING else facts for facts in known]
+
+    return project_index.build(paths, read=read)
 
 
 def check_paths(paths: list[str], job: Job, jobs: int = 1, on_result=None) -> list[Checked]:
