@@ -165,3 +165,16 @@ def test_index_pickles_without_its_memo(project):
     assert again.is_module_class("proj.Encoder")
     assert again.returns("proj.base.make_mask") == "tensor"
     assert again.facts_for("proj/models/model.py") == index.facts_for("proj/models/model.py")
+
+
+def test_a_files_cache_facts_change_with_the_code_it_imports_from(project):
+    # Analyses follow calls into the files a file imports from: editing one of them (even
+    # a function body the index records nothing about) must change the cache key's facts.
+    before = project_index.build(["proj/models/model.py"]).facts_for("proj/models/model.py")
+    base = project / "proj/base.py"
+    base.write_text(base.read_text().replace("return torch.ones(n)", "return torch.ones(n + 1)"))
+    after = project_index.build(["proj/models/model.py"]).facts_for("proj/models/model.py")
+    assert before != after
+    # A file it does not import from changes nothing.
+    (project / "proj/other.py").write_text("x = 1\n")
+    assert project_index.build(["proj/models/model.py"]).facts_for("proj/models/model.py") == after

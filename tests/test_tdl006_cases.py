@@ -233,3 +233,33 @@ def test_annotated_and_typed_values():
     assert fixed(code, unsafe=False).splitlines()[6] == (
         '        self.register_buffer("mask", torch.ones(n).bool(), persistent=False)'
     )
+
+
+# -- following the attribute: 0-dim reductions, helpers that move it ---------------------------
+
+def test_a_full_reduction_is_0_dim_and_mixes_anywhere():
+    code = (
+        HEAD + "class M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.p = torch.rand(3, 3, requires_grad=True)\n"
+        "    def forward(self, *args):\n        return {'loss': self.p.sum()}\n"
+    )
+    # `nn.Parameter` is suggested (requires_grad), but only where it matters
+    assert positions(code) == []
+    assert positions(code.replace("self.p.sum()", "self.p.sum(0)")) == [(7, 9)]
+    assert positions(code.replace("self.p.sum()", "self.p.sum(dim=1)")) == [(7, 9)]
+
+
+HELPER = (
+    "def place(table, like):\n    return table.to(like.device)\n"
+    "def mix(table, like):\n    return table * like\n"
+)
+
+
+def test_an_attribute_handed_to_a_function_that_moves_it():
+    code = (
+        HEAD + HELPER + "class M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.table = torch.arange(4)\n"
+        "    def forward(self, x):\n        return x * place(self.table, x)\n"
+    )
+    assert positions(code) == []
+    assert positions(code.replace("place(self.table", "mix(self.table")) == [(11, 9)]

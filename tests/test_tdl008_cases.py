@@ -262,3 +262,196 @@ def test_lightning_module_forward():
         "        return x + torch.ones(3)\n"
     )
     assert findings(code) == [(5, 20)]
+
+
+# -- following the tensor: CPU-only arithmetic, callees that move it, other files -------------
+
+def test_cpu_only_index_arithmetic_is_left_alone():
+    # Negative sampling: indices drawn and shifted on the CPU, meeting only each other and
+    # numbers (`high` comes from a shape), then used as an index.
+    code = module(
+        "def forward(self, y):\n"
+        "    bsz, tsz, fsz = y.shape\n"
+        "    high = tsz - 1\n"
+        "    idxs = torch.randint(low=0, high=high, size=(bsz, 4))\n"
+        "    idxs = idxs + torch.arange(bsz).unsqueeze(1) * high\n"
+        "    both = torch.cat([idxs, torch.zeros(bsz, 1).long()], dim=1)\n"
+        "    return y.view(-1, fsz)[both.view(-1)]\n"
+    )
+    assert findings(code) == []
+
+
+def test_cpu_arithmetic_that_then_meets_the_input_is_flagged():
+    code = module(
+        "def forward(self, y):\n"
+        "    bsz, tsz, fsz = y.shape\n"
+        "    offsets = torch.arange(bsz).unsqueeze(1) * tsz\n"
+        "    return y + offsets\n"
+    )
+    assert findings(code) == [(6, 19)]
+
+
+def test_a_number_parameter_is_no_tensor_but_an_unknown_one_may_be():
+    quiet = module("def forward(self, x, scale: float):\n    return x[(torch.arange(3) * scale).long()]\n")
+    loud = module("def forward(self, x, scale):\n    return x[(torch.arange(3) * scale).long()]\n")
+    assert findings(quiet) == []
+    assert findings(loud) == [(5, 19)]
+
+
+def test_padding_a_tensor_the_caller_built_on_the_cpu():
+    # The helper's `tensor` only ever receives `torch.LongTensor(...)`: no GPU input.
+    code = module(
+        "def forward(self, x):\n"
+        "    ids = self.pad(torch.LongTensor([1, 2]), 4)\n"
+        "    return self.embed(ids)\n"
+        "def pad(self, tensor, size):\n"
+        "    zero = torch.zeros(size - len(tensor)).long()\n"
+        "    return torch.cat((tensor, zero), dim=0)\n"
+    )
+    assert findings(code) == []
+    assert findings(code.replace("self.pad(torch.LongTensor([1, 2]), 4)", "self.pad(x, 4)")) == [(8, 16)]
+
+
+ROPE = (
+    "class Rope(nn.Module):\n"
+    "    def forward(self, frame_indices, device):\n"
+    "        n = frame_indices.shape[0]\n"
+    "        frame_indices = frame_indices.to(device=device, dtype=torch.float32)\n"
+    "        return frame_indices[:, None] * torch.arange(n, device=device)\n"
+)
+USER = (
+    "class Net(nn.Module):\n"
+    "    def __init__(self):\n"
+    "        super().__init__()\n"
+    "        self.rope = Rope()\n"
+    "    def forward(self, x):\n"
+    "        idx = torch.arange(x.shape[1]).unsqueeze(0)\n"
+    "        return x * self.rope(frame_indices=idx, device=x.device)\n"
+)
+
+
+def test_handed_to_a_submodule_that_moves_it():
+    assert findings(HEAD + ROPE + USER) == []
+
+
+@pytest.mark.parametrize("rope", [
+    # uses it before it moves it
+    ROPE.replace("n = frame_indices.shape[0]", "n = (frame_indices * self.scale).shape[0]"),
+    # moves it only on one branch
+    ROPE.replace("        frame_indices = frame_indices.to(", "        if device:\n"
+                 "            frame_indices = frame_indices.to("),
+    # gives it back unmoved, and the caller mixes it
+    "class Rope(nn.Module):\n    def forward(self, frame_indices, device):\n"
+    "        return frame_indices.float()\n",
+    # hands it to a layer (unknown code)
+    "class Rope(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+    "        self.proj = nn.Linear(4, 4)\n"
+    "    def forward(self, frame_indices, device):\n        return self.proj(frame_indices)\n",
+])
+def test_handed_to_a_submodule_that_does_not_move_it_first(rope):
+    code = HEAD + rope + USER
+    line = code.splitlines().index("        idx = torch.arange(x.shape[1]).unsqueeze(0)") + 1
+    assert findings(code) == [(line, 15)]
+
+
+def test_handed_to_a_method_of_the_class_that_moves_it():
+    code = module(
+        "def forward(self, x):\n"
+        "    return x + self.place(torch.arange(x.size(1)), x)\n"
+        "def place(self, positions, like):\n"
+        "    return positions.to(like.device)\n"
+    )
+    assert findings(code) == []
+
+
+EMBEDDINGS = """
+    import math
+    import torch
+    import torch.nn as nn
+
+    def timestep_embedding(timesteps, dim: int, max_period: int = 10000):
+        half = dim // 2
+        exponent = -math.log(max_period) * torch.arange(half, device=timesteps.device)
+        freqs = torch.exp(exponent / half)
+        emb = timesteps[:, None].float() * freqs[None, :]
+        return torch.cat([torch.sin(emb), torch.cos(emb)], dim=-1)
+
+    class Timesteps(nn.Module):
+        def __init__(self, channels):
+            super().__init__()
+            self.channels = channels
+
+        def forward(self, timesteps):
+            return timestep_embedding(timesteps, self.channels)
+"""
+MODEL = """
+    import torch
+    import torch.nn as nn
+    from .embeddings import Timesteps
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.guidance = Timesteps(8)
+
+        def forward(self, t: torch.Tensor):
+            g = self.guidance(torch.tensor([0] * t.shape[0])).to(device=t.device)
+            return t + g
+"""
+
+
+def lint_project(tmp_path, files, name):
+    from torchdev_lint.analysis import project_index
+
+    for path, text in files.items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(textwrap.dedent(text))
+    target = tmp_path / name
+    index = project_index.build([str(target)])
+    result = lint_source(str(target), target.read_text(), [RULE], index=index)
+    return [(f.line, f.column) for f in result.findings]
+
+
+def test_a_parameterless_submodule_in_another_file_carries_the_value_to_a_move(tmp_path):
+    files = {"pkg/__init__.py": "", "pkg/embeddings.py": EMBEDDINGS, "pkg/model.py": MODEL}
+    assert lint_project(tmp_path, files, "pkg/model.py") == []
+    # Without the project index the submodule is unknown code: flagged.
+    assert findings(textwrap.dedent(MODEL)) == [(12, 27)]
+
+
+@pytest.mark.parametrize("change", [
+    # the caller no longer moves the result
+    ("g = self.guidance(torch.tensor([0] * t.shape[0])).to(device=t.device)",
+     "g = self.guidance(torch.tensor([0] * t.shape[0]))"),
+    # the submodule mixes it with its own table
+    ("return timestep_embedding(timesteps, self.channels)",
+     "return timestep_embedding(timesteps, self.channels) * self.table"),
+    # the helper builds its frequencies on another device than the value's
+    ("device=timesteps.device", "device=self_device()"),
+])
+def test_a_submodule_in_another_file_that_lets_it_meet_other_tensors(tmp_path, change):
+    old, new = change
+    files = {"pkg/__init__.py": "", "pkg/embeddings.py": EMBEDDINGS.replace(old, new),
+             "pkg/model.py": MODEL.replace(old, new)}
+    assert lint_project(tmp_path, files, "pkg/model.py") == [(12, 27)]
+
+
+def test_code_two_files_away_is_not_followed(tmp_path):
+    # `Timesteps` now calls a helper of a third file: followed one file deep only.
+    embeddings = EMBEDDINGS.replace("    def timestep_embedding", "    def unused").replace(
+        "import torch.nn as nn\n", "import torch.nn as nn\n    from .helpers import timestep_embedding\n", 1)
+    helpers = EMBEDDINGS.split("    class Timesteps")[0]
+    files = {"pkg/__init__.py": "", "pkg/embeddings.py": embeddings, "pkg/helpers.py": helpers,
+             "pkg/model.py": MODEL}
+    assert lint_project(tmp_path, files, "pkg/model.py") == [(12, 27)]
+
+
+def test_onnx_shape_tensors_are_cpu_data():
+    code = module(
+        "def forward(self, x):\n"
+        "    shape = torch.onnx.operators.shape_as_tensor(x)\n"
+        "    bsz, seq_len = shape[0], shape[1]\n"
+        "    target = torch.cat((bsz.view(1), seq_len.view(1), torch.tensor([-1], dtype=torch.long)))\n"
+        "    return torch.onnx.operators.reshape_from_tensor_shape(x, target)\n"
+    )
+    assert findings(code) == []

@@ -213,3 +213,22 @@ def test_composes_with_the_cuda_call_fix():
     assert sorted(f.code for f in result.findings) == ["TDL001", "TDL009"]
     outcome = fix_file(result)
     assert outcome.source.splitlines()[-1] == "print(x.to(device).cpu().numpy())"
+
+
+# The implicit conversions of the issue, each pinned at its argument, next to its CPU twin.
+GPU = "import numpy as np\nimport torch\nx = torch.randn(3).cuda()\n"
+
+
+@pytest.mark.parametrize("call, column, moved", [
+    ("np.array(x)", 10, "np.array(x.cpu())"),
+    ("np.asarray(x)", 12, "np.asarray(x.cpu())"),
+    ("np.isnan(x)", 10, "np.isnan(x.cpu())"),
+    ("np.sum(x)", 8, "np.sum(x.cpu())"),
+    ("np.mean(x * 2)", 9, "np.mean((x * 2).cpu())"),
+    ("np.save('x.npy', x)", 18, "np.save('x.npy', x.cpu())"),
+    ("np.unique(x)", 11, "np.unique(x.cpu())"),
+])
+def test_each_numpy_conversion_is_flagged_and_a_cpu_tensor_is_not(call, column, moved):
+    assert positions(GPU + f"y = {call}\n") == [(4, column + 4)]
+    assert fixed(GPU + f"y = {call}\n") == GPU + f"y = {moved}\n"
+    assert positions(GPU.replace(".cuda()", "") + f"y = {call}\n") == []

@@ -15,6 +15,7 @@ cache, and ``facts_for(path)`` says what one file's findings can depend on.
 from __future__ import annotations
 
 import ast
+import hashlib
 import os
 from dataclasses import dataclass, field
 
@@ -34,6 +35,7 @@ class ModuleFacts:
     returns: dict[str, str] = field(default_factory=dict)
     defined: list[str] = field(default_factory=list)  # other names assigned at top level
     public: list[str] | None = None  # `__all__`
+    digest: str = ""  # of the file's bytes: code that follows calls into it depends on them
 
     @property
     def directory(self) -> str:
@@ -241,7 +243,8 @@ def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | No
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    facts = ModuleFacts(module_name(full)[0], full)
+    data = source.encode("utf-8", "surrogatepass") if isinstance(source, str) else source
+    facts = ModuleFacts(module_name(full)[0], full, digest=hashlib.blake2b(data, digest_size=12).hexdigest())
     _Reader(facts, os.path.basename(full) == "__init__.py").read(tree)
     return facts
 
@@ -352,6 +355,33 @@ class ProjectIndex:
             return "module"
         return None
 
+    def locate(self, qualified: str, origin: str | None = None) -> tuple[ModuleFacts, str] | None:
+        """The project module defining ``qualified`` and the name there; None for a name
+        from outside the project or one no module defines."""
+        found = self._find(qualified, origin)
+        return None if found is None or found[0] == "external" else found
+
+    def imported_digest(self, path: str) -> str:
+        """One digest of the project modules ``path`` imports from (directly): analyses
+        that follow a call into another file's code read those files, and only those."""
+        full = os.path.abspath(path)
+        module = next((m for m in self.modules.get(self.paths.get(full) or "", []) if m.path == full), None)
+        if module is None:
+            return ""
+        reached = {}
+        for qualified in module.names.values():
+            for found in (self._module(qualified, full), (self.locate(qualified, full) or (None,))[0]):
+                if found is not None:
+                    reached[found.path] = found.digest
+        for star in module.stars:
+            found = self._module(star, full)
+            if found is not None:
+                reached[found.path] = found.digest
+        digest = hashlib.blake2b(digest_size=12)
+        for item in sorted(reached.items()):
+            digest.update(repr(item).encode())
+        return digest.hexdigest()
+
     def exports(self, module_name: str, origin: str | None = None, depth: int = 0) -> dict[str, str]:
         """What ``from <module_name> import *`` binds: name -> qualified name."""
         module = self._module(module_name, origin)
@@ -413,6 +443,7 @@ class ProjectIndex:
         for star in module.stars:
             facts.append((star, tuple(sorted(self.exports(star, full).items()))))
         facts.append(("imported by others", tuple(sorted(self.imported_from(full) or ()))))
+        facts.append(("imported", self.imported_digest(full)))
         return tuple(facts)
 
 

@@ -16,8 +16,15 @@ from __future__ import annotations
 import libcst as cst
 
 from torchdev_lint.analysis import tree
+from torchdev_lint.analysis.callees import Callees, Target, parameter_for
 from torchdev_lint.analysis.imports import dotted_name
-from torchdev_lint.analysis.kinds import NON_TENSOR_ATTRIBUTES, NON_TENSOR_METHODS, changes_dtype_only
+from torchdev_lint.analysis.kinds import (
+    NEW_TENSOR_FACTORIES,
+    NON_TENSOR_ATTRIBUTES,
+    NON_TENSOR_METHODS,
+    TENSOR_CLASSES,
+    changes_dtype_only,
+)
 
 _MOVES = frozenset({"to", "cuda", "type_as"})
 # Calls that only read, log or convert their argument to Python values.
@@ -28,35 +35,132 @@ _LOG_METHODS = frozenset({"log", "log_dict", "info", "debug", "warning", "add_sc
 _CPU_ARGUMENTS = {
     "pack_padded_sequence": (1, "lengths"),
     "bincount": (0, "input"),
+    "reshape_from_tensor_shape": (1, "shape"),  # torch.onnx.operators: a CPU shape tensor
 }
+# Functions whose result is a CPU tensor whatever their input (a shape as a tensor).
+_CPU_RESULTS = frozenset({"torch.onnx.operators.shape_as_tensor", "torch._shape_as_tensor"})
+# Calls that give a Python number (or string), never a tensor.
+_NUMBER_RESULTS = frozenset({"len", "int", "float", "bool", "str"})
+# Reductions that, called with no dimension, give a 0-dim tensor: PyTorch lets a 0-dim CPU
+# tensor meet tensors on any device.
+_FULL_REDUCTIONS = frozenset("sum mean prod max min amax amin norm all any std var median nansum".split())
+_DIM_KEYWORDS = frozenset({"dim", "axis", "dims"})
+# Methods that give a tuple of tensors: the pieces are where the tensor is.
+_PIECES = frozenset({"chunk", "split", "unbind"})
+_NUMBER_ANNOTATIONS = frozenset({"int", "float", "bool", "str"})
+_MAX_CALL_DEPTH = 6  # calls followed into callees, nested
 # Keyword arguments that carry no tensor: an op given these alone mixes nothing.
 _OPTION_KEYWORDS = frozenset("""dim dims axis dtype keepdim device layout requires_grad
     non_blocking batch_first enforce_sorted descending stable sorted return_counts""".split())
 
 
 class Uses:
-    """The uses of values computed inside ``function`` (a method)."""
+    """The uses of values computed inside ``function`` (a method, or any function when its
+    parameter is followed from a caller). ``callees`` resolves the calls made there, so a
+    value handed to one is followed inside it; ``klass`` is the class holding a method."""
 
-    def __init__(self, function: cst.FunctionDef) -> None:
+    def __init__(
+        self,
+        function: cst.FunctionDef,
+        callees: Callees | None = None,
+        klass: cst.ClassDef | None = None,
+        depth: int = 0,
+    ) -> None:
         self.function = function
+        self.callees = callees
+        self.klass = klass
+        self.depth = depth
+        self.qualify = callees.qualify if callees is not None else dotted_name
+        params = function.params
+        ordered = [*params.posonly_params, *params.params]
+        self.self_name = ordered[0].name.value if klass is not None and ordered else None
+        self.params = {p.name.value: p for p in [*ordered, *params.kwonly_params]}
         self.parents: dict[int, cst.CSTNode] = {}
         self.loads: dict[str, list[cst.Name]] = {}
         self.order: dict[int, int] = {}
+        # name -> the values bound to it here, each with whether it is unpacked from the
+        # value (``a, b = v``); None for a binding whose value is not known (a loop target).
+        self.bindings: dict[str, list[tuple[cst.BaseExpression, bool] | None]] = {}
+        self.nested: set[str] = set()  # names that nested functions and classes mention
+        self.carry = False  # following a parameter: reaching `return` carries it out
+        self.carried = False
+        self._weighing: set[str] = set()
+        self.origin: set[str] = set()  # the parameter followed from a caller
 
         def enter(node: cst.CSTNode) -> bool:
             self.order[id(node)] = len(self.order)
             for child in tree.children(node):
                 self.parents[id(child)] = node
             if isinstance(node, cst.Name):
-                self.loads.setdefault(node.value, []).append(node)
-            return not isinstance(node, (cst.FunctionDef, cst.ClassDef)) or node is function
+                if not _names_something_else(node, self.parents.get(id(node))):
+                    self.loads.setdefault(node.value, []).append(node)
+            elif isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.NamedExpr)):
+                self._bind(node)
+            elif isinstance(node, (cst.For, cst.CompFor)):
+                self._bind_unknown(node.target)
+            elif isinstance(node, cst.WithItem) and node.asname is not None:
+                self._bind_unknown(node.asname.name)
+            if isinstance(node, (cst.FunctionDef, cst.ClassDef)) and node is not function:
+                tree.walk(node, lambda inner: self.nested.add(inner.value) if isinstance(inner, cst.Name) else True)
+                return False
+            return True
 
         tree.walk(function, enter)
+
+    def _bind(self, node) -> None:
+        targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+        value = node.value
+        if value is None:
+            return  # `x: int`
+        for target in targets:
+            if isinstance(target, cst.Name):
+                self.bindings.setdefault(target.value, []).append((value, False))
+            elif isinstance(target, (cst.Tuple, cst.List)):
+                for element in target.elements:
+                    if isinstance(element.value, cst.Name):
+                        self.bindings.setdefault(element.value.value, []).append((value, True))
+                    else:
+                        self._bind_unknown(element.value)
+
+    def _bind_unknown(self, target: cst.BaseExpression) -> None:
+        if isinstance(target, cst.Name):
+            self.bindings.setdefault(target.value, []).append(None)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self._bind_unknown(element.value)
 
     def harmful(self, node: cst.CSTNode) -> bool:
         """Does the value of ``node`` (a CPU tensor) meet the module's tensors, leave the
         function, or get stored for later?"""
         return self._harmful(node, set())
+
+    def parameter(self, name: str) -> str:
+        """What the function does with the value its caller gives parameter ``name``:
+        "harmless" (it never meets another tensor unmoved), "carried" (it reaches the
+        result, which the caller must follow) or "harmful". Uses after a top-level
+        rebinding of the name (``pos = pos.to(device)``) see another value."""
+        if name in self.nested:
+            return "harmful"  # a closure uses it: not followed
+        self.carry, self.carried, self.origin = True, False, {name}
+        cut = next(
+            (n for n in self.loads.get(name, ())
+             if self._stored(n) and self._top_level(n)), None,
+        )
+        for load in self.loads.get(name, ()):
+            if self._stored(load) or self._is_store_base(load):
+                continue
+            if cut is not None and not self.read_before_store(load, cut):
+                continue
+            if self._harmful(load, set()):
+                return "harmful"
+        return "carried" if self.carried else "harmless"
+
+    def _top_level(self, node: cst.CSTNode) -> bool:
+        """Is ``node`` in a statement of the function's own body (no branch or loop)?"""
+        parent = self.parents.get(id(node))
+        while parent is not None and not isinstance(parent, cst.BaseSuite):
+            node, parent = parent, self.parents.get(id(parent))
+        return parent is not None and self.parents.get(id(parent)) is self.function
 
     def attribute_reads(self, self_name: str, attr: str) -> list[cst.Attribute]:
         """``self.<attr>`` reads in the function (stores excluded), in source order."""
@@ -96,10 +200,15 @@ class Uses:
     # -- the walk up ---------------------------------------------------------------------
 
     def _stored(self, node: cst.CSTNode) -> bool:
+        """Is ``node`` an assignment's target, or a name unpacked into by one?"""
         parent = self.parents.get(id(node))
+        if isinstance(parent, cst.Element) and isinstance(node, cst.Name):
+            container = self.parents.get(id(parent))
+            return isinstance(container, (cst.Tuple, cst.List)) and self._stored(container)
         return (isinstance(parent, cst.AssignTarget) and parent.target is node) or (
-            isinstance(parent, (cst.AnnAssign, cst.AugAssign)) and parent.target is node
-        )
+            isinstance(parent, (cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor, cst.NamedExpr))
+            and parent.target is node
+        ) or (isinstance(parent, cst.AsName) and parent.name is node)
 
     def _harmful(self, node: cst.CSTNode, seen: set[str]) -> bool:
         parent = self.parents.get(id(node))
@@ -127,6 +236,9 @@ class Uses:
             return self._assigned(parent, seen)
         if isinstance(parent, cst.AugAssign):
             return True  # `attn += mask`: meets the target
+        if isinstance(parent, cst.Return) and self.carry:
+            self.carried = True  # the caller follows the call's result
+            return False
         return True  # returned, yielded, stored, or a use we do not know
 
     def _attribute(self, attribute: cst.Attribute, seen: set[str]) -> bool:
@@ -138,8 +250,12 @@ class Uses:
             return self._harmful(attribute, seen)  # `.T`, `.data`
         if name in _MOVES and not (name == "to" and changes_dtype_only(call)):
             return False  # moved before it is used
-        if name in NON_TENSOR_METHODS:
+        if name in NON_TENSOR_METHODS and name not in _PIECES:
             return False  # `.item()`, `.tolist()`, `.size()`
+        if name in _FULL_REDUCTIONS and not any(
+            a.keyword is None or a.keyword.value in _DIM_KEYWORDS for a in call.args
+        ):
+            return False  # `.sum()`: a 0-dim tensor, welcome next to tensors on any device
         return self._harmful(call, seen)  # `.float()`, `.unsqueeze(0)`: still on the CPU
 
     def _argument(self, arg: cst.Arg, seen: set[str]) -> bool:
@@ -159,26 +275,44 @@ class Uses:
                 return False
         if isinstance(call.func, cst.Attribute) and call.func.attr.value in _MOVES:
             return False  # `x.to(cpu_tensor)`: names a device, mixes nothing
+        target = self.callees.target(call, self.klass, self.self_name) if self.callees is not None else None
+        param = parameter_for(target, call, arg) if target is not None else None
+        if param is not None:  # the project's own code: what does it do with the value?
+            verdict = self._verdict(target, param)
+            return verdict == "harmful" or (verdict == "carried" and self._harmful(call, seen))
         others = [
             a.value for a in call.args
             if a is not arg and not (a.keyword is not None and a.keyword.value in _OPTION_KEYWORDS)
         ]
-        if any(not _constant(o) for o in others):
+        if any(not self._beside(o) for o in others):
             return True  # meets the other arguments (or a submodule's parameters)
         if not name.startswith(("torch.", "th.", "F.")):
             return True  # handed to code we do not follow
         return self._harmful(call, seen)  # `torch.sum(t)`: a CPU result
+
+    def _verdict(self, target: Target, param: str) -> str:
+        """``Uses.parameter`` of the callee, remembered per resolver; a call cycle or a
+        chain too deep decides "harmful"."""
+        key = (id(target.function), param)
+        verdicts = target.callees.verdicts
+        if key not in verdicts:
+            if self.depth >= _MAX_CALL_DEPTH:
+                return "harmful"
+            verdicts[key] = "harmful"
+            inner = Uses(target.function, target.callees, target.klass, self.depth + 1)
+            verdicts[key] = inner.parameter(param)
+        return verdicts[key]
 
     def _operation(self, parent: cst.CSTNode, node: cst.CSTNode, seen: set[str]) -> bool:
         if isinstance(parent, cst.ComparisonTarget):
             if isinstance(parent.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)):
                 return False
             comparison = self.parents.get(id(parent))
-            return not all(_constant(o) for o in _operands(comparison) if o is not node) or (
+            return not all(self._beside(o) for o in _operands(comparison) if o is not node) or (
                 self._harmful(comparison, seen)
             )
         operands = _operands(parent)
-        if any(not _constant(o) for o in operands if o is not node):
+        if any(not self._beside(o) for o in operands if o is not node):
             return True  # meets the other operand
         return self._harmful(parent, seen)
 
@@ -186,27 +320,30 @@ class Uses:
         container = self.parents.get(id(element))
         if container is None:
             return True
+        if self._stored(container):
+            return False  # `a, b = ...`: a target, not a use
         siblings = [e.value for e in getattr(container, "elements", ()) if e is not element]
-        if any(not _constant(s) for s in siblings):
+        if any(not self._beside(s) for s in siblings):
             return True  # `torch.cat([x, t])`, `(h, c)` given to an LSTM
         return self._harmful(container, seen)
 
     def _assigned(self, assign: cst.Assign, seen: set[str]) -> bool:
         for target in assign.targets:
-            if not isinstance(target.target, cst.Name):
+            names = _unpacked_names(target.target)
+            if names is None:
                 # `pe[:, 0] = t` copies into another tensor; anything else stores it
                 if isinstance(target.target, cst.Subscript):
                     continue
                 return True
-            name = target.target.value
-            if name in seen:
-                continue
-            seen.add(name)
-            for load in self.loads.get(name, ()):
-                if self._stored(load) or self._is_store_base(load):
+            for name in names:
+                if name in seen:
                     continue
-                if self._harmful(load, seen):
-                    return True
+                seen.add(name)
+                for load in self.loads.get(name, ()):
+                    if self._stored(load) or self._is_store_base(load):
+                        continue
+                    if self._harmful(load, seen):
+                        return True
         return False
 
     def _is_store_base(self, name: cst.Name) -> bool:
@@ -214,22 +351,161 @@ class Uses:
         parent = self.parents.get(id(name))
         return isinstance(parent, cst.Subscript) and parent.value is name and self._stored(parent)
 
+    # -- what else is surely where the followed value is ----------------------------------
+
+    def _beside(self, expr: cst.BaseExpression) -> bool:
+        """Is ``expr`` surely no tensor (a Python number), or a tensor on the device of the
+        followed value: the CPU. So it is the followed parameter, built without a device
+        (``torch.arange(n)``, ``torch.LongTensor(ids)``), on such a tensor's device
+        (``device=t.device``), or computed from such values only, along every binding of
+        the names it reads. Meeting it mixes nothing across devices."""
+        if _constant(expr):
+            return True
+        if isinstance(expr, cst.Name):
+            return self._name_beside(expr.value)
+        if isinstance(expr, cst.Attribute):
+            return expr.attr.value in NON_TENSOR_ATTRIBUTES or (
+                expr.attr.value in ("T", "mT", "real", "imag") and self._beside(expr.value)
+            )
+        if isinstance(expr, cst.Subscript):
+            return self._beside(expr.value)
+        if isinstance(expr, (cst.BinaryOperation, cst.Comparison)):
+            return all(self._beside(o) for o in _operands(expr))
+        if isinstance(expr, cst.UnaryOperation):
+            return self._beside(expr.expression)
+        if isinstance(expr, cst.BooleanOperation):
+            return self._beside(expr.left) and self._beside(expr.right)
+        if isinstance(expr, cst.IfExp):
+            return self._beside(expr.body) and self._beside(expr.orelse)
+        if isinstance(expr, (cst.Tuple, cst.List)):
+            return all(self._beside(e.value) for e in expr.elements)
+        if isinstance(expr, cst.Call):
+            return self._call_beside(expr)
+        return False
+
+    def _name_beside(self, name: str) -> bool:
+        if name in self._weighing:
+            return True  # a binding being weighed: the others decide
+        if name in self.origin and not self.bindings.get(name):
+            return True  # the parameter being followed, never rebound
+        param = self.params.get(name)
+        if param is not None:
+            annotation = param.annotation
+            return annotation is not None and dotted_name(annotation.annotation) in _NUMBER_ANNOTATIONS
+        bound = self.bindings.get(name)
+        if not bound or name in self.nested:
+            return False  # a global, an import, or changed by a closure
+        self._weighing.add(name)
+        try:
+            return all(b is not None and self._binding_beside(b[0], b[1]) for b in bound)
+        finally:
+            self._weighing.discard(name)
+
+    def _binding_beside(self, value: cst.BaseExpression, unpacked: bool) -> bool:
+        if unpacked and isinstance(value, cst.Attribute) and value.attr.value == "shape":
+            return True  # `b, t, c = x.shape`: numbers
+        if unpacked and isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and (
+            value.func.attr.value == "size" and not value.args
+        ):
+            return True  # `b, t = x.size()`
+        return self._beside(value)
+
+    def _call_beside(self, call: cst.Call) -> bool:
+        qualified = self.qualify(call.func) or dotted_name(call.func) or ""
+        head, _, last = qualified.rpartition(".")
+        arguments = [a.value for a in call.args]
+        if qualified in _NUMBER_RESULTS or qualified in _CPU_RESULTS or qualified.startswith("math."):
+            return True
+        if head == "torch" and (last in NEW_TENSOR_FACTORIES or last in TENSOR_CLASSES):
+            return self._made_here(call)
+        if isinstance(call.func, cst.Attribute) and not qualified.startswith("torch."):
+            method = call.func.attr.value
+            if method == "cpu" or (method in NON_TENSOR_METHODS and method not in _PIECES):
+                return True
+            if method in _MOVES:
+                return False
+            return self._beside(call.func.value) and all(self._beside(a) for a in arguments)
+        if qualified.startswith("torch.") or qualified in ("abs", "min", "max", "sum", "round"):
+            return all(self._beside(a) for a in arguments)  # an op on such values only
+        return False
+
+    def _made_here(self, call: cst.Call) -> bool:
+        """A factory without ``device=`` (the CPU), with ``device="cpu"``, or with the
+        followed value's own device (``device=t.device``)."""
+        for arg in call.args:
+            if arg.star == "**" or (arg.keyword is not None and arg.keyword.value == "out"):
+                return False
+            if arg.keyword is not None and arg.keyword.value == "device":
+                value = arg.value
+                if isinstance(value, cst.SimpleString):
+                    return value.evaluated_value == "cpu"
+                return (
+                    isinstance(value, cst.Attribute) and value.attr.value == "device"
+                    and isinstance(value.value, cst.Name) and self._name_beside(value.value.value)
+                )
+        return True
+
+
+def made_on_cpu(expr: cst.BaseExpression, qualify) -> bool:
+    """``torch.LongTensor(ids)``, ``torch.zeros(n).long()``: a tensor built right here on
+    the CPU (a factory without ``device=``, or with ``"cpu"``), through methods that keep
+    its device. Where it is handed on, it is no input that may be on a GPU."""
+    while (
+        isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute)
+        and not (qualify(expr.func) or "").startswith("torch.")
+    ):
+        method = expr.func.attr.value
+        if method == "cpu":
+            return True
+        if method in _MOVES or (method in NON_TENSOR_METHODS and method not in _PIECES):
+            return False
+        expr = expr.func.value
+    if not isinstance(expr, cst.Call):
+        return False
+    head, _, last = (qualify(expr.func) or "").rpartition(".")
+    if head != "torch" or (last not in NEW_TENSOR_FACTORIES and last not in TENSOR_CLASSES):
+        return False
+    device = next((a.value for a in expr.args if a.keyword is not None and a.keyword.value in ("device", "out")), None)
+    if any(a.star == "**" for a in expr.args):
+        return False
+    return device is None or (isinstance(device, cst.SimpleString) and device.evaluated_value == "cpu")
+
+
+def _names_something_else(name: cst.Name, parent: cst.CSTNode | None) -> bool:
+    """``x.name``, ``f(name=...)``, ``def f(name)``, ``def name``: not a use of a variable."""
+    return (
+        (isinstance(parent, cst.Attribute) and parent.attr is name)
+        or (isinstance(parent, cst.Arg) and parent.keyword is name)
+        or (isinstance(parent, (cst.Param, cst.FunctionDef, cst.ClassDef)) and parent.name is name)
+    )
+
+
+def _unpacked_names(target: cst.BaseExpression) -> list[str] | None:
+    """The names an assignment target binds (``a``, ``a, b``); None for anything else."""
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)) and all(isinstance(e.value, cst.Name) for e in target.elements):
+        return [e.value.value for e in target.elements]
+    return None
+
 
 def attribute_meets_module(
-    klass: cst.ClassDef, attr: str, skipped: set[str], before_store: bool = False
+    klass: cst.ClassDef, attr: str, skipped: set[str], before_store: bool = False,
+    callees: Callees | None = None,
 ) -> bool:
     """Does some method of ``klass`` not in ``skipped`` (those that build the module) use
     ``self.<attr>`` harmfully? With ``before_store`` (a method sets the attribute again),
     only reads in such a method before its own first assignment count: recurrent state
     used and then replaced in ``forward``; a cache rebuilt before use is not the CPU
-    tensor ``__init__`` made."""
+    tensor ``__init__`` made. ``callees`` follows the attribute into the calls it is
+    handed to."""
     for method in klass.body.body:
         if not isinstance(method, cst.FunctionDef) or method.name.value in skipped:
             continue
         params = [*method.params.posonly_params, *method.params.params]
         if not params:
             continue
-        uses = Uses(method)
+        uses = Uses(method, callees, klass)
         self_name = params[0].name.value
         reads = uses.attribute_reads(self_name, attr)
         if before_store:

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from torchdev_lint.analysis import classes, tree, uses
+from torchdev_lint.analysis import callees, classes, tree, uses
 from torchdev_lint.analysis.classes import self_attribute
 from torchdev_lint.analysis.guards import code_of
 from torchdev_lint.analysis.imports import dotted_name
@@ -82,8 +82,11 @@ class UnregisteredTensorAttribute(Rule):
     tensor in an op (`x * self.mask`, `torch.cat([x, self.pad])`, an argument next to
     other tensors or given to a submodule), returns it, or stores it elsewhere. Uses that
     move it first (`self.mask.to(x.device)`), index with it (`x[:, self.order]`), read its
-    shape or length, log it (`.item()`, `print`) or give it where PyTorch wants CPU data
-    (`pack_padded_sequence` lengths, `torch.bincount`) are harmless. An attribute that a
+    shape or length, log it (`.item()`, `print`), reduce it whole to a 0-dim tensor
+    (`.sum()`), or give it where PyTorch wants CPU data (`pack_padded_sequence` lengths,
+    `torch.bincount`) are harmless. Handed to the project's own code (a method, a function
+    of the file or of a project file it imports, a submodule's `forward`), it is followed
+    inside, as TDL008 does. An attribute that a
     method assigns again (recurrent state, a cache) is flagged when that method uses the
     `__init__` value before replacing it.
 
@@ -168,8 +171,29 @@ class UnregisteredTensorAttribute(Rule):
               "    def __init__(self, n, device):\n        super().__init__()\n"
               "        self._output = torch.empty(n, device=device)\n"
               "    def forward(self, x):\n        return torch.mm(x, x, out=self._output)\n"),
+        # A full reduction is 0-dim: PyTorch lets a 0-dim CPU tensor meet any device's.
+        Valid("import torch\nimport torch.nn as nn\nclass M(nn.Module):\n    def __init__(self):\n"
+              "        super().__init__()\n        self.p = torch.rand(3, 3)\n"
+              "    def forward(self, x):\n        return x * self.p.sum()\n"),
+        # Handed to a function that moves it before any other use.
+        Valid("import torch\nimport torch.nn as nn\ndef place(t, like):\n    return t.to(like.device)\n"
+              "class M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+              "        self.table = torch.arange(4)\n"
+              "    def forward(self, x):\n        return x * place(self.table, x)\n"),
     ]
     INVALID = [
+        Invalid(  # handed to a function that mixes it with the input
+            "import torch\nimport torch.nn as nn\ndef mix(t, like):\n    return t * like\n"
+            "class M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.table = torch.arange(4)\n"
+            "    def forward(self, x):\n        return mix(self.table, x)\n",
+            8, 9,
+            "import torch\nimport torch.nn as nn\ndef mix(t, like):\n    return t * like\n"
+            "class M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            '        self.register_buffer("table", torch.arange(4), persistent=False)\n'
+            "    def forward(self, x):\n        return mix(self.table, x)\n",
+            unsafe=True,
+        ),
         Invalid(  # recurrent state: used by `forward` before it replaces it
             "import torch\nimport torch.nn as nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
             "        self.h = torch.zeros(1, 4)\n    def forward(self, x):\n"
@@ -262,6 +286,8 @@ class UnregisteredTensorAttribute(Rule):
         self.classes: list[_Class] = []
         self.by_node: dict[int, _Class] = {}
         self.handled_in_file: set[str] = set()  # attributes an `_apply`/`to` override touches
+        self.module: cst.Module | None = None
+        self.resolver: callees.Callees | None = None
         # Per method: local name -> the expression last assigned to it.
         self.locals: dict[int, dict[str, cst.BaseExpression]] = {}
 
@@ -488,7 +514,11 @@ class UnregisteredTensorAttribute(Rule):
 
     # -- decisions --------------------------------------------------------------------
 
+    def visit_Module(self, node: cst.Module) -> None:
+        self.module = node  # calls made here are resolved against it
+
     def end_of_file(self) -> None:
+        self.resolver = callees.of_file(self.ctx, self.module)
         for state in self.classes:
             if state.is_module:
                 self._decide(state)
@@ -513,7 +543,9 @@ class UnregisteredTensorAttribute(Rule):
                 or attr in _FRAMEWORK_MOVED
                 # Used once the module is built, where it meets the module's tensors (for an
                 # attribute a method sets again, only before it does).
-                or not uses.attribute_meets_module(state.node, attr, reachable, attr in runtime)
+                or not uses.attribute_meets_module(
+                    state.node, attr, reachable, attr in runtime, self.resolver
+                )
             ):
                 continue
             self._report(state, assignment, in_init)

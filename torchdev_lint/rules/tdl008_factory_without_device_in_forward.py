@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from torchdev_lint import fixes
-from torchdev_lint.analysis import tree, uses
+from torchdev_lint.analysis import callees, tree, uses
 from torchdev_lint.analysis.guards import code_of
 from torchdev_lint.analysis.imports import dotted_name
 from torchdev_lint.analysis.kinds import (
@@ -84,7 +84,16 @@ class FactoryWithoutDeviceInForward(Rule):
     stored (`self.cache = t`, `out.mask = t`), directly or through local names. A tensor
     only used as an index, for its shape, logged (`.item()`, `print`), moved before use,
     or given where PyTorch wants CPU data (`pack_padded_sequence` lengths,
-    `torch.bincount`) is left alone.
+    `torch.bincount`) is left alone. Meeting Python numbers (a shape, `len()`, a parameter
+    annotated `int`/`float`) or other tensors built on the CPU right there (CPU-only index
+    arithmetic) mixes nothing; the result is followed on. A tensor handed to the project's
+    own code (a method of the class, a function of the file or of a project file it
+    imports, the `forward` of a submodule the class builds, as `self.rope = Rope(...)`) is
+    followed inside it: harmless when that code moves it before any other use
+    (`positions.to(device)`), followed on in the caller when it only reaches the result
+    (a parameterless `Timesteps` projection whose result the caller moves), flagged
+    otherwise. Code is followed one file deep. A parameter that every caller in the class
+    gives a tensor built on the CPU (`self.pad(torch.LongTensor(ids))`) is no GPU input.
 
     It does not flag the `*_like` factories (they follow their input), a factory whose
     result is moved straight away (`torch.arange(n).to(x.device)`, `.to(x)`,
@@ -165,8 +174,35 @@ class FactoryWithoutDeviceInForward(Rule):
               "    def forward(self, q, mask=None):\n        if mask is None:\n"
               "            mask = torch.empty(1)\n"
               "        return kernel(q, mask, torch.empty([0]), no_masking=mask is None)\n"),
+        # CPU-only arithmetic: it meets numbers and other CPU-made tensors, then indexes.
+        Valid("import torch\nimport torch.nn as nn\nclass Net(nn.Module):\n"
+              "    def forward(self, y):\n        bsz, tsz, fsz = y.shape\n"
+              "        idx = torch.randint(0, tsz, (bsz, 4)) + torch.arange(bsz).unsqueeze(1) * tsz\n"
+              "        return y.view(-1, fsz)[idx.view(-1)]\n"),
+        # Handed to a submodule whose `forward` moves it before any other use.
+        Valid("import torch\nimport torch.nn as nn\nclass Rope(nn.Module):\n"
+              "    def forward(self, positions, device):\n"
+              "        return positions.to(device).float().cos()\n"
+              "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+              "        self.rope = Rope()\n    def forward(self, x):\n"
+              "        return x * self.rope(torch.arange(x.size(1)), x.device)\n"),
+        # The helper's tensor input is always built on the CPU by its caller.
+        Valid("import torch\nimport torch.nn as nn\nclass Net(nn.Module):\n"
+              "    def forward(self, x):\n        return self.embed(self.pad(torch.LongTensor([1, 2])))\n"
+              "    def pad(self, ids):\n        return torch.cat((ids, torch.zeros(4).long()))\n"),
     ]
     INVALID = [
+        Invalid(  # handed to a method that mixes it with the input
+            "import torch\nimport torch.nn as nn\nclass Net(nn.Module):\n"
+            "    def forward(self, x):\n        return self.shift(x, torch.arange(x.size(1)))\n"
+            "    def shift(self, h, pos):\n        return h + pos\n",
+            5, 30,
+            "import torch\nimport torch.nn as nn\nclass Net(nn.Module):\n"
+            "    def forward(self, x):\n"
+            "        return self.shift(x, torch.arange(x.size(1), device=x.device))\n"
+            "    def shift(self, h, pos):\n        return h + pos\n",
+            unsafe=True,
+        ),
         Invalid(  # 0-dim data: a fill on the device (see Fix)
             "import torch\nimport torch.nn as nn\nclass Net(nn.Module):\n"
             "    def forward(self, x: torch.Tensor):\n"
@@ -246,6 +282,10 @@ class FactoryWithoutDeviceInForward(Rule):
         super().__init__(ctx)
         self.classes: list[_Class] = []
         self.methods: list[_Method] = []  # the methods being visited, outermost class first
+        self.module: cst.Module | None = None
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self.module = node  # calls made here are resolved against it
 
     # -- classes and their methods -------------------------------------------------------
 
@@ -322,7 +362,11 @@ class FactoryWithoutDeviceInForward(Rule):
         method.factories.append(_Factory(node, name, usable, self._assigned_names()))
 
     def _argument(self, arg: cst.Arg) -> tuple[bool, str | None]:
-        is_tensor = self.ctx.value_of(arg.value).kind is Kind.TENSOR
+        # A tensor the caller builds on the CPU (`torch.LongTensor(ids)`) is no input that
+        # may be on a GPU: a factory meeting it stays where it is.
+        is_tensor = self.ctx.value_of(arg.value).kind is Kind.TENSOR and not uses.made_on_cpu(
+            arg.value, self.ctx.qualified_name
+        )
         return is_tensor, arg.value.value if isinstance(arg.value, cst.Name) else None
 
     def _harmless(self, call: cst.Call, name: str) -> bool:
@@ -428,6 +472,7 @@ class FactoryWithoutDeviceInForward(Rule):
                                          and _unchanged(caller, passed, self.ctx)):
                             inputs[callee_name].add(param)
                             changed = True
+        resolver = callees.of_file(self.ctx, self.module)
         for method_name in reached:
             method = klass.methods[method_name]
             tensors = inputs[method_name]
@@ -439,7 +484,7 @@ class FactoryWithoutDeviceInForward(Rule):
                 if callee == method_name
             )
             flow = _Flow(method.node) if method.factories else None
-            followed = uses.Uses(method.node) if method.factories else None
+            followed = uses.Uses(method.node, resolver, klass.node) if method.factories else None
             for factory in method.factories:
                 if factory.assigned and (
                     flow.moves_any(factory.assigned, callers_move) or flow.only_indexes(factory.assigned)

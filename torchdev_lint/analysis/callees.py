@@ -1,0 +1,208 @@
+"""Which function of the project a call runs, so a value handed to it can be followed inside.
+
+``uses.py`` follows a CPU tensor through one function; when the tensor is handed to a
+call, whether it meets the module's tensors is decided by the code that receives it. A
+rotary-embedding submodule that moves the positions it is given
+(``frame_indices.to(device)``), or a parameterless ``Timesteps`` projection whose result
+the caller moves, is harmless; only reading the callee tells. This module finds the callee:
+
+- ``self.method(...)``: a method of the same class;
+- ``self.layer(...)`` where the class assigns ``self.layer = Layer(...)``: ``Layer.forward``;
+- ``helper(...)`` / ``module.helper(...)``: a function of this file, or of a project file
+  this file imports from (found with the project index, parsed with LibCST on demand).
+
+Code in another file is followed one file deep: from there, only calls into that same
+file are resolved. The cache key of a file's findings includes the digests of the files it
+imports from (``ProjectIndex.imported_digest``), and nothing further is read.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import libcst as cst
+
+from torchdev_lint.analysis import tree
+from torchdev_lint.analysis.imports import dotted_name
+from torchdev_lint.analysis.project_index import regular_file_bytes
+
+_PARSED: dict[str, tuple[str, cst.Module | None]] = {}  # path -> (digest, tree)
+_PARSED_LIMIT = 32
+
+
+@dataclass
+class Target:
+    """The function a call runs: skip its first parameter when ``bound`` (``self``)."""
+
+    function: cst.FunctionDef
+    bound: bool
+    callees: Callees  # resolves the calls made inside it
+    klass: cst.ClassDef | None
+
+
+class Callees:
+    """Resolves calls made in one file (``module``, at ``path``).
+
+    ``qualify`` gives the qualified name of an expression as that file's imports bind it;
+    ``index`` is the project index (None: calls into other files are not followed);
+    ``foreign`` is False for a file reached from another one (it is not left again)."""
+
+    def __init__(self, module: cst.Module, path: str, qualify, index, foreign: bool = True) -> None:
+        self.module = module
+        self.path = path
+        self.qualify = qualify
+        self.index = index
+        self.foreign = foreign
+        self.functions: dict[str, cst.FunctionDef] = {}
+        self.classes: dict[str, cst.ClassDef] = {}
+        for statement in module.body:
+            if isinstance(statement, cst.FunctionDef):
+                self.functions[statement.name.value] = statement
+            elif isinstance(statement, cst.ClassDef):
+                self.classes[statement.name.value] = statement
+        self.verdicts: dict[tuple[int, str], str] = {}  # what a callee does with a parameter
+        self._others: dict[str, Callees | None] = {}  # resolvers of the files reached
+
+    def target(self, call: cst.Call, klass: cst.ClassDef | None, self_name: str | None) -> Target | None:
+        func = call.func
+        if (
+            klass is not None and self_name is not None and isinstance(func, cst.Attribute)
+            and isinstance(func.value, cst.Name) and func.value.value == self_name
+        ):
+            return self._member(klass, func.attr.value)
+        if isinstance(func, cst.Name) and func.value in self.functions:
+            return Target(self.functions[func.value], False, self, None)
+        qualified = self.qualify(func)
+        found = self._foreign(qualified) if qualified else None
+        if found is None:
+            return None
+        callees, name = found
+        function = callees.functions.get(name)
+        return Target(function, False, callees, None) if function is not None else None
+
+    def _member(self, klass: cst.ClassDef, name: str) -> Target | None:
+        """``self.<name>(...)``: the class's own method, or the ``forward`` of the one
+        submodule the class assigns to that attribute."""
+        methods = {m.name.value: m for m in klass.body.body if isinstance(m, cst.FunctionDef)}
+        if name in methods:
+            method = methods[name]
+            static = any(dotted_name(d.decorator) == "staticmethod" for d in method.decorators)
+            return Target(method, not static, self, klass)
+        built = _assigned_calls(klass, name)
+        if len(built) != 1:
+            return None  # never assigned a constructor call, or given different ones
+        func = built[0].func
+        if isinstance(func, cst.Name) and func.value in self.classes:
+            callees, other = self, self.classes[func.value]
+        else:
+            qualified = self.qualify(func)
+            found = self._foreign(qualified) if qualified else None
+            if found is None or found[1] not in found[0].classes:
+                return None
+            callees, other = found[0], found[0].classes[found[1]]
+        forward = next(
+            (m for m in other.body.body if isinstance(m, cst.FunctionDef) and m.name.value == "forward"), None
+        )
+        return Target(forward, True, callees, other) if forward is not None else None
+
+    def _foreign(self, qualified: str) -> tuple[Callees, str] | None:
+        """The resolver of the project file defining ``qualified``, and the name there."""
+        if self.index is None or not self.foreign:
+            return None
+        located = self.index.locate(qualified, self.path)
+        if located is None:
+            return None
+        facts, name = located
+        if os.path.abspath(facts.path) == os.path.abspath(self.path):
+            return self, name
+        if facts.path not in self._others:
+            self._others[facts.path] = self._other(facts)
+        other = self._others[facts.path]
+        return (other, name) if other is not None else None
+
+    def _other(self, facts) -> Callees | None:
+        module = _parse(facts.path, facts.digest)
+        if module is None:
+            return None
+
+        def qualify(expr: cst.BaseExpression) -> str | None:
+            dotted = dotted_name(expr)
+            if dotted is None:
+                return None
+            head, _, rest = dotted.partition(".")
+            base = facts.names.get(head)
+            if base is None:  # defined there, or a builtin or local name
+                defined = head in facts.classes or head in facts.returns or head in facts.defined
+                base = f"{facts.name}.{head}" if defined else head
+            return f"{base}.{rest}" if rest else base
+
+        return Callees(module, facts.path, qualify, self.index, foreign=False)
+
+
+def parameter_for(target: Target, call: cst.Call, arg: cst.Arg) -> str | None:
+    """The parameter of ``target`` that receives ``arg`` of ``call``; None when it cannot
+    be told (``*args`` before it, or it lands in ``*args``/``**kwargs``)."""
+    params = target.function.params
+    positional = [*params.posonly_params, *params.params]
+    if target.bound:
+        positional = positional[1:]
+    if arg.keyword is not None:
+        names = {p.name.value for p in [*params.params, *params.kwonly_params]}
+        return arg.keyword.value if arg.keyword.value in names else None
+    if arg.star:
+        return None
+    index = 0
+    for other in call.args:
+        if other is arg:
+            break
+        if other.star:
+            return None
+        if other.keyword is None:
+            index += 1
+    return positional[index].name.value if index < len(positional) else None
+
+
+def _assigned_calls(klass: cst.ClassDef, attr: str) -> list[cst.Call]:
+    """The distinct constructor calls a class assigns to ``self.<attr>`` (by code); none
+    when it also assigns something else there."""
+    found: dict[str, cst.Call] = {}
+    other = False
+    empty = cst.Module([])
+
+    def enter(node: cst.CSTNode) -> bool:
+        nonlocal other
+        if isinstance(node, cst.Assign):
+            for target in node.targets:
+                t = target.target
+                if isinstance(t, cst.Attribute) and t.attr.value == attr and isinstance(t.value, cst.Name):
+                    if isinstance(node.value, cst.Call):
+                        found[empty.code_for_node(node.value.func)] = node.value
+                    else:
+                        other = True
+            return False
+        return not isinstance(node, cst.BaseExpression)
+
+    tree.walk(klass.body, enter)
+    return [] if other else list(found.values())
+
+
+def _parse(path: str, digest: str) -> cst.Module | None:
+    """The LibCST tree of a project file, parsed once per run and process."""
+    cached = _PARSED.get(path)
+    if cached is not None and cached[0] == digest:
+        return cached[1]
+    data = regular_file_bytes(path)
+    try:
+        module = cst.parse_module(data) if data is not None else None
+    except (cst.ParserSyntaxError, RecursionError, ValueError):
+        module = None
+    if len(_PARSED) >= _PARSED_LIMIT:
+        _PARSED.pop(next(iter(_PARSED)))
+    _PARSED[path] = (digest, module)
+    return module
+
+
+def of_file(ctx, module: cst.Module | None) -> Callees | None:
+    """The resolver of the file a rule visits (``module``, its tree)."""
+    return Callees(module, ctx.path, ctx.qualified_name, ctx.index) if module is not None else None
