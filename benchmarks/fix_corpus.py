@@ -24,7 +24,7 @@ import libcst as cst
 
 from torchdev_lint.analysis import tree
 from torchdev_lint.analysis.devices import bindings
-from torchdev_lint.fixer import reads_at_import
+from torchdev_lint.placement import reads_at_import
 
 
 def _names_read(module: cst.Module) -> set[str]:

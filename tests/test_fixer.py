@@ -52,10 +52,48 @@ def test_default_device_goes_after_a_late_import_torch(tmp_path, monkeypatch, ca
 
 def test_no_fix_when_the_default_device_has_no_valid_place(tmp_path, monkeypatch, capsys):
     (tmp_path / "m.py").write_text(USED_BEFORE_IMPORT)
-    status, _, err = run(monkeypatch, tmp_path, capsys, "--fix", "m.py")
+    status, out, _ = run(monkeypatch, tmp_path, capsys, "--fix", "m.py")
     assert status == 1
     assert (tmp_path / "m.py").read_text() == USED_BEFORE_IMPORT
-    assert "m.py:3:5: TDL001 not fixed: `device` is used (`b = np.zeros(2).to(device)`) before `import torch`" in err
+    assert "Fixed 0 problems, 1 remaining." in out
+    assert "(no automatic fix here: it would read `device` before torch is imported)" in out
+
+
+# Code that runs before a late `import torch`: a fix there may use neither the default
+# `device` nor `torch` (the indexed `.cuda(0)` becomes `torch.cuda.is_available()`).
+UNPLACEABLE = [
+    USED_BEFORE_IMPORT,
+    "import numpy as np\n\nb = np.zeros(2).cuda(0)\nimport torch\n",
+    "import numpy as np\n\nif np.ones(1).any():\n    b = np.zeros(2).cuda()\nimport torch as T\n",
+]
+
+
+@pytest.mark.parametrize("source", UNPLACEABLE)
+def test_a_fix_with_no_valid_place_is_not_marked_fixable(tmp_path, monkeypatch, capsys, source):
+    """`[*]` (and JSON's `fixable`) only on what `--fix` changes: a fix the fixer would
+    have to withhold is no fix at all."""
+    (tmp_path / "m.py").write_text(source)
+    status, out, _ = run(monkeypatch, tmp_path, capsys, "--output-format", "concise", "m.py")
+    assert status == 1
+    assert "[*]" not in out and "[~]" not in out and "fixable" not in out
+    _, out, _ = run(monkeypatch, tmp_path, capsys, "--format", "json", "m.py")
+    assert [f["fixable"] for f in json.loads(out)] == [False]
+    run(monkeypatch, tmp_path, capsys, "--fix", "--unsafe-fixes", "m.py")
+    assert (tmp_path / "m.py").read_text() == source
+
+
+def test_a_fix_after_the_late_import_is_still_offered(tmp_path, monkeypatch, capsys):
+    """Only the fixes before the late import lose their fix: code after it keeps its `[*]`."""
+    source = USED_BEFORE_IMPORT + "c = torch.zeros(2).cuda()\n"
+    (tmp_path / "m.py").write_text(source)
+    _, out, _ = run(monkeypatch, tmp_path, capsys, "--output-format", "concise", "m.py")
+    lines = out.splitlines()
+    assert lines[0].startswith("m.py:3:5: TDL001 `.cuda()`") and lines[1].startswith("m.py:5:5: TDL001 [*]")
+    run(monkeypatch, tmp_path, capsys, "--fix", "m.py")
+    assert (tmp_path / "m.py").read_text() == (
+        "import numpy as np\n\nb = np.zeros(2).cuda()\nimport torch\n"
+        'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+        "c = torch.zeros(2).to(device)\n")
 
 
 @pytest.fixture

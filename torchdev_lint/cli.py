@@ -372,8 +372,6 @@ def _fix(run: Run, source: files.SourceFile, result: FileResult, rules, settings
     unsafe, fix_device = settings.unsafe_fixes, settings.fix_device
     outcome = fix_to_fixpoint(result, lambda text: lint_source(
         source.path, text, rules, index=index, fix_device=fix_device), unsafe)
-    for finding, why in outcome.withheld:
-        print(f"torchdev-lint: {finding.location}: {finding.code} not fixed: {why}", file=sys.stderr)
     if outcome.error is not None:
         run.errors.append(outcome.error)
         if not outcome.fixed:

@@ -14,7 +14,7 @@ import libcst as cst
 
 from torchdev_lint.analysis.context import FileContext
 from torchdev_lint.analysis.tree import child_fields, is_node
-from torchdev_lint import limits
+from torchdev_lint import limits, placement
 from torchdev_lint.files import SourceFile
 from torchdev_lint.finding import FileError, Finding, Fix
 from torchdev_lint.noqa import NoqaMap, unused
@@ -260,6 +260,7 @@ def lint_source(
                 node=report.node,
             )
         )
+    placement.withhold_unplaceable(module, result.findings)  # `[*]` only on what --fix changes
     if unused_check:
         enabled = {cls.code for cls in rule_classes}
         for line, column, code in unused(noqa, enabled, set(Rule.registry)):

@@ -1,0 +1,193 @@
+"""Where the names a fix introduces are bound: the module-level default ``device`` and
+``import torch``.
+
+A definition the fixer adds goes after the import that makes it valid and before its
+first use; in a file whose imports are not all at the top, code that runs at import time
+may come before ``import torch``. A fix that would read ``device`` or ``torch`` there has no
+valid place: it is withheld when the file is checked (``withhold_unplaceable``), so what is
+marked fixable is what ``--fix`` really changes, and the fixer adds definitions with the
+same rule (``add_definitions``).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import libcst as cst
+
+from torchdev_lint.analysis import tree
+from torchdev_lint.analysis.devices import DEVICE_NAME, default_device_definition
+from torchdev_lint.finding import Finding
+
+
+@functools.cache
+def edit_applier() -> type:
+    """The transformer that applies fixes' edits, each keyed by the original node it
+    rewrites (a class made on first use: the command line runs LibCST only once a file is
+    parsed)."""
+
+    class ApplyEdits(cst.CSTTransformer):
+        def __init__(self, edits) -> None:
+            super().__init__()
+            self.edits: dict[int, list] = {}
+            for node, edit in edits:
+                self.edits.setdefault(id(node), []).append(edit)
+
+        def on_leave(self, original_node, updated_node):
+            for edit in self.edits.get(id(original_node), ()):
+                updated_node = edit(updated_node)
+            return updated_node
+
+    return ApplyEdits
+
+
+class NoPlace(Exception):
+    """The default device cannot be defined after torch is imported and before its first use."""
+
+
+def is_import(statement: cst.CSTNode) -> bool:
+    return isinstance(statement, cst.SimpleStatementLine) and all(
+        isinstance(s, (cst.Import, cst.ImportFrom)) for s in statement.body
+    )
+
+
+def _is_docstring(statement: cst.CSTNode) -> bool:
+    return (
+        isinstance(statement, cst.SimpleStatementLine)
+        and len(statement.body) == 1
+        and isinstance(statement.body[0], cst.Expr)
+        and isinstance(statement.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+    )
+
+
+@dataclass(frozen=True)
+class Place:
+    torch_name: str  # the name torch is bound to (``torch`` when it must be imported)
+    imported: bool  # a module-level ``import torch`` exists (else the fixer adds one)
+    position: int  # the index in the module body where definitions go
+
+
+def place(module: cst.Module) -> Place:
+    """After the leading imports (and docstring), and after the first module-level
+    ``import torch`` wherever it is."""
+    position = 0
+    for index, statement in enumerate(module.body):
+        if is_import(statement):
+            position = index + 1
+        elif index == 0 and _is_docstring(statement):
+            position = 1
+        elif position:
+            break
+    found = _torch_import(module)
+    if found is None:
+        return Place("torch", False, position)
+    name, index = found
+    return Place(name, True, max(position, index + 1))
+
+
+def _torch_import(module: cst.Module) -> tuple[str, int] | None:
+    """The name a module-level ``import torch`` binds, and the index of that statement
+    (the first one, wherever it is: imports are not always at the top)."""
+    for index, statement in enumerate(module.body):
+        if is_import(statement):
+            for imported in statement.body:
+                if isinstance(imported, cst.Import):
+                    for alias in imported.names:
+                        name, bound = alias.evaluated_name, alias.evaluated_alias
+                        if name == "torch" or (name.startswith("torch.") and bound is None):
+                            return bound or "torch", index
+    return None
+
+
+def _early(module: cst.Module, where: Place) -> list[cst.CSTNode]:
+    """The statements before the place that run code (not imports, not the docstring)."""
+    return [s for s in module.body[:where.position] if not is_import(s) and not _is_docstring(s)]
+
+
+def reads_at_import(statement: cst.CSTNode, name: str) -> bool:
+    """Whether executing this module-level statement reads ``name``: function and lambda
+    bodies run later, but decorators, default values and class bodies run now."""
+    found = False
+
+    def enter(node: cst.CSTNode) -> bool:
+        nonlocal found
+        if found:
+            return False
+        if isinstance(node, cst.FunctionDef):
+            for part in [*node.decorators, *_defaults(node.params)]:
+                tree.walk(part, enter)
+            return False
+        if isinstance(node, cst.Lambda):
+            for part in _defaults(node.params):
+                tree.walk(part, enter)
+            return False
+        if isinstance(node, cst.Attribute):
+            tree.walk(node.value, enter)  # `x.device` reads x, not `device`
+            return False
+        if isinstance(node, (cst.Import, cst.ImportFrom)):
+            return False  # `from torch import device as D` names it, reads nothing
+        if isinstance(node, cst.Name) and node.value == name:
+            found = True
+        return True
+
+    tree.walk(statement, enter)
+    return found
+
+
+def _defaults(params: cst.Parameters) -> list[cst.CSTNode]:
+    every = [*params.posonly_params, *params.params, *params.kwonly_params]
+    return [p.default for p in every if p.default is not None]
+
+
+def _introduces(statement: cst.CSTNode, edited: cst.CSTNode, where: Place, device: bool) -> bool:
+    """The edited statement reads, at import time, a name that is bound only later:
+    ``torch`` (where it did not before), or the default ``device``."""
+    if where.imported and reads_at_import(edited, where.torch_name) and not reads_at_import(
+        statement, where.torch_name
+    ):
+        return True
+    return device and reads_at_import(edited, DEVICE_NAME)
+
+
+def withhold_unplaceable(module: cst.Module, findings: list[Finding]) -> None:
+    """Drop the fixes that would read ``torch`` or the default ``device`` before the place
+    where they are bound, saying why in the finding's message (no ``[*]``, nothing for
+    ``--fix`` to try). Cheap in the usual file, whose imports come first: nothing runs
+    before the place."""
+    where = place(module)
+    early = _early(module, where)
+    fixed = [f for f in findings if f.fix is not None]
+    if not early or not fixed:
+        return
+
+    def breaks(chosen: list[Finding]) -> bool:
+        applier = edit_applier()([edit for f in chosen for edit in f.fix.edits])
+        device = any(f.fix.needs_default_device for f in chosen)
+        return any(_introduces(s, s.visit(applier), where, device) for s in early)
+
+    if not breaks(fixed):  # one look at all of them first: the answer is usually no
+        return
+    for finding in fixed:
+        if breaks([finding]):
+            name = DEVICE_NAME if finding.fix.needs_default_device else where.torch_name
+            finding.fix = None
+            finding.message += f" (no automatic fix here: it would read `{name}` before torch is imported)"
+
+
+def add_definitions(module: cst.Module, device: bool, mode: str) -> cst.Module:
+    """``import torch`` when the module lacks it (after the leading imports), and
+    ``device = torch.device(...)`` when asked for: after the statement that imports torch,
+    and before anything that runs at import time reads ``device``."""
+    where = place(module)
+    new = []
+    if not where.imported:
+        new.append(cst.parse_statement("import torch", config=module.config_for_parsing))
+    if device:
+        if any(reads_at_import(s, DEVICE_NAME) for s in _early(module, where)):
+            raise NoPlace(f"`{DEVICE_NAME}` is used before `import {where.torch_name}`")
+        new.append(cst.parse_statement(default_device_definition(where.torch_name, mode),
+                                       config=module.config_for_parsing))
+    body = list(module.body)
+    body[where.position:where.position] = new
+    return module.with_changes(body=body)
