@@ -54,3 +54,78 @@ def test_a_project_device_helper_is_reused(tmp_path, run_cli):
     assert "+y = x.to(get_accelerator().current_device_name())" in out
     assert "+    x = x.to(accelerator.device)" in out
     assert "+y = torch.zeros(2).to(device)" in out
+
+
+HELPERS = '''\
+import torch
+
+
+def get_device():
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    return torch.device("cpu")
+
+
+def cuda_device():  # always CUDA: reusing it would fix nothing
+    return torch.device("cuda")
+
+
+def device_of(rank):  # needs an argument
+    return torch.device("cuda", rank)
+'''
+TRAIN = '''\
+import torch
+
+from .utils.device import get_device
+
+
+def main():
+    x = torch.zeros(2)
+    return x.cuda()
+
+
+y = torch.zeros(2).cuda()
+print(main().device.type, y.device.type)
+'''
+
+
+def test_a_device_helper_of_the_package_is_reused(tmp_path, run_cli):
+    """A helper defined in another module of the package (found by the project index) and
+    imported where the fix lands is reused; one that is not imported, always CUDA, or needs
+    an argument is not. The fixed program runs."""
+    pkg = tmp_path / "pkg"
+    (pkg / "utils").mkdir(parents=True)
+    for init in (pkg / "__init__.py", pkg / "utils" / "__init__.py"):
+        init.write_text("")
+    (pkg / "utils" / "device.py").write_text(HELPERS)
+    (pkg / "train.py").write_text(TRAIN)
+    (pkg / "other.py").write_text(
+        "import torch\n\nfrom .utils.device import cuda_device, device_of\n\ny = torch.zeros(2).cuda()\n")
+    (tmp_path / "own.py").write_text(
+        "import torch\n\n\ndef pick() -> torch.device:\n"
+        '    return torch.device("cuda" if torch.cuda.is_available() else "cpu")\n\n\n'
+        "def main():\n    return torch.zeros(2).cuda()\n")
+    status, _, err = run_cli("--isolated", "--no-cache", "--fix", "--unsafe-fixes", ".", cwd=tmp_path)
+    assert status == 0, err
+    train = (pkg / "train.py").read_text()
+    assert "    return x.to(get_device())\n" in train and "y = torch.zeros(2).to(get_device())\n" in train
+    assert "device = torch.device" not in train
+    other = (pkg / "other.py").read_text()
+    assert 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n' in other
+    assert "y = torch.zeros(2).to(device)\n" in other
+    assert "    return torch.zeros(2).to(pick())\n" in (tmp_path / "own.py").read_text()
+    done = subprocess.run([sys.executable, "-m", "pkg.train"], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["cpu", "cpu"]
+
+
+def test_a_package_helper_is_not_used_before_it_is_imported(tmp_path, run_cli):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "device.py").write_text(HELPERS)
+    source = ("import torch\n\ny = torch.zeros(2).cuda()\n\nfrom .device import get_device\n\n\n"
+              "def f():\n    return torch.zeros(2).cuda()\n")
+    (tmp_path / "pkg" / "late.py").write_text(source)
+    _, out, _ = run_cli("--isolated", "--no-cache", "--unsafe-fixes", "--diff", "pkg/late.py", cwd=tmp_path)
+    assert "+y = torch.zeros(2).to(device)" in out  # module level, above the import: our default
+    assert "+    return torch.zeros(2).to(get_device())" in out  # runs after every import

@@ -2,7 +2,9 @@
 
 Order of preference (RULES.md): a device variable or attribute already in scope
 (``device``, ``self.device``, ``args.device``), then the ``.device`` of a tensor at hand,
-then a module-level default added once after the imports. A name is only used where it is
+then a device helper the project has (DeepSpeed's ``get_accelerator()``, Accelerate's
+``accelerator.device``, its own ``get_device()``), then a module-level default added once
+after the imports. A name is only used where it is
 bound: a local ``device`` assigned *later* in the same function makes ``device`` an
 unbound local there, so the fix spells the default out inline instead.
 """
@@ -154,7 +156,8 @@ def device_expression(
     if DEVICE_NAME in module_names:
         # A module-level `device` exists but is assigned after this point.
         return inline_default(torch_name, mode)
-    helper = _device_helper(ctx, functions, module_names)
+    helper = _device_helper(ctx, functions, module_names) or _project_helper(
+        ctx, functions, module_names, use)
     if helper is not None:
         return DeviceChoice(helper)
     return DeviceChoice(DEVICE_NAME, needs_default=True, ours=True)
@@ -235,3 +238,25 @@ def _device_helper(ctx: FileContext, functions, module_names) -> str | None:
     ):
         return "accelerator.device"
     return None
+
+
+def _project_helper(ctx: FileContext, functions, module_names, use: cst.CSTNode) -> str | None:
+    """A device helper of the project (``def get_device()`` returning a ``torch.device``, as
+    the project index tells: ``ProjectIndex.returns``), defined in this file or imported at
+    module level, bound where the fix runs; reused rather than adding our default. Never
+    inside the helper itself."""
+    index = ctx.index
+    if index is None:
+        return None
+    own = index.module_of(ctx.path)
+    inside = {f.name.value for f in functions if isinstance(f, cst.FunctionDef)}
+    for name, sites in sorted(module_names.items()):
+        if name in inside or not (functions or _bound_before(ctx, sites, use)) or any(
+            name in ctx.bindings(f) for f in functions
+        ):
+            continue  # the helper's own body, not bound yet, or shadowed by a local
+        qualified = ctx.imports.qualified_name(cst.Name(name)) or (f"{own}.{name}" if own else None)
+        if qualified is not None and index.returns(qualified, ctx.path) == "device":
+            return f"{name}()"
+    return None
+

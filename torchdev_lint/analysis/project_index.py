@@ -31,7 +31,8 @@ class ModuleFacts:
     names: dict[str, str] = field(default_factory=dict)  # imported name -> qualified name
     stars: list[str] = field(default_factory=list)  # modules imported with `*`
     classes: dict[str, list[str]] = field(default_factory=dict)  # class -> qualified bases
-    # function -> "tensor", "module", or "call:<qualified>" (returns what that call builds)
+    # function -> "tensor", "module", "device" (a device helper), or "call:<qualified>"
+    # (returns what that call builds)
     returns: dict[str, str] = field(default_factory=dict)
     defined: list[str] = field(default_factory=list)  # other names assigned at top level
     public: list[str] | None = None  # `__all__`
@@ -152,7 +153,7 @@ class _Reader:
         elif isinstance(node, ast.ClassDef):
             facts.classes[node.name] = [q for q in map(self.qualify, node.bases) if q]
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            returned = self.returns(node)
+            returned = "device" if self.device_helper(node) else self.returns(node)
             if returned is not None:
                 facts.returns[node.name] = returned
             else:
@@ -176,6 +177,47 @@ class _Reader:
             for handler in getattr(node, "handlers", []):
                 for inner in handler.body:
                     self.statement(inner)
+
+    def device_helper(self, function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+        """A project's own way to name its device, for fixes to reuse (``get_device()``):
+        undecorated, callable without arguments, every return a ``torch.device`` (annotated so, or built
+        by ``torch.device(...)``, a ternary of them, ``current_accelerator() or ...``), and
+        not always a hardcoded CUDA one."""
+        if isinstance(function, ast.AsyncFunctionDef) or function.decorator_list:
+            return False  # a decorator changes what a call does (a pytest fixture can't be called)
+        args = function.args
+        if len(args.posonlyargs) + len(args.args) > len(args.defaults) or None in args.kw_defaults:
+            return False
+        annotated = function.returns is not None and self._annotation(function.returns) == "torch.device"
+        if function.returns is not None and not annotated:
+            return False
+        found = [self._device_kind(r.value) for r in _own_returns(function)]
+        if not found or "cuda" in found and len(set(found)) == 1:
+            return False
+        return annotated or None not in found
+
+    def _annotation(self, node: ast.expr) -> str | None:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            try:
+                node = ast.parse(node.value, mode="eval").body
+            except SyntaxError:
+                return None
+        return self.qualify(node)
+
+    def _device_kind(self, value: ast.expr | None) -> str | None:
+        """"cuda" for ``torch.device("cuda...")``, "device" for another device expression."""
+        if isinstance(value, ast.IfExp):
+            both = {self._device_kind(value.body), self._device_kind(value.orelse)}
+            return None if None in both else ("cuda" if both == {"cuda"} else "device")
+        if isinstance(value, ast.BoolOp) and isinstance(value.op, ast.Or):
+            # `torch.accelerator.current_accelerator(...) or torch.device("cpu")`
+            return "device" if self._device_kind(value.values[-1]) is not None else None
+        if not isinstance(value, ast.Call) or self.qualify(value.func) != "torch.device":
+            return None
+        first = value.args[0] if value.args else None
+        if isinstance(first, ast.Constant) and isinstance(first.value, str) and first.value.startswith("cuda"):
+            return "cuda"
+        return "device"
 
     def returns(self, function: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
         """"tensor", "module" or "call:<qualified>" when the function clearly returns one."""
@@ -342,7 +384,8 @@ class ProjectIndex:
         return self._memo[key]
 
     def returns(self, qualified: str, origin: str | None = None) -> str | None:
-        """"tensor" or "module" when the project function ``qualified`` returns one."""
+        """"tensor" or "module" when the project function ``qualified`` returns one;
+        "device" for a device helper (``_Reader.device_helper``)."""
         found = self._find(qualified, origin)
         if found is None or found[0] == "external":
             return None
