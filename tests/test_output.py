@@ -118,6 +118,26 @@ def test_rules_lists_every_code(capsys):
     assert capsys.readouterr().out.startswith("# TDL100: runtime-device-mismatch")
 
 
+def test_rule_links_follow_the_documentation_url_of_pyproject():
+    """SARIF's `helpUri` and the language server's `codeDescription` are the same page,
+    under `[project.urls] Documentation`, and that page is in this checkout's docs."""
+    import tomllib
+
+    from torchdev_lint.output import sarif
+    from torchdev_lint.rule import Rule
+
+    root = Path(__file__).parents[1]
+    base = tomllib.loads((root / "pyproject.toml").read_text())["project"]["urls"]["Documentation"]
+    assert base.endswith("/blob/main/docs")
+    links = {r["id"]: r["helpUri"] for r in sarif.sarif([])["runs"][0]["tool"]["driver"]["rules"]}
+    assert sorted(links) == sorted(Rule.registry)
+    for code, link in links.items():
+        assert link == f"{base}/rules/{code}.md"
+        assert (root / link.split("/blob/main/", 1)[1]).is_file()
+    server = pytest.importorskip("torchdev_lint.integrations.server")
+    assert server.rule_page("TDL004") == links["TDL004"]
+
+
 def test_sarif_is_valid_and_relative_to_srcroot(tmp_path, capsys, monkeypatch):
     jsonschema = pytest.importorskip("jsonschema")
     monkeypatch.setattr("torchdev_lint.output.sarif.docs_url", lambda: "https://example.org/docs")

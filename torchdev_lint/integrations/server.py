@@ -10,7 +10,6 @@ all safe fixes at once as a ``source.fixAll`` action.
 from __future__ import annotations
 
 import asyncio
-import functools
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -24,12 +23,11 @@ from torchdev_lint import __version__, config, files, runner
 from torchdev_lint.engine import FileResult
 from torchdev_lint.finding import Applicability, Finding
 from torchdev_lint.fixer import fix_file, fix_to_fixpoint
-from torchdev_lint.output.sarif import docs_url
+from torchdev_lint.output.sarif import help_uri
 from torchdev_lint.rule import Rule
 
 DEBOUNCE = 0.3  # seconds of quiet after an edit before the buffer is checked again
 _CHECKOUT_DOCS = Path(__file__).resolve().parents[2] / "docs" / "rules"
-_published_docs = functools.cache(docs_url)  # package metadata: read once
 FIX_ALL = f"{types.CodeActionKind.SourceFixAll.value}.torchdev-lint"
 
 
@@ -105,10 +103,7 @@ def _range(document: TextDocument, finding: Finding) -> types.Range:
 def rule_page(code: str) -> str:
     """The rule's documentation page: under the package's published documentation when it
     declares one (as SARIF's helpUri does), else the page in this source checkout."""
-    base = _published_docs()
-    if base:
-        return f"{base}/rules/{code}.md"
-    return (_CHECKOUT_DOCS / f"{code}.md").as_uri()
+    return help_uri(code) or (_CHECKOUT_DOCS / f"{code}.md").as_uri()
 
 
 def _diagnostic(document: TextDocument, finding: Finding) -> types.Diagnostic:

@@ -6,6 +6,7 @@ be checked are reported as tool execution notifications, not dropped."""
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from urllib.parse import quote
@@ -22,8 +23,10 @@ def render(findings: list[Finding], context: OutputContext) -> str:
     return json.dumps(sarif(findings, context), indent=2)
 
 
+@functools.cache
 def docs_url() -> str | None:
-    """Where the rule pages are published: the package's `Documentation` URL, if it has one."""
+    """Where the documentation is published: the package's `Documentation` URL
+    (``[project.urls]`` in pyproject.toml), if it has one."""
     from importlib import metadata  # slow to import: only SARIF output needs it
 
     try:
@@ -37,6 +40,12 @@ def docs_url() -> str | None:
     return None
 
 
+def help_uri(code: str) -> str | None:
+    """A rule's published page: SARIF's ``helpUri`` and the language server's link."""
+    base = docs_url()
+    return f"{base}/rules/{code}.md" if base else None
+
+
 def artifact(path: str, root: Path) -> dict:
     """An artifactLocation: relative to %SRCROOT% when under it, else an absolute file URI."""
     resolved = Path(path).resolve()
@@ -47,7 +56,7 @@ def artifact(path: str, root: Path) -> dict:
     return {"uri": quote(relative.as_posix()), "uriBaseId": SRCROOT}
 
 
-def _rule(code: str, cls: type[Rule], base: str | None) -> dict:
+def _rule(code: str, cls: type[Rule]) -> dict:
     documentation = cls.documentation()
     rule = {
         "id": code,
@@ -57,8 +66,9 @@ def _rule(code: str, cls: type[Rule], base: str | None) -> dict:
         "help": {"text": documentation, "markdown": documentation},
         "defaultConfiguration": {"level": "error"},
     }
-    if base:
-        rule["helpUri"] = f"{base}/rules/{code}.md"
+    uri = help_uri(code)
+    if uri:
+        rule["helpUri"] = uri
     return rule
 
 
@@ -91,8 +101,7 @@ def _notification(error: FileError, root: Path) -> dict:
 
 def sarif(findings: list[Finding], context: OutputContext | None = None) -> dict:
     context = context or OutputContext()
-    base = docs_url()
-    rules = [_rule(code, cls, base) for code, cls in sorted(Rule.registry.items())]
+    rules = [_rule(code, cls) for code, cls in sorted(Rule.registry.items())]
     index = {code: i for i, (code, _) in enumerate(sorted(Rule.registry.items()))}
     results = [
         {
