@@ -10,6 +10,7 @@ import libcst as cst
 import pytest
 
 from torchdev_lint import cli
+from torchdev_lint.output import text as output_text
 from torchdev_lint.engine import lint_source
 from torchdev_lint.finding import Applicability, Fix
 from torchdev_lint.fixer import MAX_PASSES, fix_to_fixpoint
@@ -169,3 +170,15 @@ def test_stdin_filename_alone_reads_stdin(tmp_path, monkeypatch, capsys):
     assert status == 1
     assert out.splitlines()[0].startswith("mine.py:1:5: TDL001")
     assert "other.py" not in out
+
+
+def test_the_code_frame_of_stdin_quotes_the_text_read(tmp_path, monkeypatch, capsys):
+    """An editor sends its unsaved buffer with the file's name: the frame under a finding
+    quotes that buffer, not the file of that name on disk."""
+    (tmp_path / "m.py").write_text("import torch\nx = torch.zeros(1).cuda()\n")
+    monkeypatch.setattr(output_text, "use_color", lambda stream: False)
+    _, out, _ = run(monkeypatch, tmp_path, capsys, "--stdin-filename", "m.py",
+                    stdin="import torch\nx=torch.zeros(1).cuda()\n")
+    assert out.splitlines()[:4] == [
+        "m.py:2:3: TDL001 [*] `.cuda()` hardcodes a CUDA device: this line fails on machines without one",
+        "  |", "2 | x=torch.zeros(1).cuda()", "  |   ^^^^^^^^^^^^^^^^^^^^^"]

@@ -236,6 +236,7 @@ def _run(args) -> int:
     if isinstance(stdin, FileError):
         run.errors.append(stdin)
     elif stdin is not None:
+        run.sources[stdin.path] = stdin  # code frames quote the text read, not a file of that name
         checked.insert(0, runner.Checked(runner.check_source(stdin, rules, settings, job.index)))
         if fixing and not args.diff:
             run.stdout = stdin.file_text  # unchanged unless a fix applies
