@@ -53,3 +53,40 @@ def test_unused_noqa_is_opt_in_and_only_judges_rules_that_ran(tmp_path, run_cli)
     assert status == 0, out  # TDL001 did not run: its code is not judged
     status, out, _ = run_cli("--isolated", "--extend-select", "TDL090", "--format", "concise", "m.py", cwd=tmp_path)
     assert out.splitlines()[0] == "m.py:3:8: TDL090 Unused `noqa` code TDL001: it suppresses nothing here"
+
+
+def test_add_noqa_on_stdin_prints_the_result_and_leaves_the_file_alone(tmp_path, run_cli):
+    """As `--fix -`: an editor sends the buffer with the file's name; the file on disk
+    (another text) is not touched."""
+    on_disk = "import torch\nx = torch.zeros(2).cuda()\n"
+    (tmp_path / "m.py").write_text(on_disk)
+    buffer = "import torch\n\n\ny = torch.load('a.pt')\n"
+    status, out, err = run_cli("--isolated", "--add-noqa", "--stdin-filename", "m.py", "-",
+                               input=buffer, cwd=tmp_path)
+    assert status == 0 and "Added 1 noqa directive." in err
+    assert out == buffer.replace("('a.pt')\n", "('a.pt')  # noqa: TDL004\n")
+    assert (tmp_path / "m.py").read_text() == on_disk
+    status, out, _ = run_cli("--isolated", "--add-noqa", "-", input="x = 1\n", cwd=tmp_path)
+    assert (status, out) == (0, "x = 1\n")
+
+
+def test_add_noqa_writes_into_notebook_cells_around_magics(tmp_path, run_cli):
+    import json
+
+    cells = [["%load_ext autoreload\n", "!pip install torch \\\n", "    numpy\n", "import torch"],
+             ["x = torch.zeros(2).cuda()\n", "%time y = x + 1\n", "s = torch.load(\n", "    'a.pt')"]]
+    notebook = {"cells": [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+                           "source": source} for source in cells],
+                "metadata": {"kernelspec": {"language": "python", "name": "python3"}},
+                "nbformat": 4, "nbformat_minor": 5}
+    path = tmp_path / "nb.ipynb"
+    path.write_text(json.dumps(notebook, indent=1) + "\n")
+    status, _, err = run_cli("--isolated", "--add-noqa", "nb.ipynb", cwd=tmp_path)
+    assert status == 0 and "Added 2 noqa directives." in err
+    written = json.loads(path.read_text())
+    assert written["cells"][0]["source"] == cells[0]
+    assert written["cells"][1]["source"] == [
+        "x = torch.zeros(2).cuda()  # noqa: TDL001\n", "%time y = x + 1\n", "s = torch.load(\n",
+        "    'a.pt')  # noqa: TDL004"]
+    status, out, _ = run_cli("--isolated", "nb.ipynb", cwd=tmp_path)
+    assert status == 0 and out.startswith("All checks passed"), out

@@ -238,8 +238,8 @@ def _run(args) -> int:
     elif stdin is not None:
         run.sources[stdin.path] = stdin  # code frames quote the text read, not a file of that name
         checked.insert(0, runner.Checked(runner.check_source(stdin, rules, settings, job.index)))
-        if fixing and not args.diff:
-            run.stdout = stdin.file_text  # unchanged unless a fix applies
+        if (fixing and not args.diff) or args.add_noqa:
+            run.stdout = stdin.file_text  # unchanged unless a fix or a directive applies
     for item in checked:
         result = item.result
         if args.verbose:
@@ -259,10 +259,14 @@ def _run(args) -> int:
         run.results.append(result)
 
     if args.add_noqa:
-        added = sum(_add_noqa(run, r) for r in run.results if r.findings)
+        from_stdin = stdin if isinstance(stdin, files.SourceFile) else None
+        added = sum(_add_noqa(run, r, from_stdin if from_stdin and i == 0 else None)
+                    for i, r in enumerate(run.results) if r.findings)
         for error in sorted(run.errors, key=lambda e: e.path):
             print(f"torchdev-lint: {error}", file=sys.stderr)
         print(f"Added {added} noqa directive{'s' if added != 1 else ''}.", file=sys.stderr)
+        if run.stdout is not None:
+            sys.stdout.write(run.stdout)
         return EXIT_ERROR if run.errors else EXIT_CLEAN
     for error in sorted(run.errors, key=lambda e: e.path):
         print(f"torchdev-lint: {error}", file=sys.stderr)
@@ -342,16 +346,19 @@ def _report(args, run: Run, findings: list[Finding], sources: int, out, unsafe: 
         print(output.summary(findings, len(run.results), context), file=out)
 
 
-def _add_noqa(run: Run, result: FileResult) -> int:
-    """Write the file's baseline directives; notebooks and standard input are left alone."""
-    source = files.read(result.path) if result.path.endswith((".py", ".pyi")) else None
+def _add_noqa(run: Run, result: FileResult, stdin: files.SourceFile | None) -> int:
+    """Write the file's baseline directives; standard input's go to stdout, as `--fix -`."""
+    source = stdin or files.read(result.path)
     if not isinstance(source, files.SourceFile):
         return 0
-    codes_by_line: dict[int, set[str]] = {}
-    for finding in result.findings:
-        codes_by_line.setdefault(finding.line, set()).add(finding.code)
-    text, added = noqa.add_noqa(source.text, codes_by_line)
-    if added:
+    if source.notebook is not None and not source.notebook.round_trips():
+        run.errors.append(FileError(source.path, "noqa directives not written: the notebook's JSON "
+                                    "layout could not be kept (save it with Jupyter first)"))
+        return 0
+    text, added = noqa.baseline(source, result.findings)
+    if stdin is not None:
+        run.stdout = text
+    elif added:
         error = files.write_atomically(source, text, run.within)
         if error is not None:
             run.errors.append(error)

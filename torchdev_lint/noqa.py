@@ -122,6 +122,21 @@ def add_noqa(source: str, codes_by_line: dict[int, set[str]]) -> tuple[str, int]
     return "".join(lines), added
 
 
+def baseline(source, findings) -> tuple[str, int]:
+    """``--add-noqa`` for one file (a ``files.SourceFile``): its text as written to disk (a
+    notebook's JSON, each directive in its cell) with directives for ``findings``, and how
+    many were written or extended."""
+    notebook = source.notebook
+    # A notebook's findings are placed in their cells: back to lines of the joined text.
+    joined = {(e.cell + 1, e.number): n for n, e in enumerate(notebook.lines, 1)} if notebook else {}
+    codes_by_line: dict[int, set[str]] = {}
+    for finding in findings:
+        line = joined.get((finding.cell, finding.line), finding.line)
+        codes_by_line.setdefault(line, set()).add(finding.code)
+    text, added = add_noqa(source.text, codes_by_line)
+    return (source.file_text_for(text) if added else source.file_text), added
+
+
 def unused(noqa: NoqaMap, enabled: set[str], known: set[str]) -> list[tuple[int, int, str]]:
     """(line, column, code) of each ``TDL`` code in a directive that suppressed nothing, among
     the rules that ran (``enabled``), or that names no rule at all."""
