@@ -72,6 +72,12 @@ def cuda_device():  # always CUDA: reusing it would fix nothing
 
 def device_of(rank):  # needs an argument
     return torch.device("cuda", rank)
+
+
+def select(name="", verbose=True):  # resolves a requested device, and says so
+    if verbose:
+        print("selecting", name)
+    return torch.device(name or "cpu")
 '''
 TRAIN = '''\
 import torch
@@ -91,8 +97,8 @@ print(main().device.type, y.device.type)
 
 def test_a_device_helper_of_the_package_is_reused(tmp_path, run_cli):
     """A helper defined in another module of the package (found by the project index) and
-    imported where the fix lands is reused; one that is not imported, always CUDA, or needs
-    an argument is not. The fixed program runs."""
+    imported where the fix lands is reused; one that is not imported, always CUDA, or takes
+    parameters is not. The fixed program runs."""
     pkg = tmp_path / "pkg"
     (pkg / "utils").mkdir(parents=True)
     for init in (pkg / "__init__.py", pkg / "utils" / "__init__.py"):
@@ -100,7 +106,7 @@ def test_a_device_helper_of_the_package_is_reused(tmp_path, run_cli):
     (pkg / "utils" / "device.py").write_text(HELPERS)
     (pkg / "train.py").write_text(TRAIN)
     (pkg / "other.py").write_text(
-        "import torch\n\nfrom .utils.device import cuda_device, device_of\n\ny = torch.zeros(2).cuda()\n")
+        "import torch\n\nfrom .utils.device import cuda_device, device_of, select\n\ny = torch.zeros(2).cuda()\n")
     (tmp_path / "own.py").write_text(
         "import torch\n\n\ndef pick() -> torch.device:\n"
         '    return torch.device("cuda" if torch.cuda.is_available() else "cpu")\n\n\n'

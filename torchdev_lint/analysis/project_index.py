@@ -180,14 +180,14 @@ class _Reader:
 
     def device_helper(self, function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
         """A project's own way to name its device, for fixes to reuse (``get_device()``):
-        undecorated, callable without arguments, every return a ``torch.device`` (annotated so, or built
+        undecorated, without parameters, every return a ``torch.device`` (annotated so, or built
         by ``torch.device(...)``, a ternary of them, ``current_accelerator() or ...``), and
         not always a hardcoded CUDA one."""
         if isinstance(function, ast.AsyncFunctionDef) or function.decorator_list:
             return False  # a decorator changes what a call does (a pytest fixture can't be called)
         args = function.args
-        if len(args.posonlyargs) + len(args.args) > len(args.defaults) or None in args.kw_defaults:
-            return False
+        if args.posonlyargs or args.args or args.kwonlyargs:
+            return False  # a resolver of a requested device, often with side effects (yolov5's select_device)
         annotated = function.returns is not None and self._annotation(function.returns) == "torch.device"
         if function.returns is not None and not annotated:
             return False
