@@ -79,6 +79,19 @@ def test_command_line_excludes_and_per_file_ignores(tmp_path, run_cli):
     assert shown.split() == ["src/m.py", "tests/test_b.py"]
 
 
+def test_command_line_patterns_are_paths_from_the_working_directory(nested, run_cli):
+    """A file under a nested configuration (pkg/, its own root) still matches the patterns
+    given on the command line as paths from where the command runs, as ruff's do."""
+    out = run_cli("--output-format", "concise", ".", cwd=nested)[1]
+    assert codes(out) == ["a.py:3:5 TDL001", "pkg/b.py:5:9 TDL004"]
+    out = run_cli("--output-format", "concise", "--per-file-ignores", "pkg/*.py:TDL004", ".", cwd=nested)[1]
+    assert codes(out) == ["a.py:3:5 TDL001"]
+    shown = run_cli("--show-files", "--extend-exclude", "./pkg/b.py", ".", cwd=nested)[1]
+    assert shown.split() == ["a.py"]
+    shown = run_cli("--show-files", "--extend-exclude", "b.py", ".", cwd=nested)[1]
+    assert shown.split() == ["a.py"]  # a bare name matches anywhere, as before
+
+
 def test_globs_match_as_ruff_does():
     assert config.matches_any("tests/x.py", ["tests/**/*.py"])
     assert config.matches_any("tests/a/b/x.py", ["tests/**/*.py"])

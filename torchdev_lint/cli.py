@@ -156,7 +156,7 @@ def _overrides(args) -> config.Overrides:
         pattern, sep, codes = entry.rpartition(":")
         if not sep or not pattern:
             raise config.UsageError(f"--per-file-ignores: expected PATTERN:CODES, got '{entry}'")
-        per_file[pattern] = config.split_codes(codes)
+        per_file[_anchored(pattern)] = config.split_codes(codes)
     return config.Overrides(
         select=config.split_codes(args.select) if args.select else None,
         extend_select=config.split_codes(args.extend_select or ""),
@@ -170,7 +170,13 @@ def _overrides(args) -> config.Overrides:
 
 
 def _patterns(text: str) -> list[str]:
-    return [p.strip() for p in text.split(",") if p.strip()]
+    return [_anchored(p.strip()) for p in text.split(",") if p.strip()]
+
+
+def _anchored(pattern: str) -> str:
+    """A command-line path pattern means a path from the working directory (as ruff's do),
+    whichever configuration's root the file has."""
+    return config.anchored(pattern, Path.cwd().resolve().as_posix())
 
 
 def _settings(args) -> config.Settings | config.Resolver:

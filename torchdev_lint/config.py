@@ -140,13 +140,14 @@ def _extended(pyproject: Path, target, seen: tuple[Path, ...]) -> Settings:
     anchor = base.root.resolve().as_posix()
     return replace(
         base, root=pyproject.parent, source=pyproject,
-        exclude=[_anchored(p, anchor) for p in base.exclude],
-        per_file_ignores={_anchored(p, anchor): c for p, c in base.per_file_ignores.items()},
+        exclude=[anchored(p, anchor) for p in base.exclude],
+        per_file_ignores={anchored(p, anchor): c for p, c in base.per_file_ignores.items()},
     )
 
 
-def _anchored(pattern: str, anchor: str) -> str:
+def anchored(pattern: str, anchor: str) -> str:
     """A pattern made absolute; a bare name (``*.pyi``, ``build``) matches anywhere, so stays."""
+    pattern = pattern[2:] if pattern.startswith("./") else pattern
     return f"{anchor}/{pattern}" if "/" in pattern.rstrip("/") and not pattern.startswith("/") else pattern
 
 
