@@ -4,9 +4,9 @@
 
 For each DIR: copy it to a temporary directory, lint it, fix it, then check that every
 changed file still compiles, that no name a fix introduced (``device``, ``torch``) is read
-at import time before the statement that binds it (``unbound_introductions``), re-lint it,
-and run the fix a second time (which must change nothing). Prints a table, and with
-``--diffs`` a few diffs to read by eye.
+at import time before the statement that binds it (``unbound_introductions``), re-lint it
+(no finding still marked fixable: the mark promised a fix), and run the fix a second time
+(which must change nothing). Prints a table, and with ``--diffs`` a few diffs to read by eye.
 """
 
 from __future__ import annotations
@@ -99,9 +99,9 @@ def snapshot(directory: Path) -> dict[Path, bytes]:
 
 def main() -> None:
     show_diffs = "--diffs" in sys.argv
-    print("| repository | findings | fixed | remaining | files changed | do not compile | "
+    print("| repository | findings | marked fixable | fixed | remaining | files changed | do not compile | "
           "introduced names unbound | second --fix changed |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     for source in (Path(a) for a in sys.argv[1:] if a != "--diffs"):
         with tempfile.TemporaryDirectory() as temp:
             work = Path(temp) / source.name
@@ -128,7 +128,8 @@ def main() -> None:
             by_code: dict[str, int] = {}
             for finding in findings:
                 by_code[finding["code"]] = by_code.get(finding["code"], 0) + 1
-            print(f"| {source.name} | {len(findings)} | {len(findings) - len(remaining)} | {len(remaining)} | "
+            marked = sum(1 for finding in findings if finding["fixable"])  # what `--unsafe-fixes` promises
+            print(f"| {source.name} | {len(findings)} | {marked} | {len(findings) - len(remaining)} | {len(remaining)} | "
                   f"{len(changed)} | {len(broken)} | {len(unbound)} | {len(second)} |", flush=True)
             for line in broken:
                 print("   BROKEN", line)
@@ -136,6 +137,8 @@ def main() -> None:
                 print("   UNBOUND", line)
             for path in second:
                 print("   CHANGED AGAIN", path.relative_to(work))
+            for finding in (f for f in remaining if f["fixable"]):
+                print("   STILL MARKED FIXABLE", f"{finding['path']}:{finding['line']}: {finding['code']}")
             for path in changed[:3] if show_diffs else ():
                 diff = difflib.unified_diff(
                     before[path].decode("utf-8", "replace").splitlines(),
