@@ -154,3 +154,27 @@ def test_results_a_worker_moved_to_the_cpu_are_not_flagged_in_the_main_process()
     # Without the move to the CPU, or under another key, the bytes may hold GPU tensors.
     assert positions(WORKER.replace("lambda t: t.cpu()", "lambda t: t.detach()")) == [(13, 16)]
     assert positions(WORKER.replace('extra["metrics_bytes"]', 'extra["other_bytes"]')) == [(13, 16)]
+
+
+def test_a_script_reloading_the_model_it_saved_is_a_round_trip():
+    script = """
+    import torch
+    for epoch in range(3):
+        with open(args.save, "wb") as f:
+            torch.save(model, f)
+    with open(args.save, "rb") as f:
+        model = torch.load(f)
+    """
+    assert positions(script) == []
+    # A file the script did not write itself is still flagged.
+    assert positions(script.replace("torch.save(model, f)", "print(f)")) == [(7, 13)]
+    # A save in a function defined above is not top-level code that ran before the load.
+    helper = """
+    import torch
+    def dump(model):
+        with open(path, "wb") as f:
+            torch.save(model, f)
+    with open(path, "rb") as f:
+        model = torch.load(f)
+    """
+    assert positions(helper) == [(7, 13)]

@@ -49,15 +49,18 @@ def loaded_file(call: cst.Call) -> cst.BaseExpression | None:
 
 
 def written_here(ctx, call: cst.Call) -> bool:
-    """The file ``call`` loads was written earlier by the same function (``torch.save(x, p)``
-    then ``torch.load(p)``), or by the test that loads it (it saves, trains or writes to a
-    temporary path first): it comes back on the machine and devices it was saved from."""
+    """The file ``call`` loads was written earlier by the same function, or by the
+    module's top-level code for a load there (``torch.save(x, p)`` then ``torch.load(p)``:
+    a script that reloads the best model it saved while training), or by the test that
+    loads it (it saves, trains or writes to a temporary path first): it comes back on the
+    machine and devices it was saved from."""
     function = ctx.function
     target = loaded_file(call)
-    if function is None or target is None:
+    scope = function if function is not None else (ctx.ancestors[0] if ctx.ancestors else None)
+    if scope is None or target is None:
         return False
-    roots = _roots(target) | _roots_of_locals(ctx, function, target)
-    before = _calls_before(function, call)
+    roots = _roots(target) | _roots_of_locals(ctx, scope, target)
+    before = _calls_before(scope, call)
     for earlier in before:
         if ctx.qualified_name(earlier.func) in _SAVES or (
             isinstance(earlier.func, cst.Attribute)
@@ -67,7 +70,7 @@ def written_here(ctx, call: cst.Call) -> bool:
             # the same file (`p`, `f.name`), or the buffer the loaded one is made from
             if written and code_of(written[0]) in (code_of(target), *roots):
                 return True  # a round trip in one process
-    if not is_test_function(ctx, function):
+    if function is None or not is_test_function(ctx, function):
         return False
     if any(_TEMPORARY.search(root) for root in roots):
         return True
@@ -152,7 +155,7 @@ def _roots_of_locals(ctx, function: cst.FunctionDef, expr: cst.BaseExpression) -
     return found
 
 
-def _with_item(function: cst.FunctionDef, name: cst.Name) -> cst.BaseExpression | None:
+def _with_item(scope: cst.FunctionDef | cst.Module, name: cst.Name) -> cst.BaseExpression | None:
     found = []
 
     def enter(node: cst.CSTNode) -> bool:
@@ -160,25 +163,29 @@ def _with_item(function: cst.FunctionDef, name: cst.Name) -> cst.BaseExpression 
             found.append(node.item)
         return not found
 
-    tree.walk(function.body, enter)
+    tree.walk(scope, enter)
     return found[0] if found else None
 
 
-def _calls_before(function: cst.FunctionDef, call: cst.Call) -> list[cst.Call]:
-    """The calls of ``function`` that come before ``call`` in the source."""
+def _calls_before(scope: cst.FunctionDef | cst.Module, call: cst.Call) -> list[cst.Call]:
+    """The calls of a function (or of a module's top-level code, not its functions and
+    classes) that come before ``call`` in the source."""
     calls: list[cst.Call] = []
     reached = False
+    top_level = isinstance(scope, cst.Module)
 
     def enter(node: cst.CSTNode) -> bool:
         nonlocal reached
         if reached or node is call:
             reached = True
             return False
+        if top_level and isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return False
         if isinstance(node, cst.Call):
             calls.append(node)
         return True
 
-    tree.walk(function.body, enter)
+    tree.walk(scope if top_level else scope.body, enter)
     return calls
 
 

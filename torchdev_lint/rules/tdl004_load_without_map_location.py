@@ -21,8 +21,9 @@ class LoadWithoutMapLocation(Rule):
     named `load`, or `safetensors` loaders (they take `device=` and default to the CPU).
 
     Nor loads of files that cannot come from another machine: a file the same function
-    wrote earlier with `torch.save`/`.save` (a round trip in one process: the tensors come
-    back to the devices they left), a file a test wrote itself (the test saves, trains or
+    (or, for a load at the top level of a script, the script's top-level code) wrote
+    earlier with `torch.save`/`.save` (a round trip in one process: the tensors come back
+    to the devices they left), a file a test wrote itself (the test saves, trains or
     writes under `tmp_path`/`tmpdir`/`tempfile` before loading, or hands the path to a
     helper of the test code that loads it), and pickles the file
     name, the key read or the variable says hold metadata only (`meta.pt`,
@@ -81,6 +82,10 @@ class LoadWithoutMapLocation(Rule):
         # A round trip in one function: saved and loaded by the same process.
         Valid("import io\nimport torch\ndef clone(obj):\n    buffer = io.BytesIO()\n"
               "    torch.save(obj, buffer)\n    buffer.seek(0)\n    return torch.load(buffer)\n"),
+        # A script reloading the best model it saved while training: the same process.
+        Valid("import torch\nfor epoch in range(3):\n    with open(args.save, 'wb') as f:\n"
+              "        torch.save(model, f)\nwith open(args.save, 'rb') as f:\n"
+              "    model = torch.load(f)\n"),
         # A test that wrote the file itself.
         Valid("import torch\ndef test_resume(tmp_path):\n"
               "    ckpt = torch.load(tmp_path / 'last.ckpt', weights_only=True)\n"),
