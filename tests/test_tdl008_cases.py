@@ -455,3 +455,12 @@ def test_onnx_shape_tensors_are_cpu_data():
         "    return torch.onnx.operators.reshape_from_tensor_shape(x, target)\n"
     )
     assert findings(code) == []
+
+
+def test_a_long_chain_of_names_is_weighed_conservatively_without_crashing():
+    chain = "a0 = torch.arange(3)\n" + "".join(f"a{i} = a{i - 1} + 1\n" for i in range(1, 400))
+    code = module("def forward(self, x):\n" + textwrap.indent(chain, "    ")
+                  + "    t = torch.zeros(3).long()\n    return x[t + a399]\n")
+    result = lint_source("t.py", code, [RULE])
+    assert result.error is None
+    assert (405, 13) in [(f.line, f.column) for f in result.findings]

@@ -49,6 +49,7 @@ _DIM_KEYWORDS = frozenset({"dim", "axis", "dims"})
 _PIECES = frozenset({"chunk", "split", "unbind"})
 _NUMBER_ANNOTATIONS = frozenset({"int", "float", "bool", "str"})
 _MAX_CALL_DEPTH = 6  # calls followed into callees, nested
+_MAX_WEIGHED = 40  # names weighed through each other's bindings at once
 # Keyword arguments that carry no tensor: an op given these alone mixes nothing.
 _OPTION_KEYWORDS = frozenset("""dim dims axis dtype keepdim device layout requires_grad
     non_blocking batch_first enforce_sorted descending stable sorted return_counts""".split())
@@ -393,8 +394,8 @@ class Uses:
             annotation = param.annotation
             return annotation is not None and dotted_name(annotation.annotation) in _NUMBER_ANNOTATIONS
         bound = self.bindings.get(name)
-        if not bound or name in self.nested:
-            return False  # a global, an import, or changed by a closure
+        if not bound or name in self.nested or len(self._weighing) >= _MAX_WEIGHED:
+            return False  # a global, an import, changed by a closure, or too long a chain
         self._weighing.add(name)
         try:
             return all(b is not None and self._binding_beside(b[0], b[1]) for b in bound)
