@@ -129,8 +129,9 @@ def main() -> None:
             for finding in findings:
                 by_code[finding["code"]] = by_code.get(finding["code"], 0) + 1
             marked = sum(1 for finding in findings if finding["fixable"])  # what `--unsafe-fixes` promises
-            print(f"| {source.name} | {len(findings)} | {marked} | {len(findings) - len(remaining)} | {len(remaining)} | "
-                  f"{len(changed)} | {len(broken)} | {len(unbound)} | {len(second)} |", flush=True)
+            print(f"| {source.name} | {len(findings)} | {marked} | {len(findings) - len(remaining)} | "
+                  f"{len(remaining)} | {len(changed)} | {len(broken)} | {len(unbound)} | {len(second)} |",
+                  flush=True)
             for line in broken:
                 print("   BROKEN", line)
             for line in unbound:

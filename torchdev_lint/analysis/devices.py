@@ -4,9 +4,9 @@ Order of preference (RULES.md): a device variable or attribute already in scope
 (``device``, ``self.device``, ``args.device``), then the ``.device`` of a tensor at hand,
 then a device helper the project has (DeepSpeed's ``get_accelerator()``, Accelerate's
 ``accelerator.device``, its own ``get_device()``), then a module-level default added once
-after the imports. A name is only used where it is
-bound: a local ``device`` assigned *later* in the same function makes ``device`` an
-unbound local there, so the fix spells the default out inline instead.
+after the imports. A name is only used where it is bound: a local ``device`` assigned
+*later* in the same function makes ``device`` an unbound local there, so the fix spells the
+default out inline instead.
 """
 
 from __future__ import annotations
@@ -259,4 +259,3 @@ def _project_helper(ctx: FileContext, functions, module_names, use: cst.CSTNode)
         if qualified is not None and index.returns(qualified, ctx.path) == "device":
             return f"{name}()"
     return None
-
