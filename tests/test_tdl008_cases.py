@@ -464,3 +464,20 @@ def test_a_long_chain_of_names_is_weighed_conservatively_without_crashing():
     result = lint_source("t.py", code, [RULE])
     assert result.error is None
     assert (405, 13) in [(f.line, f.column) for f in result.findings]
+
+
+@pytest.mark.parametrize("helper", [
+    # a closure uses the parameter: not followed
+    "def place(self, positions, like):\n"
+    "    def inner():\n        return positions * like\n"
+    "    return positions.to(like.device), inner\n",
+    # a call cycle decides nothing
+    "def place(self, positions, like):\n    return self.again(positions, like)\n"
+    "def again(self, positions, like):\n    return self.place(positions, like)\n",
+    # lands in **kwargs: not mapped
+    "def place(self, **kw):\n    return kw['positions'].to(kw['like'].device)\n",
+])
+def test_callees_that_are_not_followed_stay_harmful(helper):
+    call = "self.place(positions=torch.arange(x.size(1)), like=x)"
+    code = module(f"def forward(self, x):\n    return x + {call}\n" + helper)
+    assert findings(code) == [(5, 41)]
