@@ -193,6 +193,34 @@ def test_plain():
     assert not torch.cuda.is_available()
 """
 
+TEST_SILENT = """\
+import torch
+
+
+def test_discarded_move():
+    x = torch.randn(3)
+    x.to("cuda")
+    assert x.sum().item() == x.sum().item()
+
+
+def warm_up(model, optimizer):
+    model(torch.randn(1, 2)).sum().backward()
+    optimizer.step()
+
+
+def test_state_left_behind():
+    model = torch.nn.Linear(2, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    warm_up(model, optimizer)
+    model.to("cuda")
+
+
+def test_moved_right():
+    x = torch.randn(3)
+    x = x.to("cuda")
+    assert x.is_cuda
+"""
+
 FILES = {
     "mypkg/__init__.py": "",
     "mypkg/model.py": MODEL,
@@ -204,6 +232,7 @@ FILES = {
     "tests/test_caught.py": TEST_CAUGHT,
     "cpuonly/test_needs_cuda.py": TEST_NEEDS_CUDA,  # fails on a CPU: only the cpu-only run takes it
     "single/test_single.py": TEST_SINGLE,
+    "silent/test_silent.py": TEST_SILENT,
 }
 _RUNS: dict = {}
 
@@ -359,3 +388,81 @@ def test_marker_and_fixture_simulate_single_tests(pytester):
         "single/test_single.py::test_marked FAILED",
         "  mypkg/model.py:11:18: TDL008 *",
     ])
+
+
+def test_a_confirmed_bug_that_raises_nothing_warns_at_its_line(pytester):
+    result = run(pytester, "--simulate-gpu", "silent")
+    result.assert_outcomes(passed=3, warnings=2)
+    result.stdout.fnmatch_lines([
+        "*warnings summary*",
+        "silent/test_silent.py::test_discarded_move",
+        "  silent/test_silent.py:6: SimulatedGPUWarning: TDL003 discarded-to-result: .to(cuda:0) at "
+        "silent/test_silent.py:6 produced a new tensor on cuda:0 that was dropped; the tensor stayed on cpu",
+        '    x.to("cuda")',
+        "",
+        "silent/test_silent.py::test_state_left_behind",
+        "  silent/test_silent.py:17: SimulatedGPUWarning: TDL005 optimizer-before-to: the SGD built at "
+        "silent/test_silent.py:17 already held state (momentum_buffer) when Linear.to(cuda:0) at "
+        "silent/test_silent.py:19 moved its parameters from cpu to cuda:0: the state stayed on cpu",
+    ])
+    # the summary lists them under tests that passed
+    result.stdout.fnmatch_lines([
+        "*torchdev-lint: device problems on the simulated GPU*",
+        "silent/test_silent.py::test_discarded_move PASSED",
+        "  silent/test_silent.py:6:5: TDL003 *",
+    ])
+    assert "test_moved_right" not in result.stdout.str().split("warnings summary")[1]
+
+
+def test_strict_mode_fails_a_test_whose_bug_raised_nothing(pytester):
+    result = run(pytester, "silent", ini="simulate_gpu = true\nsimulate_gpu_strict = true\n")
+    result.assert_outcomes(passed=1, failed=2)
+    result.stdout.fnmatch_lines([
+        "*_ test_discarded_move _*",
+        "torchdev-lint: this test passed, but a device bug that raises nothing here was confirmed*",
+        "silent/test_silent.py:6:5: TDL003 discarded-to-result (the static finding that predicted it)",
+    ])
+    result.stdout.fnmatch_lines(["*_ test_state_left_behind _*", "torchdev-lint: this test passed, *",
+                                 "silent/test_silent.py:17:17: TDL005 optimizer-before-to *"])
+
+
+def test_warnings_as_errors_fail_it_too(pytester):
+    result = run(pytester, "--simulate-gpu", "silent", "-W",
+                 "error::torchdev_lint.integrations.pytest_plugin.SimulatedGPUWarning")
+    result.assert_outcomes(passed=1, failed=2)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
+def xdist_run(pytester, *args):
+    pytest.importorskip("xdist", reason="pytest-xdist is not installed")
+    return run(pytester, "-p", "xdist", "-n", "2", *args)
+
+
+def test_each_xdist_worker_simulates_and_the_summary_comes_once(pytester):
+    result = xdist_run(pytester, "--simulate-gpu", "--simulate-gpu-strict", "tests", "silent", "-v")
+    # the same outcomes as in one process, the silent bugs failed by the strict option
+    result.assert_outcomes(passed=6, failed=6, skipped=3)
+    out = result.stdout.str()
+    assert out.count("torchdev-lint: every test runs on a simulated GPU") == 1
+    assert out.count("torchdev-lint: device problems on the simulated GPU") == 1
+    summary = out.split("torchdev-lint: device problems on the simulated GPU")[1]
+    for test in ("tests/test_model.py::test_gpu_branch FAILED", "tests/test_model.py::test_skipped_without_cuda FAILED",
+                 "tests/test_numpy.py::test_to_numpy FAILED", "tests/test_caught.py::test_expects_the_gpu_error PASSED",
+                 "silent/test_silent.py::test_discarded_move FAILED"):
+        assert summary.count(test + "\n") == 1, test
+    result.stdout.fnmatch_lines([
+        "6 device problems in 6 tests (4 predicted by a static finding), 15 tests run on a simulated GPU*",
+        "3 tests skipped: the simulated GPU cannot run them",
+    ])
+    assert out.count("torchdev-lint: the simulated GPU's evidence") == 3  # test_gpu_branch, ..._without_cuda, numpy
+    result.stdout.fnmatch_lines_random([
+        "*tests/test_devices.py::test_on_each_device?cuda? *",
+        "SKIPPED ?1? tests/test_unsupported.py:11: the simulated GPU has one device*",
+    ])
+
+
+def test_marked_tests_on_xdist_workers_reach_the_summary(pytester):
+    result = xdist_run(pytester, "single")
+    result.assert_outcomes(passed=2, failed=1)
+    out = result.stdout.str()
+    assert out.count("single/test_single.py::test_marked FAILED\n") == 1

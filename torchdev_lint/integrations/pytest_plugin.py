@@ -10,12 +10,16 @@ marker and a fixture, and imports neither torch nor the tracer. The simulation i
   without any GPU);
 * ``@pytest.mark.simulate_gpu`` or the ``simulated_gpu`` fixture: one test, from its setup to
   its teardown.
+
+Under pytest-xdist each worker simulates its own tests, and the controller (which runs none)
+only prints the summary, from the data the workers put on their reports (``pytest_report``).
 """
 
 from __future__ import annotations
 
 import copy
 import importlib.util
+import os
 
 import pytest
 
@@ -25,6 +29,13 @@ OPTION = "--simulate-gpu"
 MODES = {"sim": "sim", "gpu": "sim", "true": "sim", "yes": "sim", "on": "sim", "1": "sim",
          "cpu-only": "cpu-only", "false": None, "no": None, "off": None, "0": None, "": None}
 PLUGIN_NAME = "torchdev-lint-simulated-gpu"
+SUMMARY_NAME = "torchdev-lint-device-summary"
+
+
+class SimulatedGPUWarning(UserWarning):
+    """A device bug the simulation confirmed that raises nothing where the test ran (a discarded
+    move, a GPU checkpoint loaded without map_location, optimizer state left behind), so the test
+    passed. Here, not in the heavy module, so that ``filterwarnings`` can name it without torch."""
 
 
 def pytest_addoption(parser):
@@ -35,8 +46,14 @@ def pytest_addoption(parser):
              "values are computed on the CPU, device mismatches fail with the file:line where each "
              "tensor got its device. --simulate-gpu=cpu-only: as a machine without a GPU "
              "(every CUDA request raises). --simulate-gpu=off: not even if the ini file asks.")
+    group.addoption(
+        f"{OPTION}-strict", dest="simulate_gpu_strict", action="store_true", default=False,
+        help="fail a test that passed although the simulation confirmed a device bug that raises "
+             "nothing (TDL003 discarded move, TDL004 GPU checkpoint without map_location, TDL005 "
+             "optimizer state left behind); without it such a test passes with a warning")
     parser.addini("simulate_gpu", "run the tests on torchdev-lint's simulated GPU: true, false, "
                                   "sim or cpu-only (the --simulate-gpu option wins)", default="false")
+    parser.addini("simulate_gpu_strict", "as --simulate-gpu-strict", type="bool", default=False)
 
 
 def _mode(text: str | None, where: str) -> str | None:
@@ -57,15 +74,41 @@ def pytest_load_initial_conftests(early_config, parser, args):
         early_config.known_args_namespace = parser.parse_known_args(
             args, namespace=copy.copy(early_config.option))
     mode = session_mode(early_config, args)
-    if mode is not None:
-        if importlib.util.find_spec("torch") is None:
-            raise pytest.UsageError(f"{OPTION} needs PyTorch, which is not installed here; "
-                                    f"install it with: {INSTALL_HINT}")
-        from torchdev_lint.integrations import pytest_simulation
+    if mode is None:
+        return
+    if importlib.util.find_spec("torch") is None:
+        raise pytest.UsageError(f"{OPTION} needs PyTorch, which is not installed here; "
+                                f"install it with: {INSTALL_HINT}")
+    if not _xdist_worker():
+        _register_summary(early_config, mode)
+    if _xdist_controller(early_config):
+        return  # runs no test: its workers simulate
+    from torchdev_lint.integrations import pytest_simulation
 
-        simulation = pytest_simulation.Simulation(early_config, mode, whole_session=True)
-        early_config.pluginmanager.register(simulation, PLUGIN_NAME)
-        simulation.start()
+    simulation = pytest_simulation.Simulation(early_config, mode, whole_session=True)
+    early_config.pluginmanager.register(simulation, PLUGIN_NAME)
+    simulation.start()
+
+
+def _xdist_worker() -> bool:
+    return "PYTEST_XDIST_WORKER" in os.environ  # set by pytest-xdist before the worker's config
+
+
+def _xdist_controller(config) -> bool:
+    """Whether this process hands its tests to pytest-xdist workers (``-n N``, ``--tx``)."""
+    if _xdist_worker():
+        return False
+    namespace = getattr(config, "known_args_namespace", config.option)
+    if getattr(namespace, "collectonly", False):  # xdist leaves --collect-only to this process
+        return False
+    return bool(getattr(namespace, "numprocesses", None) or getattr(namespace, "tx", None))
+
+
+def _register_summary(config, mode: str | None) -> None:
+    if not config.pluginmanager.has_plugin(SUMMARY_NAME):
+        from torchdev_lint.integrations.pytest_report import Summary
+
+        config.pluginmanager.register(Summary(mode), SUMMARY_NAME)
 
 
 def session_mode(config, args: list[str]) -> str | None:
@@ -85,6 +128,8 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "simulate_gpu: run this test on torchdev-lint's simulated GPU (from its setup to its "
                    "teardown); see `pytest --simulate-gpu` for the whole session")
+    if _xdist_controller(config):  # its workers may simulate marked tests: it prints their summary
+        _register_summary(config, None)
 
 
 def wants_simulation(item) -> bool:
@@ -101,6 +146,8 @@ def pytest_collection_modifyitems(session, config, items):
 
         config.pluginmanager.register(pytest_simulation.Simulation(config, "sim", whole_session=False),
                                       PLUGIN_NAME)
+        if not _xdist_worker():
+            _register_summary(config, None)
 
 
 @pytest.fixture

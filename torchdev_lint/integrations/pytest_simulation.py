@@ -14,20 +14,17 @@ from __future__ import annotations
 import itertools
 import os
 import threading
-from dataclasses import dataclass
+import warnings
 
 import pytest
 
-from torchdev_lint.integrations.pytest_plugin import wants_simulation
+from torchdev_lint.integrations.pytest_plugin import SimulatedGPUWarning, wants_simulation
+from torchdev_lint.integrations.pytest_report import ATTRIBUTE, SILENT_CODES, Problem
 from torchdev_lint.trace import runner, session, sites, verdicts
 from torchdev_lint.trace.runtime import NO_CUDA_TEXT, NUMPY_TEXT, Runtime
 
-MACHINE_WORDS = {
-    "sim": "a simulated GPU (values computed on the CPU, placement tracked as on cuda:0)",
-    "cpu-only": "a machine without a GPU (every CUDA request raises, as on a CPU-only build of torch)",
-}
-SECTION = {"sim": "torchdev-lint: device problems on the simulated GPU",
-           "cpu-only": "torchdev-lint: CUDA requests on a machine without a GPU"}
+STRICT_FAILURE = ("torchdev-lint: this test passed, but a device bug that raises nothing here was confirmed "
+                  "(failed by --simulate-gpu-strict, or because warnings are errors):")
 EVIDENCE_TITLE = {"sim": "torchdev-lint: the simulated GPU's evidence",
                   "cpu-only": "torchdev-lint: what a machine without a GPU does"}
 
@@ -138,28 +135,6 @@ class MemoryRecorder:
         return list(self._by_owner)
 
 
-@dataclass
-class Problem:
-    """One device problem of one test, worded by the tracer."""
-
-    path: str
-    line: int
-    column: int
-    code: str | None  # the static finding that predicted it (TDL001..), None when none did
-    name: str
-    evidence: str
-
-    def render(self) -> str:
-        where = f"{self.path}:{self.line}:{self.column}"
-        if self.code is None:
-            head = f"{where}: {self.name} (no static finding predicted it)"
-        elif self.code == verdicts.MISMATCH_CODE:
-            head = f"{where}: {self.code} {self.name} (no static finding predicted it)"
-        else:
-            head = f"{where}: {self.code} {self.name} (the static finding that predicted it)"
-        return f"{head}\n    {self.evidence}"
-
-
 class SimulatedGPU:
     """What the ``simulated_gpu`` fixture gives a test."""
 
@@ -192,7 +167,7 @@ class Simulation:
         self.outcomes: dict[str, str] = {}
         self.exceptions: dict[str, dict] = {}
         self.unsupported: dict[str, str] = {}
-        self._problems: dict[str, list[Problem]] = {}
+        self._problems: dict[str, tuple[tuple, list[Problem]]] = {}
         self._findings: dict[str, list] = {}
 
     # -- the machine ------------------------------------------------------------------------
@@ -215,6 +190,12 @@ class Simulation:
             else:
                 os.environ["CUDA_VISIBLE_DEVICES"] = self._saved_env
 
+    @property
+    def strict(self) -> bool:
+        """--simulate-gpu-strict (read when needed: a session-wide simulation starts before pytest
+        has parsed its options)."""
+        return bool(self.config.getoption("simulate_gpu_strict") or self.config.getini("simulate_gpu_strict"))
+
     def handle(self, node) -> SimulatedGPU:
         return SimulatedGPU(self, node.nodeid)
 
@@ -222,20 +203,19 @@ class Simulation:
     def pytest_unconfigure(self, config):
         self.stop()
 
-    def pytest_report_header(self, config):
-        scope = "every test" if self.whole_session else "the tests marked simulate_gpu"
-        return f"torchdev-lint: {scope} runs on {MACHINE_WORDS[self.mode]}"
-
     @pytest.hookimpl(hookwrapper=True)
     def pytest_make_collect_report(self, collector):
         previous, self.recorder.owner = self.recorder.owner, collector.nodeid
         outcome = yield
         self.recorder.owner = previous
         report = outcome.get_result()
-        if report.failed and self.whole_session:
-            self.simulated.add(collector.nodeid)
+        if not self.whole_session:
+            return
+        if report.failed:
             self.outcomes[collector.nodeid] = "failed"
             self._add_evidence(report, collector.nodeid)
+        if report.failed or self.problems(collector.nodeid):
+            setattr(report, ATTRIBUTE, self._data(collector.nodeid, simulated=False))
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item, nextitem):
@@ -260,6 +240,11 @@ class Simulation:
         if item.nodeid not in self.simulated:
             return
         report = outcome.get_result()
+        self._judge_phase(item, call, report)
+        if call.when == "teardown":  # the test's last report carries what the summary shows
+            setattr(report, ATTRIBUTE, self._data(item.nodeid, simulated=True))
+
+    def _judge_phase(self, item, call, report) -> None:
         excinfo = call.excinfo
         if report.failed and excinfo is not None:
             reason = not_simulated(excinfo) if self.mode == "sim" else None
@@ -272,41 +257,36 @@ class Simulation:
                 self.outcomes[item.nodeid] = "skipped"
                 return
             self.exceptions.setdefault(item.nodeid, self._outcome(excinfo))
+        if report.passed and call.when == "call":
+            self._silent_problems(item, report)
         word = "failed" if report.failed else report.outcome
         if OUTCOME_RANK.get(word, 0) >= OUTCOME_RANK.get(self.outcomes.get(item.nodeid, "passed"), 0):
             self.outcomes[item.nodeid] = word
         if report.failed:
             self._add_evidence(report, item.nodeid)
 
-    def pytest_terminal_summary(self, terminalreporter):
-        owners = [o for o in self.recorder.owners() if o is not None]
-        owners += [o for o in self.exceptions if o not in owners]
-        rows = [(o, self.problems(o)) for o in owners]
-        rows = [(o, p) for o, p in rows if p]
-        if not rows and not self.unsupported:
-            if self.simulated:
-                terminalreporter.write_sep("=", SECTION[self.mode])
-                terminalreporter.write_line(f"no device problem in {len(self.simulated)} tests run on "
-                                            f"{MACHINE_WORDS[self.mode]}")
+    def _silent_problems(self, item, report) -> None:
+        """A test that passed although a confirmed bug bit silently (TDL003, TDL004, TDL005):
+        a warning at the bug's line, or a failure in strict mode (or where warnings are errors)."""
+        problems = [p for p in self.problems(item.nodeid) if p.code in SILENT_CODES]
+        if not problems:
             return
-        terminalreporter.write_sep("=", SECTION[self.mode])
-        for owner, problems in rows:
-            terminalreporter.write_line(f"{owner} {self.outcomes.get(owner, 'passed').upper()}")
-            for problem in problems:
-                for line in problem.render().splitlines():
-                    terminalreporter.write_line(f"  {line}")
-        total = sum(len(p) for _, p in rows)
-        predicted = sum(1 for _, ps in rows for p in ps if p.code not in (None, verdicts.MISMATCH_CODE))
-        if rows:
-            terminalreporter.write_line(
-                f"{total} device problem{'s' if total != 1 else ''} in {len(rows)} "
-                f"test{'s' if len(rows) != 1 else ''} ({predicted} predicted by a static finding), "
-                f"{len(self.simulated)} tests run on {MACHINE_WORDS[self.mode]}")
-        if self.unsupported:
-            terminalreporter.write_line(f"{len(self.unsupported)} test{'s' if len(self.unsupported) != 1 else ''} "
-                                        "skipped: the simulated GPU cannot run them")
-            for owner, reason in self.unsupported.items():
-                terminalreporter.write_line(f"  {owner}: {reason}")
+        if not self.strict:
+            try:
+                for p in problems:
+                    warnings.warn_explicit(SimulatedGPUWarning(f"{p.code} {p.name}: {p.evidence}"),
+                                           SimulatedGPUWarning, p.path, p.line)
+                return
+            except SimulatedGPUWarning:  # -W error, filterwarnings = error: fail as strict mode does
+                pass
+        report.outcome = "failed"
+        report.longrepr = STRICT_FAILURE + "\n" + "\n".join(p.render() for p in problems)
+
+    def _data(self, owner: str, simulated: bool) -> dict:
+        """What the summary shows of one test or collector: plain data (xdist sends it)."""
+        return {"mode": self.mode, "simulated": simulated, "outcome": self.outcomes.get(owner, "passed"),
+                "problems": [p.to_data() for p in self.problems(owner)],
+                "unsupported": self.unsupported.get(owner)}
 
     # -- evidence ---------------------------------------------------------------------------
     def _add_evidence(self, report, owner: str) -> None:
@@ -328,13 +308,13 @@ class Simulation:
         """The device problems of one test: the tracer's confirmed verdicts of the static
         findings in the files involved, its runtime-only mismatches (TDL100), and the
         ``.numpy()`` calls or CUDA requests that no finding explains."""
-        cached = self._problems.get(owner)
-        if cached is not None:
-            return cached
         events = self.recorder.events(owner)
         outcome = self.exceptions.get(owner, {"kind": "exit", "status": 0})
+        known = (len(events), outcome.get("kind"))  # a later phase of the test may add to either
+        cached = self._problems.get(owner)
+        if cached is not None and cached[0] == known:
+            return cached[1]
         if not events and outcome.get("kind") != "exception":
-            self._problems[owner] = []
             return []
         run = session.Run(session.Options(target=owner, mode=self.mode), mode=self.mode,
                           events=events, outcome=outcome)
@@ -363,7 +343,7 @@ class Simulation:
             else:
                 continue
             explained.add((self.where.path(site[0]), site[1]))
-        self._problems[owner] = problems
+        self._problems[owner] = (known, problems)
         return problems
 
     def _static_findings(self, paths: set[str]) -> list:
