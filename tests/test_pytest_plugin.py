@@ -193,6 +193,30 @@ def test_plain():
     assert not torch.cuda.is_available()
 """
 
+TEST_UNITTEST = """\
+import unittest
+
+import torch
+
+from mypkg.model import Scaler
+
+
+class TestScaler(unittest.TestCase):
+    @unittest.skipIf(not torch.cuda.is_available(), "no CUDA")
+    def test_on_the_gpu(self):
+        model = Scaler().cuda()
+        self.assertEqual(model(torch.randn(2, 4, device="cuda")).shape, (2, 4))
+"""
+
+TEST_COMPILE = """\
+import torch
+
+
+def test_compiled_on_the_cpu():
+    double = torch.compile(lambda x: x * 2, backend="eager")
+    assert double(torch.ones(2)).sum().item() == 4
+"""
+
 TEST_SILENT = """\
 import torch
 
@@ -231,6 +255,8 @@ FILES = {
     "tests/test_unsupported.py": TEST_UNSUPPORTED,
     "tests/test_caught.py": TEST_CAUGHT,
     "cpuonly/test_needs_cuda.py": TEST_NEEDS_CUDA,  # fails on a CPU: only the cpu-only run takes it
+    "cpuonly/test_compile.py": TEST_COMPILE,
+    "unit/test_unittest_style.py": TEST_UNITTEST,
     "single/test_single.py": TEST_SINGLE,
     "silent/test_silent.py": TEST_SILENT,
 }
@@ -314,6 +340,17 @@ def test_a_test_skipped_without_cuda_runs_and_says_where_each_device_came_from(p
     ])
 
 
+def test_a_unittest_test_case_fails_at_its_own_line_too(pytester):
+    result = run(pytester, "--simulate-gpu", "unit")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "mypkg/model.py:12: SimulatedDeviceError",
+        "*torchdev-lint: the simulated GPU's evidence*",
+        "mypkg/model.py:11:18: TDL008 factory-without-device-in-forward *",
+    ])
+    assert "trace/sim.py" not in result.stdout.str()
+
+
 def test_conftest_and_module_level_checks_see_the_simulated_gpu(pytester):
     run(pytester, *SIM).stdout.fnmatch_lines_random([
         "tests/test_devices.py::test_on_each_device?cpu? PASSED*",
@@ -369,7 +406,8 @@ def test_ini_setting_and_its_off_switch(pytester):
 
 def test_cpu_only_mode_raises_on_every_cuda_request(pytester):
     result = run(pytester, "--simulate-gpu=cpu-only", "tests", "cpuonly")
-    result.assert_outcomes(passed=5, skipped=6, failed=1)
+    # torch.compile still works on the CPU (the tracer's one-process DDP answers dynamo's question)
+    result.assert_outcomes(passed=6, skipped=6, failed=1)
     result.stdout.fnmatch_lines([
         "E   *AssertionError: Torch not compiled with CUDA enabled",
         "*torchdev-lint: CUDA requests on a machine without a GPU*",

@@ -81,8 +81,9 @@ def not_simulated(excinfo) -> str | None:
 
 
 def _hide_tracer_frames(item) -> None:
-    """End the failure's traceback at the program's line, not in the simulator's frames (pytest
-    rebuilds tracebacks from the raw frames, so the filter it applies is wrapped)."""
+    """End a failure's traceback at the program's line, not in the simulator's frames (pytest
+    rebuilds tracebacks from the raw frames, so the filter it applies is wrapped; before the
+    test runs, since a unittest test's error reaches the report without a call.excinfo)."""
     original = getattr(item, "_traceback_filter", None)
     if original is None or getattr(original, "_tdl", False):
         return
@@ -223,6 +224,7 @@ class Simulation:
         previous, self.recorder.owner = self.recorder.owner, item.nodeid
         if simulate:
             self.simulated.add(item.nodeid)
+            _hide_tracer_frames(item)
             if not self.whole_session:
                 self.start()
         try:
@@ -234,8 +236,6 @@ class Simulation:
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item, call):
-        if item.nodeid in self.simulated and call.excinfo is not None:
-            _hide_tracer_frames(item)
         outcome = yield
         if item.nodeid not in self.simulated:
             return

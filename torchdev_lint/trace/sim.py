@@ -612,6 +612,10 @@ def one_process_ddp(rt: Runtime):
         def _set_static_graph(self):
             return None
 
+        @staticmethod
+        def _get_active_ddp_module():  # torch.compile asks which DDP module it is tracing: none here
+            return None
+
     return DistributedDataParallel
 
 
