@@ -208,6 +208,16 @@ class TestScaler(unittest.TestCase):
         self.assertEqual(model(torch.randn(2, 4, device="cuda")).shape, (2, 4))
 """
 
+TEST_MODULE_TO = """\
+import torch
+
+
+def test_a_module_moved_by_keyword():
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model = torch.nn.Linear(2, 2).to(dtype=torch.float64).to(device=device)
+    assert model.weight.device.type == device
+"""
+
 TEST_COMPILE = """\
 import torch
 
@@ -257,6 +267,7 @@ FILES = {
     "cpuonly/test_needs_cuda.py": TEST_NEEDS_CUDA,  # fails on a CPU: only the cpu-only run takes it
     "cpuonly/test_compile.py": TEST_COMPILE,
     "unit/test_unittest_style.py": TEST_UNITTEST,
+    "unit/test_module_to.py": TEST_MODULE_TO,
     "single/test_single.py": TEST_SINGLE,
     "silent/test_silent.py": TEST_SILENT,
 }
@@ -342,13 +353,17 @@ def test_a_test_skipped_without_cuda_runs_and_says_where_each_device_came_from(p
 
 def test_a_unittest_test_case_fails_at_its_own_line_too(pytester):
     result = run(pytester, "--simulate-gpu", "unit")
-    result.assert_outcomes(failed=1)
+    result.assert_outcomes(failed=1, passed=1)
     result.stdout.fnmatch_lines([
         "mypkg/model.py:12: SimulatedDeviceError",
         "*torchdev-lint: the simulated GPU's evidence*",
         "mypkg/model.py:11:18: TDL008 factory-without-device-in-forward *",
     ])
     assert "trace/sim.py" not in result.stdout.str()
+
+
+def test_a_module_moved_with_a_device_keyword_is_on_the_simulated_gpu(pytester):
+    run(pytester, "--simulate-gpu", "unit").stdout.fnmatch_lines(["unit/test_module_to.py .*"])
 
 
 def test_conftest_and_module_level_checks_see_the_simulated_gpu(pytester):

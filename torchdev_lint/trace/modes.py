@@ -71,7 +71,9 @@ class TraceFunctionMode(TorchFunctionMode):
         self.real = rt.mode == "real"
         self.local = rt.local
         handlers = {TB.to: self._to, TB.cuda: self._to, TB.cpu: self._to,
-                    TB.numpy: self._numpy, Tensor.__array__: self._numpy}
+                    TB.numpy: self._numpy, Tensor.__array__: self._numpy,
+                    # Module.to(device="cuda") parses its arguments: no request yet (its moves are)
+                    torch._C._nn._parse_to: lambda func, args, kwargs: func(*args, **kwargs)}
         if rt.sim:
             handlers.update({
                 _GET_DEVICE: self._get_device, _GET_IS_CUDA: self._get_is_cuda,
