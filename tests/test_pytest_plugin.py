@@ -218,6 +218,17 @@ def test_a_module_moved_by_keyword():
     assert model.weight.device.type == device
 """
 
+TEST_SPARSE = """\
+import torch
+
+
+def test_sparse_on_the_gpu():
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    s = torch.sparse_coo_tensor(torch.tensor([[0, 1], [1, 0]]), torch.ones(2), (2, 2), device=device)
+    factor = torch.tensor([1.0, 2.0], device=device)
+    assert (s._indices().float().t() @ factor).shape == (2,)
+"""
+
 TEST_COMPILE = """\
 import torch
 
@@ -268,6 +279,7 @@ FILES = {
     "cpuonly/test_compile.py": TEST_COMPILE,
     "unit/test_unittest_style.py": TEST_UNITTEST,
     "unit/test_module_to.py": TEST_MODULE_TO,
+    "unit/test_sparse.py": TEST_SPARSE,
     "single/test_single.py": TEST_SINGLE,
     "silent/test_silent.py": TEST_SILENT,
 }
@@ -353,7 +365,7 @@ def test_a_test_skipped_without_cuda_runs_and_says_where_each_device_came_from(p
 
 def test_a_unittest_test_case_fails_at_its_own_line_too(pytester):
     result = run(pytester, "--simulate-gpu", "unit")
-    result.assert_outcomes(failed=1, passed=1)
+    result.assert_outcomes(failed=1, passed=1, skipped=1)
     result.stdout.fnmatch_lines([
         "mypkg/model.py:12: SimulatedDeviceError",
         "*torchdev-lint: the simulated GPU's evidence*",
@@ -364,6 +376,12 @@ def test_a_unittest_test_case_fails_at_its_own_line_too(pytester):
 
 def test_a_module_moved_with_a_device_keyword_is_on_the_simulated_gpu(pytester):
     run(pytester, "--simulate-gpu", "unit").stdout.fnmatch_lines(["unit/test_module_to.py .*"])
+
+
+def test_a_mismatch_with_a_sparse_tensor_is_a_skip_not_a_failure(pytester):
+    run(pytester, "--simulate-gpu", "unit").stdout.fnmatch_lines([
+        "SKIPPED ?1? unit/test_sparse.py:8: sparse tensors are not simulated: the simulated GPU does not track "
+        "their device"])
 
 
 def test_conftest_and_module_level_checks_see_the_simulated_gpu(pytester):

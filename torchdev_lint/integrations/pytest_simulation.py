@@ -17,11 +17,12 @@ import threading
 import warnings
 
 import pytest
+import torch
 
 from torchdev_lint.integrations.pytest_plugin import SimulatedGPUWarning, wants_simulation
 from torchdev_lint.integrations.pytest_report import ATTRIBUTE, SILENT_CODES, Problem
 from torchdev_lint.trace import runner, session, sites, verdicts
-from torchdev_lint.trace.runtime import NO_CUDA_TEXT, NUMPY_TEXT, Runtime
+from torchdev_lint.trace.runtime import NO_CUDA_TEXT, NUMPY_TEXT, Runtime, SimulatedDeviceError
 
 STRICT_FAILURE = ("torchdev-lint: this test passed, but a device bug that raises nothing here was confirmed "
                   "(failed by --simulate-gpu-strict, or because warnings are errors):")
@@ -54,6 +55,7 @@ NOT_SIMULATED = (
 GPU_ONLY_PACKAGES = {"triton", "apex", "flash_attn", "xformers", "pycuda", "cupy", "tensorrt", "pynvml",
                      "nvidia", "cuda"}
 TRITON = "Triton kernels need a real GPU: they are not simulated"
+SPARSE = "sparse tensors are not simulated: the simulated GPU does not track their device"
 
 _TRACER = os.path.dirname(os.path.abspath(runner.__file__)) + os.sep
 OUTCOME_RANK = {"passed": 0, "skipped": 1, "failed": 2}
@@ -77,7 +79,20 @@ def not_simulated(excinfo) -> str | None:
             if needle in text:
                 return reason
         error = error.__cause__ or error.__context__
+    if isinstance(excinfo.value, SimulatedDeviceError) and _sparse_tensor_in(excinfo.tb):
+        return SPARSE
     return None
+
+
+def _sparse_tensor_in(tb) -> bool:
+    """Whether a frame of the failure held a sparse tensor: it has no storage to carry the
+    simulated device, so a mismatch it is part of may be the simulator's own."""
+    while tb is not None:
+        for value in tb.tb_frame.f_locals.values():
+            if isinstance(value, torch.Tensor) and value.layout is not torch.strided:
+                return True
+        tb = tb.tb_next
+    return False
 
 
 def _hide_tracer_frames(item) -> None:
