@@ -299,9 +299,10 @@ class Simulation:
 
     def _data(self, owner: str, simulated: bool) -> dict:
         """What the summary shows of one test or collector: plain data (xdist sends it)."""
+        unsupported = self.unsupported.get(owner)
+        problems = [] if unsupported else self.problems(owner)  # a skip's mismatch may be the simulator's
         return {"mode": self.mode, "simulated": simulated, "outcome": self.outcomes.get(owner, "passed"),
-                "problems": [p.to_data() for p in self.problems(owner)],
-                "unsupported": self.unsupported.get(owner)}
+                "problems": [p.to_data() for p in problems], "unsupported": unsupported}
 
     # -- evidence ---------------------------------------------------------------------------
     def _add_evidence(self, report, owner: str) -> None:
