@@ -85,24 +85,32 @@ class Run:
     stdout: str | None = None  # `--fix -`: the fixed standard input, the only thing on stdout
     sources: dict[str, files.SourceFile | FileError] = field(default_factory=dict)  # for code frames
     within: list[str] = field(default_factory=list)  # the paths asked for: where a link's fix may land
+    _lines: dict[tuple[str, int | None], list[str]] = field(default_factory=dict)
 
     @property
     def findings(self) -> list[Finding]:
         return sorted((f for r in self.results for f in r.findings), key=Finding.sort_key)
 
     def source_line(self, finding: Finding) -> str | None:
+        lines = self._lines.get((finding.path, finding.cell))
+        if lines is None:
+            lines = self._lines[finding.path, finding.cell] = self._split(finding)
+        return lines[finding.line - 1] if 0 < finding.line <= len(lines) else None
+
+    def _split(self, finding: Finding) -> list[str]:
+        """The lines of the finding's file (or cell), split once per file: splitting the
+        whole text again for every finding made the report of a big file quadratic."""
         if finding.path not in self.sources:
             # Checked in a worker or cached: read again, only for files with findings.
             self.sources[finding.path] = files.read(finding.path)
         source = self.sources[finding.path]
         if not isinstance(source, files.SourceFile):
-            return None
+            return []
         text = source.text
         if finding.cell is not None and source.notebook is not None:
             cell = source.notebook.data["cells"][finding.cell - 1].get("source", "")
             text = "".join(cell) if isinstance(cell, list) else str(cell)
-        lines = text.splitlines()
-        return lines[finding.line - 1] if 0 < finding.line <= len(lines) else None
+        return text.splitlines()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Callable
 import libcst as cst
 
 from torchdev_lint.analysis import devices, evidence, kinds
-from torchdev_lint.analysis.guards import is_guarded
+from torchdev_lint.analysis.guards import is_guarded, remember_blocks
 from torchdev_lint.analysis.imports import ImportTable, dotted_name
 from torchdev_lint.analysis.kinds import Kind, Value
 from torchdev_lint.finding import Fix
@@ -35,6 +35,11 @@ class ClassInfo:
     node: cst.ClassDef
     is_module: bool
     attrs: dict[str, Value] = field(default_factory=dict)
+
+    @property
+    def method_names(self) -> set[str]:
+        """The functions defined directly in the class body."""
+        return {s.name.value for s in self.node.body.body if isinstance(s, cst.FunctionDef)}
 
 
 @dataclass
@@ -63,6 +68,7 @@ class FileContext:
     """``index``: the project index, when the host built one (what other files define)."""
 
     def __init__(self, path: str, source: str, index=None) -> None:
+        remember_blocks()  # guards read each block's early exits once for this file
         self.path = path
         self.source = source
         self.index = index
@@ -73,6 +79,10 @@ class FileContext:
         self.ancestors: list[cst.CSTNode] = []
         self.scopes: list[Scope] = []
         self.classes: dict[str, ClassInfo] = {}
+        # method name -> the classes of ``classes`` defining it: kept as classes are entered,
+        # so "does a class here define numpy()" costs the same in a file of 10,000 classes.
+        self.method_owners: dict[str, set[str]] = {}
+        self._mentions: dict[str, bool] = {}
         self.reports: list[Report] = []
         self.positions = None  # set by the engine once a rule has reported
         self._mentions_devices: bool | None = None
@@ -87,6 +97,14 @@ class FileContext:
         if cached is None:
             cached = self._bindings[id(scope)] = devices.bindings(scope)
         return cached
+
+    def mentions(self, text: str) -> bool:
+        """``text`` occurs in the file. Fixes ask for each finding; searching the whole text
+        each time made a file with thousands of findings quadratic."""
+        found = self._mentions.get(text)
+        if found is None:
+            found = self._mentions[text] = text in self.source
+        return found
 
     @property
     def mentions_devices(self) -> bool:
@@ -297,7 +315,12 @@ class FileContext:
             ):
                 is_module = True
         info = ClassInfo(node.name.value, node, is_module)
+        replaced = self.classes.get(info.name)
+        for method in replaced.method_names if replaced is not None else ():
+            self.method_owners[method].discard(info.name)
         self.classes[info.name] = info
+        for method in info.method_names:
+            self.method_owners.setdefault(method, set()).add(info.name)
         self.scopes.append(Scope(node, class_info=info))
 
     def _enter_function(self, node: cst.FunctionDef) -> None:

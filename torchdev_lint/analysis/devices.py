@@ -148,7 +148,7 @@ def device_expression(
         return DeviceChoice(DEVICE_NAME)
     for obj in _CONFIG_OBJECTS:
         head = obj.split(".")[0]
-        if f"{obj}.device" in ctx.source and _bound_anywhere(ctx, head, functions, module_names):
+        if ctx.mentions(f"{obj}.device") and _bound_anywhere(ctx, head, functions, module_names):
             return DeviceChoice(f"{obj}.device")
     tensor = _tensor_parameter(functions[0], avoid=moved) if functions else None
     if tensor is not None and method_class is not None:
@@ -233,7 +233,7 @@ def _device_helper(ctx: FileContext, functions, module_names) -> str | None:
     if ctx.imports.local_name_for("deepspeed.accelerator.get_accelerator") == "get_accelerator":
         return "get_accelerator().current_device_name()"
     accelerate = ctx.imports.local_name_for("accelerate.Accelerator")
-    if accelerate is not None and f"accelerator = {accelerate}(" in ctx.source and _bound_anywhere(
+    if accelerate is not None and ctx.mentions(f"accelerator = {accelerate}(") and _bound_anywhere(
         ctx, "accelerator", functions, module_names
     ):
         return "accelerator.device"

@@ -13,6 +13,7 @@ selects where the function runs (``skipIf(not torch.cuda.is_available())``,
 from __future__ import annotations
 
 import functools
+from contextvars import ContextVar
 from typing import Sequence
 
 import libcst as cst
@@ -127,14 +128,33 @@ def _user_device_choice(operation: cst.BooleanOperation) -> bool:
     )
 
 
-def _preceding_statements(block: cst.CSTNode, statement: cst.CSTNode):
-    body = getattr(block, "body", None)
-    if not isinstance(body, Sequence) or isinstance(body, (str, bytes)):
-        return ()
-    for index, child in enumerate(body):
-        if child is statement:
-            return body[:index]
-    return ()
+# Per block of the file being analysed: where each statement stands and where the first early
+# exit is. FileContext starts one per file on the thread that checks it (and it goes with that
+# thread); without one, each question reads the block again.
+_blocks: ContextVar[dict | None] = ContextVar("torchdev_lint_blocks", default=None)
+
+
+def remember_blocks() -> None:
+    """Read each block's early exits once for the file about to be analysed: asked for every
+    statement of a long module, reading all the statements before it was quadratic."""
+    _blocks.set({})
+
+
+def _after_early_exit(block: cst.Module | cst.IndentedBlock, statement: cst.CSTNode,
+                      qualify: Qualifier | None, machine: Machine) -> bool:
+    """``statement`` comes after a statement of ``block`` that exits early unless the code
+    runs on ``machine``."""
+    memo = _blocks.get()
+    key = (id(block), machine)
+    known = memo.get(key) if memo is not None else None
+    if known is None:
+        body = block.body
+        first = next((i for i, s in enumerate(body) if _exits_early(s, qualify, machine)), len(body))
+        known = ({id(s): i for i, s in enumerate(body)}, first, block)  # the block keeps its id
+        if memo is not None:
+            memo[key] = known
+    where, first, _ = known
+    return where.get(id(statement), -1) > first
 
 
 def _argument(call: cst.Call, keyword: str) -> cst.BaseExpression | None:
@@ -219,7 +239,7 @@ def _branch_selects(parent: cst.CSTNode, child: cst.CSTNode, qualify: Qualifier 
             parent.left, isinstance(parent.operator, cst.And), qualify, machine
         )
     if isinstance(parent, (cst.Module, cst.IndentedBlock)):
-        return any(_exits_early(s, qualify, machine) for s in _preceding_statements(parent, child))
+        return _after_early_exit(parent, child, qualify, machine)
     return False
 
 

@@ -38,11 +38,7 @@ def may_be_projects(ctx, expr: cst.BaseExpression, methods: set[str]) -> bool:
 def defines_method(ctx, names: frozenset[str] | set[str]) -> bool:
     """A class of this file defines one of ``names`` (``numpy``, ``cuda``...): values of
     unknown kind here may be its objects."""
-    for info in ctx.classes.values():
-        for statement in info.node.body.body:
-            if isinstance(statement, cst.FunctionDef) and statement.name.value in names:
-                return True
-    return False
+    return any(ctx.method_owners.get(name) for name in names)
 
 
 class _Query:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -148,6 +149,7 @@ class OptimizerBeforeTo(Rule):
         super().__init__(ctx)
         self.pending: list[_Optimizer] = []
         self.moved: list[_Optimizer] = []  # the reported ones
+        self.reordered: Counter = Counter()  # reported ones per block (by id), once all are seen
         # `params = list(model.parameters())`: per function (or module) body, the names
         # that hold one model's parameters.
         self.parameter_lists: dict[int, dict[str, str]] = {}
@@ -204,7 +206,7 @@ class OptimizerBeforeTo(Rule):
                         optimizer.call,
                         f"Optimizer built from `{receiver}` parameters before "
                         f"`{code_of(node)}` moves the model: build it after the move",
-                        fix=lambda o=optimizer: _reorder_fix(o, self.moved),
+                        fix=lambda o=optimizer: _reorder_fix(o, self.reordered),
                     )
 
     def leave_Assign(self, node: cst.Assign) -> None:
@@ -232,6 +234,11 @@ class OptimizerBeforeTo(Rule):
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.pending = [o for o in self.pending if o.scope is not node]
+
+    def end_of_file(self) -> None:
+        # Fixes are built after this: each asks whether its block has another reordering,
+        # counted once here rather than by a look at every other report (quadratic).
+        self.reordered.update(id(_block_of(o.ancestors)) for o in self.moved)
 
 
 def _model_of_parameters(call: cst.Call, lists: dict[str, str]) -> str | None:
@@ -311,12 +318,13 @@ def _names(statement: cst.CSTNode) -> _Names:
     return visitor
 
 
-def _reorder_fix(optimizer: _Optimizer, reported: list[_Optimizer]) -> Fix | None:
-    """Move the optimizer's statement (and its dependents) to just after the last move."""
+def _reorder_fix(optimizer: _Optimizer, reordered: Counter) -> Fix | None:
+    """Move the optimizer's statement (and its dependents) to just after the last move.
+    ``reordered``: how many reported optimizers each block (by id) holds."""
     if optimizer.name is None or not optimizer.fixable:
         return None
     block = _block_of(optimizer.ancestors)
-    if block is None or any(o is not optimizer and _block_of(o.ancestors) is block for o in reported):
+    if block is None or reordered[id(block)] > 1:
         return None  # two reorderings of one block would not compose: leave it to the user
     first = _statement_in(block, optimizer.ancestors)
     last = _statement_in(block, optimizer.moves[-1])

@@ -1,0 +1,143 @@
+"""The work of checking and fixing a file grows linearly with the file: counted, never timed.
+
+A file of N generated blocks (a module class, a training loop with findings) is checked and
+fixed at N and at 2N blocks. Doubling the file may double the work, not quadruple it. Work is
+counted per line of torchdev-lint, exactly (a trace hook, not a clock): how often it runs, and
+the calls it makes to code outside the package; a search through the file's whole text is such
+a call (the text is handed over as a ``str`` whose ``in`` is Python code). A step that
+scans the whole file for every finding or statement shows up as a line whose count grows
+fourfold; that made a 5 MB file take minutes (benchmarks/bench_scaling.py times it)."""
+
+import sys
+import threading
+from collections import Counter
+from pathlib import Path
+
+import torchdev_lint
+import torchdev_lint.rules  # noqa: F401  (registers the rules)
+from torchdev_lint import cli, files
+from torchdev_lint.engine import lint_source
+from torchdev_lint.fixer import fix_to_fixpoint
+from torchdev_lint.rule import Rule
+
+PACKAGE = str(Path(torchdev_lint.__file__).resolve().parent)
+RULES = [cls for _, cls in sorted(Rule.registry.items())]
+
+HEADER = "import torch\nimport torch.nn as nn\nimport numpy as np\n"
+BLOCK = '''
+class Block{n}(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+        self.scale = torch.ones(dim)
+        self.parts = [nn.ReLU()]
+
+    def forward(self, x):
+        mask = torch.zeros(x.shape[0])
+        return self.proj(x) * self.scale + mask
+
+
+def train_{n}(model, loader):
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    model.cuda()
+    state = torch.load("w{n}.pt")
+    for x, y in loader:
+        out = model(x.cuda())
+        print(out.numpy(), y.to("cuda"))
+        optimizer.step()
+'''
+
+
+def program(blocks: int) -> str:
+    return HEADER + "".join(BLOCK.format(n=n) for n in range(blocks))
+
+
+class Text(str):
+    """The file's text, whose searches (``needle in text``) the trace hook sees as calls."""
+
+    def __contains__(self, needle):
+        return super().__contains__(needle)
+
+
+def work(task) -> Counter:
+    """How often each line of torchdev-lint runs while ``task()`` runs, on every thread
+    (files are checked on a thread with a large stack); a call from a line to code outside
+    the package counts once more for that line."""
+    counts: Counter = Counter()
+
+    def ours(code) -> bool:
+        return code.co_filename.startswith(PACKAGE)
+
+    def where(frame) -> str:
+        return f"{frame.f_code.co_filename[len(PACKAGE) + 1:]}:{frame.f_lineno}"
+
+    def trace(frame, event, arg):
+        if event == "call":
+            caller = frame.f_back
+            if caller is not None and ours(caller.f_code) and not ours(frame.f_code):
+                counts[where(caller)] += 1
+            return trace if ours(frame.f_code) else None
+        if event == "line":
+            counts[where(frame)] += 1
+        return trace
+
+    threading.settrace(trace)
+    sys.settrace(trace)
+    try:
+        task()
+    finally:
+        sys.settrace(None)
+        threading.settrace(None)
+    return counts
+
+
+def superlinear(small: Counter, large: Counter) -> dict[str, tuple[int, int]]:
+    """Lines that ran well beyond twice as often when the file doubled."""
+    return {name: (small[name], count) for name, count in large.items() if count > 2.5 * small[name] + 20}
+
+
+def check(blocks: int) -> Counter:
+    return work(lambda: lint_source("gen.py", Text(program(blocks)), RULES))
+
+
+def test_checking_grows_linearly_with_the_file():
+    small, large = check(8), check(16)
+    assert sum(large.values()) > 1.8 * sum(small.values())  # the count does see the work
+    assert superlinear(small, large) == {}
+
+
+def test_fixing_grows_linearly_with_the_file():
+    def fix(blocks):
+        def task():
+            result = lint_source("gen.py", Text(program(blocks)), RULES)
+            assert result.findings
+            fix_to_fixpoint(result, lambda text: lint_source("gen.py", Text(text), RULES), unsafe=True)
+        return work(task)
+
+    assert superlinear(fix(8), fix(16)) == {}
+
+
+def test_the_report_reads_each_files_lines_once(tmp_path, monkeypatch, capsys):
+    """The code frame under each finding takes its line from lines split once per file."""
+    path = tmp_path / "gen.py"
+    path.write_text(program(12))
+    splits = Counter()
+
+    class Lines(str):
+        def splitlines(self, *args, **kwargs):
+            splits[str(path)] += 1
+            return super().splitlines(*args, **kwargs)
+
+    real_read = files.read
+
+    def read(name):
+        source = real_read(name)
+        if isinstance(source, files.SourceFile):
+            source.text = Lines(source.text)
+        return source
+
+    monkeypatch.setattr(files, "read", read)
+    status = cli.main(["--isolated", "--no-cache", "-j", "1", "--output-format", "full", str(path)])
+    out = capsys.readouterr().out
+    assert status == 1 and out.count(" | ") > 100  # code frames for many findings were shown
+    assert splits[str(path)] <= 2
