@@ -62,9 +62,18 @@ def find_pyproject(start: Path) -> Path | None:
         candidate = directory / "pyproject.toml"
         # A broken pyproject.toml on the way is an error, not a reason to look further up:
         # skipping it would drop its settings in silence (ruff stops too).
-        if candidate.is_file() and _section(_read(candidate), candidate) is not None:
+        if _is_file(candidate) and _section(_read(candidate), candidate) is not None:
             return candidate
     return None
+
+
+def _is_file(path: Path) -> bool:
+    """False also inside a directory that cannot be looked into: nothing in it can be read,
+    so nothing there is governed by it (the walk reports that directory)."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
 
 
 def _read(pyproject: Path) -> dict:

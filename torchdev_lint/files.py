@@ -65,14 +65,15 @@ def discover(arguments: list[str], settings, respect_gitignore: bool = True) -> 
 
 def _walk(top: str, settings, errors: list[FileError]) -> list[str]:
     def unlistable(error: OSError) -> None:
-        errors.append(FileError(error.filename or top, f"cannot list directory: {error.strerror or error}"))
+        where = os.path.normpath(error.filename) if error.filename else top  # `locked`, as named
+        errors.append(FileError(where, f"cannot list directory: {error.strerror or error}"))
 
     files = []
     for directory, subdirs, names in os.walk(top, onerror=unlistable):
         subdirs[:] = sorted(
             d for d in subdirs
             if not excluded(settings.for_path(Path(directory, d)), Path(directory, d))
-            and not (Path(directory, d) / "pyvenv.cfg").exists()
+            and not _is_virtual_environment(Path(directory, d))
         )
         for name in sorted(names):
             if name.endswith(SUFFIXES):
@@ -82,6 +83,15 @@ def _walk(top: str, settings, errors: list[FileError]) -> list[str]:
             elif name.startswith(".") and _TEMPORARY.match(name):
                 _remove_if_stale(os.path.join(directory, name))
     return files
+
+
+def _is_virtual_environment(directory: Path) -> bool:
+    """It holds a ``pyvenv.cfg``. A directory that cannot be looked into is none: the walk
+    reports it (asking raised PermissionError, a traceback instead of that line)."""
+    try:
+        return (directory / "pyvenv.cfg").exists()
+    except OSError:
+        return False
 
 
 def _not_ignored_by_git(top: str, paths: list[str]) -> list[str]:

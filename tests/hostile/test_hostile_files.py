@@ -2,6 +2,7 @@
 newlines, leftovers of a killed --fix, a closed standard input."""
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -13,10 +14,11 @@ BUG = "import torch\nx = torch.zeros(1).cuda()\n"
 FIXED_LINE = "x = torch.zeros(1).to(device)"
 
 
-def run(*args, cwd, timeout=60, **options):
+def run(*args, cwd, timeout=60, prefix=(), isolated=True, **options):
     try:
         process = subprocess.run(
-            [sys.executable, "-m", "torchdev_lint", "--isolated", "--no-cache", *map(str, args)],
+            [*prefix, sys.executable, "-m", "torchdev_lint", *(["--isolated"] if isolated else []), "--no-cache",
+             *map(str, args)],
             cwd=cwd, capture_output=True, text=True, timeout=timeout,
             env={**os.environ, "PYTHONPATH": str(ROOT)}, **options,
         )
@@ -64,21 +66,43 @@ def test_a_link_to_outside_the_checked_paths_is_left_and_said(tmp_path):
     assert "tree/pkg" not in out
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root lists every directory")
+# Root reads every directory through its capabilities CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH;
+# setpriv runs the command with both dropped, so the permission bits apply to it too.
+DROP_DAC = ["setpriv", "--inh-caps=-dac_override,-dac_read_search",
+            "--bounding-set=-dac_override,-dac_read_search"]
+
+
+def unprivileged(locked: Path) -> list[str]:
+    """A command prefix under which ``locked`` (mode 0) cannot be listed: none for a normal
+    user, setpriv for root; the test is skipped only where neither holds."""
+    prefix = DROP_DAC if os.geteuid() == 0 and shutil.which("setpriv") else []
+    probe = subprocess.run([*prefix, sys.executable, "-c", "import os, sys; os.listdir(sys.argv[1])", str(locked)],
+                           capture_output=True)
+    if probe.returncode == 0:
+        pytest.skip("this user lists every directory, and cannot drop the capabilities that allow it")
+    return prefix
+
+
 @pytest.mark.parametrize("how", ["walked", "named"])
-def test_an_unlistable_directory_is_reported(tmp_path, how):
+@pytest.mark.parametrize("configured", [False, True], ids=["isolated", "configured"])
+def test_an_unlistable_directory_is_reported(tmp_path, how, configured):
+    """Also where settings are looked up per directory (the search for the nearest
+    pyproject.toml and for virtual environments looks into the directory too)."""
     locked = tmp_path / "locked"
     locked.mkdir()
     (locked / "hidden.py").write_text(BUG)
     (tmp_path / "bug.py").write_text(BUG)
     locked.chmod(0)
     try:
-        status, out, err = run(*(["."] if how == "walked" else ["locked", "bug.py"]), cwd=tmp_path)
+        prefix = unprivileged(locked)
+        status, out, err = run(*(["."] if how == "walked" else ["locked", "bug.py"]), cwd=tmp_path, prefix=prefix,
+                               isolated=not configured)
     finally:
         locked.chmod(0o755)
     assert status == 2 and "bug.py:2:5: TDL001" in out
+    assert "hidden.py" not in out
     (line,) = err.strip().splitlines()
-    assert line.startswith("torchdev-lint: ") and "locked" in line and "cannot list" in line
+    assert line == "torchdev-lint: locked: error: cannot list directory: Permission denied"
 
 
 def test_cr_only_newlines_keep_their_last_cr(tmp_path):
