@@ -84,6 +84,26 @@ def test_a_file_that_kills_its_worker_is_one_error_and_the_run_goes_on(tmp_path)
     assert [f["path"] for f in json.loads(process.stdout)] == ["a.py", "b.py", "d.py", "e.py", "f.py"]
 
 
+def test_a_file_that_killed_its_worker_is_not_cached(tmp_path):
+    """The crash is no result of the file's: the next run checks it again and finds its bug."""
+    work = tmp_path / "work"
+    work.mkdir()
+    for name in "abc":
+        (work / f"{name}.py").write_text("import torch\nx = torch.zeros(2).cuda()\n")
+    (work / "b.py").write_text("# CRASH\nimport torch\nx = torch.zeros(2).cuda()\n")
+    options = ["--isolated", "--cache-dir", str(tmp_path / "cache"), "-j", "2", "-v", "--format", "json", "."]
+    crashed = subprocess.run([sys.executable, "-c", CRASHING_RUN, *options],
+                             cwd=work, capture_output=True, text=True, env=ENV)
+    assert crashed.returncode == 2
+    assert "torchdev-lint: b.py: error: the checker crashed on this file (killed by SIGSEGV)" in crashed.stderr
+    again = subprocess.run([sys.executable, "-m", "torchdev_lint", *options],
+                           cwd=work, capture_output=True, text=True, env=ENV)
+    assert again.returncode == 1, again.stderr
+    assert "torchdev-lint: checked b.py" in again.stderr.splitlines()
+    assert "torchdev-lint: cached a.py" in again.stderr.splitlines()
+    assert [f["path"] for f in json.loads(again.stdout)] == ["a.py", "b.py", "c.py"]
+
+
 def test_index_and_settings_reach_the_workers(tmp_path):
     """Whatever the caller hands the per-file entry point arrives in each worker process."""
     for name in "abc":

@@ -4,7 +4,8 @@ that compiles, that a second --fix does not change, and that differs from the or
 the lines of the findings reported before (definitions it adds are new lines).
 
 A bounded number of examples runs here (TORCHDEV_FUZZ_EXAMPLES raises it: the long run is
-``TORCHDEV_FUZZ_EXAMPLES=2000 python -m pytest tests/hostile/test_hostile_fuzz.py``)."""
+``TORCHDEV_FUZZ_EXAMPLES=2000 python -m pytest tests/hostile/test_hostile_fuzz.py
+--hypothesis-show-statistics``, which also counts what the programs exercised)."""
 
 import difflib
 import os
@@ -12,7 +13,7 @@ import os
 import pytest
 
 hypothesmith = pytest.importorskip("hypothesmith")
-from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+from hypothesis import HealthCheck, event, given, settings, strategies as st  # noqa: E402
 
 import torchdev_lint.rules  # noqa: E402,F401  (registers the rules)
 from torchdev_lint.engine import lint_source  # noqa: E402
@@ -35,16 +36,21 @@ FLAGGED = [
 
 
 def check(code: str) -> None:
+    # Events say what the examples exercised (pytest --hypothesis-show-statistics).
     try:
         compile(code, "fuzz.py", "exec")
     except (SyntaxError, ValueError, RecursionError, MemoryError):
+        event("refused by CPython")
         return  # hypothesmith's grammar strategy can produce what CPython still refuses
     result = lint_source("fuzz.py", code, RULES)
     if result.error is not None:
+        event("not checked: " + result.error.message.split(":")[0])
         assert "too complex" in result.error.message or "syntax error" in result.error.message
         return
     if not any(applicable(f, False) for f in result.findings):
+        event("checked, nothing to fix")
         return
+    event("fixed")
     outcome = fix_to_fixpoint(result, lambda text: lint_source("fuzz.py", text, RULES))
     fixed = outcome.source
     compile(fixed, "fuzz.py", "exec")
