@@ -23,6 +23,7 @@ The answers are per file and computed once, on the first question.
 
 from __future__ import annotations
 
+import itertools
 from typing import Sequence
 
 import libcst as cst
@@ -127,6 +128,7 @@ class Requirements:
         self.uses: dict[int, list[tuple[cst.CSTNode, ...]]] = {}  # closed function -> use paths
         self._needs: dict[int, bool] = {}
         self._only: dict[int, bool] = {}
+        self._needing: dict[tuple[int, int], list[int]] = {}
         self._collect(module)
 
     # -- one pass over the file ----------------------------------------------------------
@@ -205,8 +207,16 @@ class Requirements:
         return self._block_needs_cuda(ancestors[0], on_path, None)
 
     def _block_needs_cuda(self, block: cst.CSTNode, skip: set[int], cls: cst.ClassDef | None) -> bool:
-        body = block.body if isinstance(block, (cst.Module, cst.IndentedBlock)) else ()
-        return any(id(s) not in skip and self._statement_needs_cuda(s, cls) for s in body)
+        # The block's first two statements that need CUDA, found once per block: the one on
+        # the question's path (``skip``, at most one statement of a block) does not count.
+        # Reading the whole module again for every question was quadratic.
+        key = (id(block), id(cls))
+        needing = self._needing.get(key)
+        if needing is None:
+            body = block.body if isinstance(block, (cst.Module, cst.IndentedBlock)) else ()
+            found = (id(s) for s in body if self._statement_needs_cuda(s, cls))
+            needing = self._needing[key] = list(itertools.islice(found, 2))
+        return any(i not in skip for i in needing)
 
     def _statement_needs_cuda(self, statement: cst.CSTNode, cls: cst.ClassDef | None) -> bool:
         if isinstance(statement, cst.SimpleStatementLine) and any(

@@ -283,9 +283,13 @@ class FactoryWithoutDeviceInForward(Rule):
         self.classes: list[_Class] = []
         self.methods: list[_Method] = []  # the methods being visited, outermost class first
         self.module: cst.Module | None = None
+        self.resolver: callees.Callees | None = None
 
     def visit_Module(self, node: cst.Module) -> None:
         self.module = node  # calls made here are resolved against it
+        # One resolver for the file: building it reads every top-level statement, and
+        # building one per class made a file of many classes quadratic.
+        self.resolver = callees.of_file(self.ctx, node)
 
     # -- classes and their methods -------------------------------------------------------
 
@@ -472,7 +476,6 @@ class FactoryWithoutDeviceInForward(Rule):
                                          and _unchanged(caller, passed, self.ctx)):
                             inputs[callee_name].add(param)
                             changed = True
-        resolver = callees.of_file(self.ctx, self.module)
         for method_name in reached:
             method = klass.methods[method_name]
             tensors = inputs[method_name]
@@ -484,7 +487,7 @@ class FactoryWithoutDeviceInForward(Rule):
                 if callee == method_name
             )
             flow = _Flow(method.node) if method.factories else None
-            followed = uses.Uses(method.node, resolver, klass.node) if method.factories else None
+            followed = uses.Uses(method.node, self.resolver, klass.node) if method.factories else None
             for factory in method.factories:
                 if factory.assigned and (
                     flow.moves_any(factory.assigned, callers_move) or flow.only_indexes(factory.assigned)
