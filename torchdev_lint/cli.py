@@ -18,6 +18,7 @@ import torchdev_lint.rules  # noqa: E402,F401  (registers the rules)
 from torchdev_lint import __version__, cache, config, docs, files, noqa, output, pool, progress, runner
 from torchdev_lint.engine import FileResult, lint_file, lint_source
 from torchdev_lint.finding import FileError, Finding
+from torchdev_lint.lines import split as split_lines
 from torchdev_lint.rule import Rule
 from torchdev_lint.fixer import applicable, fix_to_fixpoint
 
@@ -110,7 +111,7 @@ class Run:
         if finding.cell is not None and source.notebook is not None:
             cell = source.notebook.data["cells"][finding.cell - 1].get("source", "")
             text = "".join(cell) if isinstance(cell, list) else str(cell)
-        return text.splitlines()
+        return split_lines(text)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -407,7 +408,7 @@ def _fix(run: Run, source: files.SourceFile, result: FileResult, rules, settings
     old, new = source.file_text, source.file_text_for(outcome.source)
     if not write:
         run.diffs.append("".join(difflib.unified_diff(
-            old.splitlines(keepends=True), new.splitlines(keepends=True),
+            split_lines(old, keepends=True), split_lines(new, keepends=True),
             f"a/{source.path.lstrip('/')}", f"b/{source.path.lstrip('/')}",
         )))
     elif to_stdout:

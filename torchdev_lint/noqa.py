@@ -13,6 +13,8 @@ import re
 import tokenize
 from dataclasses import dataclass, field
 
+from torchdev_lint.lines import split as split_lines
+
 _CODES = r"(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*)"
 _NOQA = re.compile(r"#\s*noqa(?::[\s]?" + _CODES + ")?", re.I)
 _FILE_NOQA = re.compile(r"#\s*torchdev-lint:\s*noqa(?::\s*" + _CODES + ")?", re.I)
@@ -95,7 +97,7 @@ def add_noqa(source: str, codes_by_line: dict[int, set[str]]) -> tuple[str, int]
     """``source`` with a ``# noqa: CODES`` on each statement that has findings (on its last
     line, where a comment is allowed), merged into an existing ``# noqa: ...``; and how many
     directives were written or extended."""
-    lines = source.splitlines(keepends=True)
+    lines = split_lines(source, keepends=True)  # as the tokenizer numbers them
     added = 0
     edits: list[tuple[int, int, int, str]] = []  # (line, start column, end column, new text)
     for start, end, comments, newline in _logical_lines(source):

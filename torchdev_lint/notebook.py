@@ -17,6 +17,8 @@ import json
 import re
 from dataclasses import dataclass, field
 
+from torchdev_lint.lines import split as split_lines
+
 _MAGIC = re.compile(r"^\s*[%!?]|^\s*[\w.]+\?{1,2}\s*$|^\s*[\w.]+(\s*,\s*[\w.]+)*\s*=\s*[%!]")
 _PLACEHOLDER = "pass"
 
@@ -104,7 +106,7 @@ class Notebook:
             if body == _cell_source(cells[index], index):
                 continue
             cells[index]["source"] = (
-                body.splitlines(keepends=True) if isinstance(cells[index].get("source"), list) else body
+                split_lines(body, keepends=True) if isinstance(cells[index].get("source"), list) else body
             )
         return _dump(self.data, self.raw)
 

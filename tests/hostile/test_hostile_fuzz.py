@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, event, given, settings, strategies as st  # 
 import torchdev_lint.rules  # noqa: E402,F401  (registers the rules)
 from torchdev_lint.engine import lint_source  # noqa: E402
 from torchdev_lint.fixer import applicable, fix_to_fixpoint  # noqa: E402
+from torchdev_lint.lines import split as split_lines  # noqa: E402
 from torchdev_lint.rule import Rule  # noqa: E402
 
 RULES = [cls for _, cls in sorted(Rule.registry.items())]
@@ -57,8 +58,8 @@ def check(code: str) -> None:
     again = lint_source("fuzz.py", fixed, RULES)
     assert fix_to_fixpoint(again, lambda text: lint_source("fuzz.py", text, RULES)).source == fixed
     lines = {n for f in result.findings for n in range(f.line, f.end_line + 1)}
-    old = code.splitlines(keepends=True)
-    matcher = difflib.SequenceMatcher(None, old, fixed.splitlines(keepends=True), autojunk=False)
+    old = split_lines(code, keepends=True)  # not str.splitlines: a form feed ends no line
+    matcher = difflib.SequenceMatcher(None, old, split_lines(fixed, keepends=True), autojunk=False)
     for tag, i1, i2, _, _ in matcher.get_opcodes():
         if tag in ("replace", "delete"):
             assert set(range(i1 + 1, i2 + 1)) <= lines, (tag, old[i1:i2])
