@@ -177,6 +177,12 @@ def parse(path: str, source: str) -> cst.Module | FileError:
         return FileError(path, f"syntax error: {detail}", line, column)
     except RecursionError:
         return FileError(path, "file too deeply nested to parse")
+    except UnicodeEncodeError as error:
+        # Text from an editor or an API caller, not from a file (files are decoded strictly).
+        line = source.count("\n", 0, error.start) + 1
+        column = error.start - source.rfind("\n", 0, error.start)
+        return FileError(path, f"cannot check: {error.object[error.start]!r} is a lone surrogate, "
+                         "not a character", line, column)
 
 
 def cpython_syntax_error(path: str, source: str, flags: int = 0) -> FileError | None:

@@ -83,3 +83,15 @@ def test_large_but_valid_expressions_are_checked_and_fixed(tmp_path, text):
     fixed = path.read_text()
     compile(fixed, "big.py", "exec")
     assert ".cuda()" not in fixed
+
+
+def test_text_with_a_lone_surrogate_is_one_error_not_an_exception():
+    """Only an editor (the language server) or an API caller can hand over such text: files
+    are decoded strictly. LibCST's parser raised UnicodeEncodeError on it."""
+    import torchdev_lint.rules  # noqa: F401  (registers the rules)
+    from torchdev_lint.engine import lint_source
+    from torchdev_lint.rule import Rule
+
+    result = lint_source("buffer.py", 'import torch\nx = "\udcff".cuda()\n', list(Rule.registry.values()))
+    assert (result.error.line, result.error.column) == (2, 6)
+    assert result.error.message == "cannot check: '\\udcff' is a lone surrogate, not a character"
