@@ -182,3 +182,14 @@ def test_the_code_frame_of_stdin_quotes_the_text_read(tmp_path, monkeypatch, cap
     assert out.splitlines()[:4] == [
         "m.py:2:3: TDL001 [*] `.cuda()` hardcodes a CUDA device: this line fails on machines without one",
         "  |", "2 | x=torch.zeros(1).cuda()", "  |   ^^^^^^^^^^^^^^^^^^^^^"]
+
+
+def test_a_fix_inside_an_f_string_keeps_to_its_quotes(tmp_path, monkeypatch, capsys):
+    """Megatron-FSDP's message: the `"cpu"` a fix adds inside `{...}` of a double-quoted
+    f-string must not reuse `"` (a syntax error before Python 3.12)."""
+    source = ("import torch\n\nprint(\n    f\"{torch.device(f'cuda:{torch.cuda.current_device()}')}, \"\n)\n")
+    (tmp_path / "m.py").write_text(source)
+    run(monkeypatch, tmp_path, capsys, "--fix", "--unsafe-fixes", "m.py")
+    fixed = (tmp_path / "m.py").read_text()
+    assert "if torch.cuda.is_available() else 'cpu')}, \"" in fixed and 'else "cpu"' not in fixed
+    compile(fixed, "m.py", "exec")

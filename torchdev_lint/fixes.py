@@ -6,6 +6,7 @@ from typing import Sequence
 
 import libcst as cst
 
+from torchdev_lint.analysis import tree
 from torchdev_lint.analysis.devices import DeviceChoice, device_expression
 from torchdev_lint.finding import Applicability
 
@@ -85,3 +86,19 @@ def torch_reference(ctx, qualified: str) -> tuple[str, bool]:
         if local is not None:
             return ".".join([local, *parts[cut:]]), False
     return qualified, True
+
+
+def string_like(node: cst.CSTNode, text: str) -> cst.SimpleString:
+    """``text`` as a literal in the quotes of the first string in ``node``: valid wherever
+    that one is. Inside an f-string's braces, Python before 3.12 rejects the enclosing
+    f-string's own quote (a `"cpu"` added to `f"{torch.device(f'cuda:{i}')}"` broke it)."""
+    quotes = []
+
+    def enter(child: cst.CSTNode) -> bool:
+        if isinstance(child, (cst.SimpleString, cst.FormattedString)) and not quotes:
+            quotes.append(child.quote)
+        return not quotes
+
+    tree.walk(node, enter)
+    quote = quotes[0] if quotes else '"'
+    return cst.SimpleString(f"{quote}{text}{quote}")

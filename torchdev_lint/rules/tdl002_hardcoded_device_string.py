@@ -528,7 +528,7 @@ class HardcodedDeviceString(Rule):
             guarded = cst.IfExp(
                 test=fixes.expression(f"{torch_name}.cuda.is_available()"),
                 body=literal.with_changes(lpar=(), rpar=()),
-                orelse=cst.SimpleString('"cpu"'),
+                orelse=fixes.string_like(literal, "cpu"),
                 lpar=literal.lpar if bare else [cst.LeftParen()],
                 rpar=literal.rpar if bare else [cst.RightParen()],
             )
