@@ -68,7 +68,9 @@ def written_here(ctx, call: cst.Call) -> bool:
         ):
             written = [a.value for a in earlier.args if a.keyword is None][-1:]
             # the same file (`p`, `f.name`), or the buffer the loaded one is made from
-            if written and code_of(written[0]) in (code_of(target), *roots):
+            if written and code_of(written[0]) in (code_of(target), *roots) and not _only_when_missing(
+                ctx, scope, earlier
+            ):
                 return True  # a round trip in one process
     if function is None or not is_test_function(ctx, function):
         return False
@@ -84,6 +86,45 @@ def written_here(ctx, call: cst.Call) -> bool:
         or _hands_over(ctx, c, code_of(target))
         for c in before
     )
+
+
+_EXISTENCE_METHODS = frozenset({"exists", "is_file", "isfile"})
+
+
+def _only_when_missing(ctx, scope: cst.CSTNode, save: cst.Call) -> bool:
+    """``if not os.path.exists(path): torch.save(model, path)``: the program writes the
+    file only when there is none, so what it loads may have been written elsewhere."""
+    found = False
+
+    def asks_existence(node: cst.CSTNode) -> bool:
+        nonlocal found
+        if isinstance(node, cst.Call) and (
+            isinstance(node.func, cst.Attribute) and node.func.attr.value in _EXISTENCE_METHODS
+            or (ctx.qualified_name(node.func) or "").endswith((".exists", ".isfile", ".is_file"))
+        ):
+            found = True
+        return not found
+
+    def contains(node: cst.CSTNode) -> bool:
+        inside = False
+
+        def enter(child: cst.CSTNode) -> bool:
+            nonlocal inside
+            inside = inside or child is save
+            return not inside
+
+        tree.walk(node, enter)
+        return inside
+
+    def enter(node: cst.CSTNode) -> bool:
+        if found:
+            return False
+        if isinstance(node, cst.If) and contains(node):
+            tree.walk(node.test, asks_existence)
+        return True
+
+    tree.walk(scope, enter)
+    return found
 
 
 def _parameter_of(function: cst.FunctionDef, target: cst.BaseExpression) -> bool:

@@ -23,7 +23,9 @@ class LoadWithoutMapLocation(Rule):
     Nor loads of files that cannot come from another machine: a file the same function
     (or, for a load at the top level of a script, the script's top-level code) wrote
     earlier with `torch.save`/`.save` (a round trip in one process: the tensors come back
-    to the devices they left), a file a test wrote itself (the test saves, trains or
+    to the devices they left; not when it saves only if the file is missing, as in
+    `if not os.path.exists(path): torch.save(...)`, since the file loaded may then have been
+    written elsewhere), a file a test wrote itself (the test saves, trains or
     writes under `tmp_path`/`tmpdir`/`tempfile` before loading, or hands the path to a
     helper of the test code that loads it), and pickles the file
     name, the key read or the variable says hold metadata only (`meta.pt`,
@@ -107,6 +109,14 @@ class LoadWithoutMapLocation(Rule):
               "def update(extra):\n    return torch.load(io.BytesIO(extra['metrics_bytes']))\n"),
     ]
     INVALID = [
+        Invalid(  # saved only when missing: the file may come from elsewhere (argv, an earlier run)
+            "import os\nimport torch\nif not os.path.exists(path):\n    torch.save(model.state_dict(), path)\n"
+            "state = torch.load(path)\n",
+            5, 9,
+            "import os\nimport torch\nif not os.path.exists(path):\n    torch.save(model.state_dict(), path)\n"
+            "state = torch.load(path, map_location=\"cpu\")\n",
+            unsafe=True,
+        ),
         Invalid(  # a guard in library code: every process of a multi-GPU run loads onto GPU 0
             "import torch\ndef load(path):\n    if torch.cuda.is_available():\n"
             "        return torch.load(path)\n",
