@@ -128,7 +128,7 @@ def test_unsafe_fix_is_labelled_and_fix_all_applies_the_safe_ones(tmp_path):
         fixed = apply(text, fix_all.edit)
         # TDL002's fix is safe: applied; TDL001's is unsafe: left for the user to choose.
         assert fixed.splitlines()[2:4] == [
-            "device = torch.device('cuda:1' if torch.cuda.is_available() else \"cpu\")",
+            "device = torch.device('cuda:1' if torch.cuda.is_available() else 'cpu')",
             "x = torch.zeros(3).cuda()"]
 
     in_server(tmp_path, scenario)

@@ -9,9 +9,10 @@ import torch.nn as nn
 from torch.distributed import destroy_process_group, init_process_group
 from torch.nn.parallel import DistributedDataParallel as DDP
 
+backend = "nccl"  # a setting, as in nanoGPT's configurator
 ddp = int(os.environ.get("RANK", -1)) != -1
 if ddp:
-    init_process_group(backend="nccl")  # expect: TDL101
+    init_process_group(backend=backend)  # expect: TDL101
     local_rank = int(os.environ["LOCAL_RANK"])
     device = f"cuda:{local_rank}"  # expect: TDL002
     torch.cuda.set_device(device)

@@ -43,9 +43,9 @@ def test_keep_going_finds_every_planted_bug_in_one_run(traced):
     bugs = [(n, line.split("# bug:")[1].strip()) for n, line in enumerate(source, 1) if "# bug:" in line]
     assert len(bugs) >= 4
     # the checkpoint this run saved and loads back is no bug: a machine without a GPU saves it on the CPU
+    # (the static rule sees this round trip itself; test_trace_real_shapes has one only the run shows)
     [round_trip] = [n for n, line in enumerate(source, 1) if "# round trip: TDL004" in line]
-    [load] = result.at(round_trip, "TDL004")
-    assert load["status"] == "not confirmed" and "saved and loaded by this run" in load["evidence"]
+    assert not [f for f in result.at(round_trip, "TDL004") if f["status"] == "confirmed"], result.stdout
     for line, code in bugs:
         if code == "TDL100" or code not in Rule.registry:
             assert any(f["code"] == "TDL100" and f"keep_going.py:{line}" in f["evidence"]

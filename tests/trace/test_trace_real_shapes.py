@@ -38,8 +38,8 @@ def test_torchrun_is_traced_as_its_rank_zero_worker_without_a_false_mismatch(tra
     assert "gloo" in limits
     assert not [f for f in result.findings if f["code"] == "TDL100"], result.stdout
     assert_expected(result, DATA / "ddp_train.py")
-    [device] = result.at(16, "TDL002")
-    assert "torch.cuda.set_device() at testdata/trace/ddp_train.py:17" in device["evidence"]
+    [device] = result.at(17, "TDL002")
+    assert "torch.cuda.set_device() at testdata/trace/ddp_train.py:18" in device["evidence"]
 
 
 @pytest.mark.traces("hardcoded-uses")
@@ -77,11 +77,11 @@ def test_legacy_cuda_tensor_types_are_simulated(traced):
 @pytest.mark.traces("roundtrip", "earlier-save", "TDL004-bug")
 def test_checkpoint_provenance_decides_tdl004(traced):
     same_run = traced("roundtrip")
-    [load] = same_run.at(13, "TDL004")
+    [load] = same_run.at(24, "TDL004")
     assert load["status"] == "not confirmed"
     assert "saved and loaded by this run on cuda:0" in load["evidence"]
-    assert "torch.save at testdata/trace/checkpoint_roundtrip.py:12" in load["evidence"]
-    [through_files] = same_run.at(19, "TDL004")  # open() file objects, as word_language_model does
+    assert "torch.save at testdata/trace/checkpoint_roundtrip.py:13" in load["evidence"]
+    [through_files] = same_run.at(29, "TDL004")  # open() file objects, as word_language_model does
     assert through_files["status"] == "not confirmed"
     assert "saved and loaded by this run on cuda:0" in through_files["evidence"]
     assert "roundtrip.pt.file" in through_files["evidence"]
