@@ -87,8 +87,8 @@ def code_of(node: cst.CSTNode) -> str:
     return _empty_module().code_for_node(node)
 
 
-def _accelerator(test: cst.BaseExpression, holds: bool, qualify: Qualifier | None,
-                 machine: Machine = ACCELERATOR) -> bool:
+def _runs_on(test: cst.BaseExpression, holds: bool, qualify: Qualifier | None,
+             machine: Machine = ACCELERATOR) -> bool:
     """Does ``test`` being ``holds`` mean the code runs on ``machine``?"""
     return conditions.implies(test, holds, qualify) is machine
 
@@ -110,10 +110,10 @@ def _exits_early(statement: cst.BaseStatement, qualify: Qualifier | None,
     ``if not torch.cuda.is_available(): return`` or ``assert torch.cuda.is_available()``)."""
     if isinstance(statement, cst.If) and statement.orelse is None:
         body = statement.body.body
-        return bool(body) and _is_exit(body[-1]) and _accelerator(statement.test, False, qualify, machine)
+        return bool(body) and _is_exit(body[-1]) and _runs_on(statement.test, False, qualify, machine)
     if isinstance(statement, cst.SimpleStatementLine):
         return any(
-            isinstance(s, cst.Assert) and _accelerator(s.test, True, qualify, machine)
+            isinstance(s, cst.Assert) and _runs_on(s.test, True, qualify, machine)
             for s in statement.body
         )
     return False
@@ -185,10 +185,10 @@ def selects_accelerator(expr: cst.BaseExpression, qualify: Qualifier | None = No
     lowered = last.lower()
     if call is not None and lowered in ("skipif", "skip_if"):
         test = _test_of(_argument(call, "condition"))
-        return test is not None and _accelerator(test, False, qualify)
+        return test is not None and _runs_on(test, False, qualify)
     if call is not None and lowered in ("skipunless", "skip_unless"):
         test = _test_of(_argument(call, "condition"))
-        return test is not None and _accelerator(test, True, qualify)
+        return test is not None and _runs_on(test, True, qualify)
     said = conditions.words(last)
     if said & conditions.ACCELERATOR_WORDS:
         if head.endswith("mark"):  # @pytest.mark.gpu
@@ -227,15 +227,15 @@ def _branch_selects(parent: cst.CSTNode, child: cst.CSTNode, qualify: Qualifier 
     an ``if``/ternary/``while`` branch, the right operand of ``and``/``or``, or a statement
     after an early exit."""
     if isinstance(parent, (cst.If, cst.IfExp)):
-        return (child is parent.body and _accelerator(parent.test, True, qualify, machine)) or (
-            child is parent.orelse and _accelerator(parent.test, False, qualify, machine)
+        return (child is parent.body and _runs_on(parent.test, True, qualify, machine)) or (
+            child is parent.orelse and _runs_on(parent.test, False, qualify, machine)
         )
     if isinstance(parent, cst.While):
-        return child is parent.body and _accelerator(parent.test, True, qualify, machine)
+        return child is parent.body and _runs_on(parent.test, True, qualify, machine)
     if isinstance(parent, cst.BooleanOperation):
         # `use_gpu and model.cuda()`: the right operand runs when the left one is true
         # (for `and`) or false (for `or`).
-        return child is parent.right and _accelerator(
+        return child is parent.right and _runs_on(
             parent.left, isinstance(parent.operator, cst.And), qualify, machine
         )
     if isinstance(parent, (cst.Module, cst.IndentedBlock)):
