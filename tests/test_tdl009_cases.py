@@ -232,3 +232,52 @@ def test_each_numpy_conversion_is_flagged_and_a_cpu_tensor_is_not(call, column, 
     assert positions(GPU + f"y = {call}\n") == [(4, column + 4)]
     assert fixed(GPU + f"y = {call}\n") == GPU + f"y = {moved}\n"
     assert positions(GPU.replace(".cuda()", "") + f"y = {call}\n") == []
+
+
+# DINOv2's linear evaluation: `if self.device == _CPU_DEVICE:` with a module constant.
+CONSTANT_TEST = (
+    "import torch\n"
+    "{constant}\n"
+    "class LogReg(torch.nn.Module):\n"
+    "    def forward(self, samples):\n"
+    "        samples = samples.to(device=self.device)\n"
+    "{rebinding}"
+    "        if self.device == _CPU_DEVICE:\n"
+    "            samples = samples.numpy()\n"
+    "        return samples\n"
+    "{after}"
+)
+
+
+@pytest.mark.parametrize("constant", [
+    "_CPU_DEVICE = torch.device('cpu')",
+    "_CPU_DEVICE = 'cpu'",
+    "_CPU_DEVICE: torch.device = torch.device('cpu')",
+    "CPU = 'cpu'\n_CPU_DEVICE = torch.device(CPU)",
+])
+def test_a_module_constant_naming_the_cpu_makes_the_branch_cpu_only(constant):
+    code = CONSTANT_TEST.format(constant=constant, rebinding="", after="")
+    assert positions(code) == []
+
+
+@pytest.mark.parametrize("constant, rebinding, after, line", [
+    # Rebound at the top level: which value holds depends on the order of execution.
+    ("_CPU_DEVICE = torch.device('cpu')", "", "_CPU_DEVICE = torch.device('cuda')\n", 7),
+    # Assigned in a function that declares it global.
+    ("_CPU_DEVICE = torch.device('cpu')", "",
+     "def use_gpu():\n    global _CPU_DEVICE\n    _CPU_DEVICE = torch.device('cuda')\n", 7),
+    # A local of the same name in the function that tests it.
+    ("_CPU_DEVICE = torch.device('cpu')", "        _CPU_DEVICE = self.main_device\n", "", 8),
+    # A parameter of the same name elsewhere, a loop variable, a `del`.
+    ("_CPU_DEVICE = torch.device('cpu')", "", "def f(_CPU_DEVICE):\n    pass\n", 7),
+    ("_CPU_DEVICE = torch.device('cpu')", "", "for _CPU_DEVICE in devices:\n    pass\n", 7),
+    ("_CPU_DEVICE = torch.device('cpu')", "", "del _CPU_DEVICE\n", 7),
+    # Bound only inside a function, or to a device chosen at run time.
+    ("def setup():\n    _CPU_DEVICE = torch.device('cpu')", "", "", 8),
+    ("_CPU_DEVICE = torch.device('cuda' if torch.cuda.is_available() else 'cpu')", "", "", 7),
+    # A constant naming an accelerator: the branch runs off the CPU.
+    ("_CPU_DEVICE = torch.device('cuda')", "", "", 7),
+])
+def test_a_name_that_is_not_a_cpu_constant_keeps_the_finding(constant, rebinding, after, line):
+    code = CONSTANT_TEST.format(constant=constant, rebinding=rebinding, after=after)
+    assert positions(code) == [(line, 23)]

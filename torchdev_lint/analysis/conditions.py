@@ -9,16 +9,24 @@ those. Anything it does not understand is UNKNOWN, and UNKNOWN is not a guard.
 
 Names are split into words (``use_cuda`` -> use, cuda; ``nGPU`` -> n, gpu), so ``output``
 and ``input`` are not ``tpu``/``npu``, and ``timestamps`` is not ``mps``.
+
+A device may be compared with a module constant (``_CPU_DEVICE = torch.device("cpu")``,
+then ``if self.device == _CPU_DEVICE:``): a name bound once, by a top-level assignment, and
+bound nowhere else in the file (no other assignment, loop, parameter, local, ``del``...) holds
+that value wherever it is read, so it is read as the value.
 """
 
 from __future__ import annotations
 
 import enum
 import re
+from contextvars import ContextVar
 from typing import Callable, Optional
 
 import libcst as cst
 
+from torchdev_lint.analysis import tree
+from torchdev_lint.analysis.devices import bindings
 from torchdev_lint.analysis.imports import dotted_name
 
 
@@ -97,14 +105,90 @@ def _subject(expr: cst.BaseExpression, qualify: Qualifier | None) -> Machine:
     return UNKNOWN
 
 
-def _device_value(expr: cst.BaseExpression) -> Machine:
+def module_constants(module: cst.Module) -> dict[str, cst.BaseExpression]:
+    """The names a top-level ``NAME = value`` binds that no other code of the file binds,
+    in any scope: each always holds its value where it is read."""
+    assigned: dict[str, cst.BaseExpression] = {}
+    for statement in module.body:
+        if isinstance(statement, cst.SimpleStatementLine):
+            for small in statement.body:
+                if isinstance(small, cst.Assign) and len(small.targets) == 1:
+                    target = small.targets[0].target
+                    if isinstance(target, cst.Name):
+                        assigned[target.value] = small.value
+                elif isinstance(small, cst.AnnAssign) and small.value is not None:
+                    if isinstance(small.target, cst.Name):
+                        assigned[small.target.value] = small.value
+    if not assigned:
+        return {}
+    counts: dict[str, int] = {}
+
+    def count(name: str, times: int = 1) -> None:
+        counts[name] = counts.get(name, 0) + times
+
+    def enter(node: cst.CSTNode) -> bool:
+        if isinstance(node, (cst.Module, cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            for name, sites in bindings(node).items():
+                count(name, len(sites))
+        elif isinstance(node, cst.Del):
+            for name in _names_in(node.target):
+                count(name)
+        elif isinstance(node, cst.ExceptHandler) and node.name is not None:
+            for name in _names_in(node.name.name):
+                count(name)
+        elif isinstance(node, (cst.MatchAs, cst.MatchStar)) and node.name is not None:
+            count(node.name.value)
+        elif isinstance(node, cst.MatchMapping) and node.rest is not None:
+            count(node.rest.value)
+        return True
+
+    tree.walk(module, enter)
+    return {name: value for name, value in assigned.items() if counts.get(name) == 1}
+
+
+def _names_in(target: cst.BaseExpression) -> list[str]:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in _names_in(e.value)]
+    return []
+
+
+class _Constants:
+    """The constants of the file being checked, read on the first question about a name."""
+
+    def __init__(self, module: cst.Module) -> None:
+        self.module = module
+        self.values: dict[str, cst.BaseExpression] | None = None
+
+    def get(self, name: str) -> cst.BaseExpression | None:
+        if self.values is None:
+            self.values = module_constants(self.module)
+        return self.values.get(name)
+
+
+# The module of the file being checked (set by FileContext as it enters it; per thread).
+_constants: ContextVar[_Constants | None] = ContextVar("torchdev_lint_constants", default=None)
+
+
+def remember_module(module: cst.Module | None) -> None:
+    """Names in tests of ``module`` may be its constants (None: no file, no constants)."""
+    _constants.set(_Constants(module) if module is not None else None)
+
+
+def _device_value(expr: cst.BaseExpression, depth: int = 0) -> Machine:
     """What a value a device is compared with names: ``"cuda:0"``, ``torch.device("cuda")``,
-    ``DeviceType.CUDA``, ``("cuda", "xpu")`` -> ACCELERATOR; ``"cpu"`` -> CPU."""
+    ``DeviceType.CUDA``, ``("cuda", "xpu")`` -> ACCELERATOR; ``"cpu"`` -> CPU; a module
+    constant bound to one of these, what its value names."""
+    if isinstance(expr, cst.Name):
+        constants = _constants.get()
+        value = constants.get(expr.value) if constants is not None and depth < 4 else None
+        return _device_value(value, depth + 1) if value is not None else UNKNOWN
     if isinstance(expr, (cst.Tuple, cst.List, cst.Set)):
-        found = {_device_value(e.value) for e in expr.elements}
+        found = {_device_value(e.value, depth) for e in expr.elements}
         return found.pop() if len(found) == 1 else UNKNOWN
     if isinstance(expr, cst.Call) and (dotted_name(expr.func) or "").endswith("device") and expr.args:
-        return _device_value(expr.args[0].value)
+        return _device_value(expr.args[0].value, depth)
     if isinstance(expr, cst.SimpleString):
         text = expr.evaluated_value
         if isinstance(text, bytes):

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Callable
 
 import libcst as cst
 
-from torchdev_lint.analysis import devices, evidence, kinds
+from torchdev_lint.analysis import conditions, devices, evidence, kinds
 from torchdev_lint.analysis.guards import is_guarded, remember_blocks
 from torchdev_lint.analysis.imports import ImportTable, dotted_name
 from torchdev_lint.analysis.kinds import Kind, Value
@@ -134,6 +134,7 @@ class FileContext:
         self.ancestors.pop()
 
     def _enter_module(self, node: cst.Module) -> None:
+        conditions.remember_module(node)  # tests may compare a device with its constants
         self.scopes.append(Scope(node))
 
     def _enter_lambda(self, node: cst.Lambda) -> None:

@@ -43,6 +43,10 @@ present. The test of an `if`/`elif`/`while`, a conditional expression or the lef
 - the CPU is there (or asked for) when the test holds: flags named for the CPU or against an
   accelerator (`args.cpu`, `cfg.common.cpu`, `use_cpu`, `no_cuda`, `disable_gpu`),
   `device == "cpu"`, `n_gpu == 0`;
+- a device may be compared with a constant of the module (`_CPU_DEVICE =
+  torch.device("cpu")`, then `device == _CPU_DEVICE`): a name bound once, by a top-level
+  assignment, and bound nowhere else in the file (no other assignment, `global` rebinding,
+  local, parameter, loop variable or `del`) is read as its value;
 - `not`, `and` and `or` combine these (`if not args.no_cuda and torch.cuda.is_available():`
   guards its body; `if not torch.cuda.is_available() or args.cpu:` guards its `else:`);
   anything else says nothing, and does not guard. Names match by whole words: `output`,

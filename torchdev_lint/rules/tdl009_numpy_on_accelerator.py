@@ -59,7 +59,9 @@ class NumpyOnAccelerator(Rule):
     own `numpy()` method: those are the project's objects, not tensors. A `.to(torch.float16)` that only changes the dtype does
     not move anything, and `device=x.device` puts a tensor wherever `x` is. Nor code that
     runs only on the CPU by its control flow (`if device.type == "cpu": x.numpy()`, the
-    `else` of `if torch.cuda.is_available()`: see Guards in the rules' README).
+    `else` of `if torch.cuda.is_available()`, `if self.device == _CPU_DEVICE:` where the
+    module's constant `_CPU_DEVICE = torch.device("cpu")` is bound nowhere else: see Guards
+    in the rules' README).
 
     ## Why is this bad?
     NumPy arrays live in host memory, so `Tensor.numpy()` only works on CPU tensors. On a
@@ -132,8 +134,25 @@ class NumpyOnAccelerator(Rule):
               "    if device.type != 'cpu':\n"
               "        return None\n"
               "    return out.detach().numpy()\n"),
+        Valid("import torch\n_CPU_DEVICE = torch.device('cpu')\n"
+              "def predict(estimator, samples, device):\n"
+              "    samples = samples.to(device)\n"
+              "    if device == _CPU_DEVICE:\n"
+              "        samples = samples.numpy()\n"
+              "    return estimator.predict(samples)\n"),
     ]
     INVALID = [
+        # A name bound twice is no constant: the test says nothing.
+        Invalid(
+            "import torch\nCPU = torch.device('cpu')\nCPU = torch.device('cuda')\n"
+            "def f(x, device):\n    x = x.to(device)\n    if device == CPU:\n"
+            "        return x.numpy()\n",
+            7, 16,
+            "import torch\nCPU = torch.device('cpu')\nCPU = torch.device('cuda')\n"
+            "def f(x, device):\n    x = x.to(device)\n    if device == CPU:\n"
+            "        return x.cpu().numpy()\n",
+            unsafe=True,  # a parameter is not certainly a tensor
+        ),
         # The branch that runs off the CPU still fails.
         Invalid(
             "import torch\ndef f(x, device):\n    x = x.to(device)\n    if device.type == 'cpu':\n"
