@@ -178,3 +178,48 @@ def test_a_script_reloading_the_model_it_saved_is_a_round_trip():
         model = torch.load(f)
     """
     assert positions(helper) == [(7, 13)]
+
+
+# time_sequence_prediction: a pickle of one NumPy array, only ever sliced into from_numpy.
+ARRAY = (
+    "import torch\n"
+    "import numpy as np\n"
+    "def series(path):\n"
+    "    data = torch.load(path)\n"
+    "{uses}"
+)
+
+
+@pytest.mark.parametrize("uses", [
+    "    return torch.from_numpy(data[3:, :-1]), torch.from_numpy(data[:3])\n",
+    "    return torch.from_numpy(data)\n",
+    "    x = torch.from_numpy(data[::2])\n    return x.float()\n",
+])
+def test_a_pickle_that_only_feeds_from_numpy_holds_no_tensor(uses):
+    assert positions(ARRAY.format(uses=uses)) == []
+
+
+@pytest.mark.parametrize("uses", [
+    # One entry of a container: the others may be tensors.
+    "    return torch.from_numpy(data[32])\n",
+    "    return torch.from_numpy(data[3:, 0])\n",
+    # NumPy takes CPU tensors too: a tensor saved on a GPU fails to load.
+    "    return np.asarray(data)\n",
+    # Any other use, or the name bound again.
+    "    t = torch.from_numpy(data[3:])\n    return t, data.shape\n",
+    "    return torch.as_tensor(data)\n",
+    # No use at all.
+    "    return None\n",
+])
+def test_other_uses_keep_the_finding(uses):
+    assert positions(ARRAY.format(uses=uses)) == [(4, 12)]
+
+
+def test_a_name_bound_again_keeps_both_findings():
+    uses = "    t = torch.from_numpy(data[3:])\n    data = torch.load(path + '.2')\n    return t, data\n"
+    assert positions(ARRAY.format(uses=uses)) == [(4, 12), (6, 12)]
+
+
+def test_a_load_straight_into_from_numpy_holds_no_tensor():
+    code = "import torch\nx = torch.from_numpy(torch.load(p))\ny = torch.as_tensor(torch.load(q))\n"
+    assert positions(code) == [(3, 21)]

@@ -323,3 +323,61 @@ def _moved_to_cpu(ctx, function: cst.FunctionDef, expr: cst.BaseExpression) -> b
     for value in values:
         tree.walk(value, enter)
     return bool(moved)
+
+
+def only_arrays(ctx, call: cst.Call) -> bool:
+    """What ``call`` loads only ever goes into ``torch.from_numpy``, whole or sliced
+    (``data = torch.load(p)`` then ``torch.from_numpy(data[3:, :-1])``): ``from_numpy``
+    rejects anything but a numeric NumPy array (a tensor, a list, an array of objects), and a
+    slice of a container is a container, so where the program works the pickle is one array,
+    which holds no tensor and no device to map. A key (``torch.from_numpy(q[n])``) is not
+    enough: the other entries of the container may be tensors, and ``torch.load`` maps them
+    all."""
+    ancestors = ctx.ancestors
+    if len(ancestors) < 3:
+        return False
+    parent, outer = ancestors[-2], ancestors[-3]
+    if isinstance(parent, cst.Arg):
+        return _into_from_numpy(ctx, outer, parent)
+    if not (
+        isinstance(parent, cst.Assign) and parent.value is call and len(parent.targets) == 1
+        and isinstance(parent.targets[0].target, cst.Name)
+    ):
+        return False
+    name = parent.targets[0].target
+    scope = ctx.function if ctx.function is not None else ancestors[0]
+    parents: dict[int, cst.CSTNode] = {}
+    uses: list[cst.Name] = []  # every other occurrence of the name in the scope
+
+    def enter(node: cst.CSTNode) -> bool:
+        if isinstance(node, cst.Name) and node.value == name.value and node is not name:
+            owner = parents.get(id(node))
+            if not (isinstance(owner, cst.Attribute) and owner.attr is node):
+                uses.append(node)
+        for child in tree.children(node):
+            parents[id(child)] = node
+        return True
+
+    tree.walk(scope, enter)
+    return bool(uses) and all(_feeds_from_numpy(ctx, use, parents) for use in uses)
+
+
+def _feeds_from_numpy(ctx, use: cst.Name, parents: dict[int, cst.CSTNode]) -> bool:
+    """``use`` is the argument of ``torch.from_numpy``, or sliced into it (every index a
+    slice)."""
+    node: cst.CSTNode = use
+    parent = parents.get(id(node))
+    if isinstance(parent, cst.Subscript) and parent.value is node:
+        if not all(isinstance(e.slice, cst.Slice) for e in parent.slice):
+            return False
+        node, parent = parent, parents.get(id(parent))
+    call = parents.get(id(parent)) if isinstance(parent, cst.Arg) and parent.value is node else None
+    return call is not None and _into_from_numpy(ctx, call, parent)
+
+
+def _into_from_numpy(ctx, call: cst.CSTNode, arg: cst.Arg) -> bool:
+    return (
+        isinstance(call, cst.Call) and len(call.args) == 1 and call.args[0] is arg
+        and arg.keyword is None and not arg.star
+        and ctx.qualified_name(call.func) == "torch.from_numpy"
+    )

@@ -37,6 +37,13 @@ class LoadWithoutMapLocation(Rule):
     file returns `{"metrics_bytes": buffer.getvalue()}` after `torch.save(metrics, buffer)`
     of `.cpu()` tensors (a worker's results sent to the main process).
 
+    Nor a pickle of one NumPy array: a load whose result only ever goes into
+    `torch.from_numpy`, whole or sliced (`data = torch.load("traindata.pt")` then
+    `torch.from_numpy(data[3:, :-1])`). `from_numpy` accepts nothing but a numeric NumPy
+    array, and a slice of a list or dict is no array, so wherever the program works the
+    file holds no tensor to map. One entry of a container (`torch.from_numpy(table[n])`)
+    is flagged: its other entries may be tensors, and `torch.load` restores them all.
+
     Nor loads in test code that only runs where an accelerator is (a decorator such as
     `@require_torch_accelerator` or `@RunIf(min_cuda_gpus=1)` on the test or its class,
     or a guard): such a test runs in one process on the project's own GPU machines, where a
@@ -107,6 +114,9 @@ class LoadWithoutMapLocation(Rule):
               "    buffer = io.BytesIO()\n    torch.save(metrics, buffer)\n"
               "    return {'metrics_bytes': buffer.getvalue()}\n"
               "def update(extra):\n    return torch.load(io.BytesIO(extra['metrics_bytes']))\n"),
+        # A NumPy array: `torch.from_numpy` takes nothing else, so the pickle holds no tensor.
+        Valid("import torch\ndata = torch.load('traindata.pt')\n"
+              "inputs = torch.from_numpy(data[3:, :-1])\ntargets = torch.from_numpy(data[3:, 1:])\n"),
     ]
     INVALID = [
         Invalid(  # saved only when missing: the file may come from elsewhere (argv, an earlier run)
@@ -133,6 +143,14 @@ class LoadWithoutMapLocation(Rule):
             "import io\nimport torch\ndef results(metrics):\n    buffer = io.BytesIO()\n"
             "    torch.save(metrics, buffer)\n    return {'metrics_bytes': buffer.getvalue()}\n"
             "def update(extra):\n    return torch.load(io.BytesIO(extra['metrics_bytes']), map_location=\"cpu\")\n",
+            unsafe=True,
+        ),
+        Invalid(  # one entry of a container into from_numpy: the others may be tensors
+            "import torch\ndef bounds(path, n):\n    table = torch.load(path)\n"
+            "    return torch.from_numpy(table[n])\n",
+            3, 13,
+            "import torch\ndef bounds(path, n):\n    table = torch.load(path, map_location=\"cpu\")\n"
+            "    return torch.from_numpy(table[n])\n",
             unsafe=True,
         ),
         Invalid(  # a checkpoint from outside, in a test: not written by it
@@ -193,6 +211,7 @@ class LoadWithoutMapLocation(Rule):
             or provenance.says_metadata(ancestors, node)
             or provenance.in_accelerator_test(self.ctx, ancestors)
             or provenance.sent_from_cpu(self.ctx, node)
+            or provenance.only_arrays(self.ctx, node)
         ):
             return
         self.report(node, fix=lambda: self._fix(node, ancestors))
