@@ -481,3 +481,73 @@ def test_callees_that_are_not_followed_stay_harmful(helper):
     call = "self.place(positions=torch.arange(x.size(1)), like=x)"
     code = module(f"def forward(self, x):\n    return x + {call}\n" + helper)
     assert findings(code) == [(5, 41)]
+
+
+# -- what a method returns is followed to the calls the project makes of it ---------------
+
+TABLES = """
+    import torch
+    import torch.nn as nn
+
+    class Tables(nn.Module):
+        def forward(self, x):
+            t = torch.arange(x.shape[1]).float()
+            return t.cos(), t.sin()
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tables = Tables()
+
+        def forward(self, x):
+            cos, sin = self.tables(x)
+            return x * cos.to(x.device) + x * sin.to(x.device)
+"""
+
+
+def test_a_returned_table_that_every_caller_moves(tmp_path):
+    files = {"pkg/__init__.py": "", "pkg/model.py": TABLES}
+    assert lint_project(tmp_path, files, "pkg/model.py") == []
+
+
+@pytest.mark.parametrize("files", [
+    # one caller mixes it unmoved
+    {"pkg/model.py": TABLES.replace("x * sin.to(x.device)", "x * sin")},
+    # the module is handed on, so it may be called anywhere
+    {"pkg/model.py": TABLES.replace("return x * cos", "self.last = self.tables\n            return x * cos")},
+    # another file of the project imports the class: its callers there are not seen
+    {"pkg/model.py": TABLES, "pkg/other.py": "from .model import Tables\n"},
+])
+def test_a_returned_table_that_a_caller_may_mix(tmp_path, files):
+    assert lint_project(tmp_path, {"pkg/__init__.py": "", **files}, "pkg/model.py") == [(7, 13)]
+
+
+def test_a_returned_table_without_the_project_index_is_flagged():
+    assert findings(textwrap.dedent(TABLES)) == [(7, 13)]
+
+
+SAMPLER = module(
+    "def forward(self, y):\n"
+    "    a, _ = self.sample(y)\n"
+    "    b = self.sample(y)[0]\n"
+    "    return a + b\n"
+    "def sample(self, y):\n"
+    "    idx = torch.randint(0, y.shape[0], (4,))\n"
+    "    return y[idx], idx\n"
+)
+
+
+def test_returned_indices_that_every_caller_of_the_method_drops():
+    assert findings(SAMPLER) == []
+
+
+@pytest.mark.parametrize("change", [
+    ("a, _ = self.sample(y)", "a, i = self.sample(y)\n        a = a + i"),  # kept and mixed
+    ("self.sample(y)[0]", "self.sample(y)[1]"),  # the indices, mixed
+    ("self.sample(y)[0]", "sum(self.sample(y))"),  # the whole tuple, handed on
+    ("return a + b", "self.keep = self.sample\n        return a + b"),  # the method is handed on
+])
+def test_returned_indices_that_a_caller_uses(change):
+    code = SAMPLER.replace(*change)
+    line = code.splitlines().index("        idx = torch.randint(0, y.shape[0], (4,))") + 1
+    assert findings(code) == [(line, 15)]

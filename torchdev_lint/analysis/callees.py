@@ -41,6 +41,16 @@ class Target:
     klass: cst.ClassDef | None
 
 
+@dataclass
+class Caller:
+    """A call of a method, made in ``function`` (a method of ``klass``)."""
+
+    function: cst.FunctionDef
+    klass: cst.ClassDef
+    call: cst.Call
+    callees: Callees
+
+
 class Callees:
     """Resolves calls made in one file (``module``, at ``path``).
 
@@ -80,6 +90,42 @@ class Callees:
         callees, name = found
         function = callees.functions.get(name)
         return Target(function, False, callees, None) if function is not None else None
+
+    def callers(self, function: cst.FunctionDef, klass: cst.ClassDef | None) -> list[Caller] | None:
+        """Every call of the method ``function`` of ``klass`` that the project makes, so
+        what it returns can be followed there; None when some may be out of sight.
+
+        ``forward`` runs where a class of this file calls ``self.<attr>(...)`` of an
+        attribute it assigns ``klass(...)`` (and nothing else, and uses only so); another
+        method runs where ``klass`` calls ``self.<method>(...)``. Every mention of the
+        attribute or method must be such a call. For ``forward`` the class must also be
+        imported by no other file of the project (the index tells); another method's
+        callers are taken to be the class's own (a helper of ``forward``: calls from
+        outside the class are not seen)."""
+        if klass is None or function not in klass.body.body:
+            return None
+        name = function.name.value
+        if name == "forward":
+            imported = self.index.imported_from(self.path) if self.index is not None else None
+            if imported is None or "*" in imported or klass.name.value in imported:
+                return None
+        found: list[Caller] = []
+        for other in _classes(self.module):
+            if name == "forward":
+                attrs = {
+                    attr for attr in _attributes_assigned(other)
+                    if [code(c.func) for c in _assigned_calls(other, attr)] == [klass.name.value]
+                }
+            elif other is klass:
+                attrs = {name}
+            else:
+                attrs = set()
+            for attr in attrs:
+                calls = _self_calls(other, attr)
+                if calls is None:
+                    return None  # mentioned other than as a call: it may run anywhere
+                found.extend(Caller(method, other, call, self) for method, call in calls)
+        return found
 
     def _member(self, klass: cst.ClassDef, name: str) -> Target | None:
         """``self.<name>(...)``: the class's own method, or the ``forward`` of the one
@@ -161,6 +207,77 @@ def parameter_for(target: Target, call: cst.Call, arg: cst.Arg) -> str | None:
         if other.keyword is None:
             index += 1
     return positional[index].name.value if index < len(positional) else None
+
+
+def code(node: cst.CSTNode) -> str:
+    return _EMPTY.code_for_node(node)
+
+
+_EMPTY = cst.Module([])
+
+
+def _classes(module: cst.Module) -> list[cst.ClassDef]:
+    """Every class of the file, nested ones included."""
+    found: list[cst.ClassDef] = []
+    tree.walk(module, lambda node: found.append(node) if isinstance(node, cst.ClassDef) else True)
+    return found
+
+
+def _attributes_assigned(klass: cst.ClassDef) -> set[str]:
+    """The names of ``self.<attr> = ...`` targets in the class's methods."""
+    names: set[str] = set()
+
+    def enter(node: cst.CSTNode) -> bool:
+        if isinstance(node, cst.AssignTarget) and isinstance(node.target, cst.Attribute):
+            names.add(node.target.attr.value)
+        return True
+
+    tree.walk(klass.body, enter)
+    return names
+
+
+def _self_calls(klass: cst.ClassDef, attr: str) -> list[tuple[cst.FunctionDef, cst.Call]] | None:
+    """The ``self.<attr>(...)`` calls in the methods of ``klass``; None when a method
+    mentions ``self.<attr>`` otherwise than by calling it or assigning it (it is handed
+    on, so it may run anywhere)."""
+    found: list[tuple[cst.FunctionDef, cst.Call]] = []
+    for method in klass.body.body:
+        if not isinstance(method, cst.FunctionDef):
+            continue
+        params = [*method.params.posonly_params, *method.params.params]
+        if not params:
+            continue
+        self_name = params[0].name.value
+        calls: list[cst.Call] = []
+        others = 0
+
+        def enter(node: cst.CSTNode) -> bool:
+            nonlocal others
+            if isinstance(node, cst.AssignTarget) and isinstance(node.target, cst.Attribute) and _is_self_attr(
+                node.target, self_name, attr
+            ):
+                return False
+            if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and _is_self_attr(
+                node.func, self_name, attr
+            ):
+                calls.append(node)
+                for child in tree.children(node):
+                    if child is not node.func:
+                        tree.walk(child, enter)
+                return False
+            if isinstance(node, cst.Attribute) and _is_self_attr(node, self_name, attr):
+                others += 1
+            return True
+
+        tree.walk(method.body, enter)
+        if others:
+            return None
+        found.extend((method, call) for call in calls)
+    return found
+
+
+def _is_self_attr(node: cst.Attribute, self_name: str, attr: str) -> bool:
+    return isinstance(node.value, cst.Name) and node.value.value == self_name and node.attr.value == attr
 
 
 def _assigned_calls(klass: cst.ClassDef, attr: str) -> list[cst.Call]:

@@ -237,10 +237,46 @@ class Uses:
             return self._assigned(parent, seen)
         if isinstance(parent, cst.AugAssign):
             return True  # `attn += mask`: meets the target
-        if isinstance(parent, cst.Return) and self.carry:
-            self.carried = True  # the caller follows the call's result
+        if isinstance(parent, cst.Return):
+            return self._returned(None)
+        return True  # yielded, stored, or a use we do not know
+
+    def _returned(self, position: int | None) -> bool:
+        """The value leaves the function (at ``position`` of a returned tuple): following a
+        parameter, the caller follows the call's result; otherwise it is harmful unless
+        every caller the project has (``Callees.callers``) uses the result harmlessly."""
+        if self.carry:
+            self.carried = True
             return False
-        return True  # returned, yielded, stored, or a use we do not know
+        callers = (
+            self.callees.callers(self.function, self.klass)
+            if self.callees is not None and self.depth < _MAX_CALL_DEPTH else None
+        )
+        if not callers:
+            return True  # to code we cannot see
+        for caller in callers:
+            uses = Uses(caller.function, caller.callees, caller.klass, self.depth + 1)
+            if uses.result_harmful(caller.call, position):
+                return True
+        return False
+
+    def result_harmful(self, call: cst.Call, position: int | None) -> bool:
+        """Is the result of ``call`` (or its element ``position``, when the callee returns
+        a tuple) used harmfully here? ``a, _ = f()`` follows ``a`` alone, ``f()[1]`` the
+        element, anything else the whole result."""
+        parent = self.parents.get(id(call))
+        if position is not None and isinstance(parent, cst.Assign) and len(parent.targets) == 1:
+            names = _unpacked_names(parent.targets[0].target)
+            target = parent.targets[0].target
+            if names is not None and isinstance(target, (cst.Tuple, cst.List)):
+                if len(names) != len(target.elements) or position >= len(names):
+                    return True
+                return self._names_harmful([names[position]], set())
+        if position is not None and isinstance(parent, cst.Subscript) and parent.value is call:
+            index = parent.slice[0].slice if len(parent.slice) == 1 else None
+            if isinstance(index, cst.Index) and isinstance(index.value, cst.Integer):
+                return int(index.value.value) == position and self._harmful(parent, set())
+        return self._harmful(call, set())
 
     def _attribute(self, attribute: cst.Attribute, seen: set[str]) -> bool:
         name = attribute.attr.value
@@ -323,6 +359,10 @@ class Uses:
             return True
         if self._stored(container):
             return False  # `a, b = ...`: a target, not a use
+        if isinstance(container, cst.Tuple) and isinstance(self.parents.get(id(container)), cst.Return) and not any(
+            isinstance(e, cst.StarredElement) for e in container.elements
+        ):  # `return h, t`: packed for the caller, meeting nothing here
+            return self._returned(container.elements.index(element))
         siblings = [e.value for e in getattr(container, "elements", ()) if e is not element]
         if any(not self._beside(s) for s in siblings):
             return True  # `torch.cat([x, t])`, `(h, c)` given to an LSTM
@@ -336,15 +376,21 @@ class Uses:
                 if isinstance(target.target, cst.Subscript):
                     continue
                 return True
-            for name in names:
-                if name in seen:
+            if self._names_harmful(names, seen):
+                return True
+        return False
+
+    def _names_harmful(self, names: list[str], seen: set[str]) -> bool:
+        """Is a value bound to ``names`` used harmfully through their loads?"""
+        for name in names:
+            if name in seen:
+                continue
+            seen.add(name)
+            for load in self.loads.get(name, ()):
+                if self._stored(load) or self._is_store_base(load):
                     continue
-                seen.add(name)
-                for load in self.loads.get(name, ()):
-                    if self._stored(load) or self._is_store_base(load):
-                        continue
-                    if self._harmful(load, seen):
-                        return True
+                if self._harmful(load, seen):
+                    return True
         return False
 
     def _is_store_base(self, name: cst.Name) -> bool:

@@ -92,7 +92,13 @@ class FactoryWithoutDeviceInForward(Rule):
     followed inside it: harmless when that code moves it before any other use
     (`positions.to(device)`), followed on in the caller when it only reaches the result
     (a parameterless `Timesteps` projection whose result the caller moves), flagged
-    otherwise. Code is followed one file deep. A parameter that every caller in the class
+    otherwise. A returned tensor is followed to the calls the project makes of the
+    method: a helper's calls in its class (`negs, _ = self.sample(y)` drops it), or, for a
+    `forward`, the `self.<attr>(...)` calls of classes of the file that assign the module to
+    that attribute, when no other project file imports the class (callers out of sight,
+    such as a library's users, are not seen); a returned tuple is followed element by
+    element where the caller unpacks or indexes it. Code is followed one file deep. A
+    parameter that every caller in the class
     gives a tensor built on the CPU (`self.pad(torch.LongTensor(ids))`) is no GPU input.
 
     It does not flag the `*_like` factories (they follow their input), a factory whose
@@ -186,6 +192,11 @@ class FactoryWithoutDeviceInForward(Rule):
               "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
               "        self.rope = Rope()\n    def forward(self, x):\n"
               "        return x * self.rope(torch.arange(x.size(1)), x.device)\n"),
+        # The helper returns its CPU indices beside the gathered rows; its callers drop them.
+        Valid("import torch\nimport torch.nn as nn\nclass Net(nn.Module):\n"
+              "    def forward(self, y):\n        rows, _ = self.sample(y)\n        return rows\n"
+              "    def sample(self, y):\n        idx = torch.randint(0, y.shape[0], (4,))\n"
+              "        return y[idx], idx\n"),
         # The helper's tensor input is always built on the CPU by its caller.
         Valid("import torch\nimport torch.nn as nn\nclass Net(nn.Module):\n"
               "    def forward(self, x):\n        return self.embed(self.pad(torch.LongTensor([1, 2])))\n"
