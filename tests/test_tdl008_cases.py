@@ -551,3 +551,124 @@ def test_returned_indices_that_a_caller_uses(change):
     code = SAMPLER.replace(*change)
     line = code.splitlines().index("        idx = torch.randint(0, y.shape[0], (4,))") + 1
     assert findings(code) == [(line, 15)]
+
+
+# -- rotary tables handed through blocks, a processor and a helper that moves them ---------
+
+ROTARY = """
+    import torch
+    import torch.nn as nn
+
+    def apply_rotary(x, tables, use_real: bool = True):
+        if use_real:
+            cos, sin = tables
+            cos, sin = cos.to(x.device), sin.to(x.device)
+            return x * cos + x * sin
+        else:
+            return x * tables
+"""
+ATTENTION = """
+    import torch.nn as nn
+
+    class Attention(nn.Module):
+        def __init__(self, processor=None):
+            super().__init__()
+            self.processor = processor
+
+        def forward(self, hidden, **kwargs):
+            return self.processor(self, hidden, **kwargs)
+"""
+BLOCKS = """
+    import torch
+    import torch.nn as nn
+    from .attention import Attention
+    from .rotary import apply_rotary
+
+    class Processor:
+        def __call__(self, attn, hidden, tables=None):
+            if tables is not None:
+                hidden = apply_rotary(hidden, tables)
+            return hidden
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.attn = Attention(processor=Processor())
+
+        def forward(self, hidden, tables):
+            return self.attn(hidden, tables=tables)
+
+    class Rope(nn.Module):
+        def __init__(self, theta: float = 10000.0):
+            super().__init__()
+            self.theta = theta
+
+        def forward(self, hidden):
+            freqs = self.theta ** torch.arange(hidden.shape[1]).float()
+            return freqs.cos(), freqs.sin()
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rope = Rope()
+            self.blocks = nn.ModuleList([Block() for _ in range(2)])
+
+        def forward(self, hidden):
+            tables = self.rope(hidden)
+            for i, block in enumerate(self.blocks):
+                if self.checkpointing:
+                    hidden = self._checkpoint(block, hidden, tables)
+                else:
+                    hidden = block(hidden, tables)
+            return hidden
+"""
+def lint_rotary(tmp_path, blocks=BLOCKS, rotary=ROTARY):
+    files = {"pkg/__init__.py": "", "pkg/rotary.py": rotary, "pkg/attention.py": ATTENTION, "pkg/blocks.py": blocks}
+    return lint_project(tmp_path, files, "pkg/blocks.py")
+
+
+def test_rotary_tables_that_reach_a_helper_that_moves_them(tmp_path):
+    # returned to the model, through a ModuleList of blocks (and the checkpointing twin),
+    # by keyword into a submodule's **kwargs and on to the processor it was given, into a
+    # helper whose branch for `use_real=True` (the default, left alone) moves them.
+    assert lint_rotary(tmp_path) == []
+
+
+@pytest.mark.parametrize("blocks, rotary", [
+    # the processor asks for the branch that mixes them unmoved
+    (BLOCKS.replace("apply_rotary(hidden, tables)", "apply_rotary(hidden, tables, use_real=False)"), ROTARY),
+    # the helper mixes before it moves
+    (BLOCKS, ROTARY.replace("cos, sin = tables\n", "cos, sin = tables\n            x = x * cos\n")),
+    # the helper moves them only on one branch
+    (BLOCKS, ROTARY.replace("            cos, sin = cos.to(x.device), sin.to(x.device)\n",
+                            "            if x.is_cuda:\n                cos, sin = cos.to(x.device), sin.to(x.device)\n")),
+    # the processor mixes them itself
+    (BLOCKS.replace("hidden = apply_rotary(hidden, tables)", "hidden = hidden * tables[0]"), ROTARY),
+    # the submodule is given no processor object: where the keyword lands is not known
+    (BLOCKS.replace("Attention(processor=Processor())", "Attention()"), ROTARY),
+    # the blocks are of two classes
+    (BLOCKS.replace("[Block() for _ in range(2)]", "[Block(), nn.Identity()]"), ROTARY),
+    # the wrapper is handed the tables but the function never calls the block on them itself
+    (BLOCKS.replace("hidden = block(hidden, tables)", "hidden = block(hidden)"), ROTARY),
+    # the class that returns the tables is imported by another file
+    (BLOCKS.replace("class Model(nn.Module):", "from .other import Model2\n\n    class Model(nn.Module):"), ROTARY),
+])
+def test_rotary_tables_that_may_meet_tensors_unmoved(tmp_path, blocks, rotary):
+    if "Model2" in blocks:
+        (tmp_path / "pkg").mkdir(parents=True, exist_ok=True)
+        (tmp_path / "pkg/other.py").write_text("from .blocks import Rope\nModel2 = Rope\n")
+    line = textwrap.dedent(blocks).splitlines().index(
+        "        freqs = self.theta ** torch.arange(hidden.shape[1]).float()") + 1
+    assert lint_rotary(tmp_path, blocks, rotary) == [(line, 31)]
+
+
+def test_a_number_attribute_is_no_tensor():
+    code = module(
+        "def __init__(self, scale: float, table):\n"
+        "    super().__init__()\n    self.scale = scale\n    self.table = table\n"
+        "def forward(self, x):\n"
+        "    a = torch.arange(x.shape[0]) * self.scale\n"
+        "    b = torch.arange(x.shape[0]) * self.table\n"
+        "    return x[a.long()], x[b.long()]\n"
+    )
+    assert findings(code) == [(10, 13)]

@@ -138,19 +138,71 @@ class Callees:
         built = _assigned_calls(klass, name)
         if len(built) != 1:
             return None  # never assigned a constructor call, or given different ones
-        func = built[0].func
+        return self._method_of(built[0].func, ("forward",))
+
+    def _class_of(self, func: cst.BaseExpression) -> tuple[Callees, cst.ClassDef] | None:
+        """The class a constructor call's ``func`` names, in this file or one it imports."""
         if isinstance(func, cst.Name) and func.value in self.classes:
-            callees, other = self, self.classes[func.value]
+            return self, self.classes[func.value]
+        qualified = self.qualify(func)
+        found = self._foreign(qualified) if qualified else None
+        if found is None or found[1] not in found[0].classes:
+            return None
+        return found[0], found[0].classes[found[1]]
+
+    def _method_of(self, func: cst.BaseExpression, names: tuple[str, ...]) -> Target | None:
+        """The first of the methods ``names`` of the class ``func`` names."""
+        found = self._class_of(func)
+        if found is None:
+            return None
+        callees, other = found
+        methods = {m.name.value: m for m in other.body.body if isinstance(m, cst.FunctionDef)}
+        method = next((methods[n] for n in names if n in methods), None)
+        return Target(method, True, callees, other) if method is not None else None
+
+    def element(self, klass: cst.ClassDef | None, self_name: str | None, iterable: cst.BaseExpression) -> Target | None:
+        """``forward`` of the modules of ``self.<attr>``, iterated: the class assigns it one
+        ``nn.ModuleList`` of constructor calls of one class (a list, or a comprehension)."""
+        if not (
+            klass is not None and isinstance(iterable, cst.Attribute) and isinstance(iterable.value, cst.Name)
+            and iterable.value.value == self_name
+        ):
+            return None
+        built = _assigned_calls(klass, iterable.attr.value)
+        if len(built) != 1 or not (self.qualify(built[0].func) or "").endswith("ModuleList") or len(built[0].args) != 1:
+            return None
+        items = built[0].args[0].value
+        if isinstance(items, cst.ListComp):
+            made = [items.elt]
+        elif isinstance(items, cst.List):
+            made = [e.value for e in items.elements]
         else:
-            qualified = self.qualify(func)
-            found = self._foreign(qualified) if qualified else None
-            if found is None or found[1] not in found[0].classes:
-                return None
-            callees, other = found[0], found[0].classes[found[1]]
-        forward = next(
-            (m for m in other.body.body if isinstance(m, cst.FunctionDef) and m.name.value == "forward"), None
-        )
-        return Target(forward, True, callees, other) if forward is not None else None
+            return None
+        if not made or not all(isinstance(m, cst.Call) for m in made) or len({code(m.func) for m in made}) != 1:
+            return None
+        return self._method_of(made[0].func, ("forward",))
+
+    def handlers(self, call: cst.Call, klass: cst.ClassDef | None, self_name: str | None, keyword: str) -> list[Target]:
+        """For ``self.<attr>(..., keyword=v)``: the objects the class gave the submodule's
+        constructor (``Attention(processor=MyProcessor())``) whose ``__call__`` or
+        ``forward`` takes ``keyword``."""
+        func = call.func
+        if not (
+            klass is not None and isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)
+            and func.value.value == self_name
+        ):
+            return []
+        built = _assigned_calls(klass, func.attr.value)
+        if len(built) != 1:
+            return []
+        found = []
+        for arg in built[0].args:
+            if isinstance(arg.value, cst.Call):
+                target = self._method_of(arg.value.func, ("__call__", "forward"))
+                params = target.function.params if target is not None else None
+                if params is not None and keyword in {p.name.value for p in [*params.params, *params.kwonly_params]}:
+                    found.append(target)
+        return found
 
     def _foreign(self, qualified: str) -> tuple[Callees, str] | None:
         """The resolver of the project file defining ``qualified``, and the name there."""

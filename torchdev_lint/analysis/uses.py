@@ -16,7 +16,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchdev_lint.analysis import tree
-from torchdev_lint.analysis.callees import Callees, Target, parameter_for
+from torchdev_lint.analysis.callees import Callees, Target, code, parameter_for
 from torchdev_lint.analysis.imports import dotted_name
 from torchdev_lint.analysis.kinds import (
     NEW_TENSOR_FACTORIES,
@@ -66,8 +66,12 @@ class Uses:
         callees: Callees | None = None,
         klass: cst.ClassDef | None = None,
         depth: int = 0,
+        constants: dict[str, object] | None = None,
     ) -> None:
         self.function = function
+        # parameters whose value the followed call fixes (a literal, or a default it
+        # leaves alone): branches they rule out are not run
+        self.constants = constants or {}
         self.callees = callees
         self.klass = klass
         self.depth = depth
@@ -83,6 +87,9 @@ class Uses:
         # value (``a, b = v``); None for a binding whose value is not known (a loop target).
         self.bindings: dict[str, list[tuple[cst.BaseExpression, bool] | None]] = {}
         self.nested: set[str] = set()  # names that nested functions and classes mention
+        self.moving: dict[str, list[cst.CSTNode]] = {}  # name -> assignments binding it moved
+        self.loops: dict[str, list[cst.BaseExpression]] = {}  # loop name -> what it iterates
+        self.calls: list[cst.Call] = []
         self.carry = False  # following a parameter: reaching `return` carries it out
         self.carried = False
         self._weighing: set[str] = set()
@@ -99,6 +106,17 @@ class Uses:
                 self._bind(node)
             elif isinstance(node, (cst.For, cst.CompFor)):
                 self._bind_unknown(node.target)
+                if isinstance(node.target, cst.Name):
+                    self.loops.setdefault(node.target.value, []).append(node.iter)
+                elif (  # `for i, block in enumerate(self.blocks)`
+                    isinstance(node.target, cst.Tuple) and len(node.target.elements) == 2
+                    and isinstance(node.target.elements[1].value, cst.Name)
+                    and isinstance(node.iter, cst.Call) and dotted_name(node.iter.func) == "enumerate"
+                    and len(node.iter.args) == 1
+                ):
+                    self.loops.setdefault(node.target.elements[1].value.value, []).append(node.iter.args[0].value)
+            elif isinstance(node, cst.Call):
+                self.calls.append(node)
             elif isinstance(node, cst.WithItem) and node.asname is not None:
                 self._bind_unknown(node.asname.name)
             if isinstance(node, (cst.FunctionDef, cst.ClassDef)) and node is not function:
@@ -107,6 +125,7 @@ class Uses:
             return True
 
         tree.walk(function, enter)
+        self.constants = {k: v for k, v in self.constants.items() if k not in self.bindings and k not in self.nested}
 
     def _bind(self, node) -> None:
         targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
@@ -116,10 +135,17 @@ class Uses:
         for target in targets:
             if isinstance(target, cst.Name):
                 self.bindings.setdefault(target.value, []).append((value, False))
+                if isinstance(node, cst.Assign) and _moves(value):
+                    self.moving.setdefault(target.value, []).append(node)
             elif isinstance(target, (cst.Tuple, cst.List)):
-                for element in target.elements:
+                values = value.elements if isinstance(value, (cst.Tuple, cst.List)) else ()
+                for position, element in enumerate(target.elements):
                     if isinstance(element.value, cst.Name):
                         self.bindings.setdefault(element.value.value, []).append((value, True))
+                        if isinstance(node, cst.Assign) and len(values) == len(target.elements) and _moves(
+                            values[position].value
+                        ):
+                            self.moving.setdefault(element.value.value, []).append(node)
                     else:
                         self._bind_unknown(element.value)
 
@@ -147,9 +173,7 @@ class Uses:
             (n for n in self.loads.get(name, ())
              if self._stored(n) and self._top_level(n)), None,
         )
-        for load in self.loads.get(name, ()):
-            if self._stored(load) or self._is_store_base(load):
-                continue
+        for load in self._live_loads(name):
             if cut is not None and not self.read_before_store(load, cut):
                 continue
             if self._harmful(load, set()):
@@ -312,11 +336,12 @@ class Uses:
                 return False
         if isinstance(call.func, cst.Attribute) and call.func.attr.value in _MOVES:
             return False  # `x.to(cpu_tensor)`: names a device, mixes nothing
-        target = self.callees.target(call, self.klass, self.self_name) if self.callees is not None else None
-        param = parameter_for(target, call, arg) if target is not None else None
-        if param is not None:  # the project's own code: what does it do with the value?
-            verdict = self._verdict(target, param)
-            return verdict == "harmful" or (verdict == "carried" and self._harmful(call, seen))
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value == "copy_" and arg.keyword is None:
+            return False  # `p.data.copy_(t)`: copied into a tensor that keeps its device
+        landings = self._landings(call, arg) if self.callees is not None else None
+        if landings:  # the project's own code: what does it do with the value?
+            verdicts = {self._verdict(target, param, inner) for target, param, inner in landings}
+            return "harmful" in verdicts or ("carried" in verdicts and self._harmful(call, seen))
         others = [
             a.value for a in call.args
             if a is not arg and not (a.keyword is not None and a.keyword.value in _OPTION_KEYWORDS)
@@ -327,16 +352,67 @@ class Uses:
             return True  # handed to code we do not follow
         return self._harmful(call, seen)  # `torch.sum(t)`: a CPU result
 
-    def _verdict(self, target: Target, param: str) -> str:
+    def _landings(self, call: cst.Call, arg: cst.Arg) -> list[tuple[Target, str, cst.Call]] | None:
+        """The functions of the project ``arg`` of ``call`` reaches, each with its
+        parameter there and the call that fixes the others; None when one is not known.
+
+        - a call ``Callees.target`` resolves;
+        - ``block(...)`` for a loop ``for block in self.blocks`` over a ``ModuleList`` of
+          one class: that class's ``forward``;
+        - ``wrapper(block, a, b)`` where the function also calls ``block(a, b)`` itself
+          (the two branches of gradient checkpointing): what that call does;
+        - a keyword that the called submodule's ``forward`` takes in ``**kwargs``, when
+          its constructor was given objects (``Attention(processor=MyProcessor())``):
+          every such object of the project whose ``__call__``/``forward`` takes that
+          keyword (the submodule hands them what it does not know). At least one must."""
+        callees = self.callees
+        target = callees.target(call, self.klass, self.self_name)
+        func = call.func
+        if target is None and isinstance(func, cst.Name):
+            iterated = self.loops.get(func.value, [])
+            if len(iterated) == 1 and len(self.bindings.get(func.value, ())) == 1:
+                target = callees.element(self.klass, self.self_name, iterated[0])
+        if target is None:
+            twin = self._twin(call, arg)
+            return self._landings(*twin) if twin is not None else None
+        param = parameter_for(target, call, arg)
+        if param is not None:
+            return [(target, param, call)]
+        keyword = arg.keyword.value if arg.keyword is not None else None
+        if keyword is None or target.function.params.star_kwarg is None:
+            return None
+        handlers = callees.handlers(call, self.klass, self.self_name, keyword)
+        return [(handler, keyword, None) for handler in handlers] if handlers else None
+
+    def _twin(self, call: cst.Call, arg: cst.Arg) -> tuple[cst.Call, cst.Arg] | None:
+        """``wrapper(block, a, b)`` and, elsewhere in the function, ``block(a, b)``: that
+        call, and the argument there that stands where ``arg`` does."""
+        args = call.args
+        if not args or any(a.keyword is not None or a.star for a in args[:args.index(arg) + 1]) or arg is args[0]:
+            return None
+        wanted = [code(a.value) for a in args[1:args.index(arg) + 1]]
+        head = code(args[0].value)
+        for other in self.calls:
+            given = other.args[:len(wanted)]
+            if (
+                other is not call and code(other.func) == head and len(given) == len(wanted)
+                and all(a.keyword is None and not a.star for a in given)
+                and [code(a.value) for a in given] == wanted
+            ):
+                return other, given[-1]
+        return None
+
+    def _verdict(self, target: Target, param: str, call: cst.Call | None = None) -> str:
         """``Uses.parameter`` of the callee, remembered per resolver; a call cycle or a
         chain too deep decides "harmful"."""
-        key = (id(target.function), param)
+        constants = _constants(target, call) if call is not None else {}
+        key = (id(target.function), param, tuple(sorted((k, repr(v)) for k, v in constants.items())))
         verdicts = target.callees.verdicts
         if key not in verdicts:
             if self.depth >= _MAX_CALL_DEPTH:
                 return "harmful"
             verdicts[key] = "harmful"
-            inner = Uses(target.function, target.callees, target.klass, self.depth + 1)
+            inner = Uses(target.function, target.callees, target.klass, self.depth + 1, constants)
             verdicts[key] = inner.parameter(param)
         return verdicts[key]
 
@@ -386,11 +462,47 @@ class Uses:
             if name in seen:
                 continue
             seen.add(name)
-            for load in self.loads.get(name, ()):
-                if self._stored(load) or self._is_store_base(load):
-                    continue
+            for load in self._live_loads(name):
                 if self._harmful(load, seen):
                     return True
+        return False
+
+    def _live_loads(self, name: str) -> list[cst.Name]:
+        """The reads of ``name`` that may see a value bound to it here: not stores, not in
+        a branch the followed call's constants rule out, and not after a statement that
+        rebinds it to a moved value (``cos = cos.to(x.device)``) on every path."""
+        return [
+            load for load in self.loads.get(name, ())
+            if not (self._stored(load) or self._is_store_base(load) or self._dead(load))
+            and not any(self._dominates(move, load) for move in self.moving.get(name, ()))
+        ]
+
+    def _dead(self, node: cst.CSTNode) -> bool:
+        """Is ``node`` in a branch of an ``if`` that the constants rule out?"""
+        if not self.constants:
+            return False
+        child, parent = node, self.parents.get(id(node))
+        while parent is not None:
+            if isinstance(parent, cst.If) and child is not parent.test:
+                holds = _evaluate(parent.test, self.constants)
+                if holds is not None and holds != (child is parent.body):
+                    return True
+            child, parent = parent, self.parents.get(id(parent))
+        return False
+
+    def _dominates(self, assign: cst.CSTNode, node: cst.CSTNode) -> bool:
+        """Does the statement of ``assign`` run before ``node`` on every path: it comes
+        earlier in a block that holds ``node``?"""
+        statement = self.parents.get(id(assign))
+        suite = self.parents.get(id(statement))
+        if not isinstance(statement, cst.SimpleStatementLine) or suite is None:
+            return False
+        body = list(getattr(suite, "body", ()))
+        child, parent = node, self.parents.get(id(node))
+        while parent is not None:
+            if parent is suite:
+                return child in body and body.index(child) > body.index(statement)
+            child, parent = parent, self.parents.get(id(parent))
         return False
 
     def _is_store_base(self, name: cst.Name) -> bool:
@@ -411,6 +523,8 @@ class Uses:
         if isinstance(expr, cst.Name):
             return self._name_beside(expr.value)
         if isinstance(expr, cst.Attribute):
+            if isinstance(expr.value, cst.Name) and expr.value.value == self.self_name and self.klass is not None:
+                return _number_attribute(self.klass, expr.attr.value)
             return expr.attr.value in NON_TENSOR_ATTRIBUTES or (
                 expr.attr.value in ("T", "mT", "real", "imag") and self._beside(expr.value)
             )
@@ -584,3 +698,109 @@ def _constant(expr: cst.BaseExpression) -> bool:
     if isinstance(expr, cst.BinaryOperation):
         return _constant(expr.left) and _constant(expr.right)
     return False
+
+
+def _moves(value: cst.BaseExpression) -> bool:
+    """``t.to(x.device)``, ``t.cuda()``: a value on the device it is moved to."""
+    return (
+        isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
+        and value.func.attr.value in _MOVES and not (value.func.attr.value == "to" and changes_dtype_only(value))
+    )
+
+
+def _literal(expr: cst.BaseExpression) -> tuple[bool, object]:
+    """(True, value) for ``True``/``False``/``None``, a number or a string."""
+    if isinstance(expr, cst.Name) and expr.value in ("True", "False", "None"):
+        return True, {"True": True, "False": False, "None": None}[expr.value]
+    if isinstance(expr, cst.Integer):
+        return True, int(expr.value, 0)
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus) and isinstance(
+        expr.expression, cst.Integer
+    ):
+        return True, -int(expr.expression.value, 0)
+    if isinstance(expr, cst.SimpleString):
+        return True, expr.evaluated_value
+    return False, None
+
+
+def _constants(target: Target, call: cst.Call) -> dict[str, object]:
+    """The parameters of ``target`` that ``call`` fixes to a literal: given one, or left
+    at a literal default (nothing unpacked into the call). The callee must not rebind
+    them; ``Uses`` checks its own bindings."""
+    params = target.function.params
+    positional = [*params.posonly_params, *params.params][1 if target.bound else 0:]
+    if any(a.star for a in call.args):
+        return {}
+    given: dict[str, cst.BaseExpression] = {}
+    plain = [a for a in call.args if a.keyword is None]
+    for param, a in zip(positional, plain):
+        given[param.name.value] = a.value
+    for a in call.args:
+        if a.keyword is not None:
+            given[a.keyword.value] = a.value
+    constants: dict[str, object] = {}
+    for param in [*positional, *params.kwonly_params]:
+        value = given.get(param.name.value, param.default)
+        if value is not None:
+            known, literal = _literal(value)
+            if known:
+                constants[param.name.value] = literal
+    return constants
+
+
+def _evaluate(test: cst.BaseExpression, constants: dict[str, object]) -> bool | None:
+    """The truth of ``test`` given ``constants`` (``flag``, ``not flag``, ``n == 2``,
+    ``mode != "a"``); None when it depends on anything else."""
+    if isinstance(test, cst.Name) and test.value in constants:
+        return bool(constants[test.value])
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = _evaluate(test.expression, constants)
+        return None if inner is None else not inner
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.left, cst.Name):
+        comparison = test.comparisons[0]
+        known, literal = _literal(comparison.comparator)
+        if test.left.value in constants and known:
+            if isinstance(comparison.operator, (cst.Equal, cst.Is)):
+                return constants[test.left.value] == literal
+            if isinstance(comparison.operator, (cst.NotEqual, cst.IsNot)):
+                return constants[test.left.value] != literal
+    return None
+
+
+def _number_attribute(klass: cst.ClassDef, attr: str) -> bool:
+    """Does every method of ``klass`` that assigns ``self.<attr>`` give it a Python number:
+    a constant, or a parameter annotated ``int``/``float``/``bool``?"""
+    values: list[tuple[cst.BaseExpression, cst.FunctionDef]] = []
+    for method in klass.body.body:
+        if not isinstance(method, cst.FunctionDef):
+            continue
+
+        def enter(node: cst.CSTNode, method=method) -> bool:
+            if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
+                targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+                for target in targets:
+                    if any(isinstance(n, cst.Attribute) and n.attr.value == attr for n in _flat(target)):
+                        values.append((node.value if not isinstance(node, cst.AugAssign) else None, method))
+            return True
+
+        tree.walk(method.body, enter)
+    if not values:
+        return False
+    for value, method in values:
+        if value is None:
+            return False
+        if _constant(value) and not isinstance(value, cst.SimpleString):
+            continue
+        params = {p.name.value: p for p in [*method.params.params, *method.params.kwonly_params]}
+        param = params.get(value.value) if isinstance(value, cst.Name) else None
+        if param is None or param.annotation is None or dotted_name(param.annotation.annotation) not in (
+            "int", "float", "bool"
+        ):
+            return False
+    return True
+
+
+def _flat(target: cst.BaseExpression) -> list[cst.BaseExpression]:
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in _flat(e.value)]
+    return [target]

@@ -97,7 +97,17 @@ class FactoryWithoutDeviceInForward(Rule):
     `forward`, the `self.<attr>(...)` calls of classes of the file that assign the module to
     that attribute, when no other project file imports the class (callers out of sight,
     such as a library's users, are not seen); a returned tuple is followed element by
-    element where the caller unpacks or indexes it. Code is followed one file deep. A
+    element where the caller unpacks or indexes it. Into the project's code a tensor is
+    followed through `for block in self.blocks` over an `nn.ModuleList` of one class, the
+    twin call of gradient checkpointing (`wrapper(block, h, t)` beside `block(h, t)`), and a
+    keyword that a submodule's `forward` swallows in `**kwargs` when its constructor was
+    given objects (`Attention(processor=MyProcessor())`): it lands in each such object whose
+    `__call__`/`forward` takes that keyword (an assumption about the submodule: it hands
+    them what it does not know). A branch on a parameter the call fixes to a literal (a
+    default it leaves alone, `use_real=True`) that cannot run is skipped, and a name
+    rebound to a moved value (`cos = cos.to(x.device)`) no longer carries the CPU tensor
+    after that statement. A `self.<attr>` every assignment of which is a number (a
+    constant, a parameter annotated `float`) is no tensor. Code is followed one file deep. A
     parameter that every caller in the class
     gives a tensor built on the CPU (`self.pad(torch.LongTensor(ids))`) is no GPU input.
 
