@@ -7,6 +7,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# The suite checks in its own processes; tests/test_daemon.py turns the resident checker on
+# where it tests it, with a runtime directory of its own.
+os.environ["TORCHDEV_LINT_DAEMON"] = "0"
+
 
 @pytest.fixture
 def run_cli():

@@ -1,5 +1,5 @@
 import sys
 
-from torchdev_lint.cli import main
+from torchdev_lint.launcher import main
 
 sys.exit(main())

@@ -72,6 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--cache-dir", type=Path, metavar="DIR",
                         help=f"where to keep results between runs (default: {cache.DIRNAME} in the project root)")
     parser.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
+    parser.add_argument("--no-daemon", action="store_true",
+                        help="check in this process: neither use nor start the resident checker that keeps "
+                        "LibCST loaded between runs (also TORCHDEV_LINT_DAEMON=0; off when CI is set)")
     parser.add_argument("--version", action="version", version=f"torchdev-lint {__version__}")
     return parser
 

@@ -1,0 +1,165 @@
+"""The resident checker: LibCST and the rules loaded once, a forked copy for each run.
+
+Started in the background by the command (``launcher.py``) as
+``python -m torchdev_lint.resident SOCKET``. Each run is served by a child forked from the
+warm process, so it starts with the modules imported but with none of another run's state;
+the child takes on the caller's directory, environment, umask and standard streams and runs
+the ordinary command line. A lock file held for the process's life keeps one checker per key
+and carries its pid for ``torchdev-lint daemon status|stop``.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import io
+import json
+import os
+import signal
+import socket
+import struct
+import sys
+import traceback
+
+from torchdev_lint.launcher import HEADER, STREAMS
+
+_DEFAULT_IDLE_SECONDS = 900.0
+_PEER_CREDENTIALS = struct.Struct("3i")  # SO_PEERCRED: pid, uid, gid
+
+
+def main(path: str) -> int:
+    lock = open(path[: -len(".sock")] + ".lock", "a+")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return 0  # another checker for this key is up or starting
+    lock.truncate(0)
+    lock.write(f"{os.getpid()}\n")
+    lock.flush()
+    _warm_up()
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        os.unlink(path)  # a socket left by a checker that was killed
+    except FileNotFoundError:
+        pass
+    listener.bind(path)
+    os.chmod(path, 0o600)
+    listener.listen(64)
+    listener.settimeout(float(os.environ.get("TORCHDEV_LINT_DAEMON_IDLE") or _DEFAULT_IDLE_SECONDS))
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
+    try:
+        while True:
+            try:
+                connection, _ = listener.accept()
+            except TimeoutError:
+                return 0
+            if _same_user(connection) and os.fork() == 0:
+                listener.close()
+                lock.close()
+                _serve(connection)  # never returns
+            connection.close()
+    finally:
+        os.unlink(path)  # ours: the lock keeps other checkers of this key from binding it
+
+
+def _warm_up() -> None:
+    """Load what a run loads: the command line, the rules, LibCST and its native parser."""
+    import libcst
+
+    from torchdev_lint import cli, engine  # noqa: F401  (cli registers the rules)
+    from torchdev_lint.rule import Rule
+
+    libcst.parse_module("pass\n")
+    engine.lint_source("warm_up.py", "import torch\nx = torch.zeros(1).cuda()\n", list(Rule.registry.values()))
+
+
+def _same_user(connection: socket.socket) -> bool:
+    try:
+        credentials = connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEER_CREDENTIALS.size)
+    except (AttributeError, OSError):  # not Linux: the 0700 directory is the guard
+        return True
+    return _PEER_CREDENTIALS.unpack(credentials)[1] == os.getuid()
+
+
+def _serve(connection: socket.socket) -> None:
+    """In the forked child: become the caller's process, run the command, report its status."""
+    code = 2
+    try:
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        request = _receive(connection)
+        connection.sendall(f"pid {os.getpid()}\n".encode("ascii"))
+        code = _run(request)
+    except BaseException:  # noqa: BLE001 - the status must reach the caller whatever happened
+        traceback.print_exc()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream and stream.flush()
+            except (OSError, ValueError):
+                pass
+        try:
+            connection.sendall(f"exit {code}\n".encode("ascii"))
+        except OSError:
+            pass
+        os._exit(code)
+
+
+def _receive(connection: socket.socket) -> dict:
+    data, descriptors, _flags, _address = socket.recv_fds(connection, 1 << 16, len(STREAMS))
+    while len(data) < HEADER.size:
+        data += _more(connection)
+    (size,) = HEADER.unpack_from(data)
+    while len(data) < HEADER.size + size:
+        data += _more(connection)
+    request = json.loads(data[HEADER.size: HEADER.size + size])
+    received = iter(descriptors)
+    for number, (name, stream) in enumerate(zip(STREAMS, request["streams"])):
+        if stream is None:
+            os.close(number)
+            setattr(sys, name, None)
+            continue
+        descriptor = next(received)
+        os.dup2(descriptor, number)
+        os.close(descriptor)
+        setattr(sys, name, _text_stream(number, *stream))
+    return request
+
+
+def _more(connection: socket.socket) -> bytes:
+    chunk = connection.recv(1 << 16)
+    if not chunk:
+        raise EOFError("the caller closed the connection mid-request")
+    return chunk
+
+
+def _text_stream(number: int, encoding: str | None, errors: str | None) -> io.TextIOWrapper:
+    """The stream as Python would have opened it in the caller (stderr is line-buffered)."""
+    raw = open(number, "rb" if number == 0 else "wb", buffering=-1, closefd=False)
+    interactive = os.isatty(number)
+    return io.TextIOWrapper(raw, encoding=encoding, errors=errors,
+                            line_buffering=interactive or number == 2, write_through=number == 2)
+
+
+def _run(request: dict) -> int:
+    from torchdev_lint.cli import main as cli_main
+
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    os.umask(request["umask"])
+    sys.argv = ["torchdev-lint", *request["argv"]]
+    try:
+        return cli_main(request["argv"])
+    except SystemExit as leaving:  # argparse's errors, --help and --version
+        if leaving.code is None or isinstance(leaving.code, int):
+            return leaving.code or 0
+        print(leaving.code, file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))
