@@ -230,3 +230,17 @@ def test_a_served_run_loads_neither_libcst_nor_the_command_line_here(checker):
     assert "torchdev_lint.launcher" in imported
     assert not [name for name in imported if name.split(".")[0] in ("libcst", "torch", "multiprocessing")
                 or name == "torchdev_lint.cli"]
+
+
+def test_a_run_whose_caller_is_killed_is_stopped(checker, tmp_path):
+    _, _, env = checker
+    for number in range(400):  # long enough to still be running when its caller dies
+        (tmp_path / f"m{number}.py").write_text(BUG * 20)
+    caller = subprocess.Popen([sys.executable, "-m", "torchdev_lint", "-v", "--no-cache", "-j", "1", "."],
+                              cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    first = caller.stderr.readline().decode()
+    assert SERVED in first, first
+    run = int(first.split(SERVED)[1].split()[0])
+    caller.kill()
+    caller.wait()
+    assert wait_for(lambda: not _alive(run), seconds=30)

@@ -14,6 +14,7 @@ import fcntl
 import io
 import json
 import os
+import select
 import signal
 import socket
 import struct
@@ -44,22 +45,62 @@ def main(path: str) -> int:
     listener.bind(path)
     os.chmod(path, 0o600)
     listener.listen(64)
-    listener.settimeout(float(os.environ.get("TORCHDEV_LINT_DAEMON_IDLE") or _DEFAULT_IDLE_SECONDS))
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
     try:
-        while True:
-            try:
-                connection, _ = listener.accept()
-            except TimeoutError:
-                return 0
-            if _same_user(connection) and os.fork() == 0:
+        _serve_forever(listener, lock, float(os.environ.get("TORCHDEV_LINT_DAEMON_IDLE") or _DEFAULT_IDLE_SECONDS))
+    finally:
+        os.unlink(path)  # ours: the lock keeps other checkers of this key from binding it
+    return 0
+
+
+def _serve_forever(listener: socket.socket, lock, idle: float) -> None:
+    """Fork a run per connection; stop a run whose caller went away (killed by a timeout,
+    say), so that nothing keeps working for nobody; leave after ``idle`` quiet seconds."""
+    poller = select.poll()
+    poller.register(listener, select.POLLIN)
+    # Linux tells a hang-up apart from the request still waiting to be read (POLLRDHUP).
+    hang_up = getattr(select, "POLLRDHUP", 0)
+    runs: dict[int, tuple[socket.socket, int, int]] = {}
+    while True:
+        events = poller.poll(None if runs else idle * 1000)
+        if not events and not runs:
+            return
+        for descriptor, _ in events:
+            if descriptor != listener.fileno():  # the caller hung up: its run is over or orphaned
+                connection, pid, pidfd = runs.pop(descriptor)
+                poller.unregister(descriptor)
+                connection.close()
+                _stop(pid, pidfd)
+                continue
+            connection, _ = listener.accept()
+            if not _same_user(connection):
+                connection.close()
+                continue
+            pid = os.fork()
+            if pid == 0:
                 listener.close()
                 lock.close()
                 _serve(connection)  # never returns
-            connection.close()
+            try:
+                if not hang_up:
+                    raise OSError("no POLLRDHUP")
+                runs[connection.fileno()] = (connection, pid, os.pidfd_open(pid))
+                poller.register(connection, hang_up)
+            except (AttributeError, OSError):  # not Linux: a run cannot be watched
+                connection.close()
+
+
+def _stop(pid: int, pidfd: int) -> None:
+    """SIGTERM the run's process group if the run is still going (a pidfd never names a
+    recycled pid)."""
+    try:
+        signal.pidfd_send_signal(pidfd, 0)
+        os.killpg(pid, signal.SIGTERM)
+    except OSError:  # done already
+        pass
     finally:
-        os.unlink(path)  # ours: the lock keeps other checkers of this key from binding it
+        os.close(pidfd)
 
 
 def _warm_up() -> None:
@@ -88,6 +129,7 @@ def _serve(connection: socket.socket) -> None:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
+        os.setpgid(0, 0)  # a group of its own, so that stopping the run stops its workers too
         request = _receive(connection)
         connection.sendall(f"pid {os.getpid()}\n".encode("ascii"))
         code = _run(request)
