@@ -288,3 +288,13 @@ def test_deeply_nested_expression_is_an_error_not_a_crash(tmp_path, run_cli):
     assert status == 2 and "Traceback" not in err
     assert "bug.py:4:1: TDL001" in out
     assert "deep.py" in err and "nested" in err
+
+
+def test_the_summary_counts_checked_files_apart_from_those_that_could_not_be_read(run_cli, tmp_path):
+    (tmp_path / "ok.py").write_text("x = 1\n")
+    (tmp_path / "broken.py").write_text("def f(:\n")
+    code, out, err = run_cli("--no-cache", "ok.py", "missing.py", cwd=tmp_path)
+    assert code == 2 and "missing.py" in err
+    assert out.strip() == "No problems found in 1 file checked; 1 file could not be checked."
+    code, out, _ = run_cli("--no-cache", "ok.py", "broken.py", "missing.py", cwd=tmp_path)
+    assert out.strip() == "No problems found in 1 file checked; 2 files could not be checked."

@@ -361,7 +361,9 @@ def _report(args, run: Run, findings: list[Finding], sources: int, out, unsafe: 
         if args.show_fixes:
             print(output.text.fixes_by_file(run.fixed), file=out)
     else:
-        print(output.summary(findings, len(run.results), context), file=out)
+        # Files that could not be read have no result: count them among those looked at.
+        looked_at = {r.path for r in run.results} | {e.path for e in run.errors}
+        print(output.summary(findings, len(looked_at), context), file=out)
 
 
 def _add_noqa(run: Run, result: FileResult, stdin: files.SourceFile | None) -> int:
