@@ -3,7 +3,7 @@
     python benchmarks/fix_corpus.py [--diffs] DIR [DIR...]
 
 For each DIR: copy it to a temporary directory, lint it, fix it, then check that every
-changed file still compiles, that no name a fix introduced (``device``, ``torch``) is read
+changed file still compiles (a notebook: still parses as JSON), that no name a fix introduced (``device``, ``torch``) is read
 at import time before the statement that binds it (``unbound_introductions``), re-lint it
 (no finding still marked fixable: the mark promised a fix), and run the fix a second time
 (which must change nothing). Prints a table, and with ``--diffs`` a few diffs to read by eye.
@@ -11,6 +11,7 @@ at import time before the statement that binds it (``unbound_introductions``), r
 
 from __future__ import annotations
 
+import argparse
 import builtins
 import difflib
 import json
@@ -94,15 +95,28 @@ def lint_json(directory: Path) -> list[dict]:
 
 
 def snapshot(directory: Path) -> dict[Path, bytes]:
-    return {p: p.read_bytes() for p in directory.rglob("*.py") if p.is_file()}
+    """Every file --fix may write: Python sources and notebooks."""
+    return {p: p.read_bytes() for pattern in ("*.py", "*.ipynb") for p in directory.rglob(pattern) if p.is_file()}
+
+
+def still_valid(path: Path, data: bytes) -> None:
+    """Raise SyntaxError (or ValueError for a notebook) when the fixed file no longer loads."""
+    if path.suffix == ".ipynb":
+        json.loads(data)
+    else:
+        compile(data, str(path), "exec")
 
 
 def main() -> None:
-    show_diffs = "--diffs" in sys.argv
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--diffs", action="store_true", help="print a few diffs per repository")
+    parser.add_argument("dirs", nargs="+", type=Path, metavar="DIR")
+    args = parser.parse_args()
+    show_diffs = args.diffs
     print("| repository | findings | marked fixable | fixed | remaining | files changed | do not compile | "
           "introduced names unbound | second --fix changed |")
     print("|---|---|---|---|---|---|---|---|---|")
-    for source in (Path(a) for a in sys.argv[1:] if a != "--diffs"):
+    for source in args.dirs:
         with tempfile.TemporaryDirectory() as temp:
             work = Path(temp) / source.name
             shutil.copytree(source, work, ignore=shutil.ignore_patterns(".git"), symlinks=True)
@@ -115,9 +129,11 @@ def main() -> None:
             broken, unbound = [], []
             for path in changed:
                 try:
-                    compile(after[path], str(path), "exec")
-                except SyntaxError as error:
+                    still_valid(path, after[path])
+                except (SyntaxError, ValueError) as error:
                     broken.append(f"{path.relative_to(work)}: {error}")
+                    continue
+                if path.suffix == ".ipynb":
                     continue
                 unbound += [f"{path.relative_to(work)}: {problem}" for problem in unbound_introductions(
                     before[path].decode("utf-8", "replace"), after[path].decode("utf-8", "replace"))]
