@@ -263,3 +263,73 @@ def test_an_attribute_handed_to_a_function_that_moves_it():
     )
     assert positions(code) == []
     assert positions(code.replace("place(self.table", "mix(self.table")) == [(11, 9)]
+
+
+KERNEL = """
+import numpy as np
+import torch
+import torch.nn as nn
+
+if __name__ == "__main__":
+    class Blur(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 3, 5, bias=False)
+            self.k = torch.from_numpy(np.ones((5, 5)))
+            for p in self.parameters():
+                p.data.copy_(self.k)
+
+        def forward(self, x):
+            return self.conv(x)
+
+        def get_kernel(self):
+            return self.k
+
+    class Operator(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.blur = Blur()
+            self.kernel = self.blur.get_kernel()
+            self.blur.load(self.kernel.type(torch.float32))
+
+        def forward(self, x):
+            return self.blur(x)
+
+        def get_kernel(self):
+            return self.kernel.view(1, 1, 5, 5)
+"""
+# what the operator adds to Blur, to load a kernel: copied into the parameters
+LOAD = """
+        def load(self, k):
+            if not torch.is_tensor(k):
+                k = torch.from_numpy(k)
+            for p in self.parameters():
+                p.data.copy_(k)
+"""
+
+
+def with_load(code, load=LOAD):
+    return code.replace("\n        def get_kernel(self):\n            return self.k\n",
+                        "\n        def get_kernel(self):\n            return self.k\n" + load, 1)
+
+
+def test_a_kernel_returned_to_an_outer_module_that_only_copies_it():
+    # `get_kernel` returns it to the one caller of the file, which keeps it in an attribute
+    # the class only copies into parameters and returns from a method nobody calls (the
+    # classes are in the script's main block: no other file reaches them)
+    assert positions(with_load(KERNEL)) == []
+
+
+@pytest.mark.parametrize("code", [
+    # the outer module mixes the kernel with its input
+    with_load(KERNEL).replace("return self.blur(x)", "return self.blur(x) * self.kernel"),
+    # the loader mixes it
+    with_load(KERNEL, LOAD.replace("p.data.copy_(k)", "p.data.copy_(k * p)")),
+    # someone calls the outer `get_kernel`, out of the classes
+    with_load(KERNEL) + "    kernel = Operator().get_kernel()\n",
+    # the classes are importable: other files may call the outer `get_kernel`
+    with_load(KERNEL).replace('if __name__ == "__main__":', "if True:"),
+])
+def test_a_kernel_returned_to_code_that_may_mix_it(code):
+    line = code.splitlines().index("            self.k = torch.from_numpy(np.ones((5, 5)))") + 1
+    assert positions(code) == [(line, 13)]

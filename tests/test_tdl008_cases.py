@@ -672,3 +672,24 @@ def test_a_number_attribute_is_no_tensor():
         "    return x[a.long()], x[b.long()]\n"
     )
     assert findings(code) == [(10, 13)]
+
+
+STORED = module(
+    "def forward(self, x):\n"
+    "    self.order = torch.randperm(x.size(0))\n"
+    "    return self.shuffle(x)\n"
+    "def shuffle(self, x):\n"
+    "    return x[self.order]\n"
+)
+
+
+def test_stored_in_an_attribute_the_class_only_indexes_with():
+    assert findings(STORED) == []
+
+
+@pytest.mark.parametrize("change", [
+    ("return x[self.order]", "return x * self.order"),  # a read mixes it
+    ("return x[self.order]", "return x"),  # nobody here reads it: kept for others
+])
+def test_stored_in_an_attribute_that_may_meet_tensors(change):
+    assert findings(STORED.replace(*change)) == [(5, 22)]

@@ -81,6 +81,13 @@ class Callees:
             and isinstance(func.value, cst.Name) and func.value.value == self_name
         ):
             return self._member(klass, func.attr.value)
+        if (  # `self.<attr>.<method>(...)`: a method of the submodule's class
+            klass is not None and self_name is not None and isinstance(func, cst.Attribute)
+            and isinstance(func.value, cst.Attribute) and isinstance(func.value.value, cst.Name)
+            and func.value.value.value == self_name
+        ):
+            built = _assigned_calls(klass, func.value.attr.value)
+            return self._method_of(built[0].func, (func.attr.value,)) if len(built) == 1 else None
         if isinstance(func, cst.Name) and func.value in self.functions:
             return Target(self.functions[func.value], False, self, None)
         qualified = self.qualify(func)
@@ -110,22 +117,43 @@ class Callees:
             if imported is None or "*" in imported or klass.name.value in imported:
                 return None
         found: list[Caller] = []
+        elsewhere = 0  # `.<name>` calls that run another class's method
         for other in _classes(self.module):
+            built = {attr: _assigned_calls(other, attr) for attr in _attributes_assigned(other)}
+            holders = {  # `self.<attr> = klass(...)`
+                attr for attr, calls in built.items() if [code(c.func) for c in calls] == [klass.name.value]
+            }
+            if name != "forward":
+                for attr, calls in built.items():
+                    held = _held_calls(other, attr, name) if attr not in holders and len(calls) == 1 else None
+                    found_class = self._class_of(calls[0].func) if held else None
+                    if found_class is not None and found_class[1] is not klass:
+                        elsewhere += len(held)
+                if other is not klass and any(
+                    isinstance(m, cst.FunctionDef) and m.name.value == name for m in other.body.body
+                ):
+                    elsewhere += len(_self_calls(other, name) or ())
             if name == "forward":
-                attrs = {
-                    attr for attr in _attributes_assigned(other)
-                    if [code(c.func) for c in _assigned_calls(other, attr)] == [klass.name.value]
-                }
-            elif other is klass:
-                attrs = {name}
-            else:
-                attrs = set()
-            for attr in attrs:
-                calls = _self_calls(other, attr)
-                if calls is None:
-                    return None  # mentioned other than as a call: it may run anywhere
-                found.extend(Caller(method, other, call, self) for method, call in calls)
-        return found
+                for attr in holders:
+                    calls = _self_calls(other, attr)
+                    if calls is None:
+                        return None  # mentioned other than as a call: it may run anywhere
+                    found.extend(Caller(method, other, call, self) for method, call in calls)
+                continue
+            calls = _self_calls(other, name) if other is klass else []
+            for attr in holders:
+                held = _held_calls(other, attr, name)
+                calls = None if held is None or calls is None else calls + held
+            if calls is None:
+                return None
+            found.extend(Caller(method, other, call, self) for method, call in calls)
+        if name != "forward":
+            if _mentions(self.module, name) != len(found) + elsewhere:
+                return None  # `.<name>` also appears where we do not follow it
+            if not found and not _hidden(self.module, klass):
+                return None  # no caller here; other files may call it
+            return found  # none at all: a method of a hidden class nobody calls
+        return found or None  # a module nobody here calls is called out of sight
 
     def _member(self, klass: cst.ClassDef, name: str) -> Target | None:
         """``self.<name>(...)``: the class's own method, or the ``forward`` of the one
@@ -144,6 +172,10 @@ class Callees:
         """The class a constructor call's ``func`` names, in this file or one it imports."""
         if isinstance(func, cst.Name) and func.value in self.classes:
             return self, self.classes[func.value]
+        if isinstance(func, cst.Name):  # a class nested in a function or block, named once
+            named = [c for c in _classes(self.module) if c.name.value == func.value]
+            if len(named) == 1:
+                return self, named[0]
         qualified = self.qualify(func)
         found = self._foreign(qualified) if qualified else None
         if found is None or found[1] not in found[0].classes:
@@ -326,6 +358,81 @@ def _self_calls(klass: cst.ClassDef, attr: str) -> list[tuple[cst.FunctionDef, c
             return None
         found.extend((method, call) for call in calls)
     return found
+
+
+def _held_calls(klass: cst.ClassDef, attr: str, name: str) -> list[tuple[cst.FunctionDef, cst.Call]] | None:
+    """The ``self.<attr>.<name>(...)`` calls in the methods of ``klass``; None when
+    ``self.<attr>`` is handed on (only calls of it and of its methods are allowed)."""
+    found: list[tuple[cst.FunctionDef, cst.Call]] = []
+    for method in klass.body.body:
+        if not isinstance(method, cst.FunctionDef):
+            continue
+        params = [*method.params.posonly_params, *method.params.params]
+        if not params:
+            continue
+        self_name = params[0].name.value
+        allowed: set[int] = set()
+        bad = False
+
+        def enter(node: cst.CSTNode) -> bool:
+            nonlocal bad
+            if isinstance(node, cst.AssignTarget) and isinstance(node.target, cst.Attribute) and _is_self_attr(
+                node.target, self_name, attr
+            ):
+                return False
+            if isinstance(node, cst.Call):
+                func = node.func
+                if isinstance(func, cst.Attribute) and _is_self_attr(func, self_name, attr):
+                    allowed.add(id(func))
+                elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Attribute) and _is_self_attr(
+                    func.value, self_name, attr
+                ):
+                    allowed.add(id(func.value))
+                    if func.attr.value == name:
+                        found.append((method, node))
+            elif isinstance(node, cst.Attribute) and _is_self_attr(node, self_name, attr) and id(node) not in allowed:
+                bad = True
+            return True
+
+        tree.walk(method.body, enter)
+        if bad:
+            return None
+    return found
+
+
+def _mentions(module: cst.Module, name: str) -> int:
+    """How many ``<x>.<name>`` attribute expressions the file holds."""
+    count = 0
+
+    def enter(node: cst.CSTNode) -> bool:
+        nonlocal count
+        if isinstance(node, cst.Attribute) and node.attr.value == name:
+            count += 1
+        return True
+
+    tree.walk(module, enter)
+    return count
+
+
+def _hidden(module: cst.Module, klass: cst.ClassDef) -> bool:
+    """Is ``klass`` out of other files' reach: defined in a function, or under
+    ``if __name__ == "__main__":`` (importing the file does not run it)?"""
+    parents: dict[int, cst.CSTNode] = {}
+
+    def enter(node: cst.CSTNode) -> bool:
+        for child in tree.children(node):
+            parents[id(child)] = node
+        return True
+
+    tree.walk(module, enter)
+    node = parents.get(id(klass))
+    while node is not None:
+        if isinstance(node, cst.FunctionDef) or (
+            isinstance(node, cst.If) and code(node.test).replace("'", '"') == '__name__ == "__main__"'
+        ):
+            return True
+        node = parents.get(id(node))
+    return False
 
 
 def _is_self_attr(node: cst.Attribute, self_name: str, attr: str) -> bool:

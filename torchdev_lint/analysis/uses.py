@@ -276,7 +276,7 @@ class Uses:
             self.callees.callers(self.function, self.klass)
             if self.callees is not None and self.depth < _MAX_CALL_DEPTH else None
         )
-        if not callers:
+        if callers is None:
             return True  # to code we cannot see
         for caller in callers:
             uses = Uses(caller.function, caller.callees, caller.klass, self.depth + 1)
@@ -451,10 +451,33 @@ class Uses:
                 # `pe[:, 0] = t` copies into another tensor; anything else stores it
                 if isinstance(target.target, cst.Subscript):
                     continue
+                if self._kept(target.target):
+                    continue
                 return True
             if self._names_harmful(names, seen):
                 return True
         return False
+
+    def _kept(self, target: cst.BaseExpression) -> bool:
+        """``self.<attr> = t``: harmless when the class reads the attribute somewhere and
+        every read is harmless (what others do with it is theirs, as for TDL006)."""
+        if not (
+            isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name)
+            and target.value.value == self.self_name and self.klass is not None
+            and self.depth < _MAX_CALL_DEPTH
+        ):
+            return False
+        read = False
+        for method in self.klass.body.body:
+            params = [*method.params.posonly_params, *method.params.params] if isinstance(method, cst.FunctionDef) else []
+            if not params:
+                continue
+            uses = Uses(method, self.callees, self.klass, self.depth + 1)
+            reads = uses.attribute_reads(params[0].name.value, target.attr.value)
+            read = read or bool(reads)
+            if any(uses.harmful(r) for r in reads):
+                return False
+        return read
 
     def _names_harmful(self, names: list[str], seen: set[str]) -> bool:
         """Is a value bound to ``names`` used harmfully through their loads?"""

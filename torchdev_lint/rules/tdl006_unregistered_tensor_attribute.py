@@ -86,7 +86,11 @@ class UnregisteredTensorAttribute(Rule):
     (`.sum()`), or give it where PyTorch wants CPU data (`pack_padded_sequence` lengths,
     `torch.bincount`) are harmless. Handed to the project's own code (a method, a function
     of the file or of a project file it imports, a submodule's `forward`), it is followed
-    inside, as TDL008 does. An attribute that a
+    inside, as TDL008 does, as is a returned value into the calls the file makes of the
+    method (`self.blur.kernel()` in another class): copied into parameters (`.copy_(t)`),
+    or kept in an attribute of that class whose every read is harmless, it is harmless. A
+    method nobody calls, of a class no other file can reach (in a function, or under
+    `if __name__ == "__main__":`), returns to no one. An attribute that a
     method assigns again (recurrent state, a cache) is flagged when that method uses the
     `__init__` value before replacing it.
 
@@ -180,6 +184,16 @@ class UnregisteredTensorAttribute(Rule):
               "class M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
               "        self.table = torch.arange(4)\n"
               "    def forward(self, x):\n        return x * place(self.table, x)\n"),
+        # Returned to the one caller in the file, which copies it into its parameters.
+        Valid("import torch\nimport torch.nn as nn\nclass Blur(nn.Module):\n"
+              "    def __init__(self):\n        super().__init__()\n"
+              "        self.conv = nn.Conv2d(1, 1, 3)\n        self.k = torch.ones(3, 3)\n"
+              "    def forward(self, x):\n        return self.conv(x)\n"
+              "    def kernel(self):\n        return self.k\n"
+              "    def load(self, k):\n        self.conv.weight.data.copy_(k)\n"
+              "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+              "        self.blur = Blur()\n        self.blur.load(self.blur.kernel())\n"
+              "    def forward(self, x):\n        return self.blur(x)\n"),
     ]
     INVALID = [
         Invalid(  # handed to a function that mixes it with the input

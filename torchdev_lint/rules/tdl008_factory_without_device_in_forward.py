@@ -97,7 +97,10 @@ class FactoryWithoutDeviceInForward(Rule):
     `forward`, the `self.<attr>(...)` calls of classes of the file that assign the module to
     that attribute, when no other project file imports the class (callers out of sight,
     such as a library's users, are not seen); a returned tuple is followed element by
-    element where the caller unpacks or indexes it. Into the project's code a tensor is
+    element where the caller unpacks or indexes it; stored in an attribute of the class
+    (`self.cache = t`), it is followed into every read of the attribute in the class (no
+    read: stored for others, flagged). Copying it into another tensor (`p.data.copy_(t)`)
+    is harmless. Into the project's code a tensor is
     followed through `for block in self.blocks` over an `nn.ModuleList` of one class, the
     twin call of gradient checkpointing (`wrapper(block, h, t)` beside `block(h, t)`), and a
     keyword that a submodule's `forward` swallows in `**kwargs` when its constructor was
