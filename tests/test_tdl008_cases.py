@@ -693,3 +693,44 @@ def test_stored_in_an_attribute_the_class_only_indexes_with():
 ])
 def test_stored_in_an_attribute_that_may_meet_tensors(change):
     assert findings(STORED.replace(*change)) == [(5, 22)]
+
+
+BRANCHES = module(
+    "def forward(self, x, weight):\n"
+    "    if weight > 0:\n"
+    "        extra = self.loss(x)\n"
+    "        total = x + weight * extra\n"
+    "    else:\n"
+    "        extra = torch.tensor([0.0])\n"
+    "        total = x\n"
+    "    return total, extra.detach().mean()\n"
+)
+
+
+def test_a_value_read_only_in_the_other_branch_does_not_see_the_tensor():
+    # `weight * extra` reads the submodule's loss; the CPU placeholder of the `else` branch
+    # only reaches a full reduction (0-dim)
+    assert findings(BRANCHES) == []
+
+
+LOOPED = module(
+    "def forward(self, x, weight):\n"
+    "    total = x\n"
+    "    for _ in range(2):\n"
+    "        if weight > 0:\n"
+    "            extra = self.loss(x)\n"
+    "            total = total + weight * extra\n"
+    "        else:\n"
+    "            extra = torch.tensor([0.0])\n"
+    "    return total\n"
+)
+
+
+@pytest.mark.parametrize("code, line", [
+    # read after the `if`, where either value may be
+    (BRANCHES.replace("    return total, extra.detach().mean()\n", "    return total + extra\n"), 9),
+    # a loop around both: the next turn reads the placeholder
+    (LOOPED, 11),
+])
+def test_a_value_that_a_later_read_may_see(code, line):
+    assert findings(code) == [(line, 21 if code is not LOOPED else 25)]

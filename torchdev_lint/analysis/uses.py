@@ -295,7 +295,7 @@ class Uses:
             if names is not None and isinstance(target, (cst.Tuple, cst.List)):
                 if len(names) != len(target.elements) or position >= len(names):
                     return True
-                return self._names_harmful([names[position]], set())
+                return self._names_harmful([names[position]], set(), parent)
         if position is not None and isinstance(parent, cst.Subscript) and parent.value is call:
             index = parent.slice[0].slice if len(parent.slice) == 1 else None
             if isinstance(index, cst.Index) and isinstance(index.value, cst.Integer):
@@ -454,7 +454,7 @@ class Uses:
                 if self._kept(target.target):
                     continue
                 return True
-            if self._names_harmful(names, seen):
+            if self._names_harmful(names, seen, assign):
                 return True
         return False
 
@@ -479,16 +479,43 @@ class Uses:
                 return False
         return read
 
-    def _names_harmful(self, names: list[str], seen: set[str]) -> bool:
-        """Is a value bound to ``names`` used harmfully through their loads?"""
+    def _names_harmful(self, names: list[str], seen: set[str], binding: cst.CSTNode | None = None) -> bool:
+        """Is a value bound to ``names`` (by the statement ``binding``) used harmfully
+        through their loads?"""
         for name in names:
             if name in seen:
                 continue
             seen.add(name)
             for load in self._live_loads(name):
-                if self._harmful(load, seen):
+                if (binding is None or self._may_see(binding, load)) and self._harmful(load, seen):
                     return True
         return False
+
+    def _may_see(self, binding: cst.CSTNode, load: cst.CSTNode) -> bool:
+        """Can ``load`` run after ``binding``? Not when it comes earlier in the source, or
+        sits in the other branch of an ``if``, with no loop around both."""
+        above: dict[int, cst.CSTNode] = {}
+        node = binding
+        while node is not None:
+            above[id(node)] = node
+            node = self.parents.get(id(node))
+        child, common = load, self.parents.get(id(load))
+        while common is not None and id(common) not in above:
+            child, common = common, self.parents.get(id(common))
+        node = common
+        while node is not None and node is not self.function:
+            if isinstance(node, (cst.For, cst.While, cst.CompFor)):
+                return True  # a later turn of the loop
+            node = self.parents.get(id(node))
+        if common is binding or common is None:
+            return False  # read by the binding statement itself, before it stores
+        if isinstance(common, cst.If):
+            side = binding
+            while self.parents.get(id(side)) is not common:
+                side = self.parents.get(id(side))
+            if {id(side), id(child)} == {id(common.body), id(common.orelse)}:
+                return False  # `if ...: t = ... else: use(t)`
+        return self.order[id(load)] > self.order[id(binding)]
 
     def _live_loads(self, name: str) -> list[cst.Name]:
         """The reads of ``name`` that may see a value bound to it here: not stores, not in

@@ -100,7 +100,8 @@ class FactoryWithoutDeviceInForward(Rule):
     element where the caller unpacks or indexes it; stored in an attribute of the class
     (`self.cache = t`), it is followed into every read of the attribute in the class (no
     read: stored for others, flagged). Copying it into another tensor (`p.data.copy_(t)`)
-    is harmless. Into the project's code a tensor is
+    is harmless. A name bound in one branch of an `if` is not followed into reads in the
+    other branch or before the binding, unless a loop holds both. Into the project's code a tensor is
     followed through `for block in self.blocks` over an `nn.ModuleList` of one class, the
     twin call of gradient checkpointing (`wrapper(block, h, t)` beside `block(h, t)`), and a
     keyword that a submodule's `forward` swallows in `**kwargs` when its constructor was
