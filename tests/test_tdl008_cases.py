@@ -734,3 +734,34 @@ LOOPED = module(
 ])
 def test_a_value_that_a_later_read_may_see(code, line):
     assert findings(code) == [(line, 21 if code is not LOOPED else 25)]
+
+
+IN_A_TEST = HEAD + (
+    "class TestHead:\n"
+    "    def test_tracing(self):\n"
+    "        class Wrap(nn.Module):\n"
+    "            def forward(self, x):\n"
+    "                labels = torch.zeros(x.shape[0], dtype=torch.long)\n"
+    "                return self.head(x, labels)\n"
+    "        model = Wrap()\n"
+    "        assert model(torch.rand(2, 3)).shape == (2,)\n"
+)
+
+
+def test_a_module_defined_in_a_test_that_never_reaches_an_accelerator():
+    assert findings(IN_A_TEST) == []
+
+
+@pytest.mark.parametrize("change", [
+    ("model = Wrap()", "model = Wrap().cuda()"),  # moved
+    ("model = Wrap()", "model = Wrap().to(torch.float64)"),  # a move we do not weigh
+    ("def test_tracing(self):", "def test_tracing(self, device):"),  # handed a device
+    ("def test_tracing(self):", "def test_tracing(self, setting):"),  # a fixture we cannot see
+    ("def test_tracing(self):", "@pytest.mark.skipif(not torch.cuda.is_available(), reason='')\n"
+                                "    def test_tracing(self):"),  # it names the accelerator
+    ("def test_tracing(self):", "def check_tracing(self):"),  # not a test: called from anywhere
+])
+def test_a_module_defined_in_a_test_that_may_reach_an_accelerator(change):
+    code = IN_A_TEST.replace(*change)
+    line = code.splitlines().index("                labels = torch.zeros(x.shape[0], dtype=torch.long)") + 1
+    assert findings(code) == [(line, 26)]

@@ -16,6 +16,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchdev_lint.analysis import tree
+from torchdev_lint.analysis.conditions import words
 from torchdev_lint.analysis.callees import Callees, Target, code, parameter_for
 from torchdev_lint.analysis.imports import dotted_name
 from torchdev_lint.analysis.kinds import (
@@ -854,3 +855,38 @@ def _flat(target: cst.BaseExpression) -> list[cst.BaseExpression]:
     if isinstance(target, (cst.Tuple, cst.List)):
         return [n for e in target.elements for n in _flat(e.value)]
     return [target]
+
+
+# Words of names and strings through which a test reaches an accelerator.
+_ACCELERATOR_WORDS = frozenset("cuda gpu gpus mps xpu npu hpu device devices accelerator accelerators".split())
+
+
+def cpu_only_test(function: cst.FunctionDef | None) -> bool:
+    """A ``test*`` function that never reaches an accelerator: it takes nothing but
+    ``self`` (no fixture or parameter hands it a device), and nowhere in it, decorators
+    included, is a device named (``"cuda"``, ``device``, ``.cuda()``, ``accelerator=``) or
+    anything moved (``.to(...)``). A module class defined inside it runs where its
+    tensors are made, on the CPU. A helper it calls that moves the module itself is not
+    seen."""
+    if function is None or not function.name.value.startswith("test"):
+        return False
+    params = function.params
+    if [p.name.value for p in [*params.posonly_params, *params.params]] not in ([], ["self"]) or (
+        params.kwonly_params or isinstance(params.star_arg, cst.Param) or params.star_kwarg is not None
+    ):
+        return False
+    reached = False
+
+    def enter(node: cst.CSTNode) -> bool:
+        nonlocal reached
+        text = None
+        if isinstance(node, cst.Name):
+            text = node.value
+        elif isinstance(node, cst.SimpleString):
+            text = str(node.evaluated_value)
+        if text is not None and (words(text) & _ACCELERATOR_WORDS or text == "to"):
+            reached = True
+        return not reached
+
+    tree.walk(function, enter)
+    return not reached

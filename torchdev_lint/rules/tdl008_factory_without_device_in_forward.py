@@ -65,6 +65,7 @@ class _Method:
 @dataclass
 class _Class:
     node: cst.ClassDef
+    cpu_only: bool  # defined in a test that never reaches an accelerator
     methods: dict[str, _Method] = field(default_factory=dict)
 
 
@@ -124,8 +125,11 @@ class FactoryWithoutDeviceInForward(Rule):
     GPU tensor), placeholders (`torch.empty(0)`, `torch.zeros([0])`) and dummies a kernel
     never reads (`torch.empty(1)`, `torch.empty([0])`), `torch.tensor(x)` of a tensor,
     calls that pass `device=`, `out=` or `**kwargs`, factories inside `with torch.device(...)`, forwards with no tensor input
-    (`def forward(self)`, `def forward(self, n: int)`, `*args` only), and code outside
-    `nn.Module` subclasses.
+    (`def forward(self)`, `def forward(self, n: int)`, `*args` only), code outside
+    `nn.Module` subclasses, and a module class defined inside a `test*` function that never
+    reaches an accelerator (it takes only `self`, names no device or accelerator, moves
+    nothing with `.to(...)`): its tensors all stay on the CPU. A helper such a test calls
+    that moves the module itself is not seen.
 
     ## Why is this bad?
     A factory without `device=` builds its tensor on the default device, the CPU. On a
@@ -321,7 +325,7 @@ class FactoryWithoutDeviceInForward(Rule):
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         info = self.ctx.enclosing_class
         if info is not None and info.node is node and info.is_module:
-            self.classes.append(_Class(node))
+            self.classes.append(_Class(node, uses.cpu_only_test(self.ctx.function)))
 
     def leave_ClassDef(self, node: cst.ClassDef) -> None:
         if self.classes and self.classes[-1].node is node:
@@ -476,7 +480,7 @@ class FactoryWithoutDeviceInForward(Rule):
 
     def _decide(self, klass: _Class) -> None:
         forward = klass.methods.get("forward")
-        if forward is None:
+        if forward is None or klass.cpu_only:
             return
         inputs = {"forward": {p.name for p in forward.params if p.tensor}}
         reached = ["forward"]
