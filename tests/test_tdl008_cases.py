@@ -765,3 +765,33 @@ def test_a_module_defined_in_a_test_that_may_reach_an_accelerator(change):
     code = IN_A_TEST.replace(*change)
     line = code.splitlines().index("                labels = torch.zeros(x.shape[0], dtype=torch.long)") + 1
     assert findings(code) == [(line, 26)]
+
+
+WEIGHTED = HEAD + (
+    "class Net(nn.Module):\n"
+    "    def forward(self, xs, weights: list[float] | None = None):\n"
+    "        if weights is None:\n"
+    "            weights = torch.tensor([1 / len(xs)] * len(xs))\n"
+    "        else:\n"
+    "            weights = torch.tensor(weights)\n"
+    "        total = 0\n"
+    "        for x, w, layer in zip(xs, weights, self.layers):\n"
+    "            total = total + w * layer(x)\n"
+    "        return total\n"
+)
+
+
+def test_weights_iterated_into_0_dim_rows():
+    assert findings(WEIGHTED) == []
+
+
+@pytest.mark.parametrize("change", [
+    ("[1 / len(xs)] * len(xs)", "[[1 / len(xs)]] * len(xs)"),  # rows of one element
+    ("[1 / len(xs)] * len(xs)", "[self.a + self.b]"),  # `+` may join lists
+    ("list[float] | None", "list[list[float]] | None"),  # the other binding is 2-D
+    ("zip(xs, weights, self.layers)", "zip(xs, weights.view(-1, 1), self.layers)"),  # reshaped
+])
+def test_weights_whose_rows_may_not_be_0_dim(change):
+    code = WEIGHTED.replace(*change)
+    line = code.splitlines().index(next(l for l in code.splitlines() if "weights = torch.tensor([" in l)) + 1
+    assert findings(code) == [(line, 23)]

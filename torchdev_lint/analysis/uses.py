@@ -248,6 +248,8 @@ class Uses:
             return False  # an index: PyTorch takes CPU indices for tensors anywhere
         if isinstance(parent, cst.Arg):
             return self._argument(parent, seen)
+        if isinstance(parent, (cst.For, cst.CompFor)) and parent.iter is node and self._rows_0_dim(node):
+            return False  # `for w in weights`: 0-dim rows, welcome next to tensors anywhere
         if isinstance(parent, (cst.BinaryOperation, cst.Comparison, cst.ComparisonTarget)):
             return self._operation(parent, node, seen)
         if isinstance(parent, cst.UnaryOperation):
@@ -328,6 +330,10 @@ class Uses:
         last = name.rsplit(".", 1)[-1]
         if name in _READERS or last in _LOG_METHODS:
             return False
+        if name == "zip" and isinstance(self.parents.get(id(call)), (cst.For, cst.CompFor)) and (
+            self.parents[id(call)].iter is call and self._rows_0_dim(arg.value)
+        ):
+            return False  # `for x, w in zip(xs, weights)`: 0-dim rows
         if last in _CPU_ARGUMENTS:
             position, keyword = _CPU_ARGUMENTS[last]
             positional = [a for a in call.args if a.keyword is None]
@@ -458,6 +464,33 @@ class Uses:
             if self._names_harmful(names, seen, assign):
                 return True
         return False
+
+    def _rows_0_dim(self, expr: cst.BaseExpression) -> bool:
+        """Is ``expr`` a name every binding of which is a 1-D tensor (``torch.tensor`` of a
+        flat list of numbers or of a parameter annotated ``list[float]``, ``arange``...)?
+        Its rows, iterated, are 0-dim."""
+        if not isinstance(expr, cst.Name) or expr.value in self.nested:
+            return False
+        bound = self.bindings.get(expr.value)
+        return bool(bound) and all(b is not None and not b[1] and self._one_dim(b[0]) for b in bound)
+
+    def _one_dim(self, value: cst.BaseExpression) -> bool:
+        if not isinstance(value, cst.Call):
+            return False
+        head, _, last = (self.qualify(value.func) or "").rpartition(".")
+        if head != "torch":
+            return False
+        if last in ("arange", "linspace", "logspace", "randperm"):
+            return True
+        data = value.args[0].value if value.args and value.args[0].keyword is None else None
+        if last not in ("tensor", "as_tensor") or data is None:
+            return False
+        if isinstance(data, cst.BinaryOperation) and isinstance(data.operator, cst.Multiply):
+            data = data.left if isinstance(data.left, cst.List) else data.right  # `[v] * n`
+        if isinstance(data, cst.List):
+            return all(_scalar(e.value) for e in data.elements)
+        param = self.params.get(data.value) if isinstance(data, cst.Name) else None
+        return param is not None and param.annotation is not None and _flat_number_list(param.annotation.annotation)
 
     def _kept(self, target: cst.BaseExpression) -> bool:
         """``self.<attr> = t``: harmless when the class reads the attribute somewhere and
@@ -890,3 +923,31 @@ def cpu_only_test(function: cst.FunctionDef | None) -> bool:
 
     tree.walk(function, enter)
     return not reached
+
+
+def _scalar(expr: cst.BaseExpression) -> bool:
+    """A list element that is one number (or a 0-dim value): a constant, or an arithmetic
+    result no sequence gives (``1 / n``, ``-x``); ``a + b`` may join lists."""
+    if _constant(expr):
+        return True
+    if isinstance(expr, cst.BinaryOperation):
+        return isinstance(expr.operator, (cst.Divide, cst.Power, cst.Subtract, cst.FloorDivide))
+    return isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus)
+
+
+def _flat_number_list(annotation: cst.BaseExpression) -> bool:
+    """``list[float]``, ``List[int]``, ``list[float] | None``, ``Optional[list[float]]``."""
+    if isinstance(annotation, cst.BinaryOperation) and isinstance(annotation.operator, cst.BitOr):
+        sides = [annotation.left, annotation.right]
+        return any(_flat_number_list(s) for s in sides) and all(
+            _flat_number_list(s) or (isinstance(s, cst.Name) and s.value == "None") for s in sides
+        )
+    if not isinstance(annotation, cst.Subscript) or len(annotation.slice) != 1:
+        return False
+    inner = annotation.slice[0].slice
+    if not isinstance(inner, cst.Index):
+        return False
+    head = (dotted_name(annotation.value) or "").rsplit(".", 1)[-1]
+    if head == "Optional":
+        return _flat_number_list(inner.value)
+    return head in ("list", "List") and dotted_name(inner.value) in ("float", "int")

@@ -102,7 +102,10 @@ class FactoryWithoutDeviceInForward(Rule):
     (`self.cache = t`), it is followed into every read of the attribute in the class (no
     read: stored for others, flagged). Copying it into another tensor (`p.data.copy_(t)`)
     is harmless. A name bound in one branch of an `if` is not followed into reads in the
-    other branch or before the binding, unless a loop holds both. Into the project's code a tensor is
+    other branch or before the binding, unless a loop holds both. A 1-D tensor (`arange`,
+    `torch.tensor` of a flat list of numbers or of a `list[float]` parameter) iterated by a
+    `for` (directly or through `zip`) gives 0-dim rows, which mix with tensors anywhere
+    (where they go next is not followed: a `torch.stack` of them is not seen). Into the project's code a tensor is
     followed through `for block in self.blocks` over an `nn.ModuleList` of one class, the
     twin call of gradient checkpointing (`wrapper(block, h, t)` beside `block(h, t)`), and a
     keyword that a submodule's `forward` swallows in `**kwargs` when its constructor was
