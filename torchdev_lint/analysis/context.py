@@ -90,6 +90,7 @@ class FileContext:
         self.fix_device = devices.CUDA_OR_CPU  # `fix-device`: how fixes spell the default device
         self._by_use: dict[tuple[int, str], Value] = {}
         self._memo: dict[int, Value] | None = None  # during one value_of question
+        self.shared: dict[str, object] = {}  # whole-file analyses rules share, built on first need
 
     def bindings(self, scope: cst.CSTNode) -> dict[str, list[cst.CSTNode]]:
         """Names bound directly in a function or module body (computed once per scope)."""

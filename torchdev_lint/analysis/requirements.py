@@ -1,8 +1,8 @@
 """Code that can only run where CUDA is, whatever its device strings say.
 
-A hardcoded ``"cuda"`` costs portability only where the code around it could otherwise run
-on another machine. Two kinds of code cannot, and the guards of ``guards.py`` do not see
-either, because no test in the code says so:
+A hardcoded ``"cuda"`` (TDL002) or ``.cuda()`` (TDL001) costs portability only where the
+code around it could otherwise run on another machine. Two kinds of code cannot, and the
+guards of ``guards.py`` do not see either, because no test in the code says so:
 
 - a block that already needs CUDA by means no fix changes (every statement of a block runs
   whenever the block does): it opens an NCCL process group, calls a ``torch.cuda`` function
@@ -204,6 +204,9 @@ class Requirements:
                 break
             if isinstance(node, cst.IndentedBlock) and self._block_needs_cuda(node, on_path, cls):
                 return True
+            inside = ancestors[index + 1] if index + 1 < len(ancestors) else None
+            if isinstance(node, cst.With) and inside is node.body and self._entering_needs_cuda(node, cls):
+                return True  # `with cuda_timer():` runs before its body
         return self._block_needs_cuda(ancestors[0], on_path, None)
 
     def _block_needs_cuda(self, block: cst.CSTNode, skip: set[int], cls: cst.ClassDef | None) -> bool:
@@ -217,6 +220,12 @@ class Requirements:
             found = (id(s) for s in body if self._statement_needs_cuda(s, cls))
             needing = self._needing[key] = list(itertools.islice(found, 2))
         return any(i not in skip for i in needing)
+
+    def _entering_needs_cuda(self, statement: cst.With, cls: cst.ClassDef | None) -> bool:
+        found: list[cst.Call] = []
+        for item in statement.items:
+            _runs(item.item, found)
+        return any(self._call_needs_cuda(c, cls) for c in found)
 
     def _statement_needs_cuda(self, statement: cst.CSTNode, cls: cst.ClassDef | None) -> bool:
         if isinstance(statement, cst.SimpleStatementLine) and any(
@@ -261,6 +270,17 @@ class Requirements:
                 is_guarded(path, self.qualify) or self.only_on_accelerator(path) for path in uses
             )
         return self._only[key]
+
+
+def of_file(ctx, module: cst.Module) -> Requirements:
+    """The requirements of the file ``ctx`` checks, built once for all the rules that ask
+    (TDL001 and TDL002), with what the project index says other modules import from it."""
+    found = ctx.shared.get("requirements")
+    if found is None:
+        index = ctx.index
+        imported = index.imported_from(ctx.path) if index is not None and ctx.path != "-" else None
+        found = ctx.shared["requirements"] = Requirements(module, ctx.imports.qualified_name, imported)
+    return found
 
 
 def _private(name: str) -> bool:

@@ -5,6 +5,7 @@ import libcst as cst
 from torchdev_lint import fixes
 from torchdev_lint.analysis import receivers
 from torchdev_lint.analysis.guards import code_of
+from torchdev_lint.analysis.requirements import of_file
 from torchdev_lint.finding import Applicability, Fix
 from torchdev_lint.rule import Invalid, Rule, Valid
 
@@ -25,6 +26,15 @@ class HardcodedCudaCall(Rule):
     which its caller chooses to run. `@torch.autocast("cuda")` and other decorators that run
     anywhere are not guards, nor is the CPU branch of a test (`if args.cpu:`,
     `if not x.is_cuda:`, `if device == "cpu":`).
+
+    Nor `.cuda()` in code that can only run where CUDA is, found as for TDL002's device
+    strings (see [TDL002](TDL002.md)): a block (up to its function, or a module's top level)
+    that also opens an NCCL process group, calls a `torch.cuda` function that raises
+    without CUDA (`synchronize`, `Event`, `reset_peak_memory_stats`...; not the memory
+    readers, which return 0), imports TensorRT, PyCUDA or CuPy, or calls a function of the
+    file that needs CUDA so or is named for it (`with cuda_timer():`); and a function no
+    other module calls whose every use is guarded or in such code. That code fails without
+    CUDA whatever `.cuda()` becomes, so the rewrite would change nothing.
 
     `torch.cuda.*` API calls and reads of a `.cuda` attribute are not flagged.
 
@@ -80,8 +90,18 @@ class HardcodedCudaCall(Rule):
         Valid("@RunIf(min_cuda_gpus=1)\ndef test_move(model):\n    model.cuda()\n"),
         Valid("class Masks:\n    def cuda(self, device=None):\n"
               "        self.mask = self.mask.cuda(device)\n        return self\n"),
+        # Code that needs CUDA anyway: CUDA events time it.
+        Valid("import torch\ndef bench(model, x):\n    start = torch.cuda.Event(enable_timing=True)\n"
+              "    model.cuda()\n    return model(x.cuda())\n"),
     ]
     INVALID = [
+        Invalid(  # memory statistics read 0 without CUDA: they require nothing
+            "import torch\ndef report(model):\n    model.cuda()\n"
+            "    print(torch.cuda.max_memory_allocated())\n",
+            3, 5,
+            'import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            "def report(model):\n    model.to(device)\n    print(torch.cuda.max_memory_allocated())\n",
+        ),
         Invalid(
             "import torch\nmodel = Net()\nmodel.cuda()\n",
             3, 1,
@@ -138,6 +158,10 @@ class HardcodedCudaCall(Rule):
         ),
     ]
 
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self.candidates: list[tuple[cst.Call, tuple[cst.CSTNode, ...]]] = []
+
     @classmethod
     def wants(cls, source: str) -> bool:
         return ".cuda" in source
@@ -148,8 +172,15 @@ class HardcodedCudaCall(Rule):
             return
         if self.ctx.qualified_name(func.value) == "torch" or self.ctx.is_guarded():
             return
-        ancestors = tuple(self.ctx.ancestors)
-        self.report(node, fix=lambda: self._fix(node, ancestors))
+        self.candidates.append((node, tuple(self.ctx.ancestors)))
+
+    def end_of_file(self) -> None:
+        if not self.candidates:
+            return
+        requirements = of_file(self.ctx, self.candidates[0][1][0])
+        for node, ancestors in self.candidates:
+            if not requirements.only_on_accelerator(ancestors):
+                self.report(node, fix=lambda node=node, ancestors=ancestors: self._fix(node, ancestors))
 
     def _fix(self, node: cst.Call, ancestors: tuple[cst.CSTNode, ...]) -> Fix:
         moved = code_of(node.func.value)

@@ -8,7 +8,7 @@ import libcst as cst
 from torchdev_lint import fixes
 from torchdev_lint.analysis import kinds, tree
 from torchdev_lint.analysis.guards import code_of, is_guarded
-from torchdev_lint.analysis.requirements import Requirements
+from torchdev_lint.analysis.requirements import of_file
 from torchdev_lint.finding import Applicability, Fix
 from torchdev_lint.rule import Invalid, Rule, Valid
 
@@ -506,9 +506,7 @@ class HardcodedDeviceString(Rule):
         flags = [*self.candidates, *self.module_definitions]
         if not flags:
             return
-        index = self.ctx.index
-        imported = index.imported_from(self.ctx.path) if index is not None and self.ctx.path != "-" else None
-        requirements = Requirements(flags[0][1][0], self.ctx.imports.qualified_name, imported)
+        requirements = of_file(self.ctx, flags[0][1][0])
         for flag in flags:
             if not requirements.only_on_accelerator(flag[1]):
                 self._flag(*flag)

@@ -1,0 +1,85 @@
+"""TDL001 hardcoded-cuda-call in code that can only run where CUDA is: silent as TDL002 is for
+its device strings (the same analysis, analysis/requirements.py), flagged where the code
+around it could run anywhere."""
+
+import textwrap
+
+import pytest
+
+import torchdev_lint.rules  # noqa: F401
+from torchdev_lint.analysis.project_index import build
+from torchdev_lint.engine import lint_source
+from torchdev_lint.rule import Rule
+
+TDL001, TDL002 = Rule.registry["TDL001"], Rule.registry["TDL002"]
+
+
+def findings(code, rules=(TDL001,), **options):
+    result = lint_source("t.py", textwrap.dedent(code), list(rules), **options)
+    return [(f.code, f.line, f.column) for f in result.findings]
+
+
+@pytest.mark.parametrize("code", [
+    # CUDA events and synchronize in the same function.
+    "import torch\ndef bench(model, x):\n    torch.cuda.synchronize()\n    return model.cuda()(x.cuda())\n",
+    # An NCCL group opened at the top of the script: the whole file needs CUDA.
+    "import torch.distributed as dist\ndist.init_process_group(backend='nccl')\nmodel = Net().cuda()\n",
+    # TensorRT imported in the same block.
+    "def build(engine_path, x):\n    import tensorrt as trt\n    return x.cuda()\n",
+    # Timed by a function of the file named for CUDA.
+    "def cuda_timer():\n    pass\ndef step(model, x):\n    with cuda_timer():\n        return model(x.cuda())\n",
+    # A private helper only handed on from a test that requires two GPUs.
+    "def _ddp_fn(rank):\n    m = Metric().cuda(rank)\n"
+    "@RunIf(min_cuda_gpus=2)\ndef test_reduce():\n    spawn(_ddp_fn, world_size=2)\n",
+    # A helper that needs CUDA itself, called first.
+    "import torch\ndef flush():\n    torch.cuda.reset_peak_memory_stats()\n"
+    "def run(model):\n    flush()\n    model.cuda()\n",
+])
+def test_not_flagged_in_code_that_needs_cuda_anyway(code):
+    assert findings(code) == []
+
+
+@pytest.mark.parametrize("code, where", [
+    # Memory readers return 0 without CUDA: they need nothing.
+    ("import torch\ndef report(model):\n    model.cuda()\n    print(torch.cuda.max_memory_allocated())\n",
+     (3, 5)),
+    # A requirement only under a condition, or only in another function, says nothing here.
+    ("import torch\ndef step(model, x, timing):\n    if timing:\n        torch.cuda.synchronize()\n"
+     "    return model(x.cuda())\n", (5, 18)),
+    ("import torch\ndef sync():\n    torch.cuda.synchronize()\ndef step(model):\n    return model.cuda()\n",
+     (5, 12)),
+    # A gloo group runs on the CPU.
+    ("import torch.distributed as dist\ndist.init_process_group(backend='gloo')\nmodel = Net().cuda()\n",
+     (3, 9)),
+    # A private helper also called where no GPU is required.
+    ("def _ddp_fn(rank):\n    m = Metric().cuda(rank)\n"
+     "@RunIf(min_cuda_gpus=2)\ndef test_reduce():\n    spawn(_ddp_fn)\ndef test_cpu():\n    _ddp_fn(0)\n",
+     (2, 9)),
+    # `set_device` goes with the choice of a device: fixing the choice fixes both.
+    ("import torch\ndef main(rank, model):\n    torch.cuda.set_device(rank)\n    model.cuda()\n", (4, 5)),
+])
+def test_flagged_where_the_code_could_run_anywhere(code, where):
+    assert findings(code) == [("TDL001", *where)]
+
+
+def test_both_rules_agree_on_the_same_block():
+    code = "import torch\ndef bench(model, x):\n    torch.cuda.synchronize()\n" \
+           "    x = x.to('cuda')\n    return model.cuda()(x)\n"
+    assert findings(code, (TDL001, TDL002)) == []
+    code = code.replace("synchronize", "max_memory_allocated")
+    assert findings(code, (TDL001, TDL002)) == [("TDL002", 4, 14), ("TDL001", 5, 12)]
+
+
+def test_a_public_helper_is_silent_only_while_no_other_module_imports_it(tmp_path):
+    helper = "def ddp_fn(rank):\n    Metric().cuda(rank)\n" \
+             "@RunIf(min_cuda_gpus=2)\ndef test_reduce():\n    spawn(ddp_fn)\n"
+    (tmp_path / "test_metric.py").write_text(helper)
+    (tmp_path / "other.py").write_text("x = 1\n")
+    path = str(tmp_path / "test_metric.py")
+    index = build([path, str(tmp_path / "other.py")])
+    assert lint_source(path, helper, [TDL001], index=index).findings == []
+    (tmp_path / "other.py").write_text("from test_metric import ddp_fn\nddp_fn(0)\n")
+    index = build([path, str(tmp_path / "other.py")])
+    assert [(f.line, f.column) for f in lint_source(path, helper, [TDL001], index=index).findings] == [(2, 5)]
+    # Without an index (one file at a time) a public function stays checked.
+    assert [(f.line, f.column) for f in lint_source(path, helper, [TDL001]).findings] == [(2, 5)]
