@@ -795,3 +795,44 @@ def test_weights_whose_rows_may_not_be_0_dim(change):
     code = WEIGHTED.replace(*change)
     line = code.splitlines().index(next(l for l in code.splitlines() if "weights = torch.tensor([" in l)) + 1
     assert findings(code) == [(line, 23)]
+
+
+SPREAD = HEAD + (
+    "class Block(nn.Module):\n"
+    "    def forward(self, h, sizes, scale):\n"
+    "        for f, w in sizes.tolist():\n"
+    "            h = h[:, : f * w]\n"
+    "        return h * scale\n"
+    "class Net(nn.Module):\n"
+    "    def __init__(self):\n"
+    "        super().__init__()\n"
+    "        self.blocks = nn.ModuleList([Block() for _ in range(2)])\n"
+    "    def forward(self, xs):\n"
+    "        sizes = torch.stack([torch.tensor(x.shape[1:]) for x in xs])\n"
+    "        kwargs = {'sizes': sizes}\n"
+    "        kwargs.update(scale=2)\n"
+    "        h = torch.cat(xs)\n"
+    "        for block in self.blocks:\n"
+    "            h = block(h, **kwargs)\n"
+    "        return h\n"
+)
+
+
+def test_a_dict_of_keyword_arguments_spread_into_blocks_that_read_sizes():
+    # a list of shapes stacked, put in a dict, spread into each block of a ModuleList
+    # as `sizes=`, which only turns it into Python lists
+    assert findings(SPREAD) == []
+
+
+@pytest.mark.parametrize("change", [
+    ("return h * scale", "return h * scale * sizes"),  # the block mixes it
+    ("return h\n", "return h, kwargs['sizes']\n"),  # read back from the dict and returned
+    ("kwargs.update(scale=2)", "kwargs.update(scale=2)\n        self.log(kwargs)"),  # the dict handed on
+    # the block takes it in **extra, and nothing says where it goes from there
+    ("def forward(self, h, sizes, scale):\n        for f, w in sizes.tolist():\n            h = h[:, : f * w]\n",
+     "def forward(self, h, scale, **extra):\n"),
+])
+def test_a_dict_of_keyword_arguments_that_may_mix_it(change):
+    code = SPREAD.replace(*change)
+    line = code.splitlines().index("        sizes = torch.stack([torch.tensor(x.shape[1:]) for x in xs])") + 1
+    assert findings(code) == [(line, 30)]

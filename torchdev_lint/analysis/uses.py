@@ -248,6 +248,10 @@ class Uses:
             return False  # an index: PyTorch takes CPU indices for tensors anywhere
         if isinstance(parent, cst.Arg):
             return self._argument(parent, seen)
+        if isinstance(parent, (cst.ListComp, cst.GeneratorExp)) and parent.elt is node:
+            return self._harmful(parent, seen)  # `[torch.tensor(u.shape) for u in xs]`: a list of them
+        if isinstance(parent, cst.DictElement) and parent.value is node:
+            return self._keyword_value(parent, seen)
         if isinstance(parent, (cst.For, cst.CompFor)) and parent.iter is node and self._rows_0_dim(node):
             return False  # `for w in weights`: 0-dim rows, welcome next to tensors anywhere
         if isinstance(parent, (cst.BinaryOperation, cst.Comparison, cst.ComparisonTarget)):
@@ -359,7 +363,9 @@ class Uses:
             return True  # handed to code we do not follow
         return self._harmful(call, seen)  # `torch.sum(t)`: a CPU result
 
-    def _landings(self, call: cst.Call, arg: cst.Arg) -> list[tuple[Target, str, cst.Call]] | None:
+    def _landings(
+        self, call: cst.Call, arg: cst.Arg, spread: cst.Arg | None = None,
+    ) -> list[tuple[Target, str, cst.Call]] | None:
         """The functions of the project ``arg`` of ``call`` reaches, each with its
         parameter there and the call that fixes the others; None when one is not known.
 
@@ -380,8 +386,10 @@ class Uses:
             if len(iterated) == 1 and len(self.bindings.get(func.value, ())) == 1:
                 target = callees.element(self.klass, self.self_name, iterated[0])
         if target is None:
-            twin = self._twin(call, arg)
-            return self._landings(*twin) if twin is not None else None
+            twin = self._twin(call, spread or arg)
+            if twin is None:
+                return None
+            return self._landings(twin[0], arg, twin[1]) if spread is not None else self._landings(*twin)
         param = parameter_for(target, call, arg)
         if param is not None:
             return [(target, param, call)]
@@ -395,10 +403,18 @@ class Uses:
         """``wrapper(block, a, b)`` and, elsewhere in the function, ``block(a, b)``: that
         call, and the argument there that stands where ``arg`` does."""
         args = call.args
-        if not args or any(a.keyword is not None or a.star for a in args[:args.index(arg) + 1]) or arg is args[0]:
+        if not args or arg is args[0] or args[0].keyword is not None or args[0].star:
+            return None
+        head = code(args[0].value)
+        if arg.star == "**":  # `wrapper(block, h, **kwargs)` beside `block(h, **kwargs)`
+            for other in self.calls:
+                spread = next((a for a in other.args if a.star == "**" and code(a.value) == code(arg.value)), None)
+                if other is not call and code(other.func) == head and spread is not None:
+                    return other, spread
+            return None
+        if any(a.keyword is not None or a.star for a in args[:args.index(arg) + 1]):
             return None
         wanted = [code(a.value) for a in args[1:args.index(arg) + 1]]
-        head = code(args[0].value)
         for other in self.calls:
             given = other.args[:len(wanted)]
             if (
@@ -463,6 +479,44 @@ class Uses:
                 return True
             if self._names_harmful(names, seen, assign):
                 return True
+        return False
+
+    def _keyword_value(self, element: cst.DictElement, seen: set[str]) -> bool:
+        """``kwargs = {"grid": t}``, later ``block(h, **kwargs)``: the value is followed as
+        keyword ``grid`` of each call the dict is spread into. The dict may also be
+        updated (``kwargs.update(...)``) or read at other keys; any other use of it is
+        harmful."""
+        key = element.key
+        container = self.parents.get(id(element))
+        assign = self.parents.get(id(container))
+        if not (
+            isinstance(key, cst.SimpleString) and isinstance(key.evaluated_value, str)
+            and isinstance(assign, cst.Assign) and len(assign.targets) == 1
+            and isinstance(assign.targets[0].target, cst.Name)
+        ):
+            return True
+        name = assign.targets[0].target.value
+        if name in self.nested:
+            return True
+        for load in self._live_loads(name):
+            if not self._may_see(assign, load):
+                continue
+            parent = self.parents.get(id(load))
+            if isinstance(parent, cst.Attribute) and parent.attr.value == "update" and isinstance(
+                self.parents.get(id(parent)), cst.Call
+            ):
+                continue  # `kwargs.update(temb=...)`: adds others
+            if isinstance(parent, cst.Arg) and parent.star == "**":
+                call = self.parents.get(id(parent))
+                keyword = cst.Arg(value=load, keyword=cst.Name(key.evaluated_value))
+                landings = self._landings(call, keyword, parent) if isinstance(call, cst.Call) else None
+                if not landings:
+                    return True
+                verdicts = {self._verdict(target, param, inner) for target, param, inner in landings}
+                if "harmful" in verdicts or ("carried" in verdicts and self._harmful(call, seen)):
+                    return True
+                continue
+            return True
         return False
 
     def _rows_0_dim(self, expr: cst.BaseExpression) -> bool:

@@ -105,7 +105,10 @@ class FactoryWithoutDeviceInForward(Rule):
     other branch or before the binding, unless a loop holds both. A 1-D tensor (`arange`,
     `torch.tensor` of a flat list of numbers or of a `list[float]` parameter) iterated by a
     `for` (directly or through `zip`) gives 0-dim rows, which mix with tensors anywhere
-    (where they go next is not followed: a `torch.stack` of them is not seen). Into the project's code a tensor is
+    (where they go next is not followed: a `torch.stack` of them is not seen). A tensor
+    made in a list comprehension is followed as the list; one put in a dict of keyword
+    arguments (`kwargs = {"sizes": t}`) is followed as keyword `sizes` of every call the
+    dict is spread into (`block(h, **kwargs)`), the dict being otherwise only updated. Into the project's code a tensor is
     followed through `for block in self.blocks` over an `nn.ModuleList` of one class, the
     twin call of gradient checkpointing (`wrapper(block, h, t)` beside `block(h, t)`), and a
     keyword that a submodule's `forward` swallows in `**kwargs` when its constructor was
