@@ -836,3 +836,30 @@ def test_a_dict_of_keyword_arguments_that_may_mix_it(change):
     code = SPREAD.replace(*change)
     line = code.splitlines().index("        sizes = torch.stack([torch.tensor(x.shape[1:]) for x in xs])") + 1
     assert findings(code) == [(line, 30)]
+
+
+IN_MAIN = HEAD + (
+    "class Net(nn.Module):\n"
+    "    def __init__(self, masker):\n"
+    "        super().__init__()\n"
+    "        self.masker = masker\n"
+    "    def forward(self, x):\n"
+    "        return x.masked_fill(self.masker(x), 0)\n"
+    "if __name__ == '__main__':\n"
+    "    class Masker(nn.Module):\n"
+    "        def forward(self, x):\n"
+    "            return torch.ones(x.shape).bool()\n"
+    "    print(Net(Masker())(torch.rand(2, 3)))\n"
+)
+
+
+def test_a_module_defined_in_a_script_block_that_never_reaches_an_accelerator():
+    assert findings(IN_MAIN) == []
+
+
+@pytest.mark.parametrize("change", [
+    ("print(Net(Masker())(torch.rand(2, 3)))", "print(Net(Masker()).cuda()(torch.rand(2, 3).cuda()))"),
+    ("if __name__ == '__main__':", "if __name__ == '__main__' or True:"),  # not only the script
+])
+def test_a_module_defined_in_a_script_block_that_may_reach_an_accelerator(change):
+    assert findings(IN_MAIN.replace(*change)) == [(12, 20)]

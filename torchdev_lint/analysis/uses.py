@@ -948,20 +948,41 @@ def _flat(target: cst.BaseExpression) -> list[cst.BaseExpression]:
 _ACCELERATOR_WORDS = frozenset("cuda gpu gpus mps xpu npu hpu device devices accelerator accelerators".split())
 
 
-def cpu_only_test(function: cst.FunctionDef | None) -> bool:
-    """A ``test*`` function that never reaches an accelerator: it takes nothing but
-    ``self`` (no fixture or parameter hands it a device), and nowhere in it, decorators
-    included, is a device named (``"cuda"``, ``device``, ``.cuda()``, ``accelerator=``) or
-    anything moved (``.to(...)``). A module class defined inside it runs where its
-    tensors are made, on the CPU. A helper it calls that moves the module itself is not
-    seen."""
-    if function is None or not function.name.value.startswith("test"):
-        return False
-    params = function.params
-    if [p.name.value for p in [*params.posonly_params, *params.params]] not in ([], ["self"]) or (
-        params.kwonly_params or isinstance(params.star_arg, cst.Param) or params.star_kwarg is not None
-    ):
-        return False
+def cpu_only_scope(ancestors) -> bool:
+    """Is the innermost function or block around the last of ``ancestors`` (a class being
+    defined) code that never reaches an accelerator: a ``test*`` function that takes
+    nothing but ``self`` (no fixture or parameter hands it a device), or a script's
+    ``if __name__ == "__main__":`` block, in which nothing, decorators included, names a
+    device (``"cuda"``, ``device``, ``.cuda()``, ``accelerator=``) or moves anything
+    (``.to(...)``)? A module class defined there can only run there, on the CPU. A helper
+    it calls that moves the module itself is not seen."""
+    for node in reversed(ancestors[:-1]):
+        if isinstance(node, cst.FunctionDef):
+            params = node.params
+            return (
+                node.name.value.startswith("test")
+                and [p.name.value for p in [*params.posonly_params, *params.params]] in ([], ["self"])
+                and not (params.kwonly_params or isinstance(params.star_arg, cst.Param) or params.star_kwarg)
+                and not _names_an_accelerator(node)
+            )
+        if isinstance(node, cst.If) and _is_main_test(node.test):
+            return not _names_an_accelerator(node)
+        if isinstance(node, cst.ClassDef):
+            return False
+    return False
+
+
+def _is_main_test(test: cst.BaseExpression) -> bool:
+    """``__name__ == "__main__"``."""
+    return (
+        isinstance(test, cst.Comparison) and isinstance(test.left, cst.Name) and test.left.value == "__name__"
+        and len(test.comparisons) == 1 and isinstance(test.comparisons[0].operator, cst.Equal)
+        and isinstance(test.comparisons[0].comparator, cst.SimpleString)
+        and test.comparisons[0].comparator.evaluated_value == "__main__"
+    )
+
+
+def _names_an_accelerator(root: cst.CSTNode) -> bool:
     reached = False
 
     def enter(node: cst.CSTNode) -> bool:
@@ -975,9 +996,8 @@ def cpu_only_test(function: cst.FunctionDef | None) -> bool:
             reached = True
         return not reached
 
-    tree.walk(function, enter)
-    return not reached
-
+    tree.walk(root, enter)
+    return reached
 
 def _scalar(expr: cst.BaseExpression) -> bool:
     """A list element that is one number (or a 0-dim value): a constant, or an arithmetic
@@ -1005,3 +1025,4 @@ def _flat_number_list(annotation: cst.BaseExpression) -> bool:
     if head == "Optional":
         return _flat_number_list(inner.value)
     return head in ("list", "List") and dotted_name(inner.value) in ("float", "int")
+

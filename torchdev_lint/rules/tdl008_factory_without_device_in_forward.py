@@ -132,10 +132,11 @@ class FactoryWithoutDeviceInForward(Rule):
     never reads (`torch.empty(1)`, `torch.empty([0])`), `torch.tensor(x)` of a tensor,
     calls that pass `device=`, `out=` or `**kwargs`, factories inside `with torch.device(...)`, forwards with no tensor input
     (`def forward(self)`, `def forward(self, n: int)`, `*args` only), code outside
-    `nn.Module` subclasses, and a module class defined inside a `test*` function that never
-    reaches an accelerator (it takes only `self`, names no device or accelerator, moves
-    nothing with `.to(...)`): its tensors all stay on the CPU. A helper such a test calls
-    that moves the module itself is not seen.
+    `nn.Module` subclasses, and a module class defined inside code that never reaches an
+    accelerator, a `test*` function (taking only `self`) or a script's
+    `if __name__ == "__main__":` block that names no device or accelerator and moves
+    nothing with `.to(...)`: its tensors all stay on the CPU. A helper such code calls that
+    moves the module itself is not seen.
 
     ## Why is this bad?
     A factory without `device=` builds its tensor on the default device, the CPU. On a
@@ -331,7 +332,7 @@ class FactoryWithoutDeviceInForward(Rule):
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         info = self.ctx.enclosing_class
         if info is not None and info.node is node and info.is_module:
-            self.classes.append(_Class(node, uses.cpu_only_test(self.ctx.function)))
+            self.classes.append(_Class(node, uses.cpu_only_scope(self.ctx.ancestors)))
 
     def leave_ClassDef(self, node: cst.ClassDef) -> None:
         if self.classes and self.classes[-1].node is node:
