@@ -863,3 +863,16 @@ def test_a_module_defined_in_a_script_block_that_never_reaches_an_accelerator():
 ])
 def test_a_module_defined_in_a_script_block_that_may_reach_an_accelerator(change):
     assert findings(IN_MAIN.replace(*change)) == [(12, 20)]
+
+
+def test_a_submodule_built_with_different_processors_is_not_one_answer(tmp_path):
+    # one branch gives the attention a processor that mixes the tables unmoved
+    blocks = BLOCKS.replace(
+        "            self.attn = Attention(processor=Processor())\n",
+        "            if self.fast:\n                self.attn = Attention(processor=Mixer())\n"
+        "            else:\n                self.attn = Attention(processor=Processor())\n",
+    ).replace("    class Block(nn.Module):", "    class Mixer:\n        def __call__(self, attn, hidden, tables=None):\n"
+              "            return hidden * tables[0]\n\n    class Block(nn.Module):")
+    line = textwrap.dedent(blocks).splitlines().index(
+        "        freqs = self.theta ** torch.arange(hidden.shape[1]).float()") + 1
+    assert lint_rotary(tmp_path, blocks) == [(line, 31)]

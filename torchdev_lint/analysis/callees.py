@@ -200,7 +200,7 @@ class Callees:
             and iterable.value.value == self_name
         ):
             return None
-        built = _assigned_calls(klass, iterable.attr.value)
+        built = _assigned_calls(klass, iterable.attr.value, whole=True)
         if len(built) != 1 or not (self.qualify(built[0].func) or "").endswith("ModuleList") or len(built[0].args) != 1:
             return None
         items = built[0].args[0].value
@@ -224,9 +224,9 @@ class Callees:
             and func.value.value == self_name
         ):
             return []
-        built = _assigned_calls(klass, func.attr.value)
+        built = _assigned_calls(klass, func.attr.value, whole=True)
         if len(built) != 1:
-            return []
+            return []  # built in more than one way: which objects it holds is not one answer
         found = []
         for arg in built[0].args:
             if isinstance(arg.value, cst.Call):
@@ -439,12 +439,12 @@ def _is_self_attr(node: cst.Attribute, self_name: str, attr: str) -> bool:
     return isinstance(node.value, cst.Name) and node.value.value == self_name and node.attr.value == attr
 
 
-def _assigned_calls(klass: cst.ClassDef, attr: str) -> list[cst.Call]:
-    """The distinct constructor calls a class assigns to ``self.<attr>`` (by code); none
-    when it also assigns something else there."""
+def _assigned_calls(klass: cst.ClassDef, attr: str, whole: bool = False) -> list[cst.Call]:
+    """The distinct constructor calls a class assigns to ``self.<attr>``, told apart by
+    what they call (by their whole code with ``whole``: their arguments matter); none when
+    it also assigns something else there."""
     found: dict[str, cst.Call] = {}
     other = False
-    empty = cst.Module([])
 
     def enter(node: cst.CSTNode) -> bool:
         nonlocal other
@@ -453,7 +453,7 @@ def _assigned_calls(klass: cst.ClassDef, attr: str) -> list[cst.Call]:
                 t = target.target
                 if isinstance(t, cst.Attribute) and t.attr.value == attr and isinstance(t.value, cst.Name):
                     if isinstance(node.value, cst.Call):
-                        found[empty.code_for_node(node.value.func)] = node.value
+                        found[code(node.value if whole else node.value.func)] = node.value
                     else:
                         other = True
             return False
