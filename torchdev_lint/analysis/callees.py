@@ -73,6 +73,8 @@ class Callees:
                 self.classes[statement.name.value] = statement
         self.verdicts: dict[tuple[int, str], str] = {}  # what a callee does with a parameter
         self._others: dict[str, Callees | None] = {}  # resolvers of the files reached
+        self._callers: dict[int, list[Caller] | None] = {}
+        self._all_classes: list[cst.ClassDef] | None = None
 
     def target(self, call: cst.Call, klass: cst.ClassDef | None, self_name: str | None) -> Target | None:
         func = call.func
@@ -98,7 +100,20 @@ class Callees:
         function = callees.functions.get(name)
         return Target(function, False, callees, None) if function is not None else None
 
+    def classes_of_file(self) -> list[cst.ClassDef]:
+        """Every class of the file, nested ones included (walked once)."""
+        if self._all_classes is None:
+            self._all_classes = _classes(self.module)
+        return self._all_classes
+
     def callers(self, function: cst.FunctionDef, klass: cst.ClassDef | None) -> list[Caller] | None:
+        """Every call the project makes of the method ``function`` of ``klass`` (see
+        ``_find_callers``), remembered per method."""
+        if id(function) not in self._callers:
+            self._callers[id(function)] = self._find_callers(function, klass)
+        return self._callers[id(function)]
+
+    def _find_callers(self, function: cst.FunctionDef, klass: cst.ClassDef | None) -> list[Caller] | None:
         """Every call of the method ``function`` of ``klass`` that the project makes, so
         what it returns can be followed there; None when some may be out of sight.
 
@@ -118,7 +133,7 @@ class Callees:
                 return None
         found: list[Caller] = []
         elsewhere = 0  # `.<name>` calls that run another class's method
-        for other in _classes(self.module):
+        for other in self.classes_of_file():
             built = {attr: _assigned_calls(other, attr) for attr in _attributes_assigned(other)}
             holders = {  # `self.<attr> = klass(...)`
                 attr for attr, calls in built.items() if [code(c.func) for c in calls] == [klass.name.value]
@@ -173,7 +188,7 @@ class Callees:
         if isinstance(func, cst.Name) and func.value in self.classes:
             return self, self.classes[func.value]
         if isinstance(func, cst.Name):  # a class nested in a function or block, named once
-            named = [c for c in _classes(self.module) if c.name.value == func.value]
+            named = [c for c in self.classes_of_file() if c.name.value == func.value]
             if len(named) == 1:
                 return self, named[0]
         qualified = self.qualify(func)
