@@ -222,6 +222,21 @@ class FactoryWithoutDeviceInForward(Rule):
               "    def forward(self, y):\n        rows, _ = self.sample(y)\n        return rows\n"
               "    def sample(self, y):\n        idx = torch.randint(0, y.shape[0], (4,))\n"
               "        return y[idx], idx\n"),
+        # Iterated into 0-dim rows, which mix with tensors on any device.
+        Valid("import torch\nimport torch.nn as nn\nclass Net(nn.Module):\n"
+              "    def forward(self, xs):\n        weights = torch.tensor([0.5, 0.5])\n"
+              "        total = 0\n        for x, w in zip(xs, weights):\n"
+              "            total = total + w * x\n        return total\n"),
+        # A placeholder of the other branch than the one that mixes; it is only reduced.
+        Valid("import torch\nimport torch.nn as nn\nclass Net(nn.Module):\n"
+              "    def forward(self, x, w):\n        if w > 0:\n            extra = self.loss(x)\n"
+              "            x = x + w * extra\n        else:\n            extra = torch.tensor([0.0])\n"
+              "        return x, extra.mean()\n"),
+        # A stub defined in a test that never reaches an accelerator.
+        Valid("import torch\nimport torch.nn as nn\ndef test_shape():\n"
+              "    class Stub(nn.Module):\n        def forward(self, x):\n"
+              "            return x + torch.zeros(3)\n"
+              "    assert Stub()(torch.rand(3)).shape == (3,)\n"),
         # The helper's tensor input is always built on the CPU by its caller.
         Valid("import torch\nimport torch.nn as nn\nclass Net(nn.Module):\n"
               "    def forward(self, x):\n        return self.embed(self.pad(torch.LongTensor([1, 2])))\n"
