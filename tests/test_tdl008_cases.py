@@ -622,16 +622,39 @@ BLOCKS = """
                     hidden = block(hidden, tables)
             return hidden
 """
-def lint_rotary(tmp_path, blocks=BLOCKS, rotary=ROTARY):
-    files = {"pkg/__init__.py": "", "pkg/rotary.py": rotary, "pkg/attention.py": ATTENTION, "pkg/blocks.py": blocks}
+# The submodule filters what it hands its processor by key, and warns about the rest.
+FILTERING = ATTENTION.replace(
+    "            return self.processor(self, hidden, **kwargs)\n",
+    "            unused = [k for k, _ in kwargs.items() if k not in self.known]\n"
+    "            kwargs = {k: v for k, v in kwargs.items() if k in self.known}\n"
+    "            return self.processor(self, hidden, **kwargs)\n",
+)
+
+
+def lint_rotary(tmp_path, blocks=BLOCKS, rotary=ROTARY, attention=ATTENTION):
+    files = {"pkg/__init__.py": "", "pkg/rotary.py": rotary, "pkg/attention.py": attention, "pkg/blocks.py": blocks}
     return lint_project(tmp_path, files, "pkg/blocks.py")
 
 
-def test_rotary_tables_that_reach_a_helper_that_moves_them(tmp_path):
+@pytest.mark.parametrize("attention", [ATTENTION, FILTERING])
+def test_rotary_tables_that_reach_a_helper_that_moves_them(tmp_path, attention):
     # returned to the model, through a ModuleList of blocks (and the checkpointing twin),
     # by keyword into a submodule's **kwargs and on to the processor it was given, into a
     # helper whose branch for `use_real=True` (the default, left alone) moves them.
-    assert lint_rotary(tmp_path) == []
+    assert lint_rotary(tmp_path, attention=attention) == []
+
+
+@pytest.mark.parametrize("attention", [
+    # the submodule mixes what its **kwargs holds itself
+    ATTENTION.replace("return self.processor(self, hidden, **kwargs)",
+                      "return self.processor(self, hidden, **kwargs) * kwargs['tables'][0]"),
+    # it keeps the values in a list of its own
+    FILTERING.replace("unused = [k for k, _ in kwargs.items()", "unused = [v for k, v in kwargs.items()"),
+])
+def test_rotary_tables_that_the_submodule_uses_itself(tmp_path, attention):
+    line = textwrap.dedent(BLOCKS).splitlines().index(
+        "        freqs = self.theta ** torch.arange(hidden.shape[1]).float()") + 1
+    assert lint_rotary(tmp_path, attention=attention) == [(line, 31)]
 
 
 @pytest.mark.parametrize("blocks, rotary", [
@@ -876,3 +899,12 @@ def test_a_submodule_built_with_different_processors_is_not_one_answer(tmp_path)
     line = textwrap.dedent(blocks).splitlines().index(
         "        freqs = self.theta ** torch.arange(hidden.shape[1]).float()") + 1
     assert lint_rotary(tmp_path, blocks) == [(line, 31)]
+
+
+def test_returned_indices_of_a_class_another_file_imports(tmp_path):
+    # another file may call `sample` and keep the indices: its calls are not seen
+    files = {"pkg/__init__.py": "", "pkg/m.py": SAMPLER, "pkg/other.py": "from .m import Net\n"}
+    line = SAMPLER.splitlines().index("        idx = torch.randint(0, y.shape[0], (4,))") + 1
+    assert lint_project(tmp_path, files, "pkg/m.py") == [(line, 15)]
+    del files["pkg/other.py"]
+    assert lint_project(tmp_path / "alone", files, "pkg/m.py") == []

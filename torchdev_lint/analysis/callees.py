@@ -120,17 +120,17 @@ class Callees:
         ``forward`` runs where a class of this file calls ``self.<attr>(...)`` of an
         attribute it assigns ``klass(...)`` (and nothing else, and uses only so); another
         method runs where ``klass`` calls ``self.<method>(...)``. Every mention of the
-        attribute or method must be such a call. For ``forward`` the class must also be
-        imported by no other file of the project (the index tells); another method's
-        callers are taken to be the class's own (a helper of ``forward``: calls from
-        outside the class are not seen)."""
+        attribute or method must be such a call. The class must be imported by no other
+        file of the project (the index tells), unless it is hidden in a function or a
+        script's main block; without an index a helper method's callers are taken to be
+        the file's own, a ``forward``'s are unknown."""
         if klass is None or function not in klass.body.body:
             return None
         name = function.name.value
-        if name == "forward":
-            imported = self.index.imported_from(self.path) if self.index is not None else None
-            if imported is None or "*" in imported or klass.name.value in imported:
-                return None
+        imported = self.index.imported_from(self.path) if self.index is not None else None
+        seen_elsewhere = imported is None or "*" in imported or klass.name.value in imported
+        if seen_elsewhere and (name == "forward" or self.index is not None) and not _hidden(self.module, klass):
+            return None  # other files may call it
         found: list[Caller] = []
         elsewhere = 0  # `.<name>` calls that run another class's method
         for other in self.classes_of_file():

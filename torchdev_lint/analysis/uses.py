@@ -377,7 +377,8 @@ class Uses:
         - a keyword that the called submodule's ``forward`` takes in ``**kwargs``, when
           its constructor was given objects (``Attention(processor=MyProcessor())``):
           every such object of the project whose ``__call__``/``forward`` takes that
-          keyword (the submodule hands them what it does not know). At least one must."""
+          keyword (the submodule hands them what it does not know: it may only spread
+          ``**kwargs`` into calls, or filter it by key). At least one must."""
         callees = self.callees
         target = callees.target(call, self.klass, self.self_name)
         func = call.func
@@ -394,7 +395,8 @@ class Uses:
         if param is not None:
             return [(target, param, call)]
         keyword = arg.keyword.value if arg.keyword is not None else None
-        if keyword is None or target.function.params.star_kwarg is None:
+        star = target.function.params.star_kwarg
+        if keyword is None or not isinstance(star, cst.Param) or not _only_passes_on(target.function, star.name.value):
             return None
         handlers = callees.handlers(call, self.klass, self.self_name, keyword)
         return [(handler, keyword, None) for handler in handlers] if handlers else None
@@ -1026,3 +1028,59 @@ def _flat_number_list(annotation: cst.BaseExpression) -> bool:
         return _flat_number_list(inner.value)
     return head in ("list", "List") and dotted_name(inner.value) in ("float", "int")
 
+
+
+def _only_passes_on(function: cst.FunctionDef, name: str) -> bool:
+    """Does ``function`` use its ``**name`` only by spreading it into calls
+    (``self.processor(self, h, **name)``), reading its keys (``[k for k, _ in
+    name.items()]``), or rebuilding it filtered by key (``name = {k: v for k, v in
+    name.items() if k in wanted}``)? Then a keyword it takes there reaches only those
+    calls."""
+    uses = Uses(function)
+    for load in uses.loads.get(name, ()):
+        parent = uses.parents.get(id(load))
+        if isinstance(parent, cst.Arg) and parent.star == "**" or uses._stored(load):
+            continue
+        call = uses.parents.get(id(parent))
+        if not (
+            isinstance(parent, cst.Attribute) and parent.attr.value in ("items", "keys")
+            and isinstance(call, cst.Call) and not call.args
+        ):
+            return False
+        if parent.attr.value == "keys":
+            continue
+        loop = uses.parents.get(id(call))
+        comprehension = uses.parents.get(id(loop))
+        if not (
+            isinstance(loop, cst.CompFor) and loop.iter is call and isinstance(loop.target, cst.Tuple)
+            and len(loop.target.elements) == 2 and isinstance(loop.target.elements[1].value, cst.Name)
+            and isinstance(comprehension, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp))
+        ):
+            return False
+        value = loop.target.elements[1].value.value
+        if isinstance(comprehension, cst.DictComp):
+            assign = uses.parents.get(id(comprehension))
+            if (
+                isinstance(assign, cst.Assign) and len(assign.targets) == 1
+                and isinstance(assign.targets[0].target, cst.Name) and assign.targets[0].target.value == name
+                and isinstance(comprehension.value, cst.Name) and comprehension.value.value == value
+                and not _mentions_name(comprehension.key, value)
+                and not any(_mentions_name(i.test, value) for i in loop.ifs)
+            ):
+                continue  # filtered by key into the same dict
+            return False
+        if _mentions_name(comprehension.elt, value) or any(_mentions_name(i.test, value) for i in loop.ifs):
+            return False  # the values are used
+    return True
+
+
+def _mentions_name(node: cst.CSTNode, name: str) -> bool:
+    found = False
+
+    def enter(inner: cst.CSTNode) -> bool:
+        nonlocal found
+        found = found or (isinstance(inner, cst.Name) and inner.value == name)
+        return not found
+
+    tree.walk(node, enter)
+    return found

@@ -94,10 +94,12 @@ class FactoryWithoutDeviceInForward(Rule):
     (`positions.to(device)`), followed on in the caller when it only reaches the result
     (a parameterless `Timesteps` projection whose result the caller moves), flagged
     otherwise. A returned tensor is followed to the calls the project makes of the
-    method: a helper's calls in its class (`negs, _ = self.sample(y)` drops it), or, for a
-    `forward`, the `self.<attr>(...)` calls of classes of the file that assign the module to
-    that attribute, when no other project file imports the class (callers out of sight,
-    such as a library's users, are not seen); a returned tuple is followed element by
+    method: a helper's calls in the file (`negs, _ = self.sample(y)` drops it;
+    `self.blur.kernel()` from a class holding it), or, for a `forward`, the
+    `self.<attr>(...)` calls of classes of the file that assign the module to that
+    attribute. The class must be imported by no other project file, or be hidden in a
+    function or a script's main block (callers out of sight, such as a library's users,
+    are not seen); a returned tuple is followed element by
     element where the caller unpacks or indexes it; stored in an attribute of the class
     (`self.cache = t`), it is followed into every read of the attribute in the class (no
     read: stored for others, flagged). Copying it into another tensor (`p.data.copy_(t)`)
