@@ -275,6 +275,8 @@ def test_a_module_constant_naming_the_cpu_makes_the_branch_cpu_only(constant):
     # Bound only inside a function, or to a device chosen at run time.
     ("def setup():\n    _CPU_DEVICE = torch.device('cpu')", "", "", 8),
     ("_CPU_DEVICE = torch.device('cuda' if torch.cuda.is_available() else 'cpu')", "", "", 7),
+    # A star import may bind the name again.
+    ("_CPU_DEVICE = torch.device('cpu')", "", "from settings import *\n", 7),
     # A constant naming an accelerator: the branch runs off the CPU.
     ("_CPU_DEVICE = torch.device('cuda')", "", "", 7),
 ])

@@ -107,7 +107,8 @@ def _subject(expr: cst.BaseExpression, qualify: Qualifier | None) -> Machine:
 
 def module_constants(module: cst.Module) -> dict[str, cst.BaseExpression]:
     """The names a top-level ``NAME = value`` binds that no other code of the file binds,
-    in any scope: each always holds its value where it is read."""
+    in any scope: each always holds its value where it is read. None in a file with a
+    ``from m import *``, which may bind any name."""
     assigned: dict[str, cst.BaseExpression] = {}
     for statement in module.body:
         if isinstance(statement, cst.SimpleStatementLine):
@@ -122,6 +123,7 @@ def module_constants(module: cst.Module) -> dict[str, cst.BaseExpression]:
     if not assigned:
         return {}
     counts: dict[str, int] = {}
+    star = [False]
 
     def count(name: str, times: int = 1) -> None:
         counts[name] = counts.get(name, 0) + times
@@ -140,9 +142,13 @@ def module_constants(module: cst.Module) -> dict[str, cst.BaseExpression]:
             count(node.name.value)
         elif isinstance(node, cst.MatchMapping) and node.rest is not None:
             count(node.rest.value)
+        elif isinstance(node, cst.ImportFrom) and isinstance(node.names, cst.ImportStar):
+            star[0] = True  # binds names nobody can see here
         return True
 
     tree.walk(module, enter)
+    if star[0]:
+        return {}
     return {name: value for name, value in assigned.items() if counts.get(name) == 1}
 
 

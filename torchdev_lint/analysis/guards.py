@@ -46,7 +46,7 @@ present. The test of an `if`/`elif`/`while`, a conditional expression or the lef
 - a device may be compared with a constant of the module (`_CPU_DEVICE =
   torch.device("cpu")`, then `device == _CPU_DEVICE`): a name bound once, by a top-level
   assignment, and bound nowhere else in the file (no other assignment, `global` rebinding,
-  local, parameter, loop variable or `del`) is read as its value;
+  local, parameter, loop variable, `del` or `from m import *`) is read as its value;
 - `not`, `and` and `or` combine these (`if not args.no_cuda and torch.cuda.is_available():`
   guards its body; `if not torch.cuda.is_available() or args.cpu:` guards its `else:`);
   anything else says nothing, and does not guard. Names match by whole words: `output`,
