@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from torchdev_lint.analysis import tree
+from torchdev_lint.analysis.guards import code_of as code
 from torchdev_lint.analysis.imports import dotted_name
 from torchdev_lint.analysis.project_index import regular_file_bytes
 
@@ -306,13 +307,6 @@ def parameter_for(target: Target, call: cst.Call, arg: cst.Arg) -> str | None:
         if other.keyword is None:
             index += 1
     return positional[index].name.value if index < len(positional) else None
-
-
-def code(node: cst.CSTNode) -> str:
-    return _EMPTY.code_for_node(node)
-
-
-_EMPTY = cst.Module([])
 
 
 def _classes(module: cst.Module) -> list[cst.ClassDef]:
