@@ -37,6 +37,7 @@ _OFF, _ON = frozenset({"0", "false", "no", "off"}), frozenset({"1", "true", "yes
 _SOCKET_PATH_LIMIT = 100  # sun_path holds 108 bytes on Linux, 104 on macOS
 HEADER = struct.Struct("!I")
 STREAMS = ("stdin", "stdout", "stderr")
+GO = b"go\n"
 PACKAGE = os.path.dirname(os.path.abspath(torchdev_lint.__file__))
 
 
@@ -176,6 +177,7 @@ def _served(connection: socket.socket, request: tuple[bytes, list[int]], verbose
     if verbose:
         print(f"torchdev-lint: checked by the resident process {pid} (--no-daemon checks here)", file=sys.stderr)
     try:
+        connection.sendall(GO)  # the run starts only now: our line comes first, Ctrl-C reaches it
         reply = reader.readline().split()
         return int(reply[1])
     except (OSError, ValueError, IndexError):

@@ -21,7 +21,7 @@ import struct
 import sys
 import traceback
 
-from torchdev_lint.launcher import HEADER, STREAMS
+from torchdev_lint.launcher import GO, HEADER, STREAMS
 
 _DEFAULT_IDLE_SECONDS = 900.0
 _PEER_CREDENTIALS = struct.Struct("3i")  # SO_PEERCRED: pid, uid, gid
@@ -132,6 +132,8 @@ def _serve(connection: socket.socket) -> None:
         os.setpgid(0, 0)  # a group of its own, so that stopping the run stops its workers too
         request = _receive(connection)
         connection.sendall(f"pid {os.getpid()}\n".encode("ascii"))
+        if connection.recv(len(GO), socket.MSG_WAITALL) != GO:
+            os._exit(code)  # the caller went away before the run began
         code = _run(request)
     except BaseException:  # noqa: BLE001 - the status must reach the caller whatever happened
         traceback.print_exc()
