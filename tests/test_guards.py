@@ -374,7 +374,8 @@ def implies(text: str, holds: bool = True):
         ("args.ngpu > 1", ACCELERATOR, UNKNOWN),
         ("n_gpu == 0", CPU, ACCELERATOR),
         ("args.gpu < 0", CPU, ACCELERATOR),
-        ("device_type == DeviceType.CUDA", ACCELERATOR, CPU),
+        ("device_type == DeviceType.CUDA", ACCELERATOR, UNKNOWN),  # else: the CPU, or MPS, XPU...
+        ("device_type != DeviceType.CPU", ACCELERATOR, CPU),
         ("output is not None", UNKNOWN, UNKNOWN),
         ("use_cpu", CPU, ACCELERATOR),
     ],
@@ -389,12 +390,19 @@ ON_CPU = {
     "after an exit on an accelerator": "if use_cuda:\n    raise SystemExit\ny = x\n",
     "right of and": "args.cpu and print(x)\n",
     "device constant compared": "if self.device == torch.device('cpu'):\n    y = x\n",
+    "else of an accelerator test": "if device.type != 'cpu':\n    pass\nelse:\n    y = x\n",
 }
 NOT_ON_CPU = {
     "accelerator branch": "if device.type == 'cuda':\n    y = x\n",
     "else of a cpu test": "if device.type == 'cpu':\n    pass\nelse:\n    y = x\n",
     "unknown test": "if output is not None:\n    y = x\n",
     "plain code": "y = x\n",
+    # Not CUDA is not the CPU: an Apple or Intel GPU is neither.
+    "not cuda": "if device.type != 'cuda':\n    y = x\n",
+    "else of a cuda test": "if device == 'cuda':\n    pass\nelse:\n    y = x\n",
+    "cuda not in the name": "if 'cuda' not in str(device):\n    y = x\n",
+    "does not start with cuda": "if not str(device).startswith('cuda'):\n    y = x\n",
+    "not one of two accelerators": "if device.type not in ('cuda', 'xpu'):\n    y = x\n",
 }
 
 

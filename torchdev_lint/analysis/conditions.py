@@ -222,6 +222,12 @@ def _flip(machine: Machine) -> Machine:
     return {ACCELERATOR: CPU, CPU: ACCELERATOR}.get(machine, UNKNOWN)
 
 
+def _unlike(named: Machine) -> Machine:
+    """Where a device is not the one a comparison names: not the CPU is an accelerator, but
+    not CUDA (or not one of some accelerators) may be the CPU or another GPU (MPS, XPU)."""
+    return ACCELERATOR if named is CPU else UNKNOWN
+
+
 def _number(expr: cst.BaseExpression) -> int | None:
     if isinstance(expr, cst.Integer):
         return int(expr.evaluated_value)
@@ -271,14 +277,14 @@ def _comparison(node: cst.Comparison, qualify: Qualifier | None) -> tuple[Machin
         elif value is UNKNOWN:
             return UNKNOWN, UNKNOWN
         else:
-            pair = (value, _flip(value))
+            pair = (value, _unlike(value))
         return pair if isinstance(op, cst.In) else pair[::-1]
     if isinstance(op, (cst.Equal, cst.NotEqual, cst.Is, cst.IsNot)):
         value = _device_value(right)
         if value is UNKNOWN:
             value = _device_value(left)
         if value is not UNKNOWN:
-            pair = (value, _flip(value))
+            pair = (value, _unlike(value))
             return pair if isinstance(op, (cst.Equal, cst.Is)) else pair[::-1]
     if _subject(left, qualify) is ACCELERATOR:
         n = _number(right)
@@ -323,7 +329,7 @@ def implies(test: cst.BaseExpression, holds: bool = True, qualify: Qualifier | N
         and test.args
     ):  # str(device).startswith("cuda")
         value = _device_value(test.args[0].value)
-        return value if holds else _flip(value)
+        return value if holds else _unlike(value)
     if isinstance(test, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)):
         said = _subject(test, qualify)
         return said if holds else _flip(said)
