@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from torchdev_lint.analysis import tree
+from torchdev_lint.analysis.classes import methods, self_attribute
 from torchdev_lint.analysis.guards import code_of as code
 from torchdev_lint.analysis.imports import dotted_name
 from torchdev_lint.analysis.project_index import regular_file_bytes
@@ -334,31 +335,21 @@ def _self_calls(klass: cst.ClassDef, attr: str) -> list[tuple[cst.FunctionDef, c
     mentions ``self.<attr>`` otherwise than by calling it or assigning it (it is handed
     on, so it may run anywhere)."""
     found: list[tuple[cst.FunctionDef, cst.Call]] = []
-    for method in klass.body.body:
-        if not isinstance(method, cst.FunctionDef):
-            continue
-        params = [*method.params.posonly_params, *method.params.params]
-        if not params:
-            continue
-        self_name = params[0].name.value
+    for method, self_name in methods(klass):
         calls: list[cst.Call] = []
         others = 0
 
         def enter(node: cst.CSTNode) -> bool:
             nonlocal others
-            if isinstance(node, cst.AssignTarget) and isinstance(node.target, cst.Attribute) and _is_self_attr(
-                node.target, self_name, attr
-            ):
+            if isinstance(node, cst.AssignTarget) and self_attribute(node.target, self_name) == attr:
                 return False
-            if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and _is_self_attr(
-                node.func, self_name, attr
-            ):
+            if isinstance(node, cst.Call) and self_attribute(node.func, self_name) == attr:
                 calls.append(node)
                 for child in tree.children(node):
                     if child is not node.func:
                         tree.walk(child, enter)
                 return False
-            if isinstance(node, cst.Attribute) and _is_self_attr(node, self_name, attr):
+            if self_attribute(node, self_name) == attr:
                 others += 1
             return True
 
@@ -373,33 +364,23 @@ def _held_calls(klass: cst.ClassDef, attr: str, name: str) -> list[tuple[cst.Fun
     """The ``self.<attr>.<name>(...)`` calls in the methods of ``klass``; None when
     ``self.<attr>`` is handed on (only calls of it and of its methods are allowed)."""
     found: list[tuple[cst.FunctionDef, cst.Call]] = []
-    for method in klass.body.body:
-        if not isinstance(method, cst.FunctionDef):
-            continue
-        params = [*method.params.posonly_params, *method.params.params]
-        if not params:
-            continue
-        self_name = params[0].name.value
+    for method, self_name in methods(klass):
         allowed: set[int] = set()
         bad = False
 
         def enter(node: cst.CSTNode) -> bool:
             nonlocal bad
-            if isinstance(node, cst.AssignTarget) and isinstance(node.target, cst.Attribute) and _is_self_attr(
-                node.target, self_name, attr
-            ):
+            if isinstance(node, cst.AssignTarget) and self_attribute(node.target, self_name) == attr:
                 return False
             if isinstance(node, cst.Call):
                 func = node.func
-                if isinstance(func, cst.Attribute) and _is_self_attr(func, self_name, attr):
+                if self_attribute(func, self_name) == attr:
                     allowed.add(id(func))
-                elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Attribute) and _is_self_attr(
-                    func.value, self_name, attr
-                ):
+                elif isinstance(func, cst.Attribute) and self_attribute(func.value, self_name) == attr:
                     allowed.add(id(func.value))
                     if func.attr.value == name:
                         found.append((method, node))
-            elif isinstance(node, cst.Attribute) and _is_self_attr(node, self_name, attr) and id(node) not in allowed:
+            elif self_attribute(node, self_name) == attr and id(node) not in allowed:
                 bad = True
             return True
 
@@ -442,10 +423,6 @@ def _hidden(module: cst.Module, klass: cst.ClassDef) -> bool:
             return True
         node = parents.get(id(node))
     return False
-
-
-def _is_self_attr(node: cst.Attribute, self_name: str, attr: str) -> bool:
-    return isinstance(node.value, cst.Name) and node.value.value == self_name and node.attr.value == attr
 
 
 def _assigned_calls(klass: cst.ClassDef, attr: str, whole: bool = False) -> list[cst.Call]:

@@ -3,7 +3,7 @@ which methods ``__init__`` (or ``forward``) reaches through ``self.method(...)``
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Iterable, Iterator
 
 import libcst as cst
 
@@ -17,6 +17,16 @@ def self_attribute(expr: cst.BaseExpression, self_name: str) -> str | None:
     ):
         return expr.attr.value
     return None
+
+
+def methods(klass: cst.ClassDef) -> Iterator[tuple[cst.FunctionDef, str]]:
+    """Each method defined in ``klass``'s body that takes a first parameter, with that
+    parameter's name (``self`` by convention, any name in fact)."""
+    for method in klass.body.body:
+        if isinstance(method, cst.FunctionDef):
+            params = [*method.params.posonly_params, *method.params.params]
+            if params:
+                yield method, params[0].name.value
 
 
 def self_call(call: cst.Call, self_name: str) -> str | None:

@@ -17,7 +17,9 @@ import libcst as cst
 
 from torchdev_lint.analysis import tree
 from torchdev_lint.analysis.conditions import words
-from torchdev_lint.analysis.callees import Callees, Target, code, parameter_for
+from torchdev_lint.analysis.callees import Callees, Target, parameter_for
+from torchdev_lint.analysis.classes import methods
+from torchdev_lint.analysis.guards import code_of as code
 from torchdev_lint.analysis.imports import dotted_name
 from torchdev_lint.analysis.kinds import (
     NEW_TENSOR_FACTORIES,
@@ -558,12 +560,9 @@ class Uses:
         ):
             return False
         read = False
-        for method in self.klass.body.body:
-            params = [*method.params.posonly_params, *method.params.params] if isinstance(method, cst.FunctionDef) else []
-            if not params:
-                continue
+        for method, self_name in methods(self.klass):
             uses = Uses(method, self.callees, self.klass, self.depth + 1)
-            reads = uses.attribute_reads(params[0].name.value, target.attr.value)
+            reads = uses.attribute_reads(self_name, target.attr.value)
             read = read or bool(reads)
             if any(uses.harmful(r) for r in reads):
                 return False
@@ -800,14 +799,10 @@ def attribute_meets_module(
     used and then replaced in ``forward``; a cache rebuilt before use is not the CPU
     tensor ``__init__`` made. ``callees`` follows the attribute into the calls it is
     handed to."""
-    for method in klass.body.body:
-        if not isinstance(method, cst.FunctionDef) or method.name.value in skipped:
-            continue
-        params = [*method.params.posonly_params, *method.params.params]
-        if not params:
+    for method, self_name in methods(klass):
+        if method.name.value in skipped:
             continue
         uses = Uses(method, callees, klass)
-        self_name = params[0].name.value
         reads = uses.attribute_reads(self_name, attr)
         if before_store:
             stores = uses.attribute_stores(self_name, attr)
