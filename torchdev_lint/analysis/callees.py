@@ -25,6 +25,7 @@ import libcst as cst
 
 from torchdev_lint.analysis import tree
 from torchdev_lint.analysis.classes import methods, self_attribute
+from torchdev_lint.analysis.conditions import is_main_guard
 from torchdev_lint.analysis.guards import code_of as code
 from torchdev_lint.analysis.imports import dotted_name
 from torchdev_lint.analysis.project_index import regular_file_bytes
@@ -418,7 +419,7 @@ def _hidden(module: cst.Module, klass: cst.ClassDef) -> bool:
     node = parents.get(id(klass))
     while node is not None:
         if isinstance(node, cst.FunctionDef) or (
-            isinstance(node, cst.If) and code(node.test).replace("'", '"') == '__name__ == "__main__"'
+            isinstance(node, cst.If) and is_main_guard(node.test)
         ):
             return True
         node = parents.get(id(node))

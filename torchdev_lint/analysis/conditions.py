@@ -342,3 +342,13 @@ def string_test(text: str) -> cst.BaseExpression | None:
         return cst.parse_expression(text)
     except (cst.ParserSyntaxError, RecursionError, ValueError):
         return None
+
+
+def is_main_guard(test: cst.BaseExpression) -> bool:
+    """``__name__ == "__main__"``: the block runs when the file is a script, never on import."""
+    return (
+        isinstance(test, cst.Comparison) and isinstance(test.left, cst.Name) and test.left.value == "__name__"
+        and len(test.comparisons) == 1 and isinstance(test.comparisons[0].operator, cst.Equal)
+        and isinstance(test.comparisons[0].comparator, cst.SimpleString)
+        and test.comparisons[0].comparator.evaluated_value == "__main__"
+    )

@@ -16,7 +16,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchdev_lint.analysis import tree
-from torchdev_lint.analysis.conditions import words
+from torchdev_lint.analysis.conditions import is_main_guard, words
 from torchdev_lint.analysis.callees import Callees, Target, parameter_for
 from torchdev_lint.analysis.classes import methods
 from torchdev_lint.analysis.guards import code_of as code
@@ -962,21 +962,11 @@ def cpu_only_scope(ancestors) -> bool:
                 and not (params.kwonly_params or isinstance(params.star_arg, cst.Param) or params.star_kwarg)
                 and not _names_an_accelerator(node)
             )
-        if isinstance(node, cst.If) and _is_main_test(node.test):
+        if isinstance(node, cst.If) and is_main_guard(node.test):
             return not _names_an_accelerator(node)
         if isinstance(node, cst.ClassDef):
             return False
     return False
-
-
-def _is_main_test(test: cst.BaseExpression) -> bool:
-    """``__name__ == "__main__"``."""
-    return (
-        isinstance(test, cst.Comparison) and isinstance(test.left, cst.Name) and test.left.value == "__name__"
-        and len(test.comparisons) == 1 and isinstance(test.comparisons[0].operator, cst.Equal)
-        and isinstance(test.comparisons[0].comparator, cst.SimpleString)
-        and test.comparisons[0].comparator.evaluated_value == "__main__"
-    )
 
 
 def _names_an_accelerator(root: cst.CSTNode) -> bool:

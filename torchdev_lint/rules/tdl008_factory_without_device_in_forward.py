@@ -335,11 +335,9 @@ class FactoryWithoutDeviceInForward(Rule):
         super().__init__(ctx)
         self.classes: list[_Class] = []
         self.methods: list[_Method] = []  # the methods being visited, outermost class first
-        self.module: cst.Module | None = None
         self.resolver: callees.Callees | None = None
 
     def visit_Module(self, node: cst.Module) -> None:
-        self.module = node  # calls made here are resolved against it
         # One resolver for the file: building it reads every top-level statement, and
         # building one per class made a file of many classes quadratic.
         self.resolver = callees.of_file(self.ctx, node)
