@@ -8,7 +8,6 @@ enclose the call.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
@@ -18,15 +17,13 @@ from torchdev_lint.analysis import conditions, devices, evidence, kinds
 from torchdev_lint.analysis.guards import is_guarded, remember_blocks
 from torchdev_lint.analysis.imports import ImportTable, dotted_name
 from torchdev_lint.analysis.kinds import Kind, Value
+from torchdev_lint.analysis.project_index import names_devices
 from torchdev_lint.finding import Fix
 
 if TYPE_CHECKING:
     from torchdev_lint.rule import Rule
 
 _STEP_METHODS = ("training_step", "validation_step", "test_step", "predict_step")
-# A file that names these may run its models on an accelerator (Lightning and Accelerate
-# place models themselves).
-_DEVICE_WORDS = re.compile(r"cuda|device|\bmps\b|xpu|accelerat|lightning|\.to\(")
 
 
 @dataclass
@@ -112,7 +109,7 @@ class FileContext:
         """The file names a device or moves something to one: a model it calls may be on an
         accelerator. A file that never does runs where torch's default device is."""
         if self._mentions_devices is None:
-            self._mentions_devices = bool(_DEVICE_WORDS.search(self.source))
+            self._mentions_devices = names_devices(self.source)
         return self._mentions_devices
 
     @property

@@ -5,8 +5,9 @@ another file (fairseq's ``FairseqEncoder``), a helper that returns a tensor, or 
 bound by ``from .common import *`` are unknown to it. Before linting, every file of the
 run (and the rest of each one's package) is read with the stdlib ``ast`` (about 15 times
 cheaper than LibCST) to record, per module: its imports (relative ones resolved), its star
-imports, its classes with their bases, and what its functions return. Questions are
-answered lazily and remembered.
+imports, its classes with their bases, what its functions return, the files its
+``torch.save`` calls write and where it names a device. Questions are answered lazily and
+remembered.
 
 The index is plain data (dicts, lists, strings): it pickles for worker processes and the
 cache, and ``facts_for(path)`` says what one file's findings can depend on.
@@ -15,13 +16,29 @@ cache, and ``facts_for(path)`` says what one file's findings can depend on.
 from __future__ import annotations
 
 import ast
+import bisect
 import hashlib
+import itertools
 import os
+import re
 from dataclasses import dataclass, field
 
 from torchdev_lint.analysis import kinds
 
 _MAX_DEPTH = 20  # re-export chains longer than this are not followed
+# Code that names these may put tensors on an accelerator (Lightning and Accelerate place
+# models themselves); code that never does runs where torch's default device is, the CPU.
+# Found with `str.find` (a regex scan of every file of a project costs more than its parse).
+_DEVICE_WORDS = ("cuda", "device", "xpu", "accelerat", "lightning", ".to(")
+_MPS = re.compile(r"\bmps\b")
+_SAVES = frozenset({"torch.save", "torch.serialization.save"})
+_MAX_BINDINGS = 4  # `path = ...` links followed to learn a saved file's name
+# What a call that may write a file is named after (`save_checkpoint`, `hf_hub_download`).
+_WRITER_WORDS = re.compile(r"save|dump|write|download|copy|move|export|link|rename", re.IGNORECASE)
+_LOADS = frozenset({"torch.load", "torch.serialization.load"})
+# Where `_read_files` looks, found in the lower-cased text first: walking every function's
+# tree would cost twice the parse.
+_FILE_WORDS = ("save", "dump", "write", "download", "copy", "move", "export", "link", "rename")
 
 
 @dataclass
@@ -36,6 +53,16 @@ class ModuleFacts:
     returns: dict[str, str] = field(default_factory=dict)
     defined: list[str] = field(default_factory=list)  # other names assigned at top level
     public: list[str] | None = None  # `__all__`
+    # the names (`file_name_shape`) of the files its `torch.save` calls write, and of those
+    # other calls may write (`np.save`, `accelerator.save`, `shutil.copy`, a download)
+    saves: list[str] = field(default_factory=list)
+    other_writes: list[str] = field(default_factory=list)
+    # the names of the files its `torch.load` calls without `map_location` read ("{}":
+    # unknown): what they hold is on the devices it was saved from
+    loads: list[str] = field(default_factory=list)
+    names_devices: bool = False  # its text names a device somewhere (`names_devices`)
+    # top-level defs whose text names a device or loads something (`device_defs`)
+    device_defs: list[str] = field(default_factory=list)
     digest: str = ""  # of the file's bytes: code that follows calls into it depends on them
 
     @property
@@ -261,6 +288,192 @@ def _own_returns(function: ast.AST):
                     stack.extend(block)
 
 
+_PRINTF = re.compile(r"%[-#0 +]*\d*(?:\.\d+)?[a-zA-Z]")
+_FIELD = re.compile(r"\{[^{}]*\}")
+_PLACEHOLDERS = re.compile(r"(?:\{\})+")
+_PATH_WRAPPERS = frozenset({"str", "Path", "os.fspath", "pathlib.Path", "PurePath", "pathlib.PurePath"})
+
+
+def file_name_shape(expr: ast.expr, resolve, depth: int = 0) -> str | None:
+    """The name of the file a path expression names, with ``{}`` for the parts only known
+    when it runs: ``f"{out}/f0_{rank}_{n}.pt"`` and ``os.path.join(d, f"f0_{r}_{n}.pt")``
+    both give ``f0_{}_{}.pt``. ``resolve(name)`` gives the one value a local name was
+    assigned, if any. None when nothing of the name is written in the code (``{}.pt``)."""
+    text = _PLACEHOLDERS.sub("{}", _path_text(expr, resolve, depth))
+    name = text.replace("\\", "/").rsplit("/", 1)[-1]
+    stem = name.rsplit(".", 1)[0] if "." in name else name
+    return name if re.search(r"[A-Za-z0-9]", stem.replace("{}", "")) else None
+
+
+def _path_text(expr: ast.expr, resolve, depth: int) -> str:
+    if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+        return expr.value
+    if isinstance(expr, ast.JoinedStr):
+        return "".join(v.value if isinstance(v, ast.Constant) else "{}" for v in expr.values)
+    if isinstance(expr, ast.BinOp):
+        left, right = _path_text(expr.left, resolve, depth), _path_text(expr.right, resolve, depth)
+        if isinstance(expr.op, ast.Div):
+            return f"{left}/{right}"  # pathlib
+        if isinstance(expr.op, ast.Add):
+            return left + right
+        if isinstance(expr.op, ast.Mod) and isinstance(expr.left, ast.Constant):
+            return _PRINTF.sub("{}", left)
+    if isinstance(expr, ast.Call):
+        func = _dotted(expr.func) or ""
+        last = func.rsplit(".", 1)[-1]
+        args = [a for a in expr.args if not isinstance(a, ast.Starred)]
+        if last == "format" and isinstance(expr.func, ast.Attribute) and isinstance(expr.func.value, ast.Constant):
+            return _FIELD.sub("{}", str(expr.func.value.value))
+        if func in ("os.path.join", "osp.join", "path.join") or last == "joinpath":
+            parts = [expr.func.value] if last == "joinpath" else []
+            return "/".join(_path_text(a, resolve, depth) for a in [*parts, *args])
+        if func in _PATH_WRAPPERS and len(args) == 1 and not expr.keywords:
+            return _path_text(args[0], resolve, depth)
+    if isinstance(expr, ast.Name) and depth < _MAX_BINDINGS:
+        value = resolve(expr.id)
+        if value is not None:
+            return _path_text(value, resolve, depth + 1)
+    return "{}"
+
+
+def _own_nodes(scope: ast.AST):
+    """The nodes of a module's or function's own code, not of functions, classes or
+    lambdas defined in it (they are scopes of their own)."""
+    stack = list(ast.iter_child_nodes(scope))
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            stack.extend(ast.iter_child_nodes(node))
+
+
+def _scopes_at(tree: ast.Module, lines: set[int]) -> list[ast.AST]:
+    """The innermost function (or the module) around each of ``lines``, found through
+    statements only."""
+    functions = []
+    stack = list(tree.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            functions.append(node)
+        for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+            block = getattr(node, name, None)
+            if isinstance(block, list):
+                stack.extend(block)
+    found: dict[int, ast.AST] = {}
+    for line in lines:
+        around = [f for f in functions if f.lineno <= line <= (f.end_lineno or f.lineno)]
+        scope = max(around, key=lambda f: f.lineno) if around else tree
+        found[id(scope)] = scope
+    return list(found.values())
+
+
+def _read_files(reader: _Reader, tree: ast.Module, lines: set[int]) -> tuple[list[str], list[str], list[str]]:
+    """The file names (``file_name_shape``) the module's ``torch.save`` calls write, those
+    of the path arguments of other calls named like writers, and those its ``torch.load``
+    calls without ``map_location`` read (``{}`` when unknown)."""
+    saves: list[str] = []
+    others: list[str] = []
+    loads: list[str] = []
+    for scope in _scopes_at(tree, lines):
+        nodes = list(_own_nodes(scope))
+        single = {  # `path = <value>`: the value of that one name
+            id(n.targets[0]): n.value for n in nodes
+            if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)
+        }
+        assigned: dict[str, list[ast.expr | None]] = {}
+        for node in nodes:  # every binding: loops, `with ... as`, unpacking count, valueless
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                assigned.setdefault(node.id, []).append(single.get(id(node)))
+        if not isinstance(scope, ast.Module):
+            for arg in ast.walk(scope.args):
+                if isinstance(arg, ast.arg):
+                    assigned.setdefault(arg.arg, []).append(None)
+
+        def resolve(name: str, assigned=assigned) -> ast.expr | None:
+            values = assigned.get(name, [])
+            return values[0] if len(values) == 1 else None
+
+        for node in nodes:
+            if not isinstance(node, ast.Call):
+                continue
+            qualified = reader.qualify(node.func)
+            if qualified in _LOADS:
+                if len(node.args) < 2 and all(k.arg != "map_location" for k in node.keywords):
+                    path = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "f"), None)
+                    shape = file_name_shape(path, resolve) if path is not None else None
+                    loads.append(shape or "{}")
+                continue
+            if qualified in _SAVES:
+                path = node.args[1] if len(node.args) > 1 else next(
+                    (k.value for k in node.keywords if k.arg == "f"), None)
+                found, paths = saves, [path] if path is not None else []
+            elif _WRITER_WORDS.search(_dotted(node.func) or ""):
+                found, paths = others, [*node.args, *(k.value for k in node.keywords)]
+            else:
+                continue
+            for path in paths:
+                shape = file_name_shape(path, resolve)
+                if shape is not None and shape not in found:
+                    found.append(shape)
+    return saves, others, loads
+
+
+def names_devices(text: str) -> bool:
+    """``text`` names a device or moves something to one."""
+    return any(word in text for word in _DEVICE_WORDS) or ("mps" in text and _MPS.search(text) is not None)
+
+
+def _device_lines(text: str, lines: "_Lines") -> set[int]:
+    found = lines.containing(_DEVICE_WORDS)
+    if "mps" in text:
+        found |= {lines.of(m.start()) for m in _MPS.finditer(text)}
+    return found
+
+
+def _device_defs(tree: ast.Module, lines: set[int]) -> list[str]:
+    """The top-level functions and classes (decorators included) on any of ``lines``: those
+    that name a device or call a ``load`` (what it loads may be on any device)."""
+    found = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            if any(first <= line <= (node.end_lineno or first) for line in lines):
+                found.append(node.name)
+    return found
+
+
+class _Lines:
+    """Line numbers of offsets in a text."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.ends = list(itertools.accumulate(len(line) for line in text.splitlines(keepends=True)))
+
+    def of(self, offset: int) -> int:
+        return bisect.bisect_right(self.ends, offset) + 1
+
+    def containing(self, words, called: bool = False) -> set[int]:
+        """The lines on which any of ``words`` occurs (``str.find``: no regex scan); with
+        ``called``, only in the name of a call (``save_state(``)."""
+        found = set()
+        for word in words:
+            start = self.text.find(word)
+            while start != -1:
+                if not called or _calls_at(self.text, start + len(word)):
+                    found.add(self.of(start))
+                start = self.text.find(word, start + 1)
+        return found
+
+
+_NAME = re.compile(r"\w*\s*\(")
+
+
+def _calls_at(text: str, offset: int) -> bool:
+    """The identifier going on at ``offset`` is the name of a call."""
+    return _NAME.match(text, offset) is not None
+
+
 def regular_file_bytes(path: str) -> bytes | None:
     """The bytes of a regular file; None for anything else (a named pipe called x.py would
     block the read forever) or a file that cannot be read."""
@@ -287,7 +500,18 @@ def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | No
         return None
     data = source.encode("utf-8", "surrogatepass") if isinstance(source, str) else source
     facts = ModuleFacts(module_name(full)[0], full, digest=hashlib.blake2b(data, digest_size=12).hexdigest())
-    _Reader(facts, os.path.basename(full) == "__init__.py").read(tree)
+    reader = _Reader(facts, os.path.basename(full) == "__init__.py")
+    reader.read(tree)
+    text = data.decode("utf-8", "replace")
+    lines = _Lines(text)
+    lower = _Lines(text.lower())
+    files = lower.containing(_FILE_WORDS, called=True) | lower.containing(["load("])
+    if files:
+        facts.saves, facts.other_writes, facts.loads = _read_files(reader, tree, files)
+    devices = _device_lines(text, lines) if names_devices(text) else set()
+    facts.names_devices = bool(devices)
+    if devices or "load(" in text:
+        facts.device_defs = _device_defs(tree, devices | lines.containing(["load("]))
     return facts
 
 
@@ -470,6 +694,66 @@ class ProjectIndex:
             self._memo[("imported",)] = imported
         return frozenset(imported.get(name, ()))
 
+    def saved_on_cpu(self, shape: str) -> bool:
+        """Every file named ``shape`` (``file_name_shape``) that the project writes, it
+        writes with ``torch.save`` from code that never names a device (``names_devices``):
+        the saving module, the project functions and modules it imports, and every module
+        that imports it, directly or through others (its callers may hand it the data). So
+        the file holds CPU tensors only, and loads on any machine. A module that writes a
+        file of that name any other way (``accelerator.save``, a copy, a download) leaves it
+        unknown. Not seen: a library that moves data to a GPU by itself."""
+        key = ("cpu saved", shape)
+        if key not in self._memo:
+            self._memo[key] = False  # a file made from itself: not known to be CPU
+            every = [m for modules in self.modules.values() for m in modules]
+            writers = [m for m in every if shape in m.saves]
+            self._memo[key] = bool(writers) and not any(shape in m.other_writes for m in every) and all(
+                self._writes_from_cpu(m) for m in writers)
+        return self._memo[key]
+
+    def cpu_saved_names(self) -> tuple[str, ...]:
+        """Every file name ``saved_on_cpu`` holds for: what a load's finding may depend on."""
+        key = ("cpu saved names",)
+        if key not in self._memo:
+            shapes = {s for modules in self.modules.values() for m in modules for s in m.saves}
+            self._memo[key] = tuple(sorted(s for s in shapes if self.saved_on_cpu(s)))
+        return self._memo[key]
+
+    def _writes_from_cpu(self, module: ModuleFacts) -> bool:
+        reached, todo = {module.path}, [module]
+        while todo:  # the module and every module that imports it, transitively
+            current = todo.pop()
+            if current.names_devices or not all(self.saved_on_cpu(s) for s in current.loads):
+                return False  # it may place tensors, or re-save a file loaded onto its devices
+            for importer in self._importers().get(current.path, ()):
+                if importer.path not in reached:
+                    reached.add(importer.path)
+                    todo.append(importer)
+        for qualified in module.names.values():  # what the saving module uses of the project
+            imported = self._module(qualified, module.path)
+            if imported is not None and imported.names_devices:
+                return False
+            found = self.locate(qualified, module.path)
+            if found is not None and found[1] in found[0].device_defs:
+                return False
+        stars = [self._module(star, module.path) for star in module.stars]
+        return not any(m is not None and m.names_devices for m in stars)
+
+    def _importers(self) -> dict[str, list[ModuleFacts]]:
+        """Module path -> the project modules that import it or a name from it."""
+        importers = self._memo.get(("importers",))
+        if importers is None:
+            importers = {}
+            for modules in self.modules.values():
+                for other in modules:
+                    for qualified in [*other.names.values(), *other.stars]:
+                        target = self._module(qualified, other.path) or self._module(
+                            qualified.rpartition(".")[0], other.path)
+                        if target is not None:
+                            importers.setdefault(target.path, []).append(other)
+            self._memo[("importers",)] = importers
+        return importers
+
     def facts_for(self, path: str) -> tuple:
         """What one file's findings may depend on: for each project name it imports (and
         each star import), the answers the index gives about it. A cache key part."""
@@ -487,6 +771,7 @@ class ProjectIndex:
             facts.append((star, tuple(sorted(self.exports(star, full).items()))))
         facts.append(("imported by others", tuple(sorted(self.imported_from(full) or ()))))
         facts.append(("imported", self.imported_digest(full)))
+        facts.append(("saved on the CPU", self.cpu_saved_names()))
         return tuple(facts)
 
 

@@ -1,17 +1,20 @@
 """Where a file that code loads comes from: written by the same function (a round trip in
 one process), by the test that loads it, by another function of the same file after moving
-its tensors to the CPU (a worker's results sent to the main process), or from outside (a path
-argument, a download, a config). Only files from outside can carry tensors saved on
-another machine's devices."""
+its tensors to the CPU (a worker's results sent to the main process), by code of the project
+that never names a device (its own CPU preprocessing), or from outside (a path argument, a
+download, a config). Only files from outside can carry tensors saved on another machine's
+devices."""
 
 from __future__ import annotations
 
+import ast
 import re
 
 import libcst as cst
 
 from torchdev_lint.analysis import tree
 from torchdev_lint.analysis.guards import code_of, is_guarded
+from torchdev_lint.analysis.project_index import file_name_shape
 
 _SAVES = frozenset({"torch.save", "torch.jit.save", "torch.serialization.save"})
 # Methods that write checkpoints or models the test then reads back: `scripted.save(f)`,
@@ -228,6 +231,37 @@ def _calls_before(scope: cst.FunctionDef | cst.Module, call: cst.Call) -> list[c
 
     tree.walk(scope if top_level else scope.body, enter)
     return calls
+
+
+def saved_by_cpu_code(ctx, call: cst.Call) -> bool:
+    """``torch.load(f"{manifest}.f0_stat.pt")`` where the project writes every file of that
+    name with ``torch.save`` from code that never names a device (the project index's
+    ``saved_on_cpu``: its own CPU preprocessing): the file holds CPU tensors only."""
+    target = loaded_file(call)
+    if ctx.index is None or target is None:
+        return False
+    scope = ctx.function if ctx.function is not None else (ctx.ancestors[0] if ctx.ancestors else None)
+    shape = file_name_shape(_as_ast(target), lambda name: _single_value(ctx, scope, name))
+    return shape is not None and ctx.index.saved_on_cpu(shape)
+
+
+def _as_ast(expr: cst.BaseExpression) -> ast.expr:
+    """The stdlib tree of an expression, for the analyses the project index shares."""
+    try:
+        return ast.parse(f"({code_of(expr)})", mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return ast.Name("_", ast.Load())  # unknown
+
+
+def _single_value(ctx, scope: cst.CSTNode | None, name: str) -> ast.expr | None:
+    """The value of ``name = <value>`` when that is the name's only binding in the scope."""
+    sites = ctx.bindings(scope).get(name, ()) if scope is not None else ()
+    if len(sites) != 1 or not isinstance(sites[0], cst.Assign):
+        return None
+    assign = sites[0]
+    if len(assign.targets) != 1 or not isinstance(assign.targets[0].target, cst.Name):
+        return None
+    return _as_ast(assign.value)
 
 
 def in_accelerator_test(ctx, ancestors) -> bool:

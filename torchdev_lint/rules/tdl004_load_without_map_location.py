@@ -44,6 +44,16 @@ class LoadWithoutMapLocation(Rule):
     file holds no tensor to map. One entry of a container (`torch.from_numpy(table[n])`)
     is flagged: its other entries may be tensors, and `torch.load` restores them all.
 
+    Nor a file that the project's own CPU code writes (its preprocessing): when every
+    `torch.save` in the project that writes a file of the loaded name (`f"{manifest}.f0_stat.pt"`
+    and `f"{out}.f0_stat.pt"` both name `{}.f0_stat.pt`) is in code that never names a device
+    (no `cuda`, `device`, `.to(`, `mps`, `xpu`, accelerator or Lightning): the saving module,
+    the project functions it calls by import, every module that imports it (its callers may
+    hand it the data), and no load without `map_location` in them but of such files. This
+    needs the project index (a run over the project, or its package): a file linted alone,
+    or a name spelled only by variables (`f"{name}.pt"`), is flagged. Not seen: a
+    library that moves data to a GPU by itself, or a file of that name from elsewhere.
+
     Nor loads in test code that only runs where an accelerator is (a decorator such as
     `@require_torch_accelerator` or `@RunIf(min_cuda_gpus=1)` on the test or its class,
     or a guard): such a test runs in one process on the project's own GPU machines, where a
@@ -212,6 +222,7 @@ class LoadWithoutMapLocation(Rule):
             or provenance.in_accelerator_test(self.ctx, ancestors)
             or provenance.sent_from_cpu(self.ctx, node)
             or provenance.only_arrays(self.ctx, node)
+            or provenance.saved_by_cpu_code(self.ctx, node)
         ):
             return
         self.report(node, fix=lambda: self._fix(node, ancestors))
