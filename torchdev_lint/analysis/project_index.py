@@ -34,11 +34,11 @@ _MPS = re.compile(r"\bmps\b")
 _SAVES = frozenset({"torch.save", "torch.serialization.save"})
 _MAX_BINDINGS = 4  # `path = ...` links followed to learn a saved file's name
 # What a call that may write a file is named after (`save_checkpoint`, `hf_hub_download`).
-_WRITER_WORDS = re.compile(r"save|dump|write|download|copy|move|export|link|rename", re.IGNORECASE)
-_LOADS = frozenset({"torch.load", "torch.serialization.load"})
-# Where `_read_files` looks, found in the lower-cased text first: walking every function's
-# tree would cost twice the parse.
+# `_read_files` looks only around them (and `load(`), found in the lower-cased text first:
+# walking every function's tree would cost twice the parse.
 _FILE_WORDS = ("save", "dump", "write", "download", "copy", "move", "export", "link", "rename")
+_WRITER_WORDS = re.compile("|".join(_FILE_WORDS), re.IGNORECASE)
+_LOADS = frozenset({"torch.load", "torch.serialization.load"})
 
 
 @dataclass
@@ -337,13 +337,13 @@ def _path_text(expr: ast.expr, resolve, depth: int) -> str:
 
 
 def _own_nodes(scope: ast.AST):
-    """The nodes of a module's or function's own code, not of functions, classes or
-    lambdas defined in it (they are scopes of their own)."""
+    """The nodes of a module's or function's own code (class bodies included), not of
+    functions or lambdas defined in it (they are scopes of their own)."""
     stack = list(ast.iter_child_nodes(scope))
     while stack:
         node = stack.pop()
         yield node
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             stack.extend(ast.iter_child_nodes(node))
 
 
