@@ -142,3 +142,14 @@ def test_a_cached_result_is_not_reused_once_the_writer_changes(project, capsys, 
     stats = project / "prep/stats.py"
     stats.write_text(stats.read_text().replace("torch.tensor(v)", "torch.tensor(v).cuda()"))
     assert findings(capsys, project, cache=cache) == [LOAD]
+
+
+def test_a_path_of_thousands_of_pieces_is_read_without_failing(project, capsys):
+    # Hostile input: a save whose path is a chain of 900 concatenations still leaves the
+    # run with its findings (the load's file name is not spelled by the save).
+    pieces = " + ".join(['"a"'] * 900)
+    write(project, {
+        "prep/save.py": f"import torch\n\ndef dump(x):\n    torch.save(x, {pieces} + '.pt')\n",
+        "load.py": "import torch\n\ndef read():\n    return torch.load('aaaa.pt')\n",
+    })
+    assert findings(capsys, project) == [("load.py", 4, 12)]

@@ -33,6 +33,7 @@ _DEVICE_WORDS = ("cuda", "device", "xpu", "accelerat", "lightning", ".to(")
 _MPS = re.compile(r"\bmps\b")
 _SAVES = frozenset({"torch.save", "torch.serialization.save"})
 _MAX_BINDINGS = 4  # `path = ...` links followed to learn a saved file's name
+_MAX_NESTING = 50  # operations inside one path expression
 # What a call that may write a file is named after (`save_checkpoint`, `hf_hub_download`).
 # `_read_files` looks only around them (and `load(`), found in the lower-cased text first:
 # walking every function's tree would cost twice the parse.
@@ -305,13 +306,16 @@ def file_name_shape(expr: ast.expr, resolve, depth: int = 0) -> str | None:
     return name if re.search(r"[A-Za-z0-9]", stem.replace("{}", "")) else None
 
 
-def _path_text(expr: ast.expr, resolve, depth: int) -> str:
+def _path_text(expr: ast.expr, resolve, depth: int, nesting: int = 0) -> str:
+    if nesting > _MAX_NESTING:
+        return "{}"  # `"a" + "b" + ...` thousands deep: no file name is spelled so
+    nesting += 1
     if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
         return expr.value
     if isinstance(expr, ast.JoinedStr):
         return "".join(v.value if isinstance(v, ast.Constant) else "{}" for v in expr.values)
     if isinstance(expr, ast.BinOp):
-        left, right = _path_text(expr.left, resolve, depth), _path_text(expr.right, resolve, depth)
+        left, right = _path_text(expr.left, resolve, depth, nesting), _path_text(expr.right, resolve, depth, nesting)
         if isinstance(expr.op, ast.Div):
             return f"{left}/{right}"  # pathlib
         if isinstance(expr.op, ast.Add):
@@ -326,13 +330,13 @@ def _path_text(expr: ast.expr, resolve, depth: int) -> str:
             return _FIELD.sub("{}", str(expr.func.value.value))
         if func in ("os.path.join", "osp.join", "path.join") or last == "joinpath":
             parts = [expr.func.value] if last == "joinpath" else []
-            return "/".join(_path_text(a, resolve, depth) for a in [*parts, *args])
+            return "/".join(_path_text(a, resolve, depth, nesting) for a in [*parts, *args])
         if func in _PATH_WRAPPERS and len(args) == 1 and not expr.keywords:
-            return _path_text(args[0], resolve, depth)
+            return _path_text(args[0], resolve, depth, nesting)
     if isinstance(expr, ast.Name) and depth < _MAX_BINDINGS:
         value = resolve(expr.id)
         if value is not None:
-            return _path_text(value, resolve, depth + 1)
+            return _path_text(value, resolve, depth + 1, nesting)
     return "{}"
 
 
@@ -360,11 +364,11 @@ def _scopes_at(tree: ast.Module, lines: set[int]) -> list[ast.AST]:
             block = getattr(node, name, None)
             if isinstance(block, list):
                 stack.extend(block)
-    found: dict[int, ast.AST] = {}
-    for line in lines:
-        around = [f for f in functions if f.lineno <= line <= (f.end_lineno or f.lineno)]
-        scope = max(around, key=lambda f: f.lineno) if around else tree
-        found[id(scope)] = scope
+    owner: dict[int, ast.AST] = {}  # line -> innermost function: inner ones start later
+    for function in sorted(functions, key=lambda f: f.lineno):
+        for line in range(function.lineno, (function.end_lineno or function.lineno) + 1):
+            owner[line] = function
+    found = {id(s): s for s in (owner.get(line, tree) for line in lines)}
     return list(found.values())
 
 
@@ -372,8 +376,8 @@ def _read_files(reader: _Reader, tree: ast.Module, lines: set[int]) -> tuple[lis
     """The file names (``file_name_shape``) the module's ``torch.save`` calls write, those
     of the path arguments of other calls named like writers, and those its ``torch.load``
     calls without ``map_location`` read (``{}`` when unknown)."""
-    saves: list[str] = []
-    others: list[str] = []
+    saves: dict[str, None] = {}  # ordered sets
+    others: dict[str, None] = {}
     loads: list[str] = []
     for scope in _scopes_at(tree, lines):
         nodes = list(_own_nodes(scope))
@@ -414,9 +418,9 @@ def _read_files(reader: _Reader, tree: ast.Module, lines: set[int]) -> tuple[lis
                 continue
             for path in paths:
                 shape = file_name_shape(path, resolve)
-                if shape is not None and shape not in found:
-                    found.append(shape)
-    return saves, others, loads
+                if shape is not None:
+                    found[shape] = None
+    return list(saves), list(others), loads
 
 
 def names_devices(text: str) -> bool:
@@ -434,11 +438,13 @@ def _device_lines(text: str, lines: "_Lines") -> set[int]:
 def _device_defs(tree: ast.Module, lines: set[int]) -> list[str]:
     """The top-level functions and classes (decorators included) on any of ``lines``: those
     that name a device or call a ``load`` (what it loads may be on any device)."""
+    ordered = sorted(lines)
     found = []
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
-            if any(first <= line <= (node.end_lineno or first) for line in lines):
+            at = bisect.bisect_left(ordered, first)
+            if at < len(ordered) and ordered[at] <= (node.end_lineno or first):
                 found.append(node.name)
     return found
 
@@ -705,21 +711,40 @@ class ProjectIndex:
         key = ("cpu saved", shape)
         if key not in self._memo:
             self._memo[key] = False  # a file made from itself: not known to be CPU
-            every = [m for modules in self.modules.values() for m in modules]
-            writers = [m for m in every if shape in m.saves]
-            self._memo[key] = bool(writers) and not any(shape in m.other_writes for m in every) and all(
-                self._writes_from_cpu(m) for m in writers)
+            writers, others = self._writers()
+            self._memo[key] = shape in writers and shape not in others and all(
+                self._writes_from_cpu(m) for m in writers[shape])
         return self._memo[key]
 
     def cpu_saved_names(self) -> tuple[str, ...]:
         """Every file name ``saved_on_cpu`` holds for: what a load's finding may depend on."""
         key = ("cpu saved names",)
         if key not in self._memo:
-            shapes = {s for modules in self.modules.values() for m in modules for s in m.saves}
-            self._memo[key] = tuple(sorted(s for s in shapes if self.saved_on_cpu(s)))
+            self._memo[key] = tuple(sorted(s for s in self._writers()[0] if self.saved_on_cpu(s)))
+        return self._memo[key]
+
+    def _writers(self) -> tuple[dict[str, list[ModuleFacts]], set[str]]:
+        """File name -> the modules whose ``torch.save`` writes it; the names other calls write."""
+        key = ("writers",)
+        if key not in self._memo:
+            writers: dict[str, list[ModuleFacts]] = {}
+            others: set[str] = set()
+            for modules in self.modules.values():
+                for module in modules:
+                    for shape in module.saves:
+                        writers.setdefault(shape, []).append(module)
+                    others.update(module.other_writes)
+            self._memo[key] = writers, others
         return self._memo[key]
 
     def _writes_from_cpu(self, module: ModuleFacts) -> bool:
+        key = ("writes from cpu", module.path)
+        if key not in self._memo:
+            self._memo[key] = False  # while it is being answered (a cycle of loads)
+            self._memo[key] = self._fed_from_cpu(module)
+        return self._memo[key]
+
+    def _fed_from_cpu(self, module: ModuleFacts) -> bool:
         reached, todo = {module.path}, [module]
         while todo:  # the module and every module that imports it, transitively
             current = todo.pop()
