@@ -192,6 +192,18 @@ def test_forward_uses_its_tensor_input():
     assert fixed(code, unsafe=True) == code.replace('device="cuda"', "device=x.device")
 
 
+def test_forward_never_takes_the_device_of_an_input_read_by_string_keys():
+    # `batch["mask"]`: `batch` is a mapping, `batch.device` would raise; `x` is the tensor
+    code = (
+        "import torch\nimport torch.nn as nn\n"
+        "class Net(nn.Module):\n"
+        "    def forward(self, batch, x):\n"
+        '        return batch["mask"] * x + torch.ones(3, device="cuda")\n'
+    )
+    assert findings(code) == [(5, 57)]
+    assert fixed(code, unsafe=True) == code.replace('device="cuda"', "device=x.device")
+
+
 def test_existing_device_keeps_torch_device_around_it():
     code = 'import torch\ndevice = "cpu"\nwith torch.device("cuda"):\n    pass\n'
     assert fixed(code, unsafe=True) == code.replace('torch.device("cuda")', "torch.device(device)")

@@ -908,3 +908,70 @@ def test_returned_indices_of_a_class_another_file_imports(tmp_path):
     assert lint_project(tmp_path, files, "pkg/m.py") == [(line, 15)]
     del files["pkg/other.py"]
     assert lint_project(tmp_path / "alone", files, "pkg/m.py") == []
+
+
+# -- a scalar the same statement sizes a factory with; a parameter used as a mapping --------
+
+TIMESTEPS = module("""\
+def __init__(self, size=256):
+    super().__init__()
+    self.size = size
+
+@staticmethod
+def embedding(t, dim, max_period=10000):
+    half = dim // 2
+    freqs = torch.exp(
+        -math.log(max_period) * torch.arange(start=0, end=half, dtype=torch.float32) / half
+    ).to(device=t.device)
+    args = t[:, None].float() * freqs[None]
+    return torch.cat([torch.cos(args), torch.sin(args)], dim=-1)
+
+def forward(self, t):
+    return self.embedding(t, self.size)
+""", head="import math\n" + HEAD)
+
+
+def test_a_divisor_that_sizes_the_factory_in_the_same_statement_is_a_scalar():
+    # `half` is the `end` of the arange it divides: a number or a 0-dim tensor (arange takes
+    # nothing else), and a 0-dim tensor meets tensors on any device; the result is moved
+    assert findings(TIMESTEPS) == []
+
+
+@pytest.mark.parametrize("change", [
+    # the divisor is another value, which may be a tensor on the GPU
+    ("torch.float32) / half", "torch.float32) / t"),
+    # nothing in the statement is sized by `half` (`dim` may be a tensor, `half` with it)
+    ("end=half, dtype", "end=8, dtype"),
+    # the sized factory is the one that is followed, but its result is not moved
+    ("    ).to(device=t.device)\n", "    )\n"),
+])
+def test_a_divisor_not_known_to_be_a_scalar_is_flagged(change):
+    code = TIMESTEPS.replace(*change)
+    line = next(i for i, text in enumerate(code.splitlines(), 1) if "torch.arange(start=0" in text)
+    assert findings(code) == [(line, 37)]
+
+
+MATCHER = module("""\
+def forward(self, outputs, targets):
+    probs = outputs["pred_logits"].softmax(-1)
+    boxes = torch.cat([t["boxes"] for t in targets])
+    cost = torch.cdist(probs, boxes).cpu()
+    pairs = [assign(c) for c in cost]
+    return [(torch.as_tensor(i, dtype=torch.int64), torch.as_tensor(j)) for i, j in pairs]
+""")
+
+
+def test_a_parameter_read_by_string_keys_is_no_tensor_to_take_a_device_from():
+    # `outputs["pred_logits"]`: a tensor cannot be indexed by a string, so `outputs` is a
+    # mapping and `outputs.device` would raise; `targets` yields such mappings. No input is
+    # a tensor to take a device from.
+    assert findings(MATCHER) == []
+
+
+def test_a_parameter_read_by_integer_index_may_still_be_a_tensor():
+    code = MATCHER.replace('outputs["pred_logits"]', "outputs[0]")
+    assert findings(code) == [(9, 18), (9, 57)]
+    assert "torch.as_tensor(i, dtype=torch.int64, device=outputs.device)" in fixed(code)
+    # `targets` yields tensors here: it may be the tensor input
+    code = MATCHER.replace('outputs["pred_logits"]', 'outputs.logits').replace('t["boxes"]', "t[0]")
+    assert findings(code) == [(9, 18), (9, 57)]

@@ -18,6 +18,7 @@ import libcst as cst
 
 from torchdev_lint.analysis import tree
 from torchdev_lint.analysis.imports import dotted_name
+from torchdev_lint.analysis.kinds import keyed_by_strings
 
 if TYPE_CHECKING:
     from torchdev_lint.analysis.context import FileContext
@@ -217,12 +218,14 @@ def _class_has_device(node: cst.ClassDef) -> bool:
 
 
 def _tensor_parameter(function: cst.CSTNode, avoid: str | None) -> str | None:
-    """The first tensor input of ``forward``: a tensor whose device is at hand."""
+    """The first tensor input of ``forward``: a tensor whose device is at hand (not one read
+    by string keys, a mapping: ``kinds.keyed_by_strings``)."""
     if not isinstance(function, cst.FunctionDef) or function.name.value != "forward":
         return None
     params = function.params.params[1:]
+    mappings = keyed_by_strings(function)
     for param in params:
-        if param.default is None and param.name.value != avoid:
+        if param.default is None and param.name.value != avoid and param.name.value not in mappings:
             return param.name.value
     return None
 

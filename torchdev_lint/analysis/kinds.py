@@ -311,3 +311,44 @@ def method_call_value(receiver: Value, method: str, call: cst.Call) -> Value:
         if receiver.maybe_accelerator and method not in NON_TENSOR_METHODS and method != "cpu":
             return receiver
     return UNKNOWN
+
+
+def keyed_by_strings(function: cst.FunctionDef) -> set[str]:
+    """Names the function reads with a string key (``outputs["logits"]``), and names it
+    iterates into such a name (``for t in targets: t["boxes"]``): a tensor cannot be
+    indexed by a string (nor yields anything that can), so wherever the code runs they hold
+    mappings or containers of them, never a tensor with a ``.device``. Nested functions and
+    classes are their own scopes and are not read."""
+    found: set[str] = set()
+    loops: list[tuple[str, str]] = []  # (loop variable, iterated name)
+
+    class _Keys(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is function
+
+        def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+            return False
+
+        def visit_Subscript(self, node: cst.Subscript) -> None:
+            if (
+                isinstance(node.value, cst.Name) and len(node.slice) == 1
+                and isinstance(node.slice[0].slice, cst.Index)
+                and isinstance(node.slice[0].slice.value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))
+            ):
+                found.add(node.value.value)
+
+        def _loop(self, node: cst.For | cst.CompFor) -> None:
+            if isinstance(node.target, cst.Name) and isinstance(node.iter, cst.Name):
+                loops.append((node.target.value, node.iter.value))
+
+        visit_For = visit_CompFor = _loop
+
+    function.visit(_Keys())
+    grown = True
+    while grown:
+        grown = False
+        for variable, iterated in loops:
+            if variable in found and iterated not in found:
+                found.add(iterated)
+                grown = True
+    return found

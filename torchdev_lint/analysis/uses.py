@@ -56,6 +56,12 @@ _MAX_WEIGHED = 40  # names weighed through each other's bindings at once
 # Keyword arguments that carry no tensor: an op given these alone mixes nothing.
 _OPTION_KEYWORDS = frozenset("""dim dims axis dtype keepdim device layout requires_grad
     non_blocking batch_first enforce_sorted descending stable sorted return_counts""".split())
+# Factories whose arguments (sizes, bounds, fill values; not data) take only numbers or
+# 0-dim tensors, and the keywords that name those arguments.
+_SCALAR_TAKERS = frozenset("""torch.arange torch.range torch.linspace torch.logspace torch.zeros
+    torch.ones torch.empty torch.full torch.rand torch.randn torch.randint torch.randperm
+    torch.eye range""".split())
+_SCALAR_KEYWORDS = frozenset("start end step steps size n m low high fill_value".split())
 
 
 class Uses:
@@ -452,9 +458,40 @@ class Uses:
                 self._harmful(comparison, seen)
             )
         operands = _operands(parent)
-        if any(not self._beside(o) for o in operands if o is not node):
+        if any(not self._beside(o) and not self._scalar_here(o, parent) for o in operands if o is not node):
             return True  # meets the other operand
         return self._harmful(parent, seen)
+
+    def _scalar_here(self, expr: cst.BaseExpression, operation: cst.CSTNode) -> bool:
+        """``torch.arange(end=half) / half``: ``expr`` also sizes or bounds a factory in the
+        statement that computes ``operation``, so wherever the program runs at all it is a
+        number or a 0-dim tensor (factories take nothing else there), and a 0-dim tensor meets
+        tensors on any device. Only in one statement that binds no name inside (no walrus,
+        no comprehension), so both places read the same value."""
+        if not _pure(expr):
+            return False
+        statement = operation
+        while statement is not None and not isinstance(statement, cst.BaseSmallStatement):
+            statement = self.parents.get(id(statement))
+        if statement is None:
+            return False
+        wanted, found, binds = code(expr), False, False
+
+        def enter(node: cst.CSTNode) -> bool:
+            nonlocal found, binds
+            if isinstance(node, (cst.NamedExpr, cst.CompFor, cst.Lambda)):
+                binds = True
+            elif isinstance(node, cst.Call) and (self.qualify(node.func) or "") in _SCALAR_TAKERS:
+                for arg in node.args:
+                    if arg.star or (arg.keyword is not None and arg.keyword.value not in _SCALAR_KEYWORDS):
+                        continue
+                    value = arg.value
+                    sizes = [e.value for e in value.elements] if isinstance(value, (cst.Tuple, cst.List)) else [value]
+                    found = found or any(code(v) == wanted for v in sizes)
+            return not binds
+
+        tree.walk(statement, enter)
+        return found and not binds
 
     def _element(self, element: cst.CSTNode, seen: set[str]) -> bool:
         container = self.parents.get(id(element))
@@ -818,6 +855,20 @@ def _operands(node: cst.CSTNode) -> list[cst.BaseExpression]:
     if isinstance(node, cst.Comparison):
         return [node.left, *(c.comparator for c in node.comparisons)]
     return []
+
+
+def _pure(expr: cst.BaseExpression) -> bool:
+    """Names, attributes and numbers combined by operators: reading it twice in one
+    statement gives the same value."""
+    if isinstance(expr, (cst.Name, cst.Integer, cst.Float)):
+        return True
+    if isinstance(expr, cst.Attribute):
+        return _pure(expr.value)
+    if isinstance(expr, cst.BinaryOperation):
+        return _pure(expr.left) and _pure(expr.right)
+    if isinstance(expr, cst.UnaryOperation):
+        return _pure(expr.expression)
+    return False
 
 
 def _constant(expr: cst.BaseExpression) -> bool:

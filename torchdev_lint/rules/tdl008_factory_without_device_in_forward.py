@@ -15,6 +15,7 @@ from torchdev_lint.analysis.kinds import (
     RANDOM_FACTORIES,
     Kind,
     annotation_says_tensor,
+    keyed_by_strings,
     changes_dtype_only,
 )
 from torchdev_lint.finding import Applicability, Fix
@@ -123,6 +124,11 @@ class FactoryWithoutDeviceInForward(Rule):
     constant, a parameter annotated `float`) is no tensor. Code is followed one file deep. A
     parameter that every caller in the class
     gives a tensor built on the CPU (`self.pad(torch.LongTensor(ids))`) is no GPU input.
+    A value that also sizes or bounds a factory in the same statement
+    (`torch.arange(end=half) / half`) is a number or a 0-dim tensor, which meets tensors
+    anywhere. An input the method reads by string keys (`outputs["logits"]`, or one that
+    yields such mappings: `for t in targets: t["boxes"]`) is no tensor: the rule does not
+    take a device from it, and without another tensor input does not flag.
 
     It does not flag the `*_like` factories (they follow their input), a factory whose
     result is moved straight away (`torch.arange(n).to(x.device)`, `.to(x)`,
@@ -243,8 +249,28 @@ class FactoryWithoutDeviceInForward(Rule):
         Valid("import torch\nimport torch.nn as nn\nclass Net(nn.Module):\n"
               "    def forward(self, x):\n        return self.embed(self.pad(torch.LongTensor([1, 2])))\n"
               "    def pad(self, ids):\n        return torch.cat((ids, torch.zeros(4).long()))\n"),
+        # Divided by the arange's own bound (a scalar), then moved to the input's device.
+        Valid("import math\nimport torch\nimport torch.nn as nn\nclass Net(nn.Module):\n"
+              "    def forward(self, t, dim):\n        half = dim // 2\n"
+              "        freqs = torch.exp(-math.log(1e4) * torch.arange(half) / half).to(t.device)\n"
+              "        return t[:, None] * freqs\n"),
+        # Both inputs are mappings (read by string keys): no tensor input to meet.
+        Valid("import torch\nimport torch.nn as nn\nclass Matcher(nn.Module):\n"
+              "    def forward(self, outputs, targets):\n"
+              "        sizes = [len(t[\"boxes\"]) for t in targets]\n"
+              "        return outputs[\"logits\"], torch.as_tensor(sizes)\n"),
     ]
     INVALID = [
+        Invalid(  # divided by a bound of another statement, which may be a GPU tensor
+            "import torch\nimport torch.nn as nn\nclass Net(nn.Module):\n"
+            "    def forward(self, t, dim):\n        half = dim // 2\n"
+            "        freqs = (torch.arange(8) / half).to(t.device)\n        return t * freqs\n",
+            6, 18,
+            "import torch\nimport torch.nn as nn\nclass Net(nn.Module):\n"
+            "    def forward(self, t, dim):\n        half = dim // 2\n"
+            "        freqs = (torch.arange(8, device=t.device) / half).to(t.device)\n        return t * freqs\n",
+            unsafe=False,
+        ),
         Invalid(  # handed to a method that mixes it with the input
             "import torch\nimport torch.nn as nn\nclass Net(nn.Module):\n"
             "    def forward(self, x):\n        return self.shift(x, torch.arange(x.size(1)))\n"
@@ -539,6 +565,8 @@ class FactoryWithoutDeviceInForward(Rule):
             )
             flow = _Flow(method.node) if method.factories else None
             followed = uses.Uses(method.node, self.resolver, klass.node) if method.factories else None
+            # read by string keys (`outputs["logits"]`): a mapping, not a tensor with a device
+            mappings = keyed_by_strings(method.node) if method.factories else set()
             for factory in method.factories:
                 if factory.assigned and (
                     flow.moves_any(factory.assigned, callers_move) or flow.only_indexes(factory.assigned)
@@ -548,7 +576,7 @@ class FactoryWithoutDeviceInForward(Rule):
                     continue  # never meets the module's tensors, leaves or is stored
                 candidates = [
                     param for param, usable in factory.usable
-                    if usable and param.name in tensors
+                    if usable and param.name in tensors and param.name not in mappings
                     and (method_name == "forward" or _unchanged(method, param.name, self.ctx))
                 ]
                 if not candidates:
