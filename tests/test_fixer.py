@@ -97,6 +97,39 @@ def test_a_fix_after_the_late_import_is_still_offered(tmp_path, monkeypatch, cap
         "c = torch.zeros(2).to(device)\n")
 
 
+# A module written to load without torch: it imports torch only under a condition.
+OPTIONAL_TORCH = [
+    "from .utils import is_torch_available\n\nif is_torch_available():\n    import torch\n\n\n"
+    "def place(model):\n    model.to(torch.cuda.current_device())\n",
+    "try:\n    import torch\nexcept ImportError:\n    torch = None\n\n\n"
+    "def place(model):\n    return model.cuda()\n",
+    "def place(model):\n    import torch\n\n    return model.to('cuda')\n",
+]
+
+
+@pytest.mark.parametrize("source", OPTIONAL_TORCH)
+def test_a_fix_that_would_import_torch_at_the_top_of_an_optional_torch_module_is_unsafe(
+        tmp_path, monkeypatch, capsys, source):
+    """A top-level `import torch` (and a default device built at import time) would make
+    the module fail to load where torch is missing, which its guarded import allows."""
+    (tmp_path / "m.py").write_text(source)
+    _, out, _ = run(monkeypatch, tmp_path, capsys, "--format", "json", "m.py")
+    assert [(f["line"], f["fix_applicability"]) for f in json.loads(out)] == [
+        (len(source.splitlines()), "unsafe")]
+    run(monkeypatch, tmp_path, capsys, "--fix", "m.py")
+    assert (tmp_path / "m.py").read_text() == source
+    run(monkeypatch, tmp_path, capsys, "--fix", "--unsafe-fixes", "m.py")
+    assert "import torch\ndevice = " in (tmp_path / "m.py").read_text() or "torch.cuda.is_available()" in (
+        tmp_path / "m.py").read_text()
+
+
+def test_a_module_that_imports_torch_at_the_top_keeps_its_safe_fix(tmp_path, monkeypatch, capsys):
+    source = "import torch\n\n\ndef place(model):\n    import torch.nn\n    return model.cuda()\n"
+    (tmp_path / "m.py").write_text(source)
+    _, out, _ = run(monkeypatch, tmp_path, capsys, "--format", "json", "m.py")
+    assert [f["fix_applicability"] for f in json.loads(out)] == ["safe"]
+
+
 @pytest.fixture
 def chain_rules():
     """Two rules where fixing one creates work for the next (`aaa` -> `bbb` -> `ccc`), and

@@ -83,3 +83,57 @@ def test_a_public_helper_is_silent_only_while_no_other_module_imports_it(tmp_pat
     assert [(f.line, f.column) for f in lint_source(path, helper, [TDL001], index=index).findings] == [(2, 5)]
     # Without an index (one file at a time) a public function stays checked.
     assert [(f.line, f.column) for f in lint_source(path, helper, [TDL001]).findings] == [(2, 5)]
+
+
+# -- what the fix may do safely ------------------------------------------------------------
+
+def fix_of(code):
+    from torchdev_lint.fixer import fix_file
+
+    result = lint_source("t.py", textwrap.dedent(code), [TDL001])
+    [finding] = result.findings
+    return finding.fix.applicability.value, fix_file(result, unsafe=True).source
+
+
+@pytest.mark.parametrize("index", ["0", "1", "'cuda:1'", "int(os.environ['LOCAL_RANK'])",
+                                   "torch.cuda.current_device()"])
+def test_an_index_that_is_never_none_is_kept_by_a_safe_fix(index):
+    code = f"import os\nimport torch\ndef load(x):\n    return x.cuda({index})\n"
+    applicability, source = fix_of(code)
+    assert applicability == "safe"
+    assert f'x.to({index} if torch.cuda.is_available() else "cpu")' in source
+
+
+@pytest.mark.parametrize("call", ["x.cuda(gpu)", "x.cuda(device=gpu)", "x.cuda(gpu, non_blocking=True)"])
+def test_an_index_that_may_be_none_makes_the_fix_unsafe(call):
+    # `.cuda(None)` moves to the current GPU; `.to(None)` moves nothing: with `gpu=None` the
+    # fixed program would leave the tensor on the CPU of a GPU machine
+    code = f"import torch\ndef load(x, gpu=None):\n    return {call}\n"
+    assert findings(code) == [("TDL001", 3, 12)]
+    assert fix_of(code)[0] == "unsafe"
+
+
+def test_the_default_device_is_not_added_where_the_file_reads_a_device_it_does_not_bind():
+    # `device` comes from the star import: a module-level default would replace it for
+    # `model.to(device)` too. The default is spelled out where it is used instead.
+    code = (
+        "import torch\nfrom settings import *\n\n\ndef run(model, x):\n"
+        "    model.to(device)\n    return model(x.cuda())\n"
+    )
+    applicability, source = fix_of(code)
+    assert applicability == "safe"
+    assert source == code.replace(
+        "x.cuda()", 'x.to(torch.device("cuda" if torch.cuda.is_available() else "cpu"))')
+
+
+def test_the_default_device_is_added_where_every_read_of_device_is_bound():
+    # a parameter and a local of that name read in their own functions: nothing changes
+    code = (
+        "import torch\n\n\ndef place(model, device):\n    return model.to(device)\n\n\n"
+        "def other(model):\n    device = 'cpu'\n    return model.to(device)\n\n\n"
+        "def run(model, x):\n    return model(x.cuda())\n"
+    )
+    applicability, source = fix_of(code)
+    assert applicability == "safe"
+    assert 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n' in source
+    assert "model(x.to(device))" in source

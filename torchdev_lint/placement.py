@@ -18,7 +18,8 @@ import libcst as cst
 
 from torchdev_lint.analysis import tree
 from torchdev_lint.analysis.devices import DEVICE_NAME, default_device_definition
-from torchdev_lint.finding import Finding
+from torchdev_lint.analysis.imports import dotted_name
+from torchdev_lint.finding import Applicability, Finding
 
 
 @functools.cache
@@ -158,6 +159,8 @@ def withhold_unplaceable(module: cst.Module, findings: list[Finding]) -> None:
     where = place(module)
     early = _early(module, where)
     fixed = [f for f in findings if f.fix is not None]
+    if not where.imported and fixed and _imports_torch_inside(module):
+        _unsafe_where_torch_is_added(fixed)
     if not early or not fixed:
         return
 
@@ -173,6 +176,39 @@ def withhold_unplaceable(module: cst.Module, findings: list[Finding]) -> None:
             name = DEVICE_NAME if finding.fix.needs_default_device else where.torch_name
             finding.fix = None
             finding.message += f" (no automatic fix here: it would read `{name}` before torch is imported)"
+
+
+def _imports_torch_inside(module: cst.Module) -> bool:
+    """The module imports torch only inside a block or a function (``if
+    is_torch_available(): import torch``, ``try: import torch``): it is written to load
+    where torch is missing."""
+    found = False
+
+    def enter(node: cst.CSTNode) -> bool:
+        nonlocal found
+        if isinstance(node, cst.Import):
+            found = found or any((dotted_name(a.name) or "").split(".")[0] == "torch" for a in node.names)
+        elif isinstance(node, cst.ImportFrom) and node.module is not None and not node.relative:
+            found = found or (dotted_name(node.module) or "").split(".")[0] == "torch"
+        return not found
+
+    for statement in module.body:
+        if is_import(statement):
+            top = found
+            tree.walk(statement, enter)
+            if found and not top:
+                return False  # `from torch import nn` at the top: torch is a dependency
+        else:
+            tree.walk(statement, enter)
+    return found
+
+
+def _unsafe_where_torch_is_added(fixed: list[Finding]) -> None:
+    """A fix that adds ``import torch`` (or the default ``device``, built when the module
+    loads) at the top of such a module would make it fail to load without torch: not safe."""
+    for finding in fixed:
+        if finding.fix.needs_torch or finding.fix.needs_default_device:
+            finding.fix.applicability = Applicability.UNSAFE
 
 
 def add_definitions(module: cst.Module, device: bool, mode: str) -> cst.Module:

@@ -161,13 +161,57 @@ def device_expression(
         ctx, functions, module_names, use)
     if helper is not None:
         return DeviceChoice(helper)
+    if _reads_unbound(ctx, ancestors[0]):
+        return inline_default(torch_name, mode)  # a module-level default would shadow it
     return DeviceChoice(DEVICE_NAME, needs_default=True, ours=True)
 
 
+def _reads_unbound(ctx: FileContext, module: cst.Module) -> bool:
+    """The file reads a ``device`` that none of its scopes binds (one a star import
+    brings, say): a module-level default would change what those reads see."""
+    key = "devices.reads_unbound"
+    if key not in ctx.shared:
+        ctx.shared[key] = _unbound_read(ctx, module)
+    return ctx.shared[key]
+
+
+def _unbound_read(ctx: FileContext, scope: cst.CSTNode) -> bool:
+    """A read of ``device`` in ``scope`` (which does not bind it) or in a nested function
+    that does not bind it either. Decorators and defaults are read in the enclosing scope."""
+    found = False
+
+    def enter(node: cst.CSTNode) -> bool:
+        nonlocal found
+        if found:
+            return False
+        if node is not scope and isinstance(node, (cst.FunctionDef, cst.Lambda)):
+            outer = [*getattr(node, "decorators", ()), *(p.default for p in _every_param(node.params) if p.default)]
+            for part in outer:
+                tree.walk(part, enter)
+            found = found or (DEVICE_NAME not in ctx.bindings(node) and _unbound_read(ctx, node))
+            return False
+        if isinstance(node, cst.Attribute):
+            tree.walk(node.value, enter)  # `x.device` reads x
+            return False
+        if isinstance(node, cst.Arg):
+            tree.walk(node.value, enter)  # `f(device=...)` names a keyword
+            return False
+        if isinstance(node, (cst.Param, cst.Import, cst.ImportFrom, cst.Global, cst.Nonlocal)):
+            return False
+        if isinstance(node, cst.Name) and node.value == DEVICE_NAME:
+            found = True
+        return True
+
+    tree.walk(scope, enter)
+    return found
+
+
+def _every_param(params: cst.Parameters) -> list[cst.Param]:
+    return [*params.posonly_params, *params.params, *params.kwonly_params]
+
+
 def _is_param(function: cst.CSTNode, name: str) -> bool:
-    params = function.params
-    every = [*params.posonly_params, *params.params, *params.kwonly_params]
-    return any(p.name.value == name for p in every)
+    return any(p.name.value == name for p in _every_param(function.params))
 
 
 def _bound_anywhere(ctx: FileContext, name: str, functions, module_names) -> bool:

@@ -5,6 +5,7 @@ import libcst as cst
 from torchdev_lint import fixes
 from torchdev_lint.analysis import receivers
 from torchdev_lint.analysis.guards import code_of
+from torchdev_lint.analysis.imports import dotted_name
 from torchdev_lint.analysis.requirements import of_file
 from torchdev_lint.finding import Applicability, Fix
 from torchdev_lint.rule import Invalid, Rule, Valid
@@ -52,7 +53,8 @@ class HardcodedCudaCall(Rule):
     `device = torch.device("cuda" if torch.cuda.is_available() else "cpu")` added once
     after the imports (with `import torch` if needed). It never uses a name that is unbound
     where it is used: when a function assigns `device` only after the call, the default is
-    written inline. `.cuda(n)` keeps its index where CUDA exists:
+    written inline; so it is in a file that reads a `device` it does not bind (from
+    `from settings import *`, say), which a module-level default would replace. `.cuda(n)` keeps its index where CUDA exists:
     `.to(n if torch.cuda.is_available() else "cpu")`. Inside a `map_location` callable the
     whole callable becomes the device (`map_location=device`).
 
@@ -60,7 +62,10 @@ class HardcodedCudaCall(Rule):
     `torch.device("cuda")` (the current device, as `.cuda()` uses) on a machine with a
     GPU; unsafe when it reuses a device expression of the program's, whose value may differ,
     and when the receiver may be an object of a class the file defines with its own
-    `cuda()`/`to()` (its `to()` need not do what its `cuda()` did).
+    `cuda()`/`to()` (its `to()` need not do what its `cuda()` did). A kept index is safe
+    only when it cannot be `None` (a literal, arithmetic, `int(...)`,
+    `torch.cuda.current_device()`): `.cuda(None)` moves to the current GPU, `.to(None)`
+    moves nothing.
 
     ## When not to use
     In a project that only ever runs on CUDA (a multi-GPU trainer), turn the rule off:
@@ -128,6 +133,13 @@ class HardcodedCudaCall(Rule):
             'import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else '
             '"cpu")\ndef f(x, output):\n    if output is not None:\n        x = x.to(device)\n'
             "    return x\n",
+        ),
+        Invalid(  # the index may be None (`.to(None)` moves nothing): unsafe
+            "import torch\ndef load(x, gpu=None):\n    return x.cuda(gpu)\n",
+            3, 12,
+            "import torch\ndef load(x, gpu=None):\n"
+            '    return x.to(gpu if torch.cuda.is_available() else "cpu")\n',
+            unsafe=True,
         ),
         Invalid(
             "import torch\n\ndevice = torch.device('cuda:0')\n\ndef train(x):\n"
@@ -204,7 +216,10 @@ class HardcodedCudaCall(Rule):
                 body=index[0].value,
                 orelse=cst.SimpleString('"cpu"'),
             )
-            applicability, needs_default, needs_torch = Applicability.SAFE, False, True
+            # `.cuda(None)` is the current GPU but `.to(None)` moves nothing: the index is
+            # kept safely only when it cannot be None
+            applicability = Applicability.SAFE if self._never_none(index[0].value) else Applicability.UNSAFE
+            needs_default, needs_torch = False, True
         if receivers.may_be_projects(self.ctx, node.func.value, {"cuda", "to"}):
             applicability = Applicability.UNSAFE  # the file's own `cuda()` need not be `to()`
         return Fix(
@@ -213,6 +228,17 @@ class HardcodedCudaCall(Rule):
             needs_default_device=needs_default,
             needs_torch=needs_torch,
         )
+
+    def _never_none(self, index: cst.BaseExpression) -> bool:
+        """A literal index or device string, an arithmetic result (``rank % n``), or a call
+        that returns a number or a device (``int(...)``, ``torch.cuda.current_device()``)."""
+        if isinstance(index, (cst.Integer, cst.SimpleString, cst.ConcatenatedString,
+                              cst.FormattedString, cst.BinaryOperation)):
+            return True
+        if isinstance(index, cst.Call):
+            name = self.ctx.qualified_name(index.func) or dotted_name(index.func) or ""
+            return name in ("int", "str", "torch.cuda.current_device", "torch.device")
+        return False
 
 
 def _map_location_callable(ancestors) -> cst.Arg | None:
