@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchdev_lint.analysis import kinds
+from torchdev_lint.analysis import kinds, tree
 
 TENSOR = "tensor"
 TORCH_MODULE = "torch_module"  # a module from torch.nn or a model zoo: its output is a tensor
@@ -33,6 +33,72 @@ def may_be_projects(ctx, expr: cst.BaseExpression, methods: set[str]) -> bool:
     rewrite its calls: the project's methods may work differently from torch's."""
     certain = certainly(ctx, expr)
     return certain == PROJECT or (certain is None and defines_method(ctx, methods))
+
+
+_PARAMETER_CLASSES = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
+
+
+def may_be_parameter(ctx, expr: cst.BaseExpression) -> bool:
+    """``expr`` may hold an ``nn.Parameter``, which a moved copy cannot replace: a module's
+    registered parameter only takes a Parameter (``Module.__setattr__`` raises on the plain
+    tensor ``.to()`` returns), and a name rebound to that copy holds a non-leaf tensor an
+    optimizer rejects. A name some binding of which builds a Parameter (or is annotated as
+    one); ``self.<attr>`` of a module class that builds a Parameter for it, registers it by
+    name, or never assigns it (a parent class may have)."""
+    if isinstance(expr, cst.Name):
+        scope = _Query(ctx)._scope_of(expr.value)
+        if scope is None:
+            return True
+        return any(_builds_parameter(ctx, scope, site) for site in ctx.bindings(scope)[expr.value])
+    method = ctx.method
+    if not (isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and method is not None
+            and expr.value.value == method[2]):
+        return False
+    info, _, self_name = method
+    if not info.is_module:
+        return False
+    attr = expr.attr.value
+    values: list[cst.BaseExpression] = []
+    registered = False
+
+    def enter(node: cst.CSTNode) -> bool:
+        nonlocal registered
+        targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else (
+            [node.target] if isinstance(node, cst.AnnAssign) and node.value is not None else [])
+        for target in targets:
+            if (isinstance(target, cst.Attribute) and target.attr.value == attr
+                    and isinstance(target.value, cst.Name) and target.value.value in ("self", self_name)):
+                values.append(node.value)
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and (
+            node.func.attr.value == "register_parameter" and node.args
+            and isinstance(node.args[0].value, cst.SimpleString)
+            and node.args[0].value.evaluated_value == attr
+        ):
+            registered = True
+        return True
+
+    tree.walk(info.node, enter)
+    return registered or not values or any(_parameter_call(ctx, v) for v in values)
+
+
+def _parameter_call(ctx, value: cst.BaseExpression | None) -> bool:
+    return isinstance(value, cst.Call) and ctx.qualified_name(value.func) in _PARAMETER_CLASSES
+
+
+def _names_parameter(ctx, annotation: cst.Annotation | None) -> bool:
+    return annotation is not None and (ctx.qualified_name(annotation.annotation) or "") in _PARAMETER_CLASSES
+
+
+def _builds_parameter(ctx, scope: cst.CSTNode, site: cst.CSTNode) -> bool:
+    if isinstance(site, cst.Assign):
+        return _parameter_call(ctx, site.value)
+    if isinstance(site, cst.AnnAssign):
+        return _names_parameter(ctx, site.annotation) or _parameter_call(ctx, site.value)
+    if isinstance(site, cst.Name) and isinstance(scope, cst.FunctionDef):
+        params = scope.params
+        return any(p.name is site and _names_parameter(ctx, p.annotation)
+                   for p in (*params.posonly_params, *params.params, *params.kwonly_params))
+    return False
 
 
 def defines_method(ctx, names: frozenset[str] | set[str]) -> bool:

@@ -40,7 +40,13 @@ class DiscardedToResult(Rule):
 
     Fix safety: safe. The move the statement asked for now takes effect. Unsafe when the
     receiver may be an object of a class the file defines with its own `to`/`cuda`/`cpu`
-    (a `to` that moves in place and returns `None` would lose the object).
+    (a `to` that moves in place and returns `None` would lose the object), and when it may
+    be an `nn.Parameter`: a name bound to one, or `self.<attr>` of a module that makes it a
+    Parameter, registers it by name or never assigns it (a parent class may). A module's
+    parameter only takes a Parameter (`self.w = self.w.to(d)` raises `cannot assign
+    'torch.cuda.FloatTensor' as parameter 'w'`), and a name rebound to the moved copy
+    holds a non-leaf tensor an optimizer rejects. `self.w.data = self.w.data.to(d)` is how
+    a parameter's data moves, and stays safe.
 
     ## When not to use
     Never: a discarded out-of-place move is always either a bug or dead code.
@@ -98,6 +104,18 @@ class DiscardedToResult(Rule):
             "from typing import Optional\nfrom torch import Tensor\n\n"
             "def f(x: Optional[Tensor], device):\n    x = x.to(device)\n",
         ),
+        Invalid(  # a module's parameter: assigning the moved copy back raises (unsafe)
+            "import torch\nimport torch.nn as nn\nclass Net(nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n"
+            "        self.w = nn.Parameter(torch.zeros(2))\n"
+            "    def place(self, d):\n        self.w.to(d)\n",
+            8, 9,
+            "import torch\nimport torch.nn as nn\nclass Net(nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n"
+            "        self.w = nn.Parameter(torch.zeros(2))\n"
+            "    def place(self, d):\n        self.w = self.w.to(d)\n",
+            unsafe=True,
+        ),
         Invalid(
             "def flatten(x, device):\n    n = x.size(0)\n    x.to(device)\n"
             "    return x.view(n, -1)\n",
@@ -126,7 +144,9 @@ class DiscardedToResult(Rule):
         if isinstance(receiver, (cst.Name, cst.Attribute, cst.Subscript)):
             # A class of the file's own whose `to` returns None would be lost by the fix.
             own = receivers.may_be_projects(self.ctx, receiver, {"to", "cuda", "cpu"})
-            fix = Fix(Applicability.UNSAFE if own else Applicability.SAFE, [(node, _assign_back)])
+            # a Parameter cannot be replaced by the plain tensor `.to()` returns
+            risky = own or receivers.may_be_parameter(self.ctx, receiver)
+            fix = Fix(Applicability.UNSAFE if risky else Applicability.SAFE, [(node, _assign_back)])
         self.report(call, fix=fix)
 
 

@@ -1,0 +1,68 @@
+"""TDL003 discarded-to-result: when assigning the move back is safe. A module's registered
+parameter cannot take the plain tensor `.to()` returns (`Module.__setattr__` raises), and a
+`Parameter` rebound to it is no longer a leaf an optimizer can hold."""
+
+import textwrap
+
+import pytest
+
+import torchdev_lint.rules  # noqa: F401
+from torchdev_lint.engine import lint_source
+from torchdev_lint.rule import Rule
+
+RULE = Rule.registry["TDL003"]
+
+MODULE = textwrap.dedent("""\
+    import torch
+    import torch.nn as nn
+
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(torch.zeros(2))
+            self.register_parameter("v", nn.Parameter(torch.ones(2)))
+            self.register_buffer("b", torch.zeros(2))
+            self.t = torch.zeros(2)
+
+        def place(self, device):
+            self.w.to(device)
+            self.v.to(device)
+            self.b.to(device)
+            self.t.to(device)
+            self.w.data.to(device)
+
+
+    def make(device):
+        p = nn.Parameter(torch.zeros(2))
+        p.to(device)
+        q = torch.zeros(2)
+        q.to(device)
+        return p, q
+    """)
+
+
+def fixes(code):
+    result = lint_source("t.py", code, [RULE])
+    return [(f.line, f.column, f.fix.applicability.value) for f in result.findings]
+
+
+def test_a_parameter_gets_no_safe_fix_and_a_plain_tensor_keeps_it():
+    assert fixes(MODULE) == [
+        (14, 9, "unsafe"),  # self.w = nn.Parameter(...): the assignment back raises
+        # `self.v`, `self.b` (registered by name) are of unknown kind: not flagged
+        (17, 9, "safe"),
+        (18, 9, "safe"),  # `self.w.data = ...` is how a parameter's data moves
+        (23, 5, "unsafe"),  # `p` would become a non-leaf tensor
+        (25, 5, "safe"),
+    ]
+
+
+@pytest.mark.parametrize("base", ["nn.Module", "torch.nn.Module"])
+def test_an_attribute_a_module_never_assigns_may_be_an_inherited_parameter(base):
+    code = (
+        f"import torch\nimport torch.nn as nn\nclass Net({base}):\n"
+        "    def place(self, d, x: torch.Tensor):\n        self.weight: torch.Tensor\n"
+        "        self.weight.to(d)\n        x.to(d)\n"
+    )
+    assert fixes(code) == [(6, 9, "unsafe"), (7, 9, "safe")]
