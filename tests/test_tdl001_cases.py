@@ -137,3 +137,86 @@ def test_the_default_device_is_added_where_every_read_of_device_is_bound():
     assert applicability == "safe"
     assert 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n' in source
     assert "model(x.to(device))" in source
+
+
+# -- code that runs only in a process group the file opens with NCCL -----------------------
+
+DIST = textwrap.dedent("""\
+    import torch
+    import torch.distributed as dist
+
+
+    def is_dist_avail_and_initialized():
+        if not dist.is_available():
+            return False
+        if not dist.is_initialized():
+            return False
+        return True
+
+
+    def get_world_size():
+        if not is_dist_avail_and_initialized():
+            return 1
+        return dist.get_world_size()
+
+
+    def sync(count):
+        if not is_dist_avail_and_initialized():
+            return
+        t = torch.tensor([count], device="cuda")
+        dist.all_reduce(t)
+        return t.item()
+
+
+    def mean(x):
+        world_size = get_world_size()
+        if world_size > 1:
+            y = torch.tensor(x).cuda()
+            dist.all_reduce(y)
+            return y.item() / world_size
+        return x
+
+
+    def gather(data):
+        if get_world_size() == 1:
+            return [data]
+        size = torch.tensor([len(data)], device="cuda")
+        return size
+
+
+    def init(args):
+        args.dist_backend = "nccl"
+        dist.init_process_group(backend=args.dist_backend, init_method=args.dist_url)
+    """)
+
+
+def test_code_that_runs_only_in_a_process_group_the_file_opens_with_nccl_needs_cuda():
+    # every group this file opens is NCCL, and these blocks run only inside one
+    assert findings(DIST, (TDL001, TDL002)) == []
+
+
+@pytest.mark.parametrize("change", [
+    # the file also opens gloo groups: the same blocks run on a CPU
+    ('    args.dist_backend = "nccl"\n', '    args.dist_backend = "nccl" if args.gpu else "gloo"\n'),
+    ('dist.init_process_group(backend=args.dist_backend', 'dist.init_process_group(backend=args.backend'),
+    # the file opens no group at all: whoever does may use gloo
+    ("    dist.init_process_group(backend=args.dist_backend, init_method=args.dist_url)\n", "    pass\n"),
+])
+def test_a_group_that_may_not_be_nccl_says_nothing(change):
+    code = DIST.replace(*change)
+    assert findings(code, (TDL001, TDL002)) == [
+        ("TDL002", 22, 38), ("TDL001", 30, 13), ("TDL002", 39, 45)]
+
+
+@pytest.mark.parametrize("change", [
+    # the guard does not return: the statement also runs without a group
+    ("        return\n    t = torch", "        print('alone')\n    t = torch"),
+    # a guard that is true without a group too
+    ("if world_size > 1:", "if world_size >= 1:"),
+    ("if get_world_size() == 1:", "if get_world_size() == 2:"),
+    # the helper answers True without a group
+    ("    if not dist.is_initialized():\n        return False\n", ""),
+])
+def test_blocks_that_may_run_without_a_group_stay_flagged(change):
+    code = DIST.replace(*change)
+    assert findings(code, (TDL001, TDL002))

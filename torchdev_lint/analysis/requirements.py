@@ -17,6 +17,11 @@ guards of ``guards.py`` do not see either, because no test in the code says so:
   function handed on (``spawn(_ddp_fn, ...)``), is guarded or is itself in such code: a
   helper of a test marked ``RunIf(min_cuda_gpus=2)``. Methods count only when private: an
   object can be handed anywhere.
+- code that runs only inside a process group (after ``if not dist.is_initialized():
+  return``, under ``if world_size > 1:``, through the file's own helpers that answer so)
+  in a file whose every ``init_process_group`` opens an NCCL group (a literal ``"nccl"``,
+  or a name the same block sets to it just before): the file's distributed runs are NCCL
+  runs. A file that opens no group, or may open another kind, says nothing.
 
 The answers are per file and computed once, on the first question.
 """
@@ -30,7 +35,7 @@ import libcst as cst
 
 from torchdev_lint.analysis import conditions, tree
 from torchdev_lint.analysis.conditions import Qualifier
-from torchdev_lint.analysis.guards import ACCELERATOR_NAME_WORDS, is_guarded
+from torchdev_lint.analysis.guards import ACCELERATOR_NAME_WORDS, code_of, is_guarded
 from torchdev_lint.analysis.imports import dotted_name
 
 
@@ -129,6 +134,10 @@ class Requirements:
         self._needs: dict[int, bool] = {}
         self._only: dict[int, bool] = {}
         self._needing: dict[tuple[int, int], list[int]] = {}
+        self._inits: list[cst.Call] = []  # `init_process_group(...)` calls of the file
+        self._parents: dict[int, cst.CSTNode] = {}
+        self._nccl: bool | None = None
+        self._answers: dict[int, bool] = {}
         self._collect(module)
 
     # -- one pass over the file ----------------------------------------------------------
@@ -153,11 +162,14 @@ class Requirements:
             target = self._closed_target(node, parents)
             if target is not None:
                 found.append((target, node))
+            if isinstance(node, cst.Call) and (dotted_name(node.func) or "").rsplit(".", 1)[-1] == "init_process_group":
+                self._inits.append(node)
             own_name = node.name if isinstance(node, (cst.FunctionDef, cst.ClassDef)) else None
             for child in tree.children(node):
                 if child is not own_name:
                     parents[id(child)] = node
                     stack.append(child)
+        self._parents = parents
         for target, node in found:
             path = [node]
             while id(path[-1]) in parents:
@@ -207,7 +219,134 @@ class Requirements:
             inside = ancestors[index + 1] if index + 1 < len(ancestors) else None
             if isinstance(node, cst.With) and inside is node.body and self._entering_needs_cuda(node, cls):
                 return True  # `with cuda_timer():` runs before its body
+        if self._nccl_only() and self._in_group(ancestors):
+            return True
         return self._block_needs_cuda(ancestors[0], on_path, None)
+
+    # -- code that runs only in a process group, in a file whose groups are NCCL ---------
+
+    def _nccl_only(self) -> bool:
+        """The file opens process groups, and every one with NCCL."""
+        if self._nccl is None:
+            self._nccl = bool(self._inits) and all(self._opens_nccl(c) for c in self._inits)
+        return self._nccl
+
+    def _opens_nccl(self, call: cst.Call) -> bool:
+        """``backend="nccl"``, or a backend name (``args.dist_backend``) that an earlier
+        statement of the same block sets to ``"nccl"``, with nothing else setting it there."""
+        if _nccl_backend(call):
+            return True
+        backend = next((a.value for a in call.args if a.keyword is None or a.keyword.value == "backend"), None)
+        if not isinstance(backend, (cst.Name, cst.Attribute)):
+            return False
+        statement, block = call, self._parents.get(id(call))
+        while block is not None and not isinstance(block, (cst.IndentedBlock, cst.Module)):
+            statement, block = block, self._parents.get(id(block))
+        if block is None:
+            return False
+        wanted, answer = code_of(backend), False
+        for earlier in block.body:
+            if earlier is statement:
+                return answer
+            assigned = [t for t in _assigned(earlier) if code_of(t) == wanted]
+            if assigned:
+                small = earlier.body[0] if isinstance(earlier, cst.SimpleStatementLine) else None
+                answer = (
+                    isinstance(small, cst.Assign) and len(earlier.body) == 1 and len(small.targets) == 1
+                    and isinstance(small.value, cst.SimpleString) and small.value.evaluated_value == "nccl"
+                )
+        return False
+
+    def _in_group(self, ancestors: Sequence[cst.CSTNode]) -> bool:
+        """The innermost node runs only inside a process group: under ``if <group>:``, or
+        after ``if <no group>: return`` in a block around it, within its function."""
+        function = next((n for n in reversed(ancestors) if isinstance(n, (cst.FunctionDef, cst.Lambda))), None)
+        if not isinstance(function, cst.FunctionDef):
+            return False
+        for index in range(len(ancestors) - 2, 0, -1):
+            node, inner = ancestors[index], ancestors[index + 1]
+            if node is function:
+                return False
+            if isinstance(node, cst.If) and inner is node.body and self._group(node.test, function):
+                return True
+            if isinstance(node, cst.IndentedBlock):
+                for earlier in node.body:
+                    if earlier is inner:
+                        break
+                    if isinstance(earlier, cst.If) and earlier.orelse is None and _only_returns(
+                        earlier.body
+                    ) and self._no_group(earlier.test, function):
+                        return True
+        return False
+
+    def _group(self, test: cst.BaseExpression, function: cst.FunctionDef) -> bool:
+        """``test`` is true only where a process group exists."""
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            return self._no_group(test.expression, function)
+        if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+            return self._group(test.left, function) or self._group(test.right, function)
+        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+            target = test.comparisons[0]
+            return self._world_size(test.left, function) and _compares(target, {
+                cst.GreaterThan: 1, cst.NotEqual: 1, cst.GreaterThanEqual: 2})
+        if isinstance(test, cst.Call) and not test.args:
+            if self.qualify(test.func) == "torch.distributed.is_initialized":
+                return True
+            helper = self.functions.get(test.func.value) if isinstance(test.func, cst.Name) else None
+            return helper is not None and self._answers_group(helper)
+        return False
+
+    def _no_group(self, test: cst.BaseExpression, function: cst.FunctionDef) -> bool:
+        """``test`` is true wherever no process group exists."""
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            return self._group(test.expression, function)
+        if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or):
+            return self._no_group(test.left, function) or self._no_group(test.right, function)
+        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+            target = test.comparisons[0]
+            return self._world_size(test.left, function) and _compares(target, {
+                cst.Equal: 1, cst.LessThan: 2, cst.LessThanEqual: 1})
+        return False
+
+    def _answers_group(self, helper: cst.FunctionDef) -> bool:
+        """A helper of the file that returns something true only inside a process group:
+        each return gives False/None/0 or a group test, or comes after an early
+        ``if <no group>: return False`` at the top of its body."""
+        key = id(helper)
+        if key not in self._answers:
+            self._answers[key] = False  # recursion answers nothing
+            guarded, answer = False, True
+            for statement in helper.body.body:
+                for value in _returned(statement):
+                    if not (guarded or _falsy(value) or self._group(value, helper)):
+                        answer = False
+                if isinstance(statement, cst.If) and statement.orelse is None and _only_returns(
+                    statement.body
+                ) and self._no_group(statement.test, helper):
+                    guarded = True
+            self._answers[key] = answer
+        return self._answers[key]
+
+    def _world_size(self, expr: cst.BaseExpression, function: cst.FunctionDef) -> bool:
+        """``get_world_size()`` of the file (or a name bound once to it) that is 1 outside a
+        process group: its first return is ``if <no group>: return 1``."""
+        if isinstance(expr, cst.Name):
+            values = _assignments(function, expr.value)
+            return len(values) == 1 and values[0] is not None and self._world_size(values[0], function)
+        if not (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and not expr.args):
+            return False
+        helper = self.functions.get(expr.func.value)
+        if helper is None:
+            return False
+        for statement in helper.body.body:
+            returned = _returned(statement)
+            if returned:
+                return (
+                    isinstance(statement, cst.If) and statement.orelse is None and _only_returns(statement.body)
+                    and isinstance(returned[0], cst.Integer) and returned[0].value == "1"
+                    and self._no_group(statement.test, helper)
+                )
+        return False
 
     def _block_needs_cuda(self, block: cst.CSTNode, skip: set[int], cls: cst.ClassDef | None) -> bool:
         # The block's first two statements that need CUDA, found once per block: the one on
@@ -295,3 +434,81 @@ def _nccl_backend(call: cst.Call) -> bool:
             value = arg.value
             return isinstance(value, cst.SimpleString) and value.evaluated_value == "nccl"
     return False
+
+
+def _only_returns(body: cst.BaseSuite) -> bool:
+    """The body of ``if ...: return [value]`` and nothing else."""
+    statements = body.body if isinstance(body, cst.IndentedBlock) else [body]
+    return len(statements) == 1 and isinstance(statements[0], (cst.SimpleStatementLine, cst.SimpleStatementSuite)) and (
+        len(statements[0].body) == 1 and isinstance(statements[0].body[0], cst.Return))
+
+
+def _returned(statement: cst.CSTNode) -> list[cst.BaseExpression | None]:
+    """The values of the ``return`` statements in ``statement`` (not in nested functions)."""
+    found: list[cst.BaseExpression | None] = []
+
+    def enter(node: cst.CSTNode) -> bool:
+        if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            return False
+        if isinstance(node, cst.Return):
+            found.append(node.value)
+        return True
+
+    tree.walk(statement, enter)
+    return found
+
+
+def _falsy(value: cst.BaseExpression | None) -> bool:
+    return value is None or (isinstance(value, cst.Name) and value.value in ("False", "None")) or (
+        isinstance(value, cst.Integer) and value.value == "0")
+
+
+def _compares(target: cst.ComparisonTarget, wanted: dict[type, int]) -> bool:
+    """``<op> <int>`` with the integer ``wanted`` gives for that operator."""
+    number = wanted.get(type(target.operator))
+    return number is not None and isinstance(target.comparator, cst.Integer) and target.comparator.value == str(number)
+
+
+def _assigned(statement: cst.CSTNode) -> list[cst.BaseExpression]:
+    """The targets a statement assigns (at any depth, not in nested functions)."""
+    found: list[cst.BaseExpression] = []
+
+    def enter(node: cst.CSTNode) -> bool:
+        if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            return False
+        if isinstance(node, cst.Assign):
+            found.extend(t.target for t in node.targets)
+        elif isinstance(node, (cst.AnnAssign, cst.AugAssign)):
+            found.append(node.target)
+        return True
+
+    tree.walk(statement, enter)
+    return found
+
+
+def _assignments(function: cst.FunctionDef, name: str) -> list[cst.BaseExpression | None]:
+    """What each binding of ``name`` in the function binds: the value of ``name = value``,
+    None for any other kind of binding (a parameter, a loop, unpacking)."""
+    found: list[cst.BaseExpression | None] = []
+
+    def enter(node: cst.CSTNode) -> bool:
+        if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)) and node is not function:
+            return False
+        targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else (
+            [node.target] if isinstance(node, (cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor, cst.NamedExpr))
+            else [node.name] if isinstance(node, cst.Param) else [])
+        for target in targets:
+            if isinstance(target, cst.Name) and target.value == name and isinstance(node, cst.Assign):
+                found.append(node.value)
+            elif any(n.value == name for n in _names(target)):
+                found.append(None)
+        return True
+
+    tree.walk(function, enter)
+    return found
+
+
+def _names(target: cst.CSTNode) -> list[cst.Name]:
+    found: list[cst.Name] = []
+    tree.walk(target, lambda n: found.append(n) if isinstance(n, cst.Name) else True)
+    return found

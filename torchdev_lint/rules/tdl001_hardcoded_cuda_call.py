@@ -33,8 +33,9 @@ class HardcodedCudaCall(Rule):
     that also opens an NCCL process group, calls a `torch.cuda` function that raises
     without CUDA (`synchronize`, `Event`, `reset_peak_memory_stats`...; not the memory
     readers, which return 0), imports TensorRT, PyCUDA or CuPy, or calls a function of the
-    file that needs CUDA so or is named for it (`with cuda_timer():`); and a function no
-    other module calls whose every use is guarded or in such code. That code fails without
+    file that needs CUDA so or is named for it (`with cuda_timer():`); a function no
+    other module calls whose every use is guarded or in such code; and code that runs only
+    inside a process group in a file whose every `init_process_group` is NCCL. That code fails without
     CUDA whatever `.cuda()` becomes, so the rewrite would change nothing.
 
     `torch.cuda.*` API calls and reads of a `.cuda` attribute are not flagged.

@@ -92,6 +92,13 @@ class HardcodedDeviceString(Rule):
       is guarded or is in such code: the helper of a test marked `RunIf(min_cuda_gpus=2)`.
       Without the index (one file at a time, as flake8 runs) public functions stay
       checked, and methods count only when private: an object can be handed anywhere.
+    - code that runs only inside a process group (under `if dist.is_initialized():` or
+      `if world_size > 1:`, after `if not is_dist_avail_and_initialized(): return` or
+      `if get_world_size() == 1: return [data]`, through the file's own helpers that
+      answer so) in a file whose every `init_process_group` opens an NCCL group (a literal
+      `"nccl"`, or `args.dist_backend = "nccl"` set just before in the same block): the
+      file's distributed runs are NCCL runs. A file that opens no group, or may open a gloo
+      one, says nothing (a group opened in another file is not seen).
 
     Such code would fail on a machine without CUDA anyway; a finding there would only ask
     to rewrite a line that changes nothing. Where the requirement itself can be made
@@ -193,6 +200,12 @@ class HardcodedDeviceString(Rule):
               '@RunIf(min_cuda_gpus=2)\ndef test_reduce():\n    spawn(_ddp_fn, world_size=2)\n'),
         Valid('def check(torch_device):\n'
               '    device = torch_device if torch_device != "rocm" else "cuda"\n'),
+        # Runs only in a process group, and this file opens only NCCL groups.
+        Valid('import torch\nimport torch.distributed as dist\ndef sync(n):\n'
+              '    if not dist.is_initialized():\n        return n\n'
+              '    t = torch.tensor([n], device="cuda")\n    dist.all_reduce(t)\n    return t.item()\n'
+              'def init(args):\n    args.backend = "nccl"\n'
+              '    dist.init_process_group(backend=args.backend)\n'),
     ]
     INVALID = [
         Invalid(  # memory statistics read 0 without CUDA: they require nothing
@@ -211,6 +224,18 @@ class HardcodedDeviceString(Rule):
             '    m = Metric().to(f"cuda:{rank}" if torch.cuda.is_available() else "cpu")\n'
             '@RunIf(min_cuda_gpus=2)\ndef test_reduce():\n    spawn(_ddp_fn)\n'
             'def test_cpu():\n    _ddp_fn(0)\n',
+        ),
+        Invalid(  # the file may open a gloo group: the block also runs on a CPU
+            'import torch\nimport torch.distributed as dist\ndef sync(n):\n'
+            '    if not dist.is_initialized():\n        return n\n'
+            '    t = torch.tensor([n], device="cuda")\n    return t\n'
+            'def init(args):\n    dist.init_process_group(backend=args.backend)\n',
+            6, 34,
+            'import torch\nimport torch.distributed as dist\n'
+            'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\ndef sync(n):\n'
+            '    if not dist.is_initialized():\n        return n\n'
+            '    t = torch.tensor([n], device=device)\n    return t\n'
+            'def init(args):\n    dist.init_process_group(backend=args.backend)\n',
         ),
         Invalid(  # a positional device argument
             'import torch\ng = torch.Generator("cuda")\n',
