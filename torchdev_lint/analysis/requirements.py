@@ -21,7 +21,8 @@ guards of ``guards.py`` do not see either, because no test in the code says so:
   return``, under ``if world_size > 1:``, through the file's own helpers that answer so)
   in a file whose every ``init_process_group`` opens an NCCL group (a literal ``"nccl"``,
   or a name the same block sets to it just before): the file's distributed runs are NCCL
-  runs. A file that opens no group, or may open another kind, says nothing.
+  runs (assumed: another module that opens a gloo group and calls these helpers is not
+  seen). A file that opens no group, or may open another kind, says nothing.
 
 The answers are per file and computed once, on the first question.
 """

@@ -97,8 +97,9 @@ class HardcodedDeviceString(Rule):
       `if get_world_size() == 1: return [data]`, through the file's own helpers that
       answer so) in a file whose every `init_process_group` opens an NCCL group (a literal
       `"nccl"`, or `args.dist_backend = "nccl"` set just before in the same block): the
-      file's distributed runs are NCCL runs. A file that opens no group, or may open a gloo
-      one, says nothing (a group opened in another file is not seen).
+      file's distributed runs are NCCL runs (an assumption: another module that opens a gloo
+      group and then calls these helpers is not seen). A file that opens no group, or may
+      open a gloo one, says nothing; a group opened in another file is not seen either.
 
     Such code would fail on a machine without CUDA anyway; a finding there would only ask
     to rewrite a line that changes nothing. Where the requirement itself can be made
