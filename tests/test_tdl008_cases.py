@@ -79,6 +79,26 @@ def test_multi_line_call_with_comments_keeps_its_layout():
     )
 
 
+@pytest.mark.parametrize("comment", ["", "  # shape"])
+def test_a_call_closed_on_its_own_line_without_a_trailing_comma_keeps_its_layout(comment):
+    # the new argument goes on the arguments' line; the closing parenthesis stays on its own
+    code = module(
+        "def forward(self, x):\n"
+        "    mask = torch.randint(\n"
+        f"        low=0, high=4, size=(x.size(0), 3){comment}\n"
+        "    )\n"
+        "    return x * mask\n"
+    )
+    assert fixed(code) == module(
+        "def forward(self, x):\n"
+        "    mask = torch.randint(\n"
+        f"        low=0, high=4, size=(x.size(0), 3),{comment}\n"
+        "        device=x.device\n"
+        "    )\n"
+        "    return x * mask\n"
+    )
+
+
 def test_one_line_call_with_a_trailing_comment():
     code = module("def forward(self, x):\n    return x + torch.zeros(3)  # bias\n")
     assert fixed(code) == code.replace("torch.zeros(3)", "torch.zeros(3, device=x.device)")

@@ -52,6 +52,18 @@ def add_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Cal
         last = last.with_changes(comma=trailing.with_changes(whitespace_after=after.with_changes(
             indent=separator.indent, last_line=separator.last_line)))
         new = new.with_changes(comma=cst.Comma(whitespace_after=_new_line(after)))
+    elif not isinstance(trailing, cst.Comma) and isinstance(last.whitespace_after_arg, cst.ParenthesizedWhitespace):
+        # `f(\n    a  # note\n)`: the comma goes after `a` (before its comment), the new
+        # argument on a line of its own, and the closing parenthesis stays on its line
+        closing = last.whitespace_after_arg
+        indent = _separator(call).whitespace_after
+        if not isinstance(indent, cst.ParenthesizedWhitespace) and others and isinstance(others[-1].comma, cst.Comma):
+            indent = others[-1].comma.whitespace_after  # `f(a,\n  b\n)`: under the arguments
+        line = indent.with_changes(first_line=closing.first_line, empty_lines=closing.empty_lines) if isinstance(
+            indent, cst.ParenthesizedWhitespace) else _new_line(closing)
+        last = last.with_changes(comma=cst.Comma(whitespace_after=line), whitespace_after_arg=cst.SimpleWhitespace(""))
+        new = new.with_changes(whitespace_after_arg=closing.with_changes(first_line=cst.TrailingWhitespace(),
+                                                                          empty_lines=()))
     else:
         last = last.with_changes(comma=_separator(call))
         new = new.with_changes(comma=trailing)  # `f(a, )` keeps its trailing comma
