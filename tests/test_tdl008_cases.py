@@ -995,3 +995,32 @@ def test_a_parameter_read_by_integer_index_may_still_be_a_tensor():
     # `targets` yields tensors here: it may be the tensor input
     code = MATCHER.replace('outputs["pred_logits"]', 'outputs.logits').replace('t["boxes"]', "t[0]")
     assert findings(code) == [(9, 18), (9, 57)]
+
+
+# -- a tensor given as a size --------------------------------------------------------------
+
+GROUPS = """
+def forward(self, x):
+    N, C, H, W = x.shape
+    G = torch.min(torch.as_tensor(self.group_size), torch.as_tensor(N))
+    y = x.reshape(G, -1, C, H, W)
+    y = y.mean(dim=0).repeat(G, 1, 1, 1)
+    return torch.cat([x, y], dim=1)
+"""
+
+
+def test_a_cpu_tensor_used_only_as_a_size_of_a_module_tensor_is_silent():
+    # stylegan2's minibatch-stddev layer: the group size is a 0-dim CPU tensor that reshape
+    # and repeat read as an integer, on whatever device `x` is.
+    assert findings(module(GROUPS)) == []
+
+
+@pytest.mark.parametrize(("use", "expected"), [
+    # the same tensor also meets `x` in an op
+    ("y = x.reshape(G, -1, C, H, W) * G", [(7, 23), (7, 57)]),
+    # given to `reshape` by keyword of a function we do not follow
+    ("y = x.reshape(G, -1, C, H, W)\n    y = torch.nn.functional.pad(y, pad=G)", [(7, 23), (7, 57)]),
+])
+def test_a_size_that_is_also_used_otherwise_is_flagged(use, expected):
+    code = module(GROUPS.replace("y = x.reshape(G, -1, C, H, W)", use, 1))
+    assert findings(code) == expected

@@ -40,6 +40,11 @@ _CPU_ARGUMENTS = {
     "bincount": (0, "input"),
     "reshape_from_tensor_shape": (1, "shape"),  # torch.onnx.operators: a CPU shape tensor
 }
+# Tensor methods whose positional arguments are sizes or dimensions: a tensor given there is
+# read as one integer (`x.reshape(G, -1)` with `G` a 0-dim tensor), on whatever device it is,
+# so it mixes no devices.
+_SIZE_METHODS = frozenset("""view reshape expand repeat tile new_zeros new_ones new_empty permute
+    transpose flatten unflatten split chunk roll""".split())
 # Functions whose result is a CPU tensor whatever their input (a shape as a tensor).
 _CPU_RESULTS = frozenset({"torch.onnx.operators.shape_as_tensor", "torch._shape_as_tensor"})
 # Calls that give a Python number (or string), never a tensor.
@@ -361,6 +366,8 @@ class Uses:
         if landings:  # the project's own code: what does it do with the value?
             verdicts = {self._verdict(target, param, inner) for target, param, inner in landings}
             return "harmful" in verdicts or ("carried" in verdicts and self._harmful(call, seen))
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value in _SIZE_METHODS and arg.keyword is None:
+            return False  # `x.reshape(G, -1)` (not the project's own method): a size
         others = [
             a.value for a in call.args
             if a is not arg and not (a.keyword is not None and a.keyword.value in _OPTION_KEYWORDS)

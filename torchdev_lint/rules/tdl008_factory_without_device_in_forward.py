@@ -84,9 +84,10 @@ class FactoryWithoutDeviceInForward(Rule):
     Only factories whose tensor meets the module's tensors are flagged: it is combined with
     another tensor in an op, handed to a submodule or to code not followed, returned, or
     stored (`self.cache = t`, `out.mask = t`), directly or through local names. A tensor
-    only used as an index, for its shape, logged (`.item()`, `print`), moved before use,
-    or given where PyTorch wants CPU data (`pack_padded_sequence` lengths,
-    `torch.bincount`) is left alone. Meeting Python numbers (a shape, `len()`, a parameter
+    only used as an index, for its shape, as a size or dimension (`x.reshape(G, -1)`,
+    `y.repeat(G, 1)`: read as one integer, whatever the device), logged (`.item()`,
+    `print`), moved before use, or given where PyTorch wants CPU data
+    (`pack_padded_sequence` lengths, `torch.bincount`) is left alone. Meeting Python numbers (a shape, `len()`, a parameter
     annotated `int`/`float`) or other tensors built on the CPU right there (CPU-only index
     arithmetic) mixes nothing; the result is followed on. A tensor handed to the project's
     own code (a method of the class, a function of the file or of a project file it
@@ -254,6 +255,11 @@ class FactoryWithoutDeviceInForward(Rule):
               "    def forward(self, t, dim):\n        half = dim // 2\n"
               "        freqs = torch.exp(-math.log(1e4) * torch.arange(half) / half).to(t.device)\n"
               "        return t[:, None] * freqs\n"),
+        # A group size as a 0-dim tensor, only ever a size of the input's reshape and repeat.
+        Valid("import torch\nimport torch.nn as nn\nclass Std(nn.Module):\n"
+              "    def forward(self, x):\n        n, c = x.shape\n"
+              "        g = torch.min(torch.as_tensor(self.group), torch.as_tensor(n))\n"
+              "        return x.reshape(g, -1).std(dim=0).repeat(g, 1)\n"),
         # Both inputs are mappings (read by string keys): no tensor input to meet.
         Valid("import torch\nimport torch.nn as nn\nclass Matcher(nn.Module):\n"
               "    def forward(self, outputs, targets):\n"
