@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from torchdev_lint.analysis import tree
-from torchdev_lint.analysis.devices import DEVICE_NAME, default_device_definition
+from torchdev_lint.analysis.devices import DEVICE_NAME, default_device_definition, reads
 from torchdev_lint.analysis.imports import dotted_name
 from torchdev_lint.finding import Applicability, Finding
 
@@ -106,49 +106,14 @@ def _early(module: cst.Module, where: Place) -> list[cst.CSTNode]:
     return [s for s in module.body[:where.position] if not is_import(s) and not _is_docstring(s)]
 
 
-def reads_at_import(statement: cst.CSTNode, name: str) -> bool:
-    """Whether executing this module-level statement reads ``name``: function and lambda
-    bodies run later, but decorators, default values and class bodies run now."""
-    found = False
-
-    def enter(node: cst.CSTNode) -> bool:
-        nonlocal found
-        if found:
-            return False
-        if isinstance(node, cst.FunctionDef):
-            for part in [*node.decorators, *_defaults(node.params)]:
-                tree.walk(part, enter)
-            return False
-        if isinstance(node, cst.Lambda):
-            for part in _defaults(node.params):
-                tree.walk(part, enter)
-            return False
-        if isinstance(node, cst.Attribute):
-            tree.walk(node.value, enter)  # `x.device` reads x, not `device`
-            return False
-        if isinstance(node, (cst.Import, cst.ImportFrom)):
-            return False  # `from torch import device as D` names it, reads nothing
-        if isinstance(node, cst.Name) and node.value == name:
-            found = True
-        return True
-
-    tree.walk(statement, enter)
-    return found
-
-
-def _defaults(params: cst.Parameters) -> list[cst.CSTNode]:
-    every = [*params.posonly_params, *params.params, *params.kwonly_params]
-    return [p.default for p in every if p.default is not None]
-
-
 def _introduces(statement: cst.CSTNode, edited: cst.CSTNode, where: Place, device: bool) -> bool:
     """The edited statement reads, at import time, a name that is bound only later:
     ``torch`` (where it did not before), or the default ``device``."""
-    if where.imported and reads_at_import(edited, where.torch_name) and not reads_at_import(
+    if where.imported and reads(edited, where.torch_name) and not reads(
         statement, where.torch_name
     ):
         return True
-    return device and reads_at_import(edited, DEVICE_NAME)
+    return device and reads(edited, DEVICE_NAME)
 
 
 def withhold_unplaceable(module: cst.Module, findings: list[Finding]) -> None:
@@ -220,7 +185,7 @@ def add_definitions(module: cst.Module, device: bool, mode: str) -> cst.Module:
     if not where.imported:
         new.append(cst.parse_statement("import torch", config=module.config_for_parsing))
     if device:
-        if any(reads_at_import(s, DEVICE_NAME) for s in _early(module, where)):
+        if any(reads(s, DEVICE_NAME) for s in _early(module, where)):
             raise NoPlace(f"`{DEVICE_NAME}` is used before `import {where.torch_name}`")
         new.append(cst.parse_statement(default_device_definition(where.torch_name, mode),
                                        config=module.config_for_parsing))

@@ -178,17 +178,27 @@ def _reads_unbound(ctx: FileContext, module: cst.Module) -> bool:
 def _unbound_read(ctx: FileContext, scope: cst.CSTNode) -> bool:
     """A read of ``device`` in ``scope`` (which does not bind it) or in a nested function
     that does not bind it either. Decorators and defaults are read in the enclosing scope."""
+    body = scope.body if isinstance(scope, (cst.FunctionDef, cst.Lambda)) else scope
+    return reads(body, DEVICE_NAME, lambda function: (
+        DEVICE_NAME not in ctx.bindings(function) and _unbound_read(ctx, function)))
+
+
+def reads(node: cst.CSTNode, name: str, inside=None) -> bool:
+    """Evaluating ``node`` reads the variable ``name``: not as an attribute (``x.device``),
+    a keyword (``f(device=...)``), a parameter or an import. A function or lambda defined
+    there runs later: its decorators and default values are read now, its body only as far
+    as ``inside(function)`` says."""
     found = False
 
     def enter(node: cst.CSTNode) -> bool:
         nonlocal found
         if found:
             return False
-        if node is not scope and isinstance(node, (cst.FunctionDef, cst.Lambda)):
+        if isinstance(node, (cst.FunctionDef, cst.Lambda)):
             outer = [*getattr(node, "decorators", ()), *(p.default for p in _every_param(node.params) if p.default)]
             for part in outer:
                 tree.walk(part, enter)
-            found = found or (DEVICE_NAME not in ctx.bindings(node) and _unbound_read(ctx, node))
+            found = found or (inside is not None and inside(node))
             return False
         if isinstance(node, cst.Attribute):
             tree.walk(node.value, enter)  # `x.device` reads x
@@ -198,11 +208,11 @@ def _unbound_read(ctx: FileContext, scope: cst.CSTNode) -> bool:
             return False
         if isinstance(node, (cst.Param, cst.Import, cst.ImportFrom, cst.Global, cst.Nonlocal)):
             return False
-        if isinstance(node, cst.Name) and node.value == DEVICE_NAME:
+        if isinstance(node, cst.Name) and node.value == name:
             found = True
         return True
 
-    tree.walk(scope, enter)
+    tree.walk(node, enter)
     return found
 
 
