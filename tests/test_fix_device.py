@@ -135,3 +135,29 @@ def test_a_package_helper_is_not_used_before_it_is_imported(tmp_path, run_cli):
     _, out, _ = run_cli("--isolated", "--no-cache", "--unsafe-fixes", "--diff", "pkg/late.py", cwd=tmp_path)
     assert "+y = torch.zeros(2).to(device)" in out  # module level, above the import: our default
     assert "+    return torch.zeros(2).to(get_device())" in out  # runs after every import
+
+
+def test_a_keyword_named_device_before_the_imports_is_no_read_of_it():
+    # `config.setup(device="auto")` runs before `import torch`, but names a keyword: the
+    # default `device` can still be defined after the import (the fix used to give up).
+    import textwrap
+
+    import torchdev_lint.rules  # noqa: F401
+    from torchdev_lint.engine import lint_source
+    from torchdev_lint.fixer import fix_file
+    from torchdev_lint.rule import Rule
+
+    code = textwrap.dedent("""\
+        import config
+        config.setup(device="auto")
+        import torch
+        x = torch.zeros(2).cuda()
+    """)
+    fixed = fix_file(lint_source("t.py", code, [Rule.registry["TDL001"]]), unsafe=False).source
+    assert fixed == code.replace("import torch\n", 'import torch\ndevice = torch.device("cuda" if '
+                                 'torch.cuda.is_available() else "cpu")\n').replace(".cuda()", ".to(device)")
+    # A real read of an unbound `device` (a star import's, say): no module-level default.
+    reading = code.replace('config.setup(device="auto")', "config.setup(device)")
+    fixed = fix_file(lint_source("t.py", reading, [Rule.registry["TDL001"]]), unsafe=False).source
+    assert "\ndevice = " not in fixed
+    assert 'x = torch.zeros(2).to(torch.device("cuda" if torch.cuda.is_available() else "cpu"))' in fixed
