@@ -24,8 +24,7 @@ from pathlib import Path
 import libcst as cst
 
 from torchdev_lint.analysis import tree
-from torchdev_lint.analysis.devices import bindings
-from torchdev_lint.placement import reads_at_import
+from torchdev_lint.analysis.devices import bindings, reads
 
 
 def _names_read(module: cst.Module) -> set[str]:
@@ -76,7 +75,7 @@ def unbound_introductions(before: str, after: str) -> list[str]:
     for index, statement in enumerate(new.body):
         if new.code_for_node(statement) in unchanged:
             continue
-        for name in sorted(n for n, at in first.items() if at > index and reads_at_import(statement, n)):
+        for name in sorted(n for n, at in first.items() if at > index and reads(statement, n)):
             line = new.code_for_node(statement).strip().splitlines()[0]
             problems.append(f"`{name}` is read (`{line}`) before it is bound")
     return problems
