@@ -125,6 +125,7 @@ _OPTIMIZER_CLASS_NAME = re.compile(r"(?i)^_*(optimizer|optim|opt)_?(cls|class|kl
 LOADER_NAME = re.compile(r"(?i)loader")
 # Functions that restore tensors from a file, taking `map_location` second.
 TORCH_LOADERS = frozenset({"torch.load", "torch.jit.load", "torch.serialization.load"})
+TORCH_SAVERS = frozenset({"torch.save", "torch.jit.save", "torch.serialization.save"})
 
 _MOVE_METHODS = frozenset({"to", "cuda", "xpu", "mps"})
 

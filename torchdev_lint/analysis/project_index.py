@@ -31,7 +31,6 @@ _MAX_DEPTH = 20  # re-export chains longer than this are not followed
 # Found with `str.find` (a regex scan of every file of a project costs more than its parse).
 _DEVICE_WORDS = ("cuda", "device", "xpu", "accelerat", "lightning", ".to(")
 _MPS = re.compile(r"\bmps\b")
-_SAVES = frozenset({"torch.save", "torch.serialization.save"})
 _MAX_BINDINGS = 4  # `path = ...` links followed to learn a saved file's name
 _MAX_NESTING = 50  # operations inside one path expression
 # What a call that may write a file is named after (`save_checkpoint`, `hf_hub_download`).
@@ -39,7 +38,6 @@ _MAX_NESTING = 50  # operations inside one path expression
 # walking every function's tree would cost twice the parse.
 _FILE_WORDS = ("save", "dump", "write", "download", "copy", "move", "export", "link", "rename")
 _WRITER_WORDS = re.compile("|".join(_FILE_WORDS), re.IGNORECASE)
-_LOADS = frozenset({"torch.load", "torch.serialization.load"})
 
 
 @dataclass
@@ -402,13 +400,13 @@ def _read_files(reader: _Reader, tree: ast.Module, lines: set[int]) -> tuple[lis
             if not isinstance(node, ast.Call):
                 continue
             qualified = reader.qualify(node.func)
-            if qualified in _LOADS:
+            if qualified in kinds.TORCH_LOADERS:
                 if len(node.args) < 2 and all(k.arg != "map_location" for k in node.keywords):
                     path = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "f"), None)
                     shape = file_name_shape(path, resolve) if path is not None else None
                     loads.append(shape or "{}")
                 continue
-            if qualified in _SAVES:
+            if qualified in kinds.TORCH_SAVERS:
                 path = node.args[1] if len(node.args) > 1 else next(
                     (k.value for k in node.keywords if k.arg == "f"), None)
                 found, paths = saves, [path] if path is not None else []

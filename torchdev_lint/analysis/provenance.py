@@ -12,11 +12,10 @@ import re
 
 import libcst as cst
 
-from torchdev_lint.analysis import tree
+from torchdev_lint.analysis import kinds, tree
 from torchdev_lint.analysis.guards import code_of, is_guarded
 from torchdev_lint.analysis.project_index import file_name_shape
 
-_SAVES = frozenset({"torch.save", "torch.jit.save", "torch.serialization.save"})
 # Methods that write checkpoints or models the test then reads back: `scripted.save(f)`,
 # `trainer.save_checkpoint(p)`, `trainer.fit(model)` (its checkpoint callback).
 _WRITERS = frozenset({"save", "save_checkpoint", "fit", "save_pretrained", "save_state"})
@@ -65,7 +64,7 @@ def written_here(ctx, call: cst.Call) -> bool:
     roots = _roots(target) | _roots_of_locals(ctx, scope, target)
     before = _calls_before(scope, call)
     for earlier in before:
-        if ctx.qualified_name(earlier.func) in _SAVES or (
+        if ctx.qualified_name(earlier.func) in kinds.TORCH_SAVERS or (
             isinstance(earlier.func, cst.Attribute)
             and earlier.func.attr.value in ("save", "save_checkpoint")
         ):
@@ -85,7 +84,7 @@ def written_here(ctx, call: cst.Call) -> bool:
         return True  # a test's helper checking the file the test gives it
     return any(
         isinstance(c.func, cst.Attribute) and c.func.attr.value in _WRITERS
-        or ctx.qualified_name(c.func) in _SAVES
+        or ctx.qualified_name(c.func) in kinds.TORCH_SAVERS
         or _hands_over(ctx, c, code_of(target))
         for c in before
     )
@@ -298,7 +297,7 @@ def sent_from_cpu(ctx, call: cst.Call) -> bool:
         for save in _calls_before(writer, value):
             args = [a.value for a in save.args if a.keyword is None]
             if (
-                ctx.qualified_name(save.func) in _SAVES and len(args) == 2
+                ctx.qualified_name(save.func) in kinds.TORCH_SAVERS and len(args) == 2
                 and code_of(args[1]) == code_of(buffer) and _moved_to_cpu(ctx, writer, args[0])
             ):
                 return True
