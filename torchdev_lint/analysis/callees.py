@@ -125,14 +125,19 @@ class Callees:
         method runs where ``klass`` calls ``self.<method>(...)``. Every mention of the
         attribute or method must be such a call. The class must be imported by no other
         file of the project (the index tells), unless it is hidden in a function or a
-        script's main block; without an index a helper method's callers are taken to be
-        the file's own, a ``forward``'s are unknown."""
+        script's main block, or (for a method other than ``forward``) no other file
+        mentions an attribute of the method's name (``ProjectIndex.mentioned_elsewhere``);
+        without an index a helper method's callers are taken to be the file's own, a
+        ``forward``'s are unknown."""
         if klass is None or function not in klass.body.body:
             return None
         name = function.name.value
         imported = self.index.imported_from(self.path) if self.index is not None else None
         seen_elsewhere = imported is None or "*" in imported or klass.name.value in imported
-        if seen_elsewhere and (name == "forward" or self.index is not None) and not _hidden(self.module, klass):
+        if seen_elsewhere and not _hidden(self.module, klass) and (
+            name == "forward"
+            or (self.index is not None and self.index.mentioned_elsewhere(name, self.path) is not False)
+        ):
             return None  # other files may call it
         found: list[Caller] = []
         elsewhere = 0  # `.<name>` calls that run another class's method

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import collections
 import hashlib
 import itertools
 import os
@@ -38,6 +39,11 @@ _MAX_NESTING = 50  # operations inside one path expression
 # walking every function's tree would cost twice the parse.
 _FILE_WORDS = ("save", "dump", "write", "download", "copy", "move", "export", "link", "rename")
 _WRITER_WORDS = re.compile("|".join(_FILE_WORDS), re.IGNORECASE)
+# Where a module may reach another module's method: `x.name`, or `"name"` (`getattr`).
+_ATTRIBUTE = re.compile(r"\.[ \t]*([A-Za-z_]\w*)")
+_QUOTED = re.compile(r"""["']([A-Za-z_]\w*)["']""")
+_SELF_ATTRIBUTE = re.compile(r"\bself\.([A-Za-z_]\w*)")
+_DEF = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]+([A-Za-z_]\w*)", re.MULTILINE)
 
 
 @dataclass
@@ -62,6 +68,11 @@ class ModuleFacts:
     names_devices: bool = False  # its text names a device somewhere (`names_devices`)
     # top-level defs whose text names a device or loads something (`device_defs`)
     device_defs: list[str] = field(default_factory=list)
+    # the names it defines with `def` (methods too), and the attribute names it mentions
+    # (`x.name`, `"name"`) other than `self.name` of a name it defines: where its code
+    # may call another module's method (`attributes`)
+    defs: list[str] = field(default_factory=list)
+    attributes: list[str] = field(default_factory=list)
     digest: str = ""  # of the file's bytes: code that follows calls into it depends on them
 
     @property
@@ -421,6 +432,19 @@ def _read_files(reader: _Reader, tree: ast.Module, lines: set[int]) -> tuple[lis
     return list(saves), list(others), loads
 
 
+def attributes(text: str) -> tuple[list[str], list[str]]:
+    """The names ``text`` defines with ``def``, and the attribute names it mentions where
+    it may reach another module's method of that name: ``x.name``, a quoted ``"name"``
+    (``getattr``), but not ``self.name`` of a name it defines itself (its own method, or
+    an override). Found with regular expressions over the text (comments and strings
+    count too: the answer errs towards "mentioned")."""
+    defined = set(_DEF.findall(text))
+    mentioned = collections.Counter(_ATTRIBUTE.findall(text))
+    own = collections.Counter(n for n in _SELF_ATTRIBUTE.findall(text) if n in defined)
+    reached = {n for n, count in mentioned.items() if own[n] < count}
+    return sorted(defined), sorted(reached.union(_QUOTED.findall(text)))
+
+
 def names_devices(text: str) -> bool:
     """``text`` names a device or moves something to one."""
     return any(word in text for word in _DEVICE_WORDS) or ("mps" in text and _MPS.search(text) is not None)
@@ -512,6 +536,7 @@ def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | No
     files = lower.containing(_FILE_WORDS, called=True) | lower.containing(["load("])
     if files:
         facts.saves, facts.other_writes, facts.loads = _read_files(reader, tree, files)
+    facts.defs, facts.attributes = attributes(text)
     devices = _device_lines(text, lines) if names_devices(text) else set()
     facts.names_devices = bool(devices)
     if devices or "load(" in text:
@@ -698,6 +723,23 @@ class ProjectIndex:
             self._memo[("imported",)] = imported
         return frozenset(imported.get(name, ()))
 
+    def mentioned_elsewhere(self, name: str, path: str) -> bool | None:
+        """Does a project module other than the one at ``path`` mention attribute ``name``
+        (``ModuleFacts.attributes``)? If not, a method of that name defined at ``path`` is
+        called only from there. None when the index does not hold the file."""
+        full = os.path.abspath(path)
+        if full not in self.paths:
+            return None
+        mentions = self._memo.get(("mentions",))
+        if mentions is None:  # attribute name -> the modules that mention it, built once
+            mentions = {}
+            for modules in self.modules.values():
+                for module in modules:
+                    for attribute in module.attributes:
+                        mentions.setdefault(attribute, set()).add(module.path)
+            self._memo[("mentions",)] = mentions
+        return bool(mentions.get(name, set()) - {full})
+
     def saved_on_cpu(self, shape: str) -> bool:
         """Every file named ``shape`` (``file_name_shape``) that the project writes, it
         writes with ``torch.save`` from code that never names a device (``names_devices``):
@@ -795,6 +837,7 @@ class ProjectIndex:
         facts.append(("imported by others", tuple(sorted(self.imported_from(full) or ()))))
         facts.append(("imported", self.imported_digest(full)))
         facts.append(("saved on the CPU", self.cpu_saved_names()))
+        facts.append(("defs mentioned elsewhere", tuple(n for n in module.defs if self.mentioned_elsewhere(n, full))))
         return tuple(facts)
 
 
