@@ -922,10 +922,14 @@ def test_a_submodule_built_with_different_processors_is_not_one_answer(tmp_path)
 
 
 def test_returned_indices_of_a_class_another_file_imports(tmp_path):
-    # another file may call `sample` and keep the indices: its calls are not seen
-    files = {"pkg/__init__.py": "", "pkg/m.py": SAMPLER, "pkg/other.py": "from .m import Net\n"}
+    # another file calls `sample` and may keep the indices: its calls are not followed
+    other = "from .m import Net\n\ndef draw(y):\n    return Net().sample(y)\n"
+    files = {"pkg/__init__.py": "", "pkg/m.py": SAMPLER, "pkg/other.py": other}
     line = SAMPLER.splitlines().index("        idx = torch.randint(0, y.shape[0], (4,))") + 1
     assert lint_project(tmp_path, files, "pkg/m.py") == [(line, 15)]
+    # importing the class without ever mentioning the method leaves the file's own calls
+    files["pkg/other.py"] = "from .m import Net\n\ndef build():\n    return Net()\n"
+    assert lint_project(tmp_path / "imported", files, "pkg/m.py") == []
     del files["pkg/other.py"]
     assert lint_project(tmp_path / "alone", files, "pkg/m.py") == []
 
@@ -1024,3 +1028,131 @@ def test_a_cpu_tensor_used_only_as_a_size_of_a_module_tensor_is_silent():
 def test_a_size_that_is_also_used_otherwise_is_flagged(use, expected):
     code = module(GROUPS.replace("y = x.reshape(G, -1, C, H, W)", use, 1))
     assert findings(code) == expected
+
+
+# -- negative sampling: an optional count, a helper's cached table, a helper method --------
+
+NEGATIVES = {
+    "pkg/__init__.py": "",
+    "pkg/utils.py": """
+        import torch
+
+        def cached_arange(n, device="cpu"):
+            if not hasattr(cached_arange, "buf"):
+                cached_arange.buf = torch.LongTensor().to(device)
+            if n > cached_arange.buf.numel():
+                cached_arange.buf.resize_(n)
+                torch.arange(n, out=cached_arange.buf)
+            return cached_arange.buf[:n]
+    """,
+    "pkg/model.py": """
+        import torch
+        import torch.nn as nn
+        from pkg.utils import cached_arange
+
+        class Sampler(nn.Module):
+            def __init__(self, k):
+                super().__init__()
+                self.k = k
+
+            def forward(self, y, padding_count=None):
+                negs, _ = self.sample_negatives(y, y.size(1), padding_count=padding_count)
+                return y + negs.sum(0)
+
+            def sample_negatives(self, y, num, padding_count=None):
+                bsz, tsz, fsz = y.shape
+                y = y.view(-1, fsz)
+                high = tsz - (padding_count or 0)
+                with torch.no_grad():
+                    tszs = cached_arange(num).unsqueeze(-1).expand(-1, self.k).flatten()
+                    neg_idxs = torch.randint(low=0, high=high - 1, size=(bsz, self.k * num))
+                    neg_idxs[neg_idxs >= tszs] += 1
+                neg_idxs = neg_idxs + (torch.arange(bsz).unsqueeze(1) * high)
+                negs = y[neg_idxs.view(-1)].view(bsz, num, self.k, fsz).permute(2, 0, 1, 3)
+                return negs, neg_idxs
+    """,
+    "pkg/other.py": "from pkg.model import Sampler\n\nclass Big(Sampler):\n    pass\n",
+}
+RANDINT = (21, 24)  # `torch.randint(...)` in pkg/model.py
+ARANGE = (23, 32)  # `torch.arange(bsz)`
+
+
+def negatives(tmp_path, **changes):
+    files = dict(NEGATIVES)
+    for name, (old, new) in changes.items():
+        assert old in files[name]
+        files[name] = files[name].replace(old, new)
+    return lint_project(tmp_path, files, "pkg/model.py")
+
+
+def test_negative_sampling_indices_that_stay_on_the_cpu_are_silent(tmp_path):
+    # wav2vec 2.0's sampler: indices drawn, compared with a helper's cached CPU table,
+    # shifted by a count (`padding_count or 0`: a number), used as an index; the
+    # indices returned beside the samples are dropped by the only caller in the project
+    # (another file imports the class but never mentions the method).
+    assert negatives(tmp_path) == []
+
+
+@pytest.mark.parametrize(("change", "expected"), [
+    # the helper's table follows a device the caller gives
+    ({"pkg/model.py": ("cached_arange(num)", "cached_arange(num, device=y.device)")}, [RANDINT]),
+    # ... or one its default names
+    ({"pkg/utils.py": ('device="cpu"', 'device="cuda"')}, [RANDINT]),
+    # the helper is a generator: nothing is known of what it gives
+    ({"pkg/utils.py": ("return cached_arange.buf[:n]", "yield cached_arange.buf[:n]")}, [RANDINT]),
+    # the count is not substituted by a number: it may be a tensor
+    ({"pkg/model.py": ("(padding_count or 0)", "(padding_count if padding_count is not None else 0)")},
+     [RANDINT, ARANGE]),
+    ({"pkg/model.py": ("(padding_count or 0)", "(padding_count or self.k)")}, [RANDINT, ARANGE]),
+    # another file calls the method (or reaches it by name) and may use the indices
+    ({"pkg/other.py": ("pass", "def go(self, y):\n        return self.sample_negatives(y, 3)[1]")},
+     [RANDINT, ARANGE]),
+    ({"pkg/other.py": ("pass", "def go(self, y):\n        return getattr(self, 'sample_negatives')(y, 3)")},
+     [RANDINT, ARANGE]),
+])
+def test_negative_sampling_indices_that_may_meet_other_devices(tmp_path, change, expected):
+    assert negatives(tmp_path, **change) == expected
+
+
+def test_another_file_calling_its_own_method_of_that_name_is_no_caller(tmp_path):
+    own = "def sample_negatives(self, y):\n        return y\n    def go(self, y):\n        return self.sample_negatives(y)"
+    assert negatives(tmp_path, **{"pkg/other.py": ("pass", own)}) == []
+
+
+def test_a_helper_returning_a_fresh_cpu_tensor_is_on_the_cpu():
+    code = HEAD + (
+        "def positions(n):\n"
+        "    return torch.arange(n).to('cpu')\n"
+        "class Net(nn.Module):\n"
+        "    def forward(self, y):\n"
+        "        idx = torch.randint(0, y.shape[0], (4,))\n"
+        "        return y[idx[idx >= positions(4)]]\n"
+    )
+    assert findings(code) == []
+    moved = code.replace("torch.arange(n).to('cpu')", "torch.arange(n).to('cuda')")
+    assert findings(moved) == [(7, 15)]
+    given = code.replace("def positions(n):", "def positions(n, d=None):").replace(
+        "torch.arange(n).to('cpu')", "torch.arange(n, device=d)").replace("positions(4)", "positions(4, y.device)")
+    assert findings(given) == [(7, 15)]
+
+
+def test_a_cached_result_is_not_reused_once_another_file_calls_the_method(tmp_path, monkeypatch, capsys):
+    # pkg/model.py is unchanged; pkg/other.py starts using the returned indices.
+    import json
+
+    from torchdev_lint import cli
+
+    monkeypatch.chdir(tmp_path)
+    cache = ["--cache-dir", str(tmp_path / "cache")]
+    for path, text in NEGATIVES.items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(textwrap.dedent(text))
+
+    def run():
+        cli.main(["--format", "json", "--isolated", *cache, "--select", "TDL008", str(tmp_path / "pkg")])
+        return [(f["line"], f["column"]) for f in json.loads(capsys.readouterr().out)]
+
+    assert run() == []
+    other = tmp_path / "pkg/other.py"
+    other.write_text(other.read_text().replace("pass", "def go(self, y):\n        return self.sample_negatives(y, 3)[1]"))
+    assert run() == [RANDINT, ARANGE]

@@ -104,6 +104,10 @@ class Uses:
         self.moving: dict[str, list[cst.CSTNode]] = {}  # name -> assignments binding it moved
         self.loops: dict[str, list[cst.BaseExpression]] = {}  # loop name -> what it iterates
         self.calls: list[cst.Call] = []
+        self.returns: list[cst.Return] = []
+        self.yields = False
+        # `f.<attr> = value` inside `f`: a cache kept on the function object
+        self.own_attributes: dict[str, list[cst.BaseExpression | None]] = {}
         self.carry = False  # following a parameter: reaching `return` carries it out
         self.carried = False
         self._weighing: set[str] = set()
@@ -131,6 +135,10 @@ class Uses:
                     self.loops.setdefault(node.target.elements[1].value.value, []).append(node.iter.args[0].value)
             elif isinstance(node, cst.Call):
                 self.calls.append(node)
+            elif isinstance(node, cst.Return):
+                self.returns.append(node)
+            elif isinstance(node, cst.Yield):
+                self.yields = True
             elif isinstance(node, cst.WithItem) and node.asname is not None:
                 self._bind_unknown(node.asname.name)
             if isinstance(node, (cst.FunctionDef, cst.ClassDef)) and node is not function:
@@ -147,7 +155,13 @@ class Uses:
         if value is None:
             return  # `x: int`
         for target in targets:
-            if isinstance(target, cst.Name):
+            if (
+                isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name)
+                and target.value.value == self.function.name.value
+            ):
+                stored = None if isinstance(node, cst.AugAssign) else value
+                self.own_attributes.setdefault(target.attr.value, []).append(stored)
+            elif isinstance(target, cst.Name):
                 self.bindings.setdefault(target.value, []).append((value, False))
                 if isinstance(node, cst.Assign) and _moves(value):
                     self.moving.setdefault(target.value, []).append(node)
@@ -708,6 +722,8 @@ class Uses:
         if isinstance(expr, cst.Attribute):
             if isinstance(expr.value, cst.Name) and expr.value.value == self.self_name and self.klass is not None:
                 return _number_attribute(self.klass, expr.attr.value)
+            if isinstance(expr.value, cst.Name) and expr.value.value == self.function.name.value:
+                return self._own_attribute_beside(expr.attr.value)
             return expr.attr.value in NON_TENSOR_ATTRIBUTES or (
                 expr.attr.value in ("T", "mT", "real", "imag") and self._beside(expr.value)
             )
@@ -718,7 +734,7 @@ class Uses:
         if isinstance(expr, cst.UnaryOperation):
             return self._beside(expr.expression)
         if isinstance(expr, cst.BooleanOperation):
-            return self._beside(expr.left) and self._beside(expr.right)
+            return self._optional_number(expr) or (self._beside(expr.left) and self._beside(expr.right))
         if isinstance(expr, cst.IfExp):
             return self._beside(expr.body) and self._beside(expr.orelse)
         if isinstance(expr, (cst.Tuple, cst.List)):
@@ -727,12 +743,49 @@ class Uses:
             return self._call_beside(expr)
         return False
 
+    def _optional_number(self, expr: cst.BooleanOperation) -> bool:
+        """``count or 0`` of a parameter: the author reads the parameter as an optional
+        number, substituting a number for a missing one. A tensor there would be tested
+        for truth, which PyTorch refuses for every tensor of more than one element, so
+        where the program works the value is a number (a one-element tensor is the only
+        exception, and no way to pass a count)."""
+        left, right = expr.left, expr.right
+        return (
+            isinstance(expr.operator, cst.Or) and isinstance(right, (cst.Integer, cst.Float))
+            and isinstance(left, cst.Name) and left.value in self.params and not self.bindings.get(left.value)
+            and left.value not in self.nested
+        )
+
+    def _own_attribute_beside(self, attr: str) -> bool:
+        """``buffered_arange.buf``, a cache the function keeps on itself: every value the
+        function stores there is surely on the CPU. The cache outlives the call, so this
+        takes the project's calls to agree with the one followed on the parameters those
+        values read (``device="cpu"`` left at its default)."""
+        stored = self.own_attributes.get(attr)
+        key = f"{self.function.name.value}.{attr}"
+        if not stored or key in self._weighing:
+            return bool(stored)  # a store being weighed: the others decide
+        self._weighing.add(key)
+        try:
+            return all(value is not None and self._beside(value) for value in stored)
+        finally:
+            self._weighing.discard(key)
+
+    def returns_beside(self) -> bool:
+        """Does every ``return`` of the function give a value surely on the CPU (or no
+        tensor)? A generator, or a path that falls off the end, does not count."""
+        return bool(self.returns) and not self.yields and all(
+            r.value is not None and self._beside(r.value) for r in self.returns
+        )
+
     def _name_beside(self, name: str) -> bool:
         if name in self._weighing:
             return True  # a binding being weighed: the others decide
         if name in self.origin and not self.bindings.get(name):
             return True  # the parameter being followed, never rebound
         param = self.params.get(name)
+        if name in self.constants:
+            return True  # a literal the followed call gives (or leaves at its default)
         if param is not None:
             annotation = param.annotation
             return annotation is not None and dotted_name(annotation.annotation) in _NUMBER_ANNOTATIONS
@@ -766,12 +819,46 @@ class Uses:
             method = call.func.attr.value
             if method == "cpu" or (method in NON_TENSOR_METHODS and method not in _PIECES):
                 return True
+            if method == "to" and self._names_cpu(call):
+                return True  # `.to("cpu")`, `.to(device)` with `device="cpu"` given
             if method in _MOVES:
                 return False
+            if method in _SIZE_METHODS and all(a.keyword is None and not a.star for a in call.args):
+                return self._beside(call.func.value)  # `t.expand(-1, n)`: sizes move nothing
+            if self._returns_beside(call):
+                return True  # the project's own method, returning CPU tensors
             return self._beside(call.func.value) and all(self._beside(a) for a in arguments)
         if qualified.startswith("torch.") or qualified in ("abs", "min", "max", "sum", "round"):
             return all(self._beside(a) for a in arguments)  # an op on such values only
-        return False
+        return self._returns_beside(call)
+
+    def _names_cpu(self, call: cst.Call) -> bool:
+        """``x.to("cpu")``, or ``x.to(device)`` where the followed call fixes ``device``
+        to ``"cpu"``."""
+        where = next(
+            (a.value for a in call.args if a.keyword is None or a.keyword.value == "device"), None
+        )
+        if isinstance(where, cst.SimpleString):
+            return where.evaluated_value == "cpu"
+        return isinstance(where, cst.Name) and self.constants.get(where.value) == "cpu"
+
+    def _returns_beside(self, call: cst.Call) -> bool:
+        """A function of the project (``Callees.target``) every ``return`` of which gives a
+        value surely on the CPU, given what this call passes: ``make_positions(n)`` that
+        returns ``torch.arange(n)``. Remembered per resolver, like parameter verdicts."""
+        if self.callees is None or self.depth >= _MAX_CALL_DEPTH or any(a.star for a in call.args):
+            return False
+        target = self.callees.target(call, self.klass, self.self_name)
+        if target is None:
+            return False
+        constants = _constants(target, call)
+        key = (id(target.function), "<returns>", tuple(sorted((k, repr(v)) for k, v in constants.items())))
+        verdicts = target.callees.verdicts
+        if key not in verdicts:
+            verdicts[key] = "harmful"  # a cycle: not known
+            inner = Uses(target.function, target.callees, target.klass, self.depth + 1, constants)
+            verdicts[key] = "beside" if inner.returns_beside() else "harmful"
+        return verdicts[key] == "beside"
 
     def _made_here(self, call: cst.Call) -> bool:
         """A factory without ``device=`` (the CPU), with ``device="cpu"``, or with the

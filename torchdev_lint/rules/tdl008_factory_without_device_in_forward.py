@@ -100,8 +100,10 @@ class FactoryWithoutDeviceInForward(Rule):
     `self.blur.kernel()` from a class holding it), or, for a `forward`, the
     `self.<attr>(...)` calls of classes of the file that assign the module to that
     attribute. The class must be imported by no other project file, or be hidden in a
-    function or a script's main block (callers out of sight, such as a library's users,
-    are not seen); a returned tuple is followed element by
+    function or a script's main block, or (for a method other than `forward`) no other
+    project file may mention an attribute of its name (`m.sample(...)`, `getattr(m,
+    "sample")`; a file's `self.sample` of its own method of that name does not count):
+    callers out of sight, such as a library's users, are not seen. A returned tuple is followed element by
     element where the caller unpacks or indexes it; stored in an attribute of the class
     (`self.cache = t`), it is followed into every read of the attribute in the class (no
     read: stored for others, flagged). Copying it into another tensor (`p.data.copy_(t)`)
@@ -122,7 +124,15 @@ class FactoryWithoutDeviceInForward(Rule):
     default it leaves alone, `use_real=True`) that cannot run is skipped, and a name
     rebound to a moved value (`cos = cos.to(x.device)`) no longer carries the CPU tensor
     after that statement. A `self.<attr>` every assignment of which is a number (a
-    constant, a parameter annotated `float`) is no tensor. Code is followed one file deep. A
+    constant, a parameter annotated `float`) is no tensor, nor is a parameter read as
+    `count or 0` (the author substitutes a number for a missing one; a tensor there would
+    be tested for truth, which PyTorch refuses for more than one element). What the
+    project's own function returns is on the CPU when every `return` gives a tensor built
+    there without a device, moved to `"cpu"`, or kept in a cache on the function itself
+    (`f.buf = torch.LongTensor().to(device)` with `device="cpu"` left at its default; the
+    project's other calls are taken to agree on it): meeting it mixes nothing, as it
+    does not for the sizes a tensor method takes (`t.expand(-1, self.k)`). Code is
+    followed one file deep. A
     parameter that every caller in the class
     gives a tensor built on the CPU (`self.pad(torch.LongTensor(ids))`) is no GPU input.
     A value that also sizes or bounds a factory in the same statement
@@ -265,6 +275,12 @@ class FactoryWithoutDeviceInForward(Rule):
               "    def forward(self, outputs, targets):\n"
               "        sizes = [len(t[\"boxes\"]) for t in targets]\n"
               "        return outputs[\"logits\"], torch.as_tensor(sizes)\n"),
+        # Negative sampling: drawn indices compared with a helper's CPU table and shifted
+        # by an optional count (`pad or 0`, a number), then only an index.
+        Valid("import torch\nimport torch.nn as nn\ndef positions(n):\n    return torch.arange(n)\n"
+              "class Net(nn.Module):\n    def forward(self, y, pad=None):\n"
+              "        high = y.shape[1] - (pad or 0)\n        idx = torch.randint(0, 4, (4,))\n"
+              "        idx = idx + (idx >= positions(4)) * high\n        return y[idx]\n"),
     ]
     INVALID = [
         Invalid(  # divided by a bound of another statement, which may be a GPU tensor
