@@ -1156,3 +1156,45 @@ def test_a_cached_result_is_not_reused_once_another_file_calls_the_method(tmp_pa
     other = tmp_path / "pkg/other.py"
     other.write_text(other.read_text().replace("pass", "def go(self, y):\n        return self.sample_negatives(y, 3)[1]"))
     assert run() == [RANDINT, ARANGE]
+
+
+# -- a record of detached values, kept for logging ------------------------------------------
+
+LOSS = """
+def forward(self, inputs, reconstructions, global_step, split="train"):
+    rec_loss = (inputs - reconstructions).abs().mean()
+    g_loss = -torch.mean(self.discriminator(reconstructions))
+    disc_factor = self.weight(global_step)
+    loss = rec_loss + disc_factor * g_loss
+    log = {"{}/total_loss".format(split): loss.clone().detach().mean(),
+           "{}/rec_loss".format(split): rec_loss.detach().mean(),
+           "{}/disc_factor".format(split): torch.tensor(disc_factor),
+           "{}/g_loss".format(split): g_loss.item(),
+           }
+    return loss, log
+"""
+
+
+def test_a_tensor_in_a_record_of_detached_values_is_left_alone():
+    # taming/latent-diffusion's GAN losses: the discriminator factor is logged beside the
+    # detached losses; the record goes to `self.log_dict` in another file.
+    assert findings(module(LOSS)) == []
+
+
+@pytest.mark.parametrize("changes", [
+    # one other value still carries autograd: the dict is more than a record
+    [("g_loss.item()", "g_loss")],
+    # only one other value: nothing says the dict is a record
+    [('           "{}/rec_loss".format(split): rec_loss.detach().mean(),\n', ""),
+     ('           "{}/g_loss".format(split): g_loss.item(),\n', "")],
+    # spread into the dict: what it holds is unknown
+    [("g_loss.item(),", "g_loss.item(), **self.extra,")],
+])
+def test_a_tensor_in_a_dict_that_is_not_only_a_record_is_flagged(changes):
+    code = LOSS
+    for old, new in changes:
+        assert old in code
+        code = code.replace(old, new)
+    line = module(code).splitlines().index(
+        '               "{}/disc_factor".format(split): torch.tensor(disc_factor),') + 1
+    assert findings(module(code)) == [(line, 48)]

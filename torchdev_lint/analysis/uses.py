@@ -547,9 +547,12 @@ class Uses:
         """``kwargs = {"grid": t}``, later ``block(h, **kwargs)``: the value is followed as
         keyword ``grid`` of each call the dict is spread into. The dict may also be
         updated (``kwargs.update(...)``) or read at other keys; any other use of it is
-        harmful."""
+        harmful. A dict whose other values are all cut from autograd is a record for
+        logging (``_record``): what becomes of it is no computation."""
         key = element.key
         container = self.parents.get(id(element))
+        if isinstance(container, cst.Dict) and _record(container, element):
+            return False
         assign = self.parents.get(id(container))
         if not (
             isinstance(key, cst.SimpleString) and isinstance(key.evaluated_value, str)
@@ -1078,6 +1081,24 @@ def _number_attribute(klass: cst.ClassDef, attr: str) -> bool:
         ):
             return False
     return True
+
+
+def _record(container: cst.Dict, element: cst.DictElement) -> bool:
+    """``{"loss": loss.detach().mean(), "acc": acc.item(), "scale": t}``: two or more other
+    values, every one detached from autograd (``.detach()``, ``.item()``, ``.tolist()``
+    somewhere along its chain of methods). Code keeps such values to report them, not to
+    compute with them, so a CPU tensor among them is reported, not mixed (a consumer that
+    stacks the record's values is not seen)."""
+    others = [e for e in container.elements if e is not element]
+    return len(others) >= 2 and all(isinstance(e, cst.DictElement) and _detached(e.value) for e in others)
+
+
+def _detached(expr: cst.BaseExpression) -> bool:
+    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+        if expr.func.attr.value in ("detach", "item", "tolist"):
+            return True
+        expr = expr.func.value
+    return False
 
 
 def _flat(target: cst.BaseExpression) -> list[cst.BaseExpression]:

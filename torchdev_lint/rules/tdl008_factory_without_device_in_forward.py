@@ -114,7 +114,10 @@ class FactoryWithoutDeviceInForward(Rule):
     (where they go next is not followed: a `torch.stack` of them is not seen). A tensor
     made in a list comprehension is followed as the list; one put in a dict of keyword
     arguments (`kwargs = {"sizes": t}`) is followed as keyword `sizes` of every call the
-    dict is spread into (`block(h, **kwargs)`), the dict being otherwise only updated. Into the project's code a tensor is
+    dict is spread into (`block(h, **kwargs)`), the dict being otherwise only updated; one
+    put in a dict whose other values (two or more) are all detached from autograd
+    (`loss.detach().mean()`, `acc.item()`) is a record kept for logging, and left alone
+    (a consumer that stacks the record's values is not seen). Into the project's code a tensor is
     followed through `for block in self.blocks` over an `nn.ModuleList` of one class, the
     twin call of gradient checkpointing (`wrapper(block, h, t)` beside `block(h, t)`), and a
     keyword that a submodule's `forward` swallows in `**kwargs` when its constructor was
@@ -275,6 +278,11 @@ class FactoryWithoutDeviceInForward(Rule):
               "    def forward(self, outputs, targets):\n"
               "        sizes = [len(t[\"boxes\"]) for t in targets]\n"
               "        return outputs[\"logits\"], torch.as_tensor(sizes)\n"),
+        # A factor logged beside detached losses: the dict is a record, not computation.
+        Valid("import torch\nimport torch.nn as nn\nclass Loss(nn.Module):\n"
+              "    def forward(self, x, factor):\n        loss = x.mean() * factor\n"
+              "        log = {\"loss\": loss.detach(), \"mean\": x.mean().item(), \"factor\": torch.tensor(factor)}\n"
+              "        return loss, log\n"),
         # Negative sampling: drawn indices compared with a helper's CPU table and shifted
         # by an optional count (`pad or 0`, a number), then only an index.
         Valid("import torch\nimport torch.nn as nn\ndef positions(n):\n    return torch.arange(n)\n"
