@@ -470,3 +470,60 @@ def test_a_loop_over_device_type_apis_takes_a_device_type():
         model_cls(device="cuda:0")
     """
     assert findings(code) == [(6, 22)]
+
+
+PROFILER = """
+import torch
+
+def flush():
+    torch.cuda.empty_cache()
+    torch.cuda.reset_peak_memory_stats()
+
+class Profiler:
+    def __init__(self, config):
+        self.config = config
+
+    def setup_pipeline(self):
+        pipe = self.config.pipeline_cls.from_pretrained()
+        pipe.to("cuda")
+        return pipe
+
+    def run(self):
+        pipe = self.setup_pipeline()
+        flush()
+        return pipe()
+"""
+
+
+def lint_profiler(tmp_path, other, profiler=PROFILER):
+    from torchdev_lint.analysis import project_index
+
+    package = tmp_path / "prof"
+    package.mkdir(exist_ok=True)
+    (package / "profiling_utils.py").write_text(textwrap.dedent(profiler))
+    (package / "profile_all.py").write_text(textwrap.dedent(other))
+    index = project_index.build([str(package / "profiling_utils.py")])
+    result = lint_source(str(package / "profiling_utils.py"), textwrap.dedent(profiler), [RULE], index=index)
+    return [(f.line, f.column) for f in result.findings]
+
+
+def test_a_public_method_only_code_that_needs_cuda_calls(tmp_path):
+    # diffusers' pipeline profiler: `setup_pipeline` is called only by `run`, which needs a
+    # GPU anyway (`flush` resets CUDA's peak-memory counters, which raises without one);
+    # the other module builds the profiler and calls `run`, never `setup_pipeline`.
+    other = "from profiling_utils import Profiler\n\nProfiler(None).run()\n"
+    assert lint_profiler(tmp_path, other) == []
+    assert findings(PROFILER) == [(14, 17)]  # without the index, other modules may call it
+
+
+@pytest.mark.parametrize(("other", "profiler"), [
+    # another module calls the method (or reaches it by name) itself
+    ("from profiling_utils import Profiler\n\nProfiler(None).setup_pipeline()\n", PROFILER),
+    ("from profiling_utils import Profiler\n\ngetattr(Profiler(None), 'setup_pipeline')()\n", PROFILER),
+    # the file itself calls it other than through `self`, where no GPU is needed
+    ("x = 1\n", PROFILER + "\nProfiler(None).setup_pipeline()\n"),
+    # one caller in the class does not need CUDA
+    ("x = 1\n", PROFILER + "\n    def warm(self):\n        return self.setup_pipeline()\n"),
+])
+def test_a_public_method_that_code_without_cuda_may_call_is_flagged(tmp_path, other, profiler):
+    assert lint_profiler(tmp_path, other, profiler) == [(14, 17)]

@@ -15,8 +15,10 @@ guards of ``guards.py`` do not see either, because no test in the code says so:
 - a function of the file that no other module calls (a private ``_name``, or a module-level
   function the project index says no other module imports) whose every use, a call or the
   function handed on (``spawn(_ddp_fn, ...)``), is guarded or is itself in such code: a
-  helper of a test marked ``RunIf(min_cuda_gpus=2)``. Methods count only when private: an
-  object can be handed anywhere.
+  helper of a test marked ``RunIf(min_cuda_gpus=2)``. Methods count when private, or when
+  no other module mentions an attribute of their name (``ProjectIndex.mentioned_elsewhere``)
+  and every mention in the file is ``self.<name>``: an object can be handed anywhere, but
+  only code that names the method can call it.
 - code that runs only inside a process group (after ``if not dist.is_initialized():
   return``, under ``if world_size > 1:``, through the file's own helpers that answer so)
   in a file whose every ``init_process_group`` opens an NCCL group (a literal ``"nccl"``,
@@ -124,10 +126,13 @@ class Requirements:
     """What one file's code requires of the machine (see the module docstring)."""
 
     def __init__(self, module: cst.Module, qualify: Qualifier,
-                 imported: frozenset[str] | None = None) -> None:
-        """``imported``: the names of this file other modules import (None: unknown)."""
+                 imported: frozenset[str] | None = None, mentioned_elsewhere=None) -> None:
+        """``imported``: the names of this file other modules import (None: unknown);
+        ``mentioned_elsewhere(name)``: whether another module mentions attribute ``name``
+        (None: unknown)."""
         self.qualify = qualify
         self.imported = imported
+        self.mentioned_elsewhere = mentioned_elsewhere
         self.functions: dict[str, cst.FunctionDef] = {}  # module-level functions
         self.methods: dict[int, dict[str, cst.FunctionDef]] = {}  # class -> its methods
         self.class_of: dict[int, cst.ClassDef] = {}  # method -> its class
@@ -157,9 +162,12 @@ class Requirements:
         # parent links: deep trees must not exhaust Python's recursion, nor memory).
         parents: dict[int, cst.CSTNode] = {}
         found: list[tuple[cst.FunctionDef, cst.CSTNode]] = []
+        mentions: dict[str, int] = {}  # attribute name -> its mentions in the file
         stack: list[cst.CSTNode] = [module]
         while stack:
             node = stack.pop()
+            if isinstance(node, cst.Attribute):
+                mentions[node.attr.value] = mentions.get(node.attr.value, 0) + 1
             target = self._closed_target(node, parents)
             if target is not None:
                 found.append((target, node))
@@ -171,6 +179,17 @@ class Requirements:
                     parents[id(child)] = node
                     stack.append(child)
         self._parents = parents
+        through_self: dict[str, int] = {}  # public methods: their `self.<name>` uses
+        for target, node in found:
+            if isinstance(node, cst.Attribute) and not _private(node.attr.value):
+                through_self[node.attr.value] = through_self.get(node.attr.value, 0) + 1
+        found = [
+            (target, node) for target, node in found
+            if not (isinstance(node, cst.Attribute) and not _private(node.attr.value))
+            or (through_self[node.attr.value] == mentions[node.attr.value]
+                and self.mentioned_elsewhere is not None
+                and self.mentioned_elsewhere(node.attr.value) is False)
+        ]
         for target, node in found:
             path = [node]
             while id(path[-1]) in parents:
@@ -178,15 +197,18 @@ class Requirements:
             self.uses.setdefault(id(target), []).append(tuple(reversed(path)))
 
     def _closed_target(self, node: cst.CSTNode, parents: dict[int, cst.CSTNode]) -> cst.FunctionDef | None:
-        """The function of the file no other module calls that ``node`` names, if any: a
-        module-level function by its name, a private method as ``self._name``."""
+        """The function of the file no other module may call that ``node`` names, if any: a
+        module-level function by its name, a method as ``self.<name>`` (a public one is
+        kept by ``_collect`` only when nothing else can reach it)."""
         if isinstance(node, cst.Name):
             parent = parents.get(id(node))
             if isinstance(parent, cst.Attribute) and parent.attr is node:
                 return None
             found = self.functions.get(node.value)
             return found if found is not None and self._closed(node.value) else None
-        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and _private(node.attr.value):
+        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and (
+            _private(node.attr.value) or (node.value.value == "self" and not node.attr.value.startswith("__"))
+        ):
             cls = parents.get(id(node))
             while cls is not None and not isinstance(cls, cst.ClassDef):
                 cls = parents.get(id(cls))
@@ -418,8 +440,10 @@ def of_file(ctx, module: cst.Module) -> Requirements:
     found = ctx.shared.get("requirements")
     if found is None:
         index = ctx.index
-        imported = index.imported_from(ctx.path) if index is not None and ctx.path != "-" else None
-        found = ctx.shared["requirements"] = Requirements(module, ctx.imports.qualified_name, imported)
+        known = index is not None and ctx.path != "-"
+        imported = index.imported_from(ctx.path) if known else None
+        elsewhere = (lambda name: index.mentioned_elsewhere(name, ctx.path)) if known else None
+        found = ctx.shared["requirements"] = Requirements(module, ctx.imports.qualified_name, imported, elsewhere)
     return found
 
 

@@ -90,8 +90,12 @@ class HardcodedDeviceString(Rule):
       module-level function that, by the project index, no other module of the run
       imports) whose every use, a call or the function handed on (`spawn(_ddp_fn, ...)`),
       is guarded or is in such code: the helper of a test marked `RunIf(min_cuda_gpus=2)`.
-      Without the index (one file at a time, as flake8 runs) public functions stay
-      checked, and methods count only when private: an object can be handed anywhere.
+      A method counts when private, or when no other module of the run mentions an
+      attribute of its name (`p.setup_pipeline()`, `getattr(p, "setup_pipeline")`) and
+      the file mentions it only as `self.setup_pipeline`: an object can be handed
+      anywhere, but only code that names a method calls it (a framework that calls a
+      hook by its name, such as a trainer's `validation_step`, is not seen). Without the
+      index (one file at a time, as flake8 runs) public functions and methods stay checked.
     - code that runs only inside a process group (under `if dist.is_initialized():` or
       `if world_size > 1:`, after `if not is_dist_avail_and_initialized(): return` or
       `if get_world_size() == 1: return [data]`, through the file's own helpers that
