@@ -220,3 +220,63 @@ def test_a_group_that_may_not_be_nccl_says_nothing(change):
 def test_blocks_that_may_run_without_a_group_stay_flagged(change):
     code = DIST.replace(*change)
     assert findings(code, (TDL001, TDL002))
+
+
+COMM = textwrap.dedent("""
+    import pickle
+    import torch
+    from torch import distributed as dist
+
+
+    def get_world_size():
+        if not dist.is_available():
+            return 1
+        if not dist.is_initialized():
+            return 1
+        return dist.get_world_size()
+
+
+    def all_gather(data):
+        world_size = get_world_size()
+        if world_size == 1:
+            return [data]
+        tensor = torch.ByteTensor(torch.ByteStorage.from_buffer(pickle.dumps(data))).to("cuda")
+        sizes = [torch.IntTensor([0]).cuda() for _ in range(world_size)]
+        dist.all_gather(sizes, torch.IntTensor([tensor.numel()]).cuda())
+        return sizes
+    """)
+TRAIN = "import torch\n\ndef main(args):\n    if args.distributed:\n        torch.distributed.init_process_group(backend=\"nccl\", init_method=\"env://\")\n"
+COMM_FINDINGS = [("TDL002", 19, 85), ("TDL001", 20, 14), ("TDL001", 21, 28)]
+
+
+def lint_comm(tmp_path, train=TRAIN, comm=COMM):
+    from torchdev_lint.analysis import project_index
+
+    for name, text in {"comm.py": comm, "train.py": train}.items():
+        (tmp_path / name).write_text(text)
+    index = project_index.build([str(tmp_path / "comm.py")])
+    result = lint_source(str(tmp_path / "comm.py"), comm, [TDL001, TDL002], index=index)
+    return [(f.code, f.line, f.column) for f in result.findings]
+
+
+def test_a_process_group_helper_of_a_project_that_opens_nccl_groups_only(tmp_path):
+    # maskrcnn-benchmark's `comm.all_gather` (copied into stylegan2-pytorch and many
+    # detection projects): it runs only inside a process group, and the project's one
+    # `init_process_group` is NCCL, so it runs on NVIDIA GPUs whatever its device strings say.
+    assert lint_comm(tmp_path) == []
+    assert findings(COMM, (TDL001, TDL002)) == COMM_FINDINGS  # alone: whoever opens a group may use gloo
+
+
+@pytest.mark.parametrize(("train", "comm"), [
+    # another backend, or one chosen at run time
+    (TRAIN.replace('backend="nccl"', 'backend="gloo"'), COMM),
+    (TRAIN.replace('backend="nccl"', "backend=args.backend"), COMM),
+    # a launcher that picks the backend itself (gloo on a CPU)
+    (TRAIN + "\nfrom accelerate import Accelerator\n", COMM),
+    # no group opened anywhere in the project
+    ("import torch\n", COMM),
+    # the world size is also 1 under a test that says nothing about groups
+    (TRAIN, COMM.replace("if not dist.is_available():", "if torch.cuda.device_count() < 2:")),
+])
+def test_a_process_group_helper_whose_groups_may_run_on_a_cpu(tmp_path, train, comm):
+    assert lint_comm(tmp_path, train, comm) == COMM_FINDINGS

@@ -44,6 +44,9 @@ _WRITER_WORDS = re.compile("|".join(_FILE_WORDS), re.IGNORECASE)
 _ATTRIBUTE = re.compile(r"\.[ \t]*([A-Za-z_]\w*)")
 _GETATTR = re.compile(r"""getattr\([^"'\n]*["']([A-Za-z_]\w*)["']""")
 _SELF_ATTRIBUTE = re.compile(r"self\.([A-Za-z_]\w*)")
+# What may start a process group other than `init_process_group(backend="nccl")`: a CPU
+# backend named anywhere, or a launcher that picks the backend itself (gloo on a CPU).
+_OTHER_GROUPS = ("gloo", "Accelerator", "lightning", "init_distributed", "device_mesh")
 
 
 @dataclass
@@ -73,6 +76,9 @@ class ModuleFacts:
     # may call another module's method (`attributes`)
     defs: list[str] = field(default_factory=list)
     attributes: list[str] = field(default_factory=list)
+    # the process groups it may open: "nccl" for `init_process_group("nccl")`, "other" for
+    # any other backend or launcher (`process_groups`)
+    groups: list[str] = field(default_factory=list)
     digest: str = ""  # of the file's bytes: code that follows calls into it depends on them
 
     @property
@@ -456,6 +462,22 @@ def attributes(tree: ast.Module, text: str) -> tuple[list[str], list[str]]:
     return sorted(defined), sorted(reached.union(_GETATTR.findall(text)))
 
 
+def process_groups(tree: ast.Module, text: str) -> list[str]:
+    """One entry per process group the module may open: "nccl" for an
+    ``init_process_group`` whose backend is the literal ``"nccl"``, "other" for any other
+    call of it and for a text that names another backend or a launcher that chooses one
+    (``_OTHER_GROUPS``)."""
+    groups = ["other"] if any(word in text for word in _OTHER_GROUPS) else []
+    if "init_process_group" not in text:
+        return groups
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and (_dotted(node.func) or "").rsplit(".", 1)[-1] == "init_process_group":
+            backend = next((k.value for k in node.keywords if k.arg == "backend"), node.args[0] if node.args else None)
+            nccl = isinstance(backend, ast.Constant) and backend.value == "nccl"
+            groups.append("nccl" if nccl else "other")
+    return groups
+
+
 def names_devices(text: str) -> bool:
     """``text`` names a device or moves something to one."""
     return any(word in text for word in _DEVICE_WORDS) or ("mps" in text and _MPS.search(text) is not None)
@@ -548,6 +570,7 @@ def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | No
     if files:
         facts.saves, facts.other_writes, facts.loads = _read_files(reader, tree, files)
     facts.defs, facts.attributes = attributes(tree, text)
+    facts.groups = process_groups(tree, text)
     devices = _device_lines(text, lines) if names_devices(text) else set()
     facts.names_devices = bool(devices)
     if devices or "load(" in text:
@@ -751,6 +774,16 @@ class ProjectIndex:
             self._memo[("mentions",)] = mentions
         return bool(mentions.get(name, set()) - {full})
 
+    def nccl_groups_only(self) -> bool:
+        """Does the project open process groups, every one with NCCL, and name no other
+        backend or launcher (``process_groups``)? Then its distributed code runs on
+        NVIDIA GPUs only."""
+        key = ("nccl only",)
+        if key not in self._memo:
+            groups = [g for modules in self.modules.values() for m in modules for g in m.groups]
+            self._memo[key] = bool(groups) and all(g == "nccl" for g in groups)
+        return self._memo[key]
+
     def saved_on_cpu(self, shape: str) -> bool:
         """Every file named ``shape`` (``file_name_shape``) that the project writes, it
         writes with ``torch.save`` from code that never names a device (``names_devices``):
@@ -848,6 +881,7 @@ class ProjectIndex:
         facts.append(("imported by others", tuple(sorted(self.imported_from(full) or ()))))
         facts.append(("imported", self.imported_digest(full)))
         facts.append(("saved on the CPU", self.cpu_saved_names()))
+        facts.append(("process groups NCCL only", self.nccl_groups_only()))
         facts.append(("defs mentioned elsewhere", tuple(n for n in module.defs if self.mentioned_elsewhere(n, full))))
         return tuple(facts)
 

@@ -24,7 +24,9 @@ guards of ``guards.py`` do not see either, because no test in the code says so:
   in a file whose every ``init_process_group`` opens an NCCL group (a literal ``"nccl"``,
   or a name the same block sets to it just before): the file's distributed runs are NCCL
   runs (assumed: another module that opens a gloo group and calls these helpers is not
-  seen). A file that opens no group, or may open another kind, says nothing.
+  seen); or in a file that opens none, of a project that opens groups with NCCL only and
+  names no other backend or launcher (``ProjectIndex.nccl_groups_only``). A file that may
+  open another kind says nothing.
 
 The answers are per file and computed once, on the first question.
 """
@@ -126,11 +128,14 @@ class Requirements:
     """What one file's code requires of the machine (see the module docstring)."""
 
     def __init__(self, module: cst.Module, qualify: Qualifier,
-                 imported: frozenset[str] | None = None, mentioned_elsewhere=None) -> None:
+                 imported: frozenset[str] | None = None, mentioned_elsewhere=None,
+                 project_nccl: bool = False) -> None:
         """``imported``: the names of this file other modules import (None: unknown);
         ``mentioned_elsewhere(name)``: whether another module mentions attribute ``name``
-        (None: unknown)."""
+        (None: unknown); ``project_nccl``: the project opens process groups with NCCL only
+        (``ProjectIndex.nccl_groups_only``)."""
         self.qualify = qualify
+        self.project_nccl = project_nccl
         self.imported = imported
         self.mentioned_elsewhere = mentioned_elsewhere
         self.functions: dict[str, cst.FunctionDef] = {}  # module-level functions
@@ -249,9 +254,13 @@ class Requirements:
     # -- code that runs only in a process group, in a file whose groups are NCCL ---------
 
     def _nccl_only(self) -> bool:
-        """The file opens process groups, and every one with NCCL."""
+        """The file opens process groups, and every one with NCCL; or it opens none, in a
+        project that opens them with NCCL only."""
         if self._nccl is None:
-            self._nccl = bool(self._inits) and all(self._opens_nccl(c) for c in self._inits)
+            if self._inits:
+                self._nccl = all(self._opens_nccl(c) for c in self._inits)
+            else:
+                self._nccl = self.project_nccl
         return self._nccl
 
     def _opens_nccl(self, call: cst.Call) -> bool:
@@ -352,7 +361,8 @@ class Requirements:
 
     def _world_size(self, expr: cst.BaseExpression, function: cst.FunctionDef) -> bool:
         """``get_world_size()`` of the file (or a name bound once to it) that is 1 outside a
-        process group: its first return is ``if <no group>: return 1``."""
+        process group: its first return is ``if <no group>: return 1``, possibly after
+        ``if not dist.is_available(): return 1``."""
         if isinstance(expr, cst.Name):
             values = _assignments(function, expr.value)
             return len(values) == 1 and values[0] is not None and self._world_size(values[0], function)
@@ -363,12 +373,22 @@ class Requirements:
             return False
         for statement in helper.body.body:
             returned = _returned(statement)
-            if returned:
-                return (
-                    isinstance(statement, cst.If) and statement.orelse is None and _only_returns(statement.body)
-                    and isinstance(returned[0], cst.Integer) and returned[0].value == "1"
-                    and self._no_group(statement.test, helper)
-                )
+            if not returned:
+                continue
+            if not (
+                isinstance(statement, cst.If) and statement.orelse is None and _only_returns(statement.body)
+                and isinstance(returned[0], cst.Integer) and returned[0].value == "1"
+            ):
+                return False
+            if self._no_group(statement.test, helper):
+                return True
+            test = statement.test
+            if not (
+                isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
+                and isinstance(test.expression, cst.Call)
+                and self.qualify(test.expression.func) == "torch.distributed.is_available"
+            ):
+                return False  # 1 under another test: not known to cover every run without a group
         return False
 
     def _block_needs_cuda(self, block: cst.CSTNode, skip: set[int], cls: cst.ClassDef | None) -> bool:
@@ -443,7 +463,9 @@ def of_file(ctx, module: cst.Module) -> Requirements:
         known = index is not None and ctx.path != "-"
         imported = index.imported_from(ctx.path) if known else None
         elsewhere = (lambda name: index.mentioned_elsewhere(name, ctx.path)) if known else None
-        found = ctx.shared["requirements"] = Requirements(module, ctx.imports.qualified_name, imported, elsewhere)
+        nccl = known and index.nccl_groups_only()
+        found = ctx.shared["requirements"] = Requirements(
+            module, ctx.imports.qualified_name, imported, elsewhere, nccl)
     return found
 
 

@@ -35,7 +35,8 @@ class HardcodedCudaCall(Rule):
     readers, which return 0), imports TensorRT, PyCUDA or CuPy, or calls a function of the
     file that needs CUDA so or is named for it (`with cuda_timer():`); a function no
     other module calls whose every use is guarded or in such code; and code that runs only
-    inside a process group in a file whose every `init_process_group` is NCCL. That code fails without
+    inside a process group in a file (or, opening none, a project) whose every
+    `init_process_group` is NCCL. That code fails without
     CUDA whatever `.cuda()` becomes, so the rewrite would change nothing.
 
     `torch.cuda.*` API calls and reads of a `.cuda` attribute are not flagged.

@@ -102,8 +102,13 @@ class HardcodedDeviceString(Rule):
       answer so) in a file whose every `init_process_group` opens an NCCL group (a literal
       `"nccl"`, or `args.dist_backend = "nccl"` set just before in the same block): the
       file's distributed runs are NCCL runs (an assumption: another module that opens a gloo
-      group and then calls these helpers is not seen). A file that opens no group, or may
-      open a gloo one, says nothing; a group opened in another file is not seen either.
+      group and then calls these helpers is not seen). A file that opens no group counts
+      when, by the project index, the project opens groups and every one with a literal
+      `"nccl"`, and no file names another backend (`gloo`) or a launcher that picks one
+      (Accelerate, Lightning, DeepSpeed's `init_distributed`, a device mesh): the
+      `comm.all_gather` helper of a project whose `train.py` opens NCCL groups. A file that
+      may open a gloo group says nothing. `get_world_size()` may first return 1 under
+      `if not dist.is_available():`.
 
     Such code would fail on a machine without CUDA anyway; a finding there would only ask
     to rewrite a line that changes nothing. Where the requirement itself can be made
