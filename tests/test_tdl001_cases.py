@@ -280,3 +280,21 @@ def test_a_process_group_helper_of_a_project_that_opens_nccl_groups_only(tmp_pat
 ])
 def test_a_process_group_helper_whose_groups_may_run_on_a_cpu(tmp_path, train, comm):
     assert lint_comm(tmp_path, train, comm) == COMM_FINDINGS
+
+
+def test_another_project_in_the_same_run_does_not_decide(tmp_path):
+    # one run over two projects: the gloo of the other one says nothing about this one
+    from torchdev_lint.analysis import project_index
+
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "other").mkdir()
+    (tmp_path / "proj/comm.py").write_text(COMM)
+    (tmp_path / "proj/train.py").write_text(TRAIN)
+    (tmp_path / "other/run.py").write_text('import torch\ntorch.distributed.init_process_group("gloo")\n')
+    index = project_index.build([str(tmp_path / "proj/comm.py"), str(tmp_path / "other/run.py")])
+    result = lint_source(str(tmp_path / "proj/comm.py"), COMM, [TDL001, TDL002], index=index)
+    assert result.findings == []
+    (tmp_path / "proj/train.py").write_text(TRAIN + '\ndef cpu():\n    torch.distributed.init_process_group("gloo")\n')
+    index = project_index.build([str(tmp_path / "proj/comm.py"), str(tmp_path / "other/run.py")])
+    result = lint_source(str(tmp_path / "proj/comm.py"), COMM, [TDL001, TDL002], index=index)
+    assert [(f.code, f.line, f.column) for f in result.findings] == COMM_FINDINGS

@@ -774,13 +774,21 @@ class ProjectIndex:
             self._memo[("mentions",)] = mentions
         return bool(mentions.get(name, set()) - {full})
 
-    def nccl_groups_only(self) -> bool:
-        """Does the project open process groups, every one with NCCL, and name no other
-        backend or launcher (``process_groups``)? Then its distributed code runs on
-        NVIDIA GPUs only."""
-        key = ("nccl only",)
+    def nccl_groups_only(self, path: str) -> bool:
+        """Does the project of the file at ``path`` (the modules under the directory that
+        holds its outermost package, or beside it for a script) open process groups, every
+        one with NCCL, and name no other backend or launcher (``process_groups``)? Then its
+        distributed code runs on NVIDIA GPUs only."""
+        root = package_root(path)
+        if os.path.isfile(os.path.join(root, "__init__.py")):
+            root = os.path.dirname(root)
+        key = ("nccl only", root)
         if key not in self._memo:
-            groups = [g for modules in self.modules.values() for m in modules for g in m.groups]
+            prefix = os.path.join(root, "")
+            groups = [
+                g for modules in self.modules.values() for m in modules
+                if m.path.startswith(prefix) for g in m.groups
+            ]
             self._memo[key] = bool(groups) and all(g == "nccl" for g in groups)
         return self._memo[key]
 
@@ -881,7 +889,7 @@ class ProjectIndex:
         facts.append(("imported by others", tuple(sorted(self.imported_from(full) or ()))))
         facts.append(("imported", self.imported_digest(full)))
         facts.append(("saved on the CPU", self.cpu_saved_names()))
-        facts.append(("process groups NCCL only", self.nccl_groups_only()))
+        facts.append(("process groups NCCL only", self.nccl_groups_only(full)))
         facts.append(("defs mentioned elsewhere", tuple(n for n in module.defs if self.mentioned_elsewhere(n, full))))
         return tuple(facts)
 

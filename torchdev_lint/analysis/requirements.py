@@ -463,7 +463,7 @@ def of_file(ctx, module: cst.Module) -> Requirements:
         known = index is not None and ctx.path != "-"
         imported = index.imported_from(ctx.path) if known else None
         elsewhere = (lambda name: index.mentioned_elsewhere(name, ctx.path)) if known else None
-        nccl = known and index.nccl_groups_only()
+        nccl = known and index.nccl_groups_only(ctx.path)
         found = ctx.shared["requirements"] = Requirements(
             module, ctx.imports.qualified_name, imported, elsewhere, nccl)
     return found

@@ -103,7 +103,8 @@ class HardcodedDeviceString(Rule):
       `"nccl"`, or `args.dist_backend = "nccl"` set just before in the same block): the
       file's distributed runs are NCCL runs (an assumption: another module that opens a gloo
       group and then calls these helpers is not seen). A file that opens no group counts
-      when, by the project index, the project opens groups and every one with a literal
+      when, by the project index, its project (the modules under the directory of its
+      outermost package) opens groups and every one with a literal
       `"nccl"`, and no file names another backend (`gloo`) or a launcher that picks one
       (Accelerate, Lightning, DeepSpeed's `init_distributed`, a device mesh): the
       `comm.all_gather` helper of a project whose `train.py` opens NCCL groups. A file that
