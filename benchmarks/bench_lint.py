@@ -31,12 +31,12 @@ import libcst  # noqa: E402
 import torchdev_lint.rules  # noqa: E402,F401
 from torchdev_lint import files  # noqa: E402
 from torchdev_lint.analysis import project_index  # noqa: E402
-from torchdev_lint.config import enabled_rules  # noqa: E402
+from torchdev_lint.config import Resolver, enabled_rules  # noqa: E402
 from torchdev_lint.engine import lint_source  # noqa: E402
 
 
 def _sources(directory: str) -> list[files.SourceFile]:
-    paths, _ = files.discover([directory], [], Path(directory))
+    paths, _ = files.discover([directory], Resolver())
     sources = [files.read(p) for p in paths]
     return [s for s in sources if isinstance(s, files.SourceFile)]
 
