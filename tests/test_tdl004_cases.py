@@ -223,3 +223,43 @@ def test_a_name_bound_again_keeps_both_findings():
 def test_a_load_straight_into_from_numpy_holds_no_tensor():
     code = "import torch\nx = torch.from_numpy(torch.load(p))\ny = torch.as_tensor(torch.load(q))\n"
     assert positions(code) == [(3, 21)]
+
+
+FIXTURE = """
+import pytest
+import torch
+
+class TestMerge:
+    @pytest.fixture
+    def merged_path(self, tmp_path):
+        model = make_model()
+        path = tmp_path / "merged"
+        torch.save(model.state_dict(), path)
+        return path, tmp_path / "unmerged"
+
+    def test_same_weights(self, merged_path):
+        path_merged, _ = merged_path
+        state_dict = torch.load(path_merged, weights_only=True)
+"""
+
+
+def test_a_file_a_fixture_of_the_same_file_wrote_is_a_round_trip():
+    # peft's merge test: the fixture saves the state dict, the test loads it back, in one
+    # process on one machine.
+    assert positions(FIXTURE, "tests/test_other.py") == []
+
+
+@pytest.mark.parametrize("change", [
+    # the fixture writes nothing: the file comes from elsewhere
+    ("        torch.save(model.state_dict(), path)\n", ""),
+    # not a fixture: a plain method of the same name
+    ("    @pytest.fixture\n", ""),
+    # the test does not take the fixture
+    ("def test_same_weights(self, merged_path):\n        path_merged, _ = merged_path",
+     "def test_same_weights(self, merged_path, given):\n        path_merged = given"),
+])
+def test_a_fixture_that_did_not_write_the_file_keeps_the_finding(change):
+    code = FIXTURE.replace(*change)
+    assert code != FIXTURE
+    line = textwrap.dedent(code).splitlines().index("        state_dict = torch.load(path_merged, weights_only=True)") + 1
+    assert positions(code, "tests/test_other.py") == [(line, 22)]

@@ -82,6 +82,8 @@ def written_here(ctx, call: cst.Call) -> bool:
         function, target
     ):
         return True  # a test's helper checking the file the test gives it
+    if any(_writing_fixture(ctx, name) for name in roots & _parameters(function)):
+        return True  # a fixture of the same file wrote it, in this process, just before
     return any(
         isinstance(c.func, cst.Attribute) and c.func.attr.value in _WRITERS
         or ctx.qualified_name(c.func) in kinds.TORCH_SAVERS
@@ -129,11 +131,49 @@ def _only_when_missing(ctx, scope: cst.CSTNode, save: cst.Call) -> bool:
     return found
 
 
+def _parameters(function: cst.FunctionDef) -> set[str]:
+    return {p.name.value for p in (*function.params.posonly_params, *function.params.params,
+                                   *function.params.kwonly_params)}
+
+
 def _parameter_of(function: cst.FunctionDef, target: cst.BaseExpression) -> bool:
     """``target`` is a parameter of ``function`` (``str(path)`` included)."""
-    params = {p.name.value for p in (*function.params.posonly_params, *function.params.params,
-                                      *function.params.kwonly_params)}
-    return bool(_roots(target)) and _roots(target) <= params
+    return bool(_roots(target)) and _roots(target) <= _parameters(function)
+
+
+def _writing_fixture(ctx, name: str) -> bool:
+    """A pytest fixture of this file named ``name`` (``@pytest.fixture def ckpt(tmp_path):``)
+    that saves with torch or writes a checkpoint: a test taking it as a parameter gets what
+    it wrote in the same process, on the same machine. Fixtures of a ``conftest.py`` are not
+    seen."""
+    module = ctx.ancestors[0] if ctx.ancestors else None
+    found = False
+
+    def is_fixture(decorator: cst.Decorator) -> bool:
+        target = decorator.decorator.func if isinstance(decorator.decorator, cst.Call) else decorator.decorator
+        return (ctx.qualified_name(target) or code_of(target)).rsplit(".", 1)[-1] == "fixture"
+
+    def writes(node: cst.CSTNode) -> bool:
+        nonlocal found
+        if isinstance(node, cst.Call) and (
+            ctx.qualified_name(node.func) in kinds.TORCH_SAVERS
+            or isinstance(node.func, cst.Attribute) and node.func.attr.value in _WRITERS
+        ):
+            found = True
+        return not found
+
+    def enter(node: cst.CSTNode) -> bool:
+        if found:
+            return False
+        if isinstance(node, cst.FunctionDef):
+            if node.name.value == name and any(is_fixture(d) for d in node.decorators):
+                tree.walk(node.body, writes)
+            return False
+        return isinstance(node, (cst.Module, cst.ClassDef, cst.IndentedBlock, cst.SimpleStatementSuite))
+
+    if module is not None:
+        tree.walk(module, enter)
+    return found
 
 
 def _hands_over(ctx, call: cst.Call, file: str) -> bool:

@@ -26,8 +26,9 @@ class LoadWithoutMapLocation(Rule):
     to the devices they left; not when it saves only if the file is missing, as in
     `if not os.path.exists(path): torch.save(...)`, since the file loaded may then have been
     written elsewhere), a file a test wrote itself (the test saves, trains or
-    writes under `tmp_path`/`tmpdir`/`tempfile` before loading, or hands the path to a
-    helper of the test code that loads it), and pickles the file
+    writes under `tmp_path`/`tmpdir`/`tempfile` before loading, hands the path to a
+    helper of the test code that loads it, or takes the path from a pytest fixture of the
+    same file that writes it: fixtures of a `conftest.py` are not seen), and pickles the file
     name, the key read or the variable says hold metadata only (`meta.pt`,
     `["hyper_parameters"]`, `vocab = torch.load(...)`). Checkpoints from outside (a path
     argument, a download cache, a config value) are flagged, in tests too.
