@@ -29,3 +29,17 @@ def test_index_lists_every_rule(tmp_path):
     write_pages(tmp_path)
     index = (tmp_path / "README.md").read_text()
     assert all(code in index for code in Rule.registry)
+
+
+def test_check_names_a_stale_page_and_writes_nothing(tmp_path, capsys):
+    from torchdev_lint.docs import main
+
+    assert main([str(tmp_path)]) == 0
+    assert main([str(tmp_path), "--check"]) == 0
+    edited = tmp_path / "TDL001.md"
+    edited.write_text("old text", encoding="utf-8")
+    capsys.readouterr()
+    assert main([str(tmp_path), "--check"]) == 1
+    assert "TDL001.md: out of date" in capsys.readouterr().out
+    assert edited.read_text(encoding="utf-8") == "old text"
+    assert not (tmp_path / "--check").exists()

@@ -1,11 +1,12 @@
 """Rule documentation pages, generated from the rules themselves so they cannot drift.
 
-``python -m torchdev_lint.docs`` rewrites ``docs/rules/TDL00N.md``; a test checks that the
-committed pages match.
+``python -m torchdev_lint.docs`` rewrites ``docs/rules/TDL00N.md`` (``--check`` only reports
+stale pages); a test checks that the committed pages match.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import sys
@@ -82,21 +83,52 @@ def rule_list(as_json: bool) -> str:
     )
 
 
-def write_pages(directory: Path) -> list[Path]:
-    directory.mkdir(parents=True, exist_ok=True)
-    written = []
-    for code, rule in sorted(Rule.registry.items()):
-        target = directory / f"{code}.md"
-        target.write_text(page(rule), encoding="utf-8")
-        written.append(target)
+def rendered_pages() -> dict[str, str]:
+    """File name -> text of every generated page, the rule index included."""
+    pages = {f"{code}.md": page(rule) for code, rule in sorted(Rule.registry.items())}
     index = ["# Rules", "", "| code | name | message |", "|---|---|---|"]
     index += [f"| [{c}]({c}.md) | {r.name} | {r.message} |" for c, r in sorted(Rule.registry.items())]
     index += ["", GUARDS_DOC]
-    (directory / "README.md").write_text("\n".join(index), encoding="utf-8")
+    pages["README.md"] = "\n".join(index)
+    return pages
+
+
+def write_pages(directory: Path) -> list[Path]:
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, text in rendered_pages().items():
+        target = directory / name
+        target.write_text(text, encoding="utf-8")
+        written.append(target)
     return written
 
 
-if __name__ == "__main__":
-    target = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).parent.parent / "docs" / "rules"
-    for path in write_pages(target):
+def stale_pages(directory: Path) -> list[Path]:
+    """Pages of ``directory`` that are missing or differ from what the rules generate."""
+    stale = []
+    for name, text in rendered_pages().items():
+        target = directory / name
+        if not target.is_file() or target.read_text(encoding="utf-8") != text:
+            stale.append(target)
+    return stale
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m torchdev_lint.docs", description=__doc__.splitlines()[0])
+    parser.add_argument("directory", nargs="?", type=Path,
+                        default=Path(__file__).parent.parent / "docs" / "rules")
+    parser.add_argument("--check", action="store_true",
+                        help="write nothing; exit 1 naming the pages that are out of date")
+    args = parser.parse_args(argv)
+    if args.check:
+        stale = stale_pages(args.directory)
+        for path in stale:
+            print(f"{path}: out of date, run `python -m torchdev_lint.docs`")
+        return 1 if stale else 0
+    for path in write_pages(args.directory):
         print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
