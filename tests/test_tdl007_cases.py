@@ -202,3 +202,61 @@ def test_one_finding_per_assignment_and_each_fixed():
     assert positions(code) == [(8, 13), (10, 13)]
     source = fixed(code)
     assert source.count("self.layers = nn.ModuleList()") == 2
+
+
+WRAPPER = """\
+    import torch.nn as nn
+    from .paths import set_module_by_path
+
+
+    class TTT(nn.Module):
+        def __init__(self, net, paths):
+            super().__init__()
+            self.net = net
+            self.wrappers = dict()
+            for path in paths:
+                wrapper = nn.Linear(4, 4)
+                set_module_by_path(net, path, wrapper)
+                self.wrappers[path] = wrapper
+"""
+REGISTERING_HELPER = """\
+    from functools import reduce
+
+
+    def set_module_by_path(model, path, new_module):
+        *parts, last = path.split(".")
+        setattr(reduce(getattr, parts, model), last, new_module)
+"""
+
+
+def lint_project(tmp_path, files, name):
+    from torchdev_lint.analysis import project_index
+
+    for path, text in files.items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(textwrap.dedent(text))
+    target = tmp_path / name
+    index = project_index.build([str(target)])
+    result = lint_source(str(target), target.read_text(), [RULE], index=index)
+    return [(f.line, f.column) for f in result.findings]
+
+
+@pytest.mark.parametrize("helper, expected", [
+    # the helper sets each wrapper on the wrapped network: registered there, the dict only indexes
+    (REGISTERING_HELPER, []),
+    # through an attribute assignment on the parent
+    (REGISTERING_HELPER.replace("setattr(reduce(getattr, parts, model), last, new_module)",
+                                "reduce(getattr, parts, model).block = new_module"), []),
+    # the helper only looks the old module up: nothing registers the wrappers
+    (REGISTERING_HELPER.replace("setattr(reduce(getattr, parts, model), last, new_module)",
+                                "print(reduce(getattr, parts, model), new_module)"), [(9, 9)]),
+    # it registers another of its parameters, not the module it is given
+    (REGISTERING_HELPER.replace("last, new_module)", "last, model)"), [(9, 9)]),
+])
+def test_a_module_handed_to_a_helper_of_another_file_that_registers_it(tmp_path, helper, expected):
+    files = {"pkg/__init__.py": "", "pkg/paths.py": helper, "pkg/ttt.py": WRAPPER}
+    assert lint_project(tmp_path, files, "pkg/ttt.py") == expected
+
+
+def test_without_the_project_the_helper_is_unknown_and_the_dict_is_flagged():
+    assert positions(WRAPPER) == [(9, 9)]

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from torchdev_lint import fixes
-from torchdev_lint.analysis import classes, kinds
+from torchdev_lint.analysis import callees, classes, kinds, tree
 from torchdev_lint.analysis.classes import self_attribute
 from torchdev_lint.analysis.imports import dotted_name
 from torchdev_lint.analysis.kinds import Kind
@@ -85,7 +85,8 @@ class UnregisteredSubmoduleContainer(Rule):
 
     It does not flag `nn.ModuleList`/`nn.ModuleDict`/`nn.Sequential`/`nn.ParameterList`,
     containers of non-modules, containers of modules registered anyway (`[self.conv1,
-    self.conv2]`, a module also stored as `self.x` or passed to `add_module`), or
+    self.conv2]`, a module also stored as `self.x`, passed to `add_module`, or handed to a
+    function of the project that registers it on a parent, `setattr(parent, name, m)`), or
     containers of stateless modules (`[nn.ReLU(), nn.MaxPool2d(2)]`: nothing to move).
 
     ## Why is this bad?
@@ -146,6 +147,16 @@ class UnregisteredSubmoduleContainer(Rule):
               "        for i in range(3):\n            stage = nn.Linear(4, 4)\n"
               "            self.add_module(f's{i}', stage)\n"
               "            self.stages_and_names.append((stage, f's{i}'))\n"),
+        # a helper of the file puts each wrapper into the wrapped network, which registers it
+        # (x-transformers' test-time-training wrappers); the dict only indexes them
+        Valid("from functools import reduce\nimport torch.nn as nn\n"
+              "def set_module_by_path(model, path, new):\n    *parts, last = path.split('.')\n"
+              "    setattr(reduce(getattr, parts, model), last, new)\n"
+              "class Wrapper(nn.Module):\n    def __init__(self, net, paths):\n"
+              "        super().__init__()\n        self.net = net\n        self.wrappers = dict()\n"
+              "        for path in paths:\n            wrapper = nn.Linear(4, 4)\n"
+              "            set_module_by_path(net, path, wrapper)\n"
+              "            self.wrappers[path] = wrapper\n"),
     ]
     INVALID = [
         # the same pairs without `add_module`: nothing registers the stages (no fix: tuples)
@@ -153,6 +164,21 @@ class UnregisteredSubmoduleContainer(Rule):
                 "        super().__init__()\n        self.stages_and_names = []\n"
                 "        for i in range(3):\n            stage = nn.Linear(4, 4)\n"
                 "            self.stages_and_names.append((stage, f's{i}'))\n", 5, 9),
+        # the helper only reads the module it is given: nothing registers the wrappers
+        Invalid("import torch.nn as nn\n"
+                "def describe(path, module):\n    print(path, module)\n"
+                "class Wrapper(nn.Module):\n    def __init__(self, paths):\n"
+                "        super().__init__()\n        self.wrappers = dict()\n"
+                "        for path in paths:\n            wrapper = nn.Linear(4, 4)\n"
+                "            describe(path, wrapper)\n"
+                "            self.wrappers[path] = wrapper\n", 7, 9,
+                "import torch.nn as nn\n"
+                "def describe(path, module):\n    print(path, module)\n"
+                "class Wrapper(nn.Module):\n    def __init__(self, paths):\n"
+                "        super().__init__()\n        self.wrappers = nn.ModuleDict()\n"
+                "        for path in paths:\n            wrapper = nn.Linear(4, 4)\n"
+                "            describe(path, wrapper)\n"
+                "            self.wrappers[path] = wrapper\n", unsafe=True),
         Invalid(
             "import torch.nn as nn\n\nclass MLP(nn.Module):\n    def __init__(self, d, n):\n"
             "        super().__init__()\n"
@@ -221,6 +247,14 @@ class UnregisteredSubmoduleContainer(Rule):
         # Per method: names of modules registered some other way (`self.x = m`,
         # `self.add_module(k, m)`, `setattr(self, k, m)`).
         self.registered: dict[int, set[str]] = {}
+        # Calls that hand a local name to a function of the project, which may register it
+        # (`set_module_by_path(net, path, wrapper)`): followed once the file is read.
+        self.handed: dict[int, list[tuple[cst.ClassDef, str, cst.Call]]] = {}
+        self.module: cst.Module | None = None
+        self.resolver: callees.Callees | None = None
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self.module = node
 
     # -- collection --------------------------------------------------------------------
 
@@ -318,15 +352,7 @@ class UnregisteredSubmoduleContainer(Rule):
             return
         state, function, self_name = where
         func = node.func
-        registering = None
-        if isinstance(func, cst.Name) and func.value == "setattr" and len(node.args) == 3:
-            registering = node.args[2].value
-        elif (
-            isinstance(func, cst.Attribute)
-            and func.attr.value in ("add_module", "register_module")
-            and len(node.args) >= 2
-        ):
-            registering = node.args[1].value
+        registering = _registered_value(node)
         if registering is not None:
             if isinstance(registering, cst.Name):
                 self.registered.setdefault(id(function), set()).add(registering.value)
@@ -334,6 +360,8 @@ class UnregisteredSubmoduleContainer(Rule):
             if owner is not None:  # `self.add_module(name, self.heads[-1])`
                 state.registered_attrs.add(owner)
             return
+        if any(isinstance(a.value, cst.Name) for a in node.args):
+            self.handed.setdefault(id(function), []).append((state.node, self_name, node))
         if not isinstance(func, cst.Attribute):
             return
         method = func.attr.value
@@ -354,9 +382,25 @@ class UnregisteredSubmoduleContainer(Rule):
     # -- decisions ---------------------------------------------------------------------
 
     def end_of_file(self) -> None:
+        self.resolver = callees.of_file(self.ctx, self.module)
         for state in self.classes.values():
             for container in state.containers:
                 self._decide(state, container)
+
+    def _registered_by_callee(self, name: str, function: cst.FunctionDef) -> bool:
+        """``function`` hands the module ``name`` to a function of the project that registers
+        what it receives (`setattr(parent, attr, new)`, `parent.add_module(attr, new)`,
+        `parent.attr = new`): listing it as well is an alias, not a hidden module."""
+        for klass, self_name, call in self.handed.get(id(function), ()):
+            target = self.resolver.target(call, klass, self_name) if self.resolver else None
+            if target is None:
+                continue
+            for arg in call.args:
+                if isinstance(arg.value, cst.Name) and arg.value.value == name:
+                    parameter = callees.parameter_for(target, call, arg)
+                    if parameter is not None and _registers(target.function, parameter):
+                        return True
+        return False
 
     def _element(self, expr, key, function) -> _Element:
         return _Element(expr, key, function, self._kind(expr, self.registered.get(id(function), set())))
@@ -389,8 +433,10 @@ class UnregisteredSubmoduleContainer(Rule):
 
     def _final_kind(self, element: _Element) -> str:
         expr = element.expr
-        if (element.kind == MODULE and isinstance(expr, cst.Name)
-                and expr.value in self.registered.get(id(element.method), ())):
+        if element.kind == MODULE and isinstance(expr, cst.Name) and (
+            expr.value in self.registered.get(id(element.method), ())
+            or self._registered_by_callee(expr.value, element.method)
+        ):
             return UNKNOWN  # also registered under another name: an alias
         return element.kind
 
@@ -434,6 +480,41 @@ class UnregisteredSubmoduleContainer(Rule):
             return None  # also given a number or string elsewhere
         name, needs_import = fixes.torch_reference(self.ctx, f"torch.nn.{wrapper}")
         return Fix(Applicability.UNSAFE, [(container.node, _wrap(name))], needs_torch=needs_import)
+
+
+def _registered_value(call: cst.Call) -> cst.BaseExpression | None:
+    """The module ``call`` registers on an object: ``setattr(obj, name, value)``,
+    ``obj.add_module(name, value)``, ``obj.register_module(name, value)``."""
+    func = call.func
+    if isinstance(func, cst.Name) and func.value == "setattr" and len(call.args) == 3:
+        return call.args[2].value
+    if (isinstance(func, cst.Attribute) and func.attr.value in ("add_module", "register_module")
+            and len(call.args) >= 2):
+        return call.args[1].value
+    return None
+
+
+def _registers(function: cst.FunctionDef, parameter: str) -> bool:
+    """``function`` sets its parameter ``parameter`` as an attribute of some object."""
+    found = False
+
+    def is_parameter(expr: cst.BaseExpression | None) -> bool:
+        return isinstance(expr, cst.Name) and expr.value == parameter
+
+    def enter(node: cst.CSTNode) -> bool:
+        nonlocal found
+        if found or isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and node is not function:
+            return False
+        if isinstance(node, cst.Call) and is_parameter(_registered_value(node)):
+            found = True
+        elif isinstance(node, cst.Assign) and is_parameter(node.value) and any(
+            isinstance(t.target, cst.Attribute) for t in node.targets
+        ):
+            found = True
+        return not found
+
+    tree.walk(function, enter)
+    return found
 
 
 def _wrap(name: str):
