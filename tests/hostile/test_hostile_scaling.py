@@ -141,3 +141,26 @@ def test_the_report_reads_each_files_lines_once(tmp_path, monkeypatch, capsys):
     out = capsys.readouterr().out
     assert status == 1 and out.count(" | ") > 100  # code frames for many findings were shown
     assert splits[str(path)] <= 2
+
+
+def one_class(lines: int) -> str:
+    """One dataset class whose two methods grow: N loads in one, N saves in the other, so
+    work per load that reads the whole method (or class) shows as growing fourfold."""
+    loads = "".join(f"        self.part{n} = torch.load(self.path{n})\n" for n in range(lines))
+    saves = "".join(
+        f"        with open(self.path{n}, 'wb') as f:\n            torch.save(torch.ByteTensor(raw), f)\n"
+        for n in range(lines)
+    )
+    return (
+        "import pickle\nimport torch\n\n\nclass Parts:\n    def __init__(self):\n" + loads
+        + "\n    def download(self):\n        raw = pickle.load(open('raw.pkl', 'rb'))\n" + saves
+    )
+
+
+def test_checking_one_growing_class_grows_linearly():
+    def check_class(lines):
+        return work(lambda: lint_source("gen.py", Text(one_class(lines)), RULES))
+
+    small, large = check_class(24), check_class(48)  # under the 64 saves read per class
+    assert sum(large.values()) > 1.8 * sum(small.values())
+    assert superlinear(small, large) == {}

@@ -140,7 +140,7 @@ def device_expression(
                 return DeviceChoice(DEVICE_NAME)
             return inline_default(torch_name, mode)  # `device` is an unbound local here
     method_class = _method_class(ancestors)
-    if method_class is not None and _class_has_device(method_class):
+    if method_class is not None and _class_has_device(ctx, method_class):
         return DeviceChoice("self.device")
     module_names = ctx.bindings(ancestors[0])
     if DEVICE_NAME in module_names and (
@@ -239,8 +239,16 @@ def _method_class(ancestors: Sequence[cst.CSTNode]) -> cst.ClassDef | None:
     return None
 
 
-def _class_has_device(node: cst.ClassDef) -> bool:
-    """``self.device`` exists: assigned in the class, or inherited from Lightning."""
+def _class_has_device(ctx: FileContext, node: cst.ClassDef) -> bool:
+    """``self.device`` exists: assigned in the class, or inherited from Lightning. Read once
+    per class: fixes ask for each finding, and a class may have thousands."""
+    memo = ctx.shared.setdefault("devices: class has self.device", {})
+    if id(node) not in memo:
+        memo[id(node)] = _assigns_device(node)
+    return memo[id(node)]
+
+
+def _assigns_device(node: cst.ClassDef) -> bool:
     if any("LightningModule" in (dotted_name(b.value) or "") for b in node.bases):
         return True
     found = []

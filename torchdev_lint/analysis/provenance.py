@@ -62,17 +62,12 @@ def written_here(ctx, call: cst.Call) -> bool:
     if scope is None or target is None:
         return False
     roots = _roots(target) | _roots_of_locals(ctx, scope, target)
-    before = _calls_before(scope, call)
-    for earlier in before:
-        if ctx.qualified_name(earlier.func) in kinds.TORCH_SAVERS or (
-            isinstance(earlier.func, cst.Attribute)
-            and earlier.func.attr.value in ("save", "save_checkpoint")
-        ):
-            written = [a.value for a in earlier.args if a.keyword is None][-1:]
+    calls = _scope_calls(ctx, scope)
+    position = calls.order.get(id(call), len(calls.order))
+    for name in {code_of(target), *roots}:
+        for index, save in calls.saves.get(name, ()):
             # the same file (`p`, `f.name`), or the buffer the loaded one is made from
-            if written and code_of(written[0]) in (code_of(target), *roots) and not _only_when_missing(
-                ctx, scope, earlier
-            ):
+            if index < position and not _only_when_missing(ctx, scope, save):
                 return True  # a round trip in one process
     if function is None or not is_test_function(ctx, function):
         return False
@@ -84,12 +79,61 @@ def written_here(ctx, call: cst.Call) -> bool:
         return True  # a test's helper checking the file the test gives it
     if any(_writing_fixture(ctx, name) for name in roots & _parameters(function)):
         return True  # a fixture of the same file wrote it, in this process, just before
-    return any(
-        isinstance(c.func, cst.Attribute) and c.func.attr.value in _WRITERS
-        or ctx.qualified_name(c.func) in kinds.TORCH_SAVERS
-        or _hands_over(ctx, c, code_of(target))
-        for c in before
-    )
+    return calls.first_writer < position or calls.handed_first(ctx).get(code_of(target), position) < position
+
+
+class _ScopeCalls:
+    """The calls of a function (or of a module's top-level code, not its functions and
+    classes) in source order, read once per scope: a function with thousands of loads
+    asks about the calls before each."""
+
+    def __init__(self, ctx, scope: cst.FunctionDef | cst.Module) -> None:
+        self.calls: list[cst.Call] = []
+        top_level = isinstance(scope, cst.Module)
+
+        def enter(node: cst.CSTNode) -> bool:
+            if top_level and isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                return False
+            if isinstance(node, cst.Call):
+                self.calls.append(node)
+            return True
+
+        tree.walk(scope if top_level else scope.body, enter)
+        self.order = {id(c): i for i, c in enumerate(self.calls)}
+        # the file each save writes (its last positional argument) -> (position, save)
+        self.saves: dict[str, list[tuple[int, cst.Call]]] = {}
+        # the first test writer: a torch save, `.save(...)`, `trainer.fit(model)`...
+        self.first_writer = len(self.calls)
+        for index, c in enumerate(self.calls):
+            qualified = ctx.qualified_name(c.func)
+            method = c.func.attr.value if isinstance(c.func, cst.Attribute) else None
+            if qualified in kinds.TORCH_SAVERS or method in ("save", "save_checkpoint"):
+                written = [a.value for a in c.args if a.keyword is None][-1:]
+                if written:
+                    self.saves.setdefault(code_of(written[0]), []).append((index, c))
+            if qualified in kinds.TORCH_SAVERS or method in _WRITERS:
+                self.first_writer = min(self.first_writer, index)
+        self._handed: dict[str, int] | None = None
+
+    def handed_first(self, ctx) -> dict[str, int]:
+        """Each argument (as code) -> the first call that may write the file it names
+        (``convert_checkpoint(src, out)``; not a path query such as ``os.path.exists``)."""
+        if self._handed is None:
+            self._handed = {}
+            for index, c in enumerate(self.calls):
+                qualified = ctx.qualified_name(c.func) or ""
+                if qualified.startswith(_PATH_QUERIES) or qualified in _BUILTINS:
+                    continue
+                for arg in c.args:
+                    self._handed.setdefault(code_of(arg.value), index)
+        return self._handed
+
+
+def _scope_calls(ctx, scope: cst.FunctionDef | cst.Module) -> _ScopeCalls:
+    memo = ctx.shared.setdefault("provenance: calls of scope", {})
+    if id(scope) not in memo:
+        memo[id(scope)] = _ScopeCalls(ctx, scope)
+    return memo[id(scope)]
 
 
 _EXISTENCE_METHODS = frozenset({"exists", "is_file", "isfile"})
@@ -97,7 +141,15 @@ _EXISTENCE_METHODS = frozenset({"exists", "is_file", "isfile"})
 
 def _only_when_missing(ctx, scope: cst.CSTNode, save: cst.Call) -> bool:
     """``if not os.path.exists(path): torch.save(model, path)``: the program writes the
-    file only when there is none, so what it loads may have been written elsewhere."""
+    file only when there is none, so what it loads may have been written elsewhere.
+    Answered once per save, whatever the number of loads of its file."""
+    memo = ctx.shared.setdefault("provenance: saves only when missing", {})
+    if id(save) not in memo:
+        memo[id(save)] = _saves_only_when_missing(ctx, scope, save)
+    return memo[id(save)]
+
+
+def _saves_only_when_missing(ctx, scope: cst.CSTNode, save: cst.Call) -> bool:
     found = False
 
     def asks_existence(node: cst.CSTNode) -> bool:
@@ -176,15 +228,6 @@ def _writing_fixture(ctx, name: str) -> bool:
     return found
 
 
-def _hands_over(ctx, call: cst.Call, file: str) -> bool:
-    """``convert_checkpoint(src, out)`` before ``torch.load(out)`` in a test: the file is
-    given to a call that writes it (not to a path query like ``os.path.exists``)."""
-    qualified = ctx.qualified_name(call.func) or ""
-    if qualified.startswith(_PATH_QUERIES) or qualified in _BUILTINS:
-        return False
-    return any(code_of(a.value) == file for a in call.args)
-
-
 def says_metadata(ancestors, call: cst.Call) -> bool:
     """``metadata = torch.load(d / "meta.pt")``, ``torch.load(p)["hyper_parameters"]``,
     ``vocab = torch.load(vocab_path)``: the name, key or file says the pickle holds metadata
@@ -231,23 +274,27 @@ def _roots_of_locals(ctx, function: cst.FunctionDef, expr: cst.BaseExpression) -
         for site in bound.get(name, ()):
             value = site.value if isinstance(site, (cst.Assign, cst.AnnAssign)) else None
             if isinstance(site, cst.Name):  # `with fs.open(path) as f`: what `f` reads
-                value = _with_item(function, site)
+                value = _with_item(ctx, function, site)
             for root in _roots(value) - found if value is not None else ():
                 found.add(root)
                 todo.append(root)
     return found
 
 
-def _with_item(scope: cst.FunctionDef | cst.Module, name: cst.Name) -> cst.BaseExpression | None:
-    found = []
+def _with_item(ctx, scope: cst.FunctionDef | cst.Module, name: cst.Name) -> cst.BaseExpression | None:
+    """What ``with <item> as name`` binds ``name`` to, in ``scope`` (read once per scope)."""
+    memo = ctx.shared.setdefault("provenance: with items", {})
+    items = memo.get(id(scope))
+    if items is None:
+        items = memo[id(scope)] = {}
 
-    def enter(node: cst.CSTNode) -> bool:
-        if isinstance(node, cst.WithItem) and node.asname is not None and node.asname.name is name:
-            found.append(node.item)
-        return not found
+        def enter(node: cst.CSTNode) -> bool:
+            if isinstance(node, cst.WithItem) and node.asname is not None:
+                items.setdefault(id(node.asname.name), node.item)
+            return True
 
-    tree.walk(scope, enter)
-    return found[0] if found else None
+        tree.walk(scope, enter)
+    return items.get(id(name))
 
 
 def _calls_before(scope: cst.FunctionDef | cst.Module, call: cst.Call) -> list[cst.Call]:
