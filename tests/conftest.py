@@ -25,3 +25,20 @@ def run_cli():
         return process.returncode, process.stdout, process.stderr
 
     return run
+
+
+def lint_project(root: Path, files: dict[str, str], name: str, rule) -> list[tuple[int, int]]:
+    """Write ``files`` (path -> dedented text) under ``root``, index them as a project and
+    check ``name`` with ``rule``: the (line, column) of each finding."""
+    import textwrap
+
+    from torchdev_lint.analysis import project_index
+    from torchdev_lint.engine import lint_source
+
+    for path, text in files.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(textwrap.dedent(text))
+    target = root / name
+    index = project_index.build([str(target)])
+    result = lint_source(str(target), target.read_text(), [rule], index=index)
+    return [(f.line, f.column) for f in result.findings]

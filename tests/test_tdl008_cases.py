@@ -6,6 +6,7 @@ import textwrap
 
 import pytest
 
+import conftest
 import torchdev_lint.rules  # noqa: F401
 from torchdev_lint.engine import lint_source
 from torchdev_lint.finding import Applicability
@@ -420,16 +421,8 @@ MODEL = """
 """
 
 
-def lint_project(tmp_path, files, name):
-    from torchdev_lint.analysis import project_index
-
-    for path, text in files.items():
-        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / path).write_text(textwrap.dedent(text))
-    target = tmp_path / name
-    index = project_index.build([str(target)])
-    result = lint_source(str(target), target.read_text(), [RULE], index=index)
-    return [(f.line, f.column) for f in result.findings]
+def lint_project(root, files, name):
+    return conftest.lint_project(root, files, name, RULE)
 
 
 def test_a_parameterless_submodule_in_another_file_carries_the_value_to_a_move(tmp_path):
