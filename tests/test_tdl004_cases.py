@@ -263,3 +263,71 @@ def test_a_fixture_that_did_not_write_the_file_keeps_the_finding(change):
     assert code != FIXTURE
     line = textwrap.dedent(code).splitlines().index("        state_dict = torch.load(path_merged, weights_only=True)") + 1
     assert positions(code, "tests/test_other.py") == [(line, 22)]
+
+
+DATASET = """
+import os
+import pickle
+import torch
+from torch.utils import data
+from six.moves import urllib
+
+
+class MNISTM(data.Dataset):
+    url = "https://example.org/mnist_m.pkl"
+    processed_folder = "processed"
+    training_file = "mnist_m_train.pt"
+
+    def __init__(self, root, download=False):
+        self.root = os.path.expanduser(root)
+        if download:
+            self.download()
+        self.train_data, self.train_labels = torch.load(
+            os.path.join(self.root, self.processed_folder, self.training_file)
+        )
+
+    def download(self):
+        filename = self.url.rpartition("/")[2]
+        raw = os.path.join(self.root, filename)
+        with open(raw, "wb") as f:
+            f.write(urllib.request.urlopen(self.url).read())
+        with open(raw, "rb") as f:
+            arrays = pickle.load(f)
+        images = torch.ByteTensor(arrays["train"])
+        labels = torch.LongTensor(arrays["labels"])
+        with open(os.path.join(self.root,
+                               self.processed_folder,
+                               self.training_file), "wb") as f:
+            torch.save((images, labels), f)
+"""
+
+
+def test_a_dataset_that_saves_what_it_downloaded_and_loads_it_back_is_not_flagged():
+    # torchvision's old MNIST pattern: the class itself writes the file from fetched data, on
+    # the CPU (the file never names a device); the paths match whatever their line breaks.
+    assert positions(DATASET) == []
+    # the path given straight to torch.save, not through an opened file
+    direct = DATASET.replace(
+        "with open(os.path.join(self.root,\n                               self.processed_folder,\n"
+        "                               self.training_file), \"wb\") as f:\n"
+        "            torch.save((images, labels), f)",
+        "torch.save((images, labels), os.path.join(self.root, self.processed_folder, self.training_file))")
+    assert direct != DATASET and positions(direct) == []
+
+
+@pytest.mark.parametrize("old, new", [
+    # the saved tensors come from the caller: they may be on any device
+    ("def download(self):", "def download(self, images):"),
+    ("images = torch.ByteTensor(arrays[\"train\"])", "images = self.images"),
+    ("torch.save((images, labels), f)", "torch.save(dict(images=self.images, labels=labels), f)"),
+    ("torch.save((images, labels), f)", "torch.save(torch.stack(self.images), f)"),
+    # the file names a device: what it saves may be on one
+    ("images = torch.ByteTensor(arrays[\"train\"])", "images = torch.ByteTensor(arrays[\"train\"]).cuda()"),
+    # another file than the one loaded
+    ("self.training_file), \"wb\") as f:", "\"other.pt\"), \"wb\") as f:"),
+    # a module's own state: its owner may have moved it
+    ("class MNISTM(data.Dataset):", "class MNISTM(torch.nn.Module):"),
+])
+def test_a_class_that_saves_data_it_did_not_build_itself_keeps_the_finding(old, new):
+    assert old in DATASET
+    assert positions(DATASET.replace(old, new)) == [(18, 46)]

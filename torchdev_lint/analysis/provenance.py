@@ -14,6 +14,7 @@ import libcst as cst
 
 from torchdev_lint.analysis import kinds, tree
 from torchdev_lint.analysis.guards import code_of, is_guarded
+from torchdev_lint.analysis.classes import methods
 from torchdev_lint.analysis.project_index import file_name_shape
 
 # Methods that write checkpoints or models the test then reads back: `scripted.save(f)`,
@@ -26,6 +27,16 @@ _METADATA = re.compile(r"meta|hparams?\b|hyper_?param|vocab", re.IGNORECASE)
 _NOT_ROOTS = frozenset({"os", "str", "Path", "pathlib", "torch", "open", "io"})
 _PATH_QUERIES = ("os.", "glob.", "shutil.", "pathlib.")
 _BUILTINS = frozenset({"str", "print", "len", "sorted", "isinstance", "open", "Path", "repr"})
+# Methods of text a path or URL is built with (`self.url.rpartition("/")`); `split` is also
+# a tensor's.
+_TEXT_METHODS = frozenset(n for n in dir(str) if not n.startswith("_")) - {"split"}
+# Bounds that keep a class of thousands of saves linear: the saves read per class, the
+# nodes read to learn where one saved value comes from.
+_MAX_SAVES = 64
+_MAX_VISITS = 20_000
+# Calls whose result holds their arguments as they are.
+_CARRIERS = frozenset({"dict", "list", "tuple", "set", "frozenset", "zip", "sorted", "reversed",
+                       "copy.copy", "copy.deepcopy", "collections.OrderedDict"})
 
 
 def is_test_function(ctx, function: cst.FunctionDef | None) -> bool:
@@ -329,6 +340,148 @@ def saved_by_cpu_code(ctx, call: cst.Call) -> bool:
     scope = ctx.function if ctx.function is not None else (ctx.ancestors[0] if ctx.ancestors else None)
     shape = file_name_shape(_as_ast(target), lambda name: _single_value(ctx, scope, name))
     return shape is not None and ctx.index.saved_on_cpu(shape)
+
+
+def written_by_own_class(ctx, call: cst.Call) -> bool:
+    """A dataset in the style of torchvision's old MNIST: ``download()`` builds tensors from
+    what it fetched and ``torch.save``s them (directly or into ``with open(p, "wb") as f``)
+    at the very path ``__init__`` then loads. In a file that never names a device, from data
+    the method builds itself (not from its parameters, and reading ``self`` only for the
+    arguments of calls outside torch: paths, URLs), the file holds CPU tensors only.
+    Not for an ``nn.Module``, whose state may have been moved by its owner."""
+    method = ctx.method
+    target = loaded_file(call)
+    if method is None or target is None or method[0].is_module or ctx.mentions_devices:
+        return False
+    wanted = ast.dump(_as_ast(target))
+    return wanted != ast.dump(_as_ast(cst.Name("_"))) and wanted in _files_built_by(ctx, method[0].node)
+
+
+def _files_built_by(ctx, klass: cst.ClassDef) -> frozenset[str]:
+    """The paths (stdlib tree dumps) that methods of ``klass`` ``torch.save`` data they
+    built themselves to: found once per class, whatever the number of loads."""
+    memo = ctx.shared.setdefault("provenance: files built by class", {})
+    found = memo.get(id(klass))
+    if found is not None:
+        return found
+    paths = set()
+    for method, self_name in methods(klass):
+        saves = _torch_saves(ctx, method)[:_MAX_SAVES]
+        facts = _MethodFacts(method) if saves else None
+        for save in saves:
+            args = [a.value for a in save.args if a.keyword is None]
+            destination = next((a.value for a in save.args if a.keyword and a.keyword.value == "f"),
+                               args[1] if len(args) > 1 else None)
+            if destination is None or not args:
+                continue
+            if isinstance(destination, cst.Name):
+                destination = _opened_for_writing(facts.parents, save, destination.value) or destination
+            if _built_in(ctx, method, facts, self_name, args[0]):
+                paths.add(ast.dump(_as_ast(destination)))
+    found = memo[id(klass)] = frozenset(paths)
+    return found
+
+
+def _torch_saves(ctx, function: cst.FunctionDef) -> list[cst.Call]:
+    found: list[cst.Call] = []
+
+    def enter(node: cst.CSTNode) -> bool:
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and node is not function:
+            return False
+        if isinstance(node, cst.Call) and ctx.qualified_name(node.func) in kinds.TORCH_SAVERS:
+            found.append(node)
+        return True
+
+    tree.walk(function, enter)
+    return found
+
+
+class _MethodFacts:
+    """What one walk of a method tells about its names: the enclosing node of each node,
+    the item each ``with ... as name`` binds, and the names its imports bind."""
+
+    def __init__(self, function: cst.FunctionDef) -> None:
+        self.parents: dict[int, cst.CSTNode] = {}
+        self.with_items: dict[int, cst.BaseExpression] = {}
+        self.imported: set[int] = set()
+
+        def enter(node: cst.CSTNode) -> bool:
+            for child in tree.children(node):
+                self.parents[id(child)] = node
+            if isinstance(node, cst.WithItem) and node.asname is not None:
+                self.with_items[id(node.asname.name)] = node.item
+            elif isinstance(node, cst.ImportAlias):
+                self.imported.add(id(node.asname.name if node.asname else node.name))
+            return True
+
+        tree.walk(function, enter)
+
+
+def _opened_for_writing(parents: dict[int, cst.CSTNode], save: cst.Call, name: str) -> cst.BaseExpression | None:
+    """``p`` of the ``with open(p, ...) as <name>:`` that encloses ``save`` (``parents``:
+    the enclosing node of each node of the function)."""
+    node = parents.get(id(save))
+    while node is not None:
+        for item in node.items if isinstance(node, cst.With) else ():
+            if (
+                item.asname is not None and isinstance(item.asname.name, cst.Name)
+                and item.asname.name.value == name and isinstance(item.item, cst.Call)
+                and isinstance(item.item.func, cst.Name) and item.item.func.value == "open"
+                and item.item.args
+            ):
+                return item.item.args[0].value
+        node = parents.get(id(node))
+    return None
+
+
+def _built_in(ctx, function: cst.FunctionDef, facts: _MethodFacts, self_name: str,
+              value: cst.BaseExpression) -> bool:
+    """``value`` is made inside ``function``: following its local assignments, it reaches
+    no parameter, no loop variable, and ``self`` only inside the arguments of calls outside
+    torch (``os.path.join(self.root, ...)``, ``urlopen(self.url)``), never as data itself
+    (``self.model.state_dict()``, ``{"w": self.w}``, ``torch.stack(self.items)``). Gives
+    up (False) past ``_MAX_VISITS`` nodes."""
+    bound = ctx.bindings(function)
+    parameters = _parameters(function)
+    followed: set[str] = set()
+    todo: list[tuple[cst.CSTNode, bool]] = [(value, False)]
+    for _ in range(_MAX_VISITS):
+        if not todo:
+            return True
+        node, in_argument = todo.pop()
+        if isinstance(node, cst.Name):
+            if node.value == self_name or node.value in parameters:
+                return False
+            if node.value in followed or node.value not in bound:
+                continue  # a global, a builtin, an import
+            followed.add(node.value)
+            for site in bound[node.value]:
+                if isinstance(site, (cst.Assign, cst.AnnAssign, cst.AugAssign)) and site.value is not None:
+                    todo.append((site.value, False))
+                elif id(site) in facts.with_items:
+                    todo.append((facts.with_items[id(site)], False))
+                elif id(site) not in facts.imported:
+                    return False  # a parameter, a loop variable, a nested def
+            continue
+        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == self_name:
+            if not in_argument:
+                return False
+            continue
+        if isinstance(node, cst.Attribute):  # `labels.long`: only what it is read from
+            todo.append((node.value, in_argument))
+            continue
+        if isinstance(node, cst.Call):
+            qualified = ctx.qualified_name(node.func) or code_of(node.func)
+            # the result of `os.path.join(self.root, ...)` is not `self.root`; of `dict(w=self.w)` it is
+            made_anew = not (qualified.split(".")[0] == "torch" or qualified in _CARRIERS)
+            if isinstance(node.func, cst.Attribute) and node.func.attr.value in _TEXT_METHODS:
+                todo.append((node.func.value, True))  # `self.url.rpartition("/")`
+            else:
+                todo.append((node.func, False))
+            todo.extend((a.value, made_anew or in_argument and qualified not in _CARRIERS) for a in node.args)
+            continue
+        todo.extend((child, in_argument) for child in tree.children(node))
+    return False
 
 
 def _as_ast(expr: cst.BaseExpression) -> ast.expr:

@@ -38,6 +38,13 @@ class LoadWithoutMapLocation(Rule):
     file returns `{"metrics_bytes": buffer.getvalue()}` after `torch.save(metrics, buffer)`
     of `.cpu()` tensors (a worker's results sent to the main process).
 
+    Nor a file the loading class writes itself from data it fetched, as torchvision's old
+    MNIST did: another method (`download()`) `torch.save`s, at the very path loaded (to it
+    or into `with open(path, "wb") as f`), tensors it built from what it read (not from its
+    parameters; `self` only in the arguments of calls that build something new, such as
+    `os.path.join(self.root, ...)` or `urlopen(self.url)`), in a file that never names a
+    device. Not in an `nn.Module`: its owner may have moved the state it saves.
+
     Nor a pickle of one NumPy array: a load whose result only ever goes into
     `torch.from_numpy`, whole or sliced (`data = torch.load("traindata.pt")` then
     `torch.from_numpy(data[3:, :-1])`). `from_numpy` accepts nothing but a numeric NumPy
@@ -90,6 +97,14 @@ class LoadWithoutMapLocation(Rule):
     fix_title = "Pass `map_location`"
 
     VALID = [
+        # the dataset's own download() wrote the file from fetched data, on the CPU
+        Valid("import os\nimport pickle\nimport torch\nclass Digits:\n"
+              "    def __init__(self, root):\n        self.root = root\n"
+              "        self.images = torch.load(os.path.join(self.root, 'digits.pt'))\n"
+              "    def download(self):\n        with open(os.path.join(self.root, 'raw.pkl'), 'rb') as f:\n"
+              "            arrays = pickle.load(f)\n"
+              "        with open(os.path.join(self.root, 'digits.pt'), 'wb') as f:\n"
+              "            torch.save(torch.ByteTensor(arrays), f)\n"),
         Valid("import torch\nstate = torch.load('ckpt.pt', map_location='cpu')\n"),
         Valid("import torch\nstate = torch.load('ckpt.pt', None)\n"),
         Valid("import torch\nstate = torch.load(path, map_location=None)\n"),
@@ -130,6 +145,22 @@ class LoadWithoutMapLocation(Rule):
               "inputs = torch.from_numpy(data[3:, :-1])\ntargets = torch.from_numpy(data[3:, 1:])\n"),
     ]
     INVALID = [
+        Invalid(  # the same dataset saving tensors its caller gave it: they may be on any device
+            "import os\nimport torch\nclass Digits:\n"
+            "    def __init__(self, root):\n        self.root = root\n"
+            "        self.images = torch.load(os.path.join(self.root, 'digits.pt'))\n"
+            "    def store(self, images):\n"
+            "        with open(os.path.join(self.root, 'digits.pt'), 'wb') as f:\n"
+            "            torch.save(images, f)\n",
+            6, 23,
+            "import os\nimport torch\nclass Digits:\n"
+            "    def __init__(self, root):\n        self.root = root\n"
+            "        self.images = torch.load(os.path.join(self.root, 'digits.pt'), map_location=\"cpu\")\n"
+            "    def store(self, images):\n"
+            "        with open(os.path.join(self.root, 'digits.pt'), 'wb') as f:\n"
+            "            torch.save(images, f)\n",
+            unsafe=True,
+        ),
         Invalid(  # saved only when missing: the file may come from elsewhere (argv, an earlier run)
             "import os\nimport torch\nif not os.path.exists(path):\n    torch.save(model.state_dict(), path)\n"
             "state = torch.load(path)\n",
@@ -224,6 +255,7 @@ class LoadWithoutMapLocation(Rule):
             or provenance.sent_from_cpu(self.ctx, node)
             or provenance.only_arrays(self.ctx, node)
             or provenance.saved_by_cpu_code(self.ctx, node)
+            or provenance.written_by_own_class(self.ctx, node)
         ):
             return
         self.report(node, fix=lambda: self._fix(node, ancestors))
