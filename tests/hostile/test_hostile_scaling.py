@@ -164,3 +164,17 @@ def test_checking_one_growing_class_grows_linearly():
     small, large = check_class(24), check_class(48)  # under the 64 saves read per class
     assert sum(large.values()) > 1.8 * sum(small.values())
     assert superlinear(small, large) == {}
+
+
+def test_checking_a_growing_test_file_grows_linearly():
+    """N tests that each load the file a fixture gives them: the file's fixtures are read
+    once, not once per load."""
+    def test_file(tests: int) -> str:
+        fixture = ("import pytest\nimport torch\n\n\n@pytest.fixture\ndef ckpt(tmp_path):\n"
+                   "    torch.save({}, tmp_path / 'c.pt')\n    return tmp_path / 'c.pt'\n")
+        return fixture + "".join(f"\n\ndef test_{n}(ckpt):\n    torch.load(ckpt)\n" for n in range(tests))
+
+    small = work(lambda: lint_source("test_gen.py", Text(test_file(40)), RULES))
+    large = work(lambda: lint_source("test_gen.py", Text(test_file(80)), RULES))
+    assert sum(large.values()) > 1.8 * sum(small.values())
+    assert superlinear(small, large) == {}

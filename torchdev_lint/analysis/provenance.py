@@ -208,35 +208,46 @@ def _writing_fixture(ctx, name: str) -> bool:
     """A pytest fixture of this file named ``name`` (``@pytest.fixture def ckpt(tmp_path):``)
     that saves with torch or writes a checkpoint: a test taking it as a parameter gets what
     it wrote in the same process, on the same machine. Fixtures of a ``conftest.py`` are not
-    seen."""
+    seen. The file's fixtures are read once, whatever the number of loads."""
+    writing = ctx.shared.get("provenance: writing fixtures")
+    if writing is None:
+        writing = ctx.shared["provenance: writing fixtures"] = _writing_fixtures(ctx)
+    return name in writing
+
+
+def _writing_fixtures(ctx) -> set[str]:
     module = ctx.ancestors[0] if ctx.ancestors else None
-    found = False
+    names: set[str] = set()
 
     def is_fixture(decorator: cst.Decorator) -> bool:
         target = decorator.decorator.func if isinstance(decorator.decorator, cst.Call) else decorator.decorator
         return (ctx.qualified_name(target) or code_of(target)).rsplit(".", 1)[-1] == "fixture"
 
-    def writes(node: cst.CSTNode) -> bool:
-        nonlocal found
-        if isinstance(node, cst.Call) and (
-            ctx.qualified_name(node.func) in kinds.TORCH_SAVERS
-            or isinstance(node.func, cst.Attribute) and node.func.attr.value in _WRITERS
-        ):
-            found = True
-        return not found
+    def writes(function: cst.FunctionDef) -> bool:
+        found = False
+
+        def enter(node: cst.CSTNode) -> bool:
+            nonlocal found
+            if isinstance(node, cst.Call) and (
+                ctx.qualified_name(node.func) in kinds.TORCH_SAVERS
+                or isinstance(node.func, cst.Attribute) and node.func.attr.value in _WRITERS
+            ):
+                found = True
+            return not found
+
+        tree.walk(function.body, enter)
+        return found
 
     def enter(node: cst.CSTNode) -> bool:
-        if found:
-            return False
         if isinstance(node, cst.FunctionDef):
-            if node.name.value == name and any(is_fixture(d) for d in node.decorators):
-                tree.walk(node.body, writes)
+            if any(is_fixture(d) for d in node.decorators) and writes(node):
+                names.add(node.name.value)
             return False
         return isinstance(node, (cst.Module, cst.ClassDef, cst.IndentedBlock, cst.SimpleStatementSuite))
 
     if module is not None:
         tree.walk(module, enter)
-    return found
+    return names
 
 
 def says_metadata(ancestors, call: cst.Call) -> bool:
@@ -397,20 +408,17 @@ def _torch_saves(ctx, function: cst.FunctionDef) -> list[cst.Call]:
 
 
 class _MethodFacts:
-    """What one walk of a method tells about its names: the enclosing node of each node,
-    the item each ``with ... as name`` binds, and the names its imports bind."""
+    """What one walk of a method tells: the enclosing node of each node, and the names its
+    imports bind."""
 
     def __init__(self, function: cst.FunctionDef) -> None:
         self.parents: dict[int, cst.CSTNode] = {}
-        self.with_items: dict[int, cst.BaseExpression] = {}
         self.imported: set[int] = set()
 
         def enter(node: cst.CSTNode) -> bool:
             for child in tree.children(node):
                 self.parents[id(child)] = node
-            if isinstance(node, cst.WithItem) and node.asname is not None:
-                self.with_items[id(node.asname.name)] = node.item
-            elif isinstance(node, cst.ImportAlias):
+            if isinstance(node, cst.ImportAlias):
                 self.imported.add(id(node.asname.name if node.asname else node.name))
             return True
 
@@ -458,8 +466,8 @@ def _built_in(ctx, function: cst.FunctionDef, facts: _MethodFacts, self_name: st
             for site in bound[node.value]:
                 if isinstance(site, (cst.Assign, cst.AnnAssign, cst.AugAssign)) and site.value is not None:
                     todo.append((site.value, False))
-                elif id(site) in facts.with_items:
-                    todo.append((facts.with_items[id(site)], False))
+                elif (item := _with_item(ctx, function, site)) is not None:
+                    todo.append((item, False))
                 elif id(site) not in facts.imported:
                     return False  # a parameter, a loop variable, a nested def
             continue
