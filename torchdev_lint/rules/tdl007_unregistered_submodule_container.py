@@ -249,7 +249,10 @@ class UnregisteredSubmoduleContainer(Rule):
         self.registered: dict[int, set[str]] = {}
         # Calls that hand a local name to a function of the project, which may register it
         # (`set_module_by_path(net, path, wrapper)`): followed once the file is read.
-        self.handed: dict[int, list[tuple[cst.ClassDef, str, cst.Call]]] = {}
+        # Keyed by (method, name handed); each answer is kept, so a method listing a name many
+        # times resolves each call once.
+        self.handed: dict[tuple[int, str], list[tuple[cst.ClassDef, str, cst.Call, cst.Arg]]] = {}
+        self.handed_answers: dict[tuple[int, str], bool] = {}
         self.module: cst.Module | None = None
         self.resolver: callees.Callees | None = None
 
@@ -360,8 +363,10 @@ class UnregisteredSubmoduleContainer(Rule):
             if owner is not None:  # `self.add_module(name, self.heads[-1])`
                 state.registered_attrs.add(owner)
             return
-        if any(isinstance(a.value, cst.Name) for a in node.args):
-            self.handed.setdefault(id(function), []).append((state.node, self_name, node))
+        for arg in node.args:
+            if isinstance(arg.value, cst.Name):
+                self.handed.setdefault((id(function), arg.value.value), []).append(
+                    (state.node, self_name, node, arg))
         if not isinstance(func, cst.Attribute):
             return
         method = func.attr.value
@@ -391,16 +396,18 @@ class UnregisteredSubmoduleContainer(Rule):
         """``function`` hands the module ``name`` to a function of the project that registers
         what it receives (`setattr(parent, attr, new)`, `parent.add_module(attr, new)`,
         `parent.attr = new`): listing it as well is an alias, not a hidden module."""
-        for klass, self_name, call in self.handed.get(id(function), ()):
-            target = self.resolver.target(call, klass, self_name) if self.resolver else None
-            if target is None:
-                continue
-            for arg in call.args:
-                if isinstance(arg.value, cst.Name) and arg.value.value == name:
-                    parameter = callees.parameter_for(target, call, arg)
-                    if parameter is not None and _registers(target.function, parameter):
-                        return True
-        return False
+        key = (id(function), name)
+        if key not in self.handed_answers:
+            self.handed_answers[key] = any(
+                self._callee_registers(klass, self_name, call, arg)
+                for klass, self_name, call, arg in self.handed.get(key, ())
+            )
+        return self.handed_answers[key]
+
+    def _callee_registers(self, klass, self_name, call: cst.Call, arg: cst.Arg) -> bool:
+        target = self.resolver.target(call, klass, self_name) if self.resolver else None
+        parameter = callees.parameter_for(target, call, arg) if target is not None else None
+        return parameter is not None and _registers(target.function, parameter)
 
     def _element(self, expr, key, function) -> _Element:
         return _Element(expr, key, function, self._kind(expr, self.registered.get(id(function), set())))
