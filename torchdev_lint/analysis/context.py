@@ -87,7 +87,14 @@ class FileContext:
         self.fix_device = devices.CUDA_OR_CPU  # `fix-device`: how fixes spell the default device
         self._by_use: dict[tuple[int, str], Value] = {}
         self._memo: dict[int, Value] | None = None  # during one value_of question
-        self.shared: dict[str, object] = {}  # whole-file analyses rules share, built on first need
+        self.shared: dict[object, object] = {}  # whole-file analyses rules share, built on first need
+
+    def once(self, key: tuple, compute: Callable[[], object]):
+        """``compute()``, remembered under ``key`` for the rest of the file: an answer about
+        a scope or class that every finding (or load) asks for is worked out once."""
+        if key not in self.shared:
+            self.shared[key] = compute()
+        return self.shared[key]
 
     def bindings(self, scope: cst.CSTNode) -> dict[str, list[cst.CSTNode]]:
         """Names bound directly in a function or module body (computed once per scope)."""

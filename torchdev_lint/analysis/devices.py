@@ -169,10 +169,7 @@ def device_expression(
 def _reads_unbound(ctx: FileContext, module: cst.Module) -> bool:
     """The file reads a ``device`` that none of its scopes binds (one a star import
     brings, say): a module-level default would change what those reads see."""
-    key = "devices.reads_unbound"
-    if key not in ctx.shared:
-        ctx.shared[key] = _unbound_read(ctx, module)
-    return ctx.shared[key]
+    return ctx.once(("devices: reads unbound",), lambda: _unbound_read(ctx, module))
 
 
 def _unbound_read(ctx: FileContext, scope: cst.CSTNode) -> bool:
@@ -242,10 +239,7 @@ def _method_class(ancestors: Sequence[cst.CSTNode]) -> cst.ClassDef | None:
 def _class_has_device(ctx: FileContext, node: cst.ClassDef) -> bool:
     """``self.device`` exists: assigned in the class, or inherited from Lightning. Read once
     per class: fixes ask for each finding, and a class may have thousands."""
-    memo = ctx.shared.setdefault("devices: class has self.device", {})
-    if id(node) not in memo:
-        memo[id(node)] = _assigns_device(node)
-    return memo[id(node)]
+    return ctx.once(("devices: class has self.device", id(node)), lambda: _assigns_device(node))
 
 
 def _assigns_device(node: cst.ClassDef) -> bool:

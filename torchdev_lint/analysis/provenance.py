@@ -122,7 +122,7 @@ class _ScopeCalls:
                 written = [a.value for a in c.args if a.keyword is None][-1:]
                 if written:
                     self.saves.setdefault(code_of(written[0]), []).append((index, c))
-            if qualified in kinds.TORCH_SAVERS or method in _WRITERS:
+            if _writes_checkpoint(ctx, c):
                 self.first_writer = min(self.first_writer, index)
         self._handed: dict[str, int] | None = None
 
@@ -140,11 +140,15 @@ class _ScopeCalls:
         return self._handed
 
 
+def _writes_checkpoint(ctx, call: cst.Call) -> bool:
+    """A torch save, or a method that writes a checkpoint or model (``_WRITERS``)."""
+    return ctx.qualified_name(call.func) in kinds.TORCH_SAVERS or (
+        isinstance(call.func, cst.Attribute) and call.func.attr.value in _WRITERS
+    )
+
+
 def _scope_calls(ctx, scope: cst.FunctionDef | cst.Module) -> _ScopeCalls:
-    memo = ctx.shared.setdefault("provenance: calls of scope", {})
-    if id(scope) not in memo:
-        memo[id(scope)] = _ScopeCalls(ctx, scope)
-    return memo[id(scope)]
+    return ctx.once(("provenance: calls of scope", id(scope)), lambda: _ScopeCalls(ctx, scope))
 
 
 _EXISTENCE_METHODS = frozenset({"exists", "is_file", "isfile"})
@@ -154,10 +158,8 @@ def _only_when_missing(ctx, scope: cst.CSTNode, save: cst.Call) -> bool:
     """``if not os.path.exists(path): torch.save(model, path)``: the program writes the
     file only when there is none, so what it loads may have been written elsewhere.
     Answered once per save, whatever the number of loads of its file."""
-    memo = ctx.shared.setdefault("provenance: saves only when missing", {})
-    if id(save) not in memo:
-        memo[id(save)] = _saves_only_when_missing(ctx, scope, save)
-    return memo[id(save)]
+    return ctx.once(("provenance: saves only when missing", id(save)),
+                    lambda: _saves_only_when_missing(ctx, scope, save))
 
 
 def _saves_only_when_missing(ctx, scope: cst.CSTNode, save: cst.Call) -> bool:
@@ -209,10 +211,7 @@ def _writing_fixture(ctx, name: str) -> bool:
     that saves with torch or writes a checkpoint: a test taking it as a parameter gets what
     it wrote in the same process, on the same machine. Fixtures of a ``conftest.py`` are not
     seen. The file's fixtures are read once, whatever the number of loads."""
-    writing = ctx.shared.get("provenance: writing fixtures")
-    if writing is None:
-        writing = ctx.shared["provenance: writing fixtures"] = _writing_fixtures(ctx)
-    return name in writing
+    return name in ctx.once(("provenance: writing fixtures",), lambda: _writing_fixtures(ctx))
 
 
 def _writing_fixtures(ctx) -> set[str]:
@@ -228,11 +227,7 @@ def _writing_fixtures(ctx) -> set[str]:
 
         def enter(node: cst.CSTNode) -> bool:
             nonlocal found
-            if isinstance(node, cst.Call) and (
-                ctx.qualified_name(node.func) in kinds.TORCH_SAVERS
-                or isinstance(node.func, cst.Attribute) and node.func.attr.value in _WRITERS
-            ):
-                found = True
+            found = found or isinstance(node, cst.Call) and _writes_checkpoint(ctx, node)
             return not found
 
         tree.walk(function.body, enter)
@@ -305,18 +300,19 @@ def _roots_of_locals(ctx, function: cst.FunctionDef, expr: cst.BaseExpression) -
 
 def _with_item(ctx, scope: cst.FunctionDef | cst.Module, name: cst.Name) -> cst.BaseExpression | None:
     """What ``with <item> as name`` binds ``name`` to, in ``scope`` (read once per scope)."""
-    memo = ctx.shared.setdefault("provenance: with items", {})
-    items = memo.get(id(scope))
-    if items is None:
-        items = memo[id(scope)] = {}
+    return ctx.once(("provenance: with items", id(scope)), lambda: _with_items(scope)).get(id(name))
 
-        def enter(node: cst.CSTNode) -> bool:
-            if isinstance(node, cst.WithItem) and node.asname is not None:
-                items.setdefault(id(node.asname.name), node.item)
-            return True
 
-        tree.walk(scope, enter)
-    return items.get(id(name))
+def _with_items(scope: cst.FunctionDef | cst.Module) -> dict[int, cst.BaseExpression]:
+    items: dict[int, cst.BaseExpression] = {}
+
+    def enter(node: cst.CSTNode) -> bool:
+        if isinstance(node, cst.WithItem) and node.asname is not None:
+            items.setdefault(id(node.asname.name), node.item)
+        return True
+
+    tree.walk(scope, enter)
+    return items
 
 
 def _calls_before(scope: cst.FunctionDef | cst.Module, call: cst.Call) -> list[cst.Call]:
@@ -371,10 +367,10 @@ def written_by_own_class(ctx, call: cst.Call) -> bool:
 def _files_built_by(ctx, klass: cst.ClassDef) -> frozenset[str]:
     """The paths (stdlib tree dumps) that methods of ``klass`` ``torch.save`` data they
     built themselves to: found once per class, whatever the number of loads."""
-    memo = ctx.shared.setdefault("provenance: files built by class", {})
-    found = memo.get(id(klass))
-    if found is not None:
-        return found
+    return ctx.once(("provenance: files built by class", id(klass)), lambda: _saved_data_paths(ctx, klass))
+
+
+def _saved_data_paths(ctx, klass: cst.ClassDef) -> frozenset[str]:
     paths = set()
     for method, self_name in methods(klass):
         saves = _torch_saves(ctx, method)[:_MAX_SAVES]
@@ -389,8 +385,7 @@ def _files_built_by(ctx, klass: cst.ClassDef) -> frozenset[str]:
                 destination = _opened_for_writing(facts.parents, save, destination.value) or destination
             if _built_in(ctx, method, facts, self_name, args[0]):
                 paths.add(ast.dump(_as_ast(destination)))
-    found = memo[id(klass)] = frozenset(paths)
-    return found
+    return frozenset(paths)
 
 
 def _torch_saves(ctx, function: cst.FunctionDef) -> list[cst.Call]:
