@@ -232,7 +232,7 @@ def _run(args) -> int:
         return EXIT_CLEAN
     real = [p for p in args.paths if p != "-"]
     # Run-wide choices (the SARIF root, the cache, the [*] marks) follow the first path's settings.
-    base = settings.for_path(real[0] if real else args.stdin_filename or ".")
+    base = _base_settings(settings, [*real, args.stdin_filename or "."])
     rules = [cls for _, cls in sorted(Rule.registry.items())]  # each file's settings choose
     unsafe = base.unsafe_fixes
     fixing = args.fix or args.fix_only or args.diff
@@ -301,6 +301,17 @@ def _run(args) -> int:
     if run.errors:
         return EXIT_ERROR
     return EXIT_FINDINGS if findings and not args.exit_zero else EXIT_CLEAN
+
+
+def _base_settings(settings, paths: list[str]) -> config.Settings:
+    """The settings of the first of ``paths`` that can be looked at: one in a directory this
+    user cannot enter is reported by ``files.discover``, and must not end the run here."""
+    for path in paths:
+        try:
+            return settings.for_path(path)
+        except OSError:
+            continue
+    return settings.for_path(".")
 
 
 def _cache(args, settings: config.Settings) -> cache.Cache | None:

@@ -53,14 +53,32 @@ def discover(arguments: list[str], settings, respect_gitignore: bool = True) -> 
     errors: list[FileError] = []
     for argument in arguments:
         path = Path(argument)
-        if not path.exists():
+        try:
+            os.stat(path)
+        except FileNotFoundError:
             errors.append(FileError(argument, "no such file or directory"))
-        elif path.is_dir():
-            walked = _walk(argument, settings, errors)
-            found.extend(_not_ignored_by_git(argument, walked) if respect_gitignore else walked)
-        elif not excluded(settings.for_path(path), path, defaults=False):
-            _add_regular(os.path.normpath(argument), found, errors)
+            continue
+        except OSError as error:  # a directory on the way that this user cannot enter
+            errors.append(_unreachable(argument, error))
+            continue
+        try:
+            if path.is_dir():
+                walked = _walk(argument, settings, errors)
+                found.extend(_not_ignored_by_git(argument, walked) if respect_gitignore else walked)
+            elif not excluded(settings.for_path(path), path, defaults=False):
+                _add_regular(os.path.normpath(argument), found, errors)
+        except OSError as error:  # the settings' search above it met a directory it cannot enter
+            errors.append(_unreachable(argument, error))
     return list(dict.fromkeys(found)), errors
+
+
+def _unreachable(argument: str, error: OSError) -> FileError:
+    """One line for a path that cannot even be looked at, naming the directory in the way."""
+    reason = error.strerror or str(error)
+    parent = os.path.dirname(os.path.normpath(argument)) or "."
+    if isinstance(error, PermissionError) and not os.access(parent, os.X_OK):
+        reason += f" (cannot enter directory {parent})"
+    return FileError(os.path.normpath(argument), f"cannot read: {reason}")
 
 
 def _walk(top: str, settings, errors: list[FileError]) -> list[str]:
@@ -68,17 +86,26 @@ def _walk(top: str, settings, errors: list[FileError]) -> list[str]:
         where = os.path.normpath(error.filename) if error.filename else top  # `locked`, as named
         errors.append(FileError(where, f"cannot list directory: {error.strerror or error}"))
 
+    def wanted(path: str, defaults: bool = True) -> bool:
+        """Not excluded; a path whose settings cannot be looked up (in a directory that can
+        be listed but not entered) is one error line, and the walk goes on."""
+        try:
+            return not excluded(settings.for_path(Path(path)), Path(path), defaults)
+        except OSError as error:
+            errors.append(_unreachable(path, error))
+            return False
+
     files = []
     for directory, subdirs, names in os.walk(top, onerror=unlistable):
         subdirs[:] = sorted(
             d for d in subdirs
-            if not excluded(settings.for_path(Path(directory, d)), Path(directory, d))
+            if wanted(os.path.normpath(os.path.join(directory, d)))
             and not _is_virtual_environment(Path(directory, d))
         )
         for name in sorted(names):
             if name.endswith(SUFFIXES):
                 full = os.path.normpath(os.path.join(directory, name))
-                if not excluded(settings.for_path(Path(full)), Path(full)):
+                if wanted(full):
                     _add_regular(full, files, errors)
             elif name.startswith(".") and _TEMPORARY.match(name):
                 _remove_if_stale(os.path.join(directory, name))
@@ -151,7 +178,7 @@ def _add_regular(path: str, found: list[str], errors: list[FileError]) -> None:
     try:
         mode = os.stat(path).st_mode
     except OSError as error:
-        errors.append(FileError(path, f"cannot read: {error.strerror or error}"))
+        errors.append(_unreachable(path, error))
         return
     if stat.S_ISREG(mode):
         found.append(path)

@@ -105,6 +105,34 @@ def test_an_unlistable_directory_is_reported(tmp_path, how, configured):
     assert line == "torchdev-lint: locked: error: cannot list directory: Permission denied"
 
 
+@pytest.mark.parametrize("configured", [False, True], ids=["isolated", "configured"])
+@pytest.mark.parametrize("how", ["named", "walked"])
+def test_a_file_in_a_directory_that_cannot_be_entered_is_one_line_and_the_rest_is_checked(
+        tmp_path, configured, how):
+    """`chmod a-x sub`: its names can be listed, but nothing in it looked at (not even
+    whether it is a file, which the search for its settings asks first)."""
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "inner.py").write_text(BUG)
+    (tmp_path / "good.py").write_text(BUG)
+    sub.chmod(0o644)
+    try:
+        prefix = DROP_DAC if os.geteuid() == 0 and shutil.which("setpriv") else []
+        probe = subprocess.run([*prefix, sys.executable, "-c", "import os, sys; os.stat(sys.argv[1])",
+                                str(sub / "inner.py")], capture_output=True)
+        if probe.returncode == 0:
+            pytest.skip("this user enters every directory, and cannot drop the capabilities that allow it")
+        status, out, err = run(*(["sub/inner.py", "good.py"] if how == "named" else ["."]), cwd=tmp_path,
+                               prefix=prefix, isolated=not configured)
+    finally:
+        sub.chmod(0o755)
+    assert status == 2, err
+    assert "Traceback" not in err
+    assert "good.py:2:5: TDL001" in out and "inner.py" not in out
+    (line,) = err.strip().splitlines()
+    assert line.startswith("torchdev-lint: sub/inner.py: error: cannot read: Permission denied"), line
+
+
 def test_cr_only_newlines_keep_their_last_cr(tmp_path):
     path = tmp_path / "mac.py"
     path.write_bytes(BUG.replace("\n", "\r").encode())
