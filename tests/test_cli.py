@@ -298,3 +298,76 @@ def test_the_summary_counts_checked_files_apart_from_those_that_could_not_be_rea
     assert out.strip() == "No problems found in 1 file checked; 1 file could not be checked."
     code, out, _ = run_cli("--no-cache", "ok.py", "broken.py", "missing.py", cwd=tmp_path)
     assert out.strip() == "No problems found in 1 file checked; 2 files could not be checked."
+
+
+@pytest.mark.parametrize("command", [[], ["rules"], ["trace"], ["server"], ["daemon"]],
+                         ids=["main", "rules", "trace", "server", "daemon"])
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_every_subcommand_has_help_that_exits_0(run_cli, command, flag):
+    status, out, err = run_cli(*command, flag)
+    assert status == 0, err
+    assert out.startswith("usage: torchdev-lint" + "".join(f" {word}" for word in command)), out
+    assert err == ""
+
+
+# Forces an unexpected exception in the command: loaded first by every Python that has its
+# directory on PYTHONPATH (the command, a resident checker, a trace), it breaks what
+# TDL_TEST_CRASH names.
+CRASH_SITECUSTOMIZE = textwrap.dedent(
+    """\
+    import os, sys
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("forced failure for a test")
+
+    how = os.environ.get("TDL_TEST_CRASH")
+    if how == "import":  # the command line cannot even be imported
+        sys.modules["torchdev_lint.cli"] = None
+    elif how == "check":
+        from torchdev_lint import runner
+        runner.check_source = boom
+    elif how == "trace":
+        from torchdev_lint.trace import cli
+        cli._trace = boom
+    """
+)
+INTERNAL_ERROR = "torchdev-lint: internal error (a bug in torchdev-lint, not a finding): "
+
+
+def crashing(tmp_path, how, *args, cwd):
+    site = tmp_path / "site"
+    site.mkdir(exist_ok=True)
+    (site / "sitecustomize.py").write_text(CRASH_SITECUSTOMIZE)
+    logs = tmp_path / "logs"
+    logs.mkdir(exist_ok=True)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(ROOT)]), "TDL_TEST_CRASH": how,
+           "TMPDIR": str(logs)}
+    process = subprocess.run([sys.executable, "-m", "torchdev_lint", *args], cwd=cwd, env=env,
+                             capture_output=True, text=True, timeout=300)
+    return process.returncode, process.stdout, process.stderr, logs
+
+
+@pytest.mark.parametrize("how, args, message", [
+    ("import", ["ok.py"], "ModuleNotFoundError: import of torchdev_lint.cli halted; None in sys.modules"),
+    ("check", ["--no-cache", "ok.py"], "RuntimeError: forced failure for a test"),
+    ("trace", ["trace", "ok.py"], "RuntimeError: forced failure for a test"),
+])
+def test_an_internal_error_is_one_line_exit_2_and_its_traceback_kept(tmp_path, how, args, message):
+    """Not exit 1 (which says: findings) and not a traceback: one line that says it is a bug
+    and where its traceback is."""
+    (tmp_path / "ok.py").write_text("x = 1\n")
+    status, out, err, logs = crashing(tmp_path, how, *args, cwd=tmp_path)
+    assert status == 2 and out == ""
+    (line,) = err.splitlines()
+    (kept,) = logs.glob("torchdev-lint-crash-*.txt")
+    assert line == f"{INTERNAL_ERROR}{message}; the traceback is in {kept}"
+    assert "Traceback (most recent call last)" in kept.read_text() and message in kept.read_text()
+
+
+def test_an_internal_error_under_verbose_prints_its_traceback(tmp_path):
+    (tmp_path / "ok.py").write_text("x = 1\n")
+    status, out, err, logs = crashing(tmp_path, "check", "-v", "--no-cache", "ok.py", cwd=tmp_path)
+    assert status == 2 and out == ""
+    assert err.startswith("Traceback (most recent call last)")
+    assert err.splitlines()[-1] == f"{INTERNAL_ERROR}RuntimeError: forced failure for a test; the traceback is above"
+    assert not list(logs.iterdir())

@@ -150,9 +150,14 @@ def _list_rules(argv: list[str]) -> int:
 
 
 def _server(argv: list[str]) -> int:
-    if argv:
-        print("usage: torchdev-lint server  (a language server on stdin/stdout; no options)", file=sys.stderr)
-        return EXIT_ERROR
+    parser = argparse.ArgumentParser(
+        prog="torchdev-lint server",
+        description="A language server (LSP) on standard input and output: diagnostics as you type, "
+        "quick fixes and a source.fixAll action, with each file's pyproject.toml settings. Needs the "
+        "'server' extra (pygls, lsprotocol). Editor set-ups: docs/editors.md.")
+    parser.add_argument("--stdio", action="store_true",
+                        help="accepted for editors that pass it: standard input and output are the only transport")
+    parser.parse_args(argv)
     try:
         from torchdev_lint.integrations.server import main as server_main
     except ImportError as error:

@@ -15,6 +15,16 @@ process. It stays off on CI (``CI`` set: one-shot machines), with ``--no-daemon`
 commands. The checker leaves after ``TORCHDEV_LINT_DAEMON_IDLE`` seconds without a run
 (default 900) and is keyed by the tool's code and Python, so an upgrade never talks to an
 old one. ``torchdev-lint daemon status|stop`` shows or stops the checkers.
+
+The socket lives in a directory only this user can enter. A socket's path holds at most
+about 100 bytes (``sun_path``), so when the runtime directory is too deep for one (pytest's
+temporary directories, a long ``$XDG_RUNTIME_DIR``) the checker's files go to a short one
+instead, ``/tmp/torchdev-lint-UID/HASH`` (both 0700, checked to be this user's own), and
+``-v`` says so.
+
+Every entry point ends an unexpected exception (a bug, not a finding) the same way:
+``report_crash`` prints one line, keeps the traceback in a file (``-v`` prints it), and the
+status is 2, never 1, which means findings.
 """
 
 from __future__ import annotations
@@ -35,6 +45,9 @@ ENV_RUNTIME_DIR = "TORCHDEV_LINT_RUNTIME_DIR"
 _IN_PROCESS_COMMANDS = frozenset({"trace", "server", "rules"})
 _OFF, _ON = frozenset({"0", "false", "no", "off"}), frozenset({"1", "true", "yes", "on"})
 _SOCKET_PATH_LIMIT = 100  # sun_path holds 108 bytes on Linux, 104 on macOS
+_SOCKET_NAME_SIZE = len("/") + 20 + len(".sock")  # a key (fingerprint) per socket
+_SHORT_BASE = "/tmp"  # where a runtime directory too deep for a socket is moved
+EXIT_ERROR, EXIT_INTERRUPTED = 2, 130
 HEADER = struct.Struct("!I")
 STREAMS = ("stdin", "stdout", "stderr")
 GO = b"go\n"
@@ -43,15 +56,59 @@ PACKAGE = os.path.dirname(os.path.abspath(torchdev_lint.__file__))
 
 def main() -> int:
     argv = sys.argv[1:]
-    if argv[:1] == ["daemon"]:
-        return _daemon_command(argv[1:])
-    if _wanted(argv, os.environ):
-        served = _run_resident(argv)
-        if served is not None:
-            return served
-    from torchdev_lint.cli import main as cli_main
+    try:
+        if argv[:1] == ["daemon"]:
+            return _daemon_command(argv[1:])
+        if _wanted(argv, os.environ):
+            served = _run_resident(argv)
+            if served is not None:
+                return served
+        from torchdev_lint.cli import main as cli_main
 
-    return cli_main(argv)
+        return cli_main(argv)
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    except Exception:  # noqa: BLE001 - a bug: one line and status 2, not a traceback and 1 (findings)
+        return report_crash(argv)
+
+
+def verbose(argv: list[str]) -> bool:
+    options = argv[: argv.index("--")] if "--" in argv else argv
+    return "-v" in options or "--verbose" in options
+
+
+def report_crash(argv: list[str], stream=None) -> int:
+    """Say that the command failed on an internal error: one line on stderr naming the
+    exception, the traceback printed under ``-v`` and otherwise kept in a file the line
+    names. Call it from an ``except`` block; it returns the exit status (2)."""
+    import tempfile
+    import traceback
+
+    stream = stream if stream is not None else sys.stderr
+    error = sys.exc_info()[1]
+    text = traceback.format_exc()
+    summary = f"{type(error).__name__}: {error}".strip().splitlines()[0] if error else "unknown error"
+    where = ""
+    if verbose(argv):
+        where = "; the traceback is above"
+    else:
+        try:
+            tempfile.tempdir = None  # read TMPDIR again: a served run has the caller's environment
+            handle, name = tempfile.mkstemp(prefix="torchdev-lint-crash-", suffix=".txt")
+            with os.fdopen(handle, "w", encoding="utf-8", errors="replace") as log:
+                log.write(f"torchdev-lint {torchdev_lint.__version__} on Python {sys.version.split()[0]}\n"
+                          f"arguments: {argv!r}\n\n{text}")
+            where = f"; the traceback is in {name}"
+        except OSError:
+            where = "; run again with -v to see the traceback"
+    try:
+        if verbose(argv):
+            stream.write(text)
+        stream.write(f"torchdev-lint: internal error (a bug in torchdev-lint, not a finding): {summary}{where}\n")
+        stream.flush()
+    except (AttributeError, OSError, ValueError):  # no stderr to say it on: the status still says it
+        pass
+    return EXIT_ERROR
 
 
 def _wanted(argv: list[str], env) -> bool:
@@ -67,7 +124,13 @@ def _wanted(argv: list[str], env) -> bool:
 
 
 def runtime_dir(env=os.environ) -> str | None:
-    """A directory only this user can enter (created 0700), or None when that cannot be had."""
+    """A directory only this user can enter (created 0700) that is shallow enough for a
+    socket, or None when that cannot be had."""
+    return _runtime(env)[0]
+
+
+def _runtime(env) -> tuple[str | None, str | None]:
+    """(the runtime directory or None, a note for -v: why none, or why another one)."""
     explicit = env.get(ENV_RUNTIME_DIR)
     if explicit:
         path = explicit
@@ -75,15 +138,30 @@ def runtime_dir(env=os.environ) -> str | None:
         path = os.path.join(env["XDG_RUNTIME_DIR"], "torchdev-lint")
     else:
         path = os.path.join(env.get("TMPDIR") or "/tmp", f"torchdev-lint-{os.getuid()}")
+    path = os.path.abspath(path)
+    if len(path.encode("utf-8", "surrogateescape")) + _SOCKET_NAME_SIZE <= _SOCKET_PATH_LIMIT:
+        if _private_directory(path):
+            return path, None
+        return None, f"no resident checker: {path} is not a directory only this user can enter"
+    # Too deep for a socket: the same directory of ours for the same long one, under /tmp.
+    key = hashlib.sha256(path.encode("utf-8", "surrogateescape")).hexdigest()[:12]
+    mine = os.path.join(_SHORT_BASE, f"torchdev-lint-{os.getuid()}")
+    short = os.path.join(mine, key)
+    if _private_directory(mine) and _private_directory(short):
+        return short, f"the runtime directory {path} is too deep for a socket path; using {short}"
+    return None, (f"no resident checker: the runtime directory {path} is too deep for a socket path, "
+                  f"and {short} is not a directory only this user can enter")
+
+
+def _private_directory(path: str) -> bool:
+    """``path`` is (now) a directory of this user's that no one else can enter."""
     try:
         os.makedirs(path, mode=0o700, exist_ok=True)
         info = os.lstat(path)
     except OSError:
-        return None
+        return False
     # Another user's directory (or a link to one) in /tmp could receive our descriptors.
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
-        return None
-    return path
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and not info.st_mode & 0o077
 
 
 def fingerprint() -> str:
@@ -123,11 +201,13 @@ def socket_path(directory: str) -> str:
 
 def _run_resident(argv: list[str]) -> int | None:
     """The exit status of the run a resident checker made, or None to check in this process."""
-    directory = runtime_dir()
+    directory, note = _runtime(os.environ)
+    if note and verbose(argv):
+        print(f"torchdev-lint: {note}", file=sys.stderr)
     if directory is None:
         return None
     path = socket_path(directory)
-    if len(path.encode("utf-8", "surrogateescape")) > _SOCKET_PATH_LIMIT:
+    if len(path.encode("utf-8", "surrogateescape")) > _SOCKET_PATH_LIMIT:  # cannot happen: checked above
         return None
     try:
         request = _request(argv)  # first: a socket opened now could take a closed stream's number
@@ -141,7 +221,7 @@ def _run_resident(argv: list[str]) -> int | None:
         _start_resident(path)
         return None
     with connection:
-        return _served(connection, request, verbose="-v" in argv or "--verbose" in argv)
+        return _served(connection, request, verbose=verbose(argv))
 
 
 def _request(argv: list[str]) -> tuple[bytes, list[int]]:
@@ -211,10 +291,22 @@ def _start_resident(path: str) -> None:
         pass
 
 
+DAEMON_HELP = """\
+usage: torchdev-lint daemon status|stop
+
+The resident checker keeps LibCST loaded between runs of the command.
+  status   list the resident checkers of this user
+  stop     stop them (the next run checks in its own process and starts a new one)
+It is turned off by --no-daemon, TORCHDEV_LINT_DAEMON=0, and when CI is set."""
+
+
 def _daemon_command(argv: list[str]) -> int:
+    if argv and argv[0] in ("-h", "--help"):
+        print(DAEMON_HELP)
+        return 0
     if argv not in (["status"], ["stop"]):
-        print("usage: torchdev-lint daemon status|stop", file=sys.stderr)
-        return 2
+        print(DAEMON_HELP.splitlines()[0], file=sys.stderr)
+        return EXIT_ERROR
     directory = runtime_dir()
     current = os.path.basename(socket_path(directory)) if directory else ""
     running = _running(directory) if directory else []

@@ -21,7 +21,7 @@ import struct
 import sys
 import traceback
 
-from torchdev_lint.launcher import GO, HEADER, STREAMS
+from torchdev_lint.launcher import GO, HEADER, STREAMS, report_crash
 
 _DEFAULT_IDLE_SECONDS = 900.0
 _PEER_CREDENTIALS = struct.Struct("3i")  # SO_PEERCRED: pid, uid, gid
@@ -187,14 +187,14 @@ def _text_stream(number: int, encoding: str | None, errors: str | None) -> io.Te
 
 
 def _run(request: dict) -> int:
-    from torchdev_lint.cli import main as cli_main
-
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
     os.umask(request["umask"])
     sys.argv = ["torchdev-lint", *request["argv"]]
     try:
+        from torchdev_lint.cli import main as cli_main
+
         return cli_main(request["argv"])
     except SystemExit as leaving:  # argparse's errors, --help and --version
         if leaving.code is None or isinstance(leaving.code, int):
@@ -203,6 +203,8 @@ def _run(request: dict) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    except Exception:  # noqa: BLE001 - a bug: said as the command in its own process says it
+        return report_crash(request["argv"])
 
 
 if __name__ == "__main__":
