@@ -12,6 +12,23 @@ ROOT = Path(__file__).resolve().parent.parent
 os.environ["TORCHDEV_LINT_DAEMON"] = "0"
 
 
+def gpu_available() -> bool:
+    """Whether torch here sees a GPU, asked in a subprocess so the suite itself stays free of
+    CUDA state (a CUDA build without a driver must say no, and a CPU build always does)."""
+    global _gpu
+    if _gpu is None:
+        probe = "import torch; print(torch.cuda.is_available())"
+        try:
+            done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+            _gpu = done.stdout.strip() == "True"
+        except (OSError, subprocess.TimeoutExpired):
+            _gpu = False
+    return _gpu
+
+
+_gpu = None
+
+
 @pytest.fixture
 def run_cli():
     """Run the real command line in a subprocess: (exit status, stdout, stderr)."""

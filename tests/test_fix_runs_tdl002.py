@@ -1,5 +1,6 @@
-"""TDL002's fix, run for real on this CPU-only torch: a program with "cuda" typed in as its
-device crashes here ("Torch not compiled with CUDA enabled"); after `torchdev-lint --fix`
+"""TDL002's fix, run for real on a machine without a GPU: a program with "cuda" typed in as its
+device crashes here ("Torch not compiled with CUDA enabled" on a CPU build, "Found no NVIDIA
+driver" on a CUDA build); after `torchdev-lint --fix`
 (safe fixes only) it trains, saves, loads and evaluates on the CPU."""
 
 import importlib.util
@@ -9,9 +10,13 @@ import sys
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, gpu_available
+from torchdev_lint.trace.text import NO_GPU_ERROR
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch")
+pytestmark = [
+    pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch"),
+    pytest.mark.skipif(gpu_available(), reason="crashes only on a machine without a GPU"),
+]
 
 PROGRAM = ROOT / "testdata" / "rules" / "tdl002_before.py"
 
@@ -24,7 +29,7 @@ def test_program_crashes_without_cuda_and_runs_after_the_fix(tmp_path, run_cli):
     program = shutil.copy(PROGRAM, tmp_path / "program.py")
     before = run(program)
     assert before.returncode != 0
-    assert "Torch not compiled with CUDA enabled" in before.stderr
+    assert NO_GPU_ERROR.search(before.stderr), before.stderr
 
     status, out, _ = run_cli("--isolated", "--select", "TDL002", program)
     assert status == 1

@@ -121,8 +121,7 @@ def test_rules_lists_every_code(capsys):
 def test_rule_links_follow_the_documentation_url_of_pyproject():
     """SARIF's `helpUri` and the language server's `codeDescription` are the same page,
     under `[project.urls] Documentation`, and that page is in this checkout's docs."""
-    import tomllib
-
+    from torchdev_lint.config import tomllib  # tomli before Python 3.11
     from torchdev_lint.output import sarif
     from torchdev_lint.rule import Rule
 
