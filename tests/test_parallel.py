@@ -10,6 +10,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from conftest import ROOT
 
 import torchdev_lint.rules  # noqa: F401  (registers the rules)
@@ -141,3 +143,87 @@ def test_no_progress_bar_when_piped_quiet_or_machine_readable(monkeypatch):
     assert not progress.wanted(quiet=False, fmt="json")
     monkeypatch.setattr(sys, "stdout", io.StringIO())
     assert not progress.wanted(quiet=False, fmt="text")
+
+
+PY313 = "/work/venvs/py3.13.0/bin/python"
+# A host that runs threads of its own when it calls the linter (an editor plugin, pytest-xdist's
+# worker): forking it is what Python 3.12+ warns about.
+THREADED_HOST = textwrap.dedent(
+    """\
+    import sys, threading
+    from torchdev_lint import cli, pool
+
+    stop = threading.Event()
+    threading.Thread(target=stop.wait, daemon=True).start()
+    print(pool.start_method(), file=sys.stderr)
+    status = cli.main(sys.argv[1:])
+    stop.set()
+    sys.exit(status)
+    """
+)
+
+
+def _python_313():
+    python = os.environ.get("TORCHDEV_LINT_PY313", PY313)
+    if not os.path.exists(python):
+        pytest.skip(f"no Python 3.13 at {python}")
+    return python
+
+
+@pytest.mark.parametrize("warnings", ["error::DeprecationWarning", "always::DeprecationWarning"])
+def test_jobs_on_python_313_start_workers_without_the_fork_deprecation_warning(tmp_path, warnings):
+    """Python 3.12+ warns 'This process is multi-threaded, use of fork() may lead to
+    deadlocks': the pool forks only a single-threaded process, and a threaded host gets
+    a fork server, with the same results. (Under -W error the warning raised in os.fork is
+    dropped silently, so the test also runs with it always shown.)"""
+    python = _python_313()
+    for number in range(6):
+        (tmp_path / f"m{number}.py").write_text("import torch\nx = torch.zeros(2).cuda()\n")
+    options = ["--isolated", "--no-cache", "--no-daemon", "--format", "json", "-j", "2", "."]
+    env = {**ENV, "TORCHDEV_LINT_DAEMON": "0"}
+    env.pop(pool.ENV_START_METHOD, None)
+    single = subprocess.run([python, "-W", warnings, "-m", "torchdev_lint", *options],
+                            cwd=tmp_path, capture_output=True, text=True, env=env, timeout=300)
+    assert single.returncode == 1 and single.stderr == ""
+    threaded = subprocess.run([python, "-W", warnings, "-c", THREADED_HOST, *options],
+                              cwd=tmp_path, capture_output=True, text=True, env=env, timeout=300)
+    assert threaded.returncode == 1
+    assert threaded.stderr == "forkserver\n"  # no warning, and no worker's traceback
+    assert threaded.stdout == single.stdout and len(json.loads(single.stdout)) == 6
+
+
+def test_every_start_method_gives_the_same_results(tmp_path):
+    for number in range(5):
+        (tmp_path / f"m{number}.py").write_text("import torch\nx = torch.zeros(2).cuda()\n")
+    results = {}
+    for method in ("fork", "forkserver", "spawn"):
+        process = subprocess.run(
+            [sys.executable, "-m", "torchdev_lint", "--isolated", "--no-cache", "--no-daemon", "-j", "2",
+             "--format", "json", "."],
+            cwd=tmp_path, capture_output=True, text=True, env={**ENV, pool.ENV_START_METHOD: method}, timeout=300)
+        assert process.returncode == 1 and process.stderr == "", (method, process.stderr)
+        results[method] = process.stdout
+    assert results["fork"] == results["forkserver"] == results["spawn"]
+    assert len(json.loads(results["fork"])) == 5
+
+
+def test_the_start_method_is_fork_only_for_a_single_threaded_process_on_linux(monkeypatch):
+    import threading
+
+    monkeypatch.delenv(pool.ENV_START_METHOD, raising=False)
+    if not sys.platform.startswith("linux"):
+        assert pool.start_method() != "fork"
+        return
+    monkeypatch.setattr(pool, "_threads", lambda: 1)
+    assert pool.start_method() == "fork"
+    monkeypatch.setattr(pool, "_threads", lambda: 2)
+    assert pool.start_method() == "forkserver"
+    monkeypatch.undo()
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    try:
+        assert pool._threads() >= 2
+    finally:
+        stop.set()
+        thread.join()
