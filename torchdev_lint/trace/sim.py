@@ -310,7 +310,29 @@ def move(rt: Runtime, x, target: str, dtype=None, memory_format=None):
 
 # -- torch.cuda / torch.accelerator as if one GPU were present ----------------------------
 
-class _Stream:
+def _stream_bases() -> tuple[tuple, tuple]:
+    """The bases torch.cuda.Stream/Event must have for torch._dynamo: torch 2.4's device interface
+    asserts (when an optimizer or torch.compile imports torch._dynamo) that they subclass
+    ``torch._streambase._StreamBase``/``_EventBase``, plain abstract classes there. Later releases
+    make those deprecated aliases of the C types ``torch.Stream``/``torch.Event`` (whose
+    constructors want a real device) and no longer assert: no base then."""
+    try:
+        from torch import _streambase
+    except ImportError:
+        return (), ()
+    bases = []
+    for name in ("_StreamBase", "_EventBase"):
+        base = getattr(_streambase, name, None)
+        plain = isinstance(base, type) and all(
+            b.__module__ in ("abc", "builtins", "torch._streambase") for b in base.__mro__)
+        bases.append((base,) if plain else ())
+    return bases[0], bases[1]
+
+
+_STREAM_BASES, _EVENT_BASES = _stream_bases()
+
+
+class _Stream(*_STREAM_BASES):
     def __init__(self, *args, **kwargs):
         self.device = torch.device("cuda", 0)
         self.cuda_stream = 0
@@ -333,6 +355,12 @@ class _Stream:
     def is_capturing(self):
         return False
 
+    def __eq__(self, other):  # one simulated stream: every stream is the same
+        return isinstance(other, _Stream)
+
+    def __hash__(self):
+        return hash(_Stream)
+
     def __enter__(self):
         return self
 
@@ -340,7 +368,9 @@ class _Stream:
         return False
 
 
-class _Event:
+
+
+class _Event(*_EVENT_BASES):
     def __init__(self, *args, **kwargs):
         pass
 
@@ -358,6 +388,8 @@ class _Event:
 
     def elapsed_time(self, other):
         return 0.0
+
+
 
 
 class Patches:
@@ -684,6 +716,12 @@ def patch_no_cuda(rt: Runtime, patches: Patches) -> None:
 
     for name, answer in answers.items():
         patches.set(cuda, name, request(name, answer))
-    patches.set(cuda, "Stream", lambda *a, **k: request("Stream", _Stream())())
+
+    class NoGpuStream(_Stream):  # a class, for torch._dynamo (see _stream_bases)
+        def __init__(self, *args, **kwargs):
+            rt.request_cuda("torch.cuda.Stream()", f"cuda:{rt.current_index}")
+            super().__init__()
+
+    patches.set(cuda, "Stream", NoGpuStream)
     for name, cls in legacy_cuda_types(rt).items():
         patches.set(cuda, name, cls)
