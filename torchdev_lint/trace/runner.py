@@ -42,6 +42,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
 def instrumented(rt):
     """Everything the chosen mode needs, undone on exit."""
     from torchdev_lint.trace import hooks, modes, sim
+    from torchdev_lint.trace.runtime import guard_storage_attributes
 
     patches = sim.Patches()
 
@@ -53,6 +54,9 @@ def instrumented(rt):
         return stack
 
     try:
+        undo_guard = guard_storage_attributes()  # provenance is kept on storages in every mode
+        if undo_guard is not None:
+            patches.on_undo(undo_guard)
         if rt.sim:
             sim.patch_cuda(rt, patches)
             sim.patch_serialization(rt, patches)

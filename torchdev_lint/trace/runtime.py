@@ -10,10 +10,17 @@ share:
 * ``_tdl_origin``: why the storage matters for a rule (e.g. the result of a factory called
   without ``device=`` at a site), so a later mismatch can name the static finding's line;
 * ``_tdl_src``: where it got its device (a move or a factory with ``device=``).
+
+Up to torch 2.8, the garbage collector empties that object's ``__dict__`` when it frees a
+reference cycle that holds it (``torch.save`` makes such cycles), and torch then keeps the
+emptied object for the tensors that still use the storage: ``StorageGuard`` keeps the storage
+objects that carry attributes out of the collector's reach while it runs (installed only where
+``storage_attributes_survive_gc()`` says torch needs it).
 """
 
 from __future__ import annotations
 
+import gc
 import threading
 import weakref
 
@@ -42,6 +49,73 @@ class StopTracing(BaseException):
 
 class SimulatedDeviceError(RuntimeError):
     """The error a real GPU raises for mixed devices (a RuntimeError, as there)."""
+
+
+class _Probe:
+    """A reference cycle that holds a storage object (weakly referenceable, unlike a list)."""
+
+
+_SURVIVES: bool | None = None
+
+
+def storage_attributes_survive_gc() -> bool:
+    """Whether a storage object's attributes survive a collection of a reference cycle that
+    holds it while a tensor still uses the storage (torch 2.9+: yes; 2.4-2.8: no)."""
+    global _SURVIVES
+    if _SURVIVES is None:
+        x = torch.zeros(1)
+        storage = x.untyped_storage()
+        storage._tdl_probe = True
+        cycle = _Probe()
+        cycle.self, cycle.storage = cycle, storage
+        alive = weakref.ref(cycle)
+        del storage, cycle
+        gc.collect(0)  # the cycle is young, unless a collection just aged it
+        if alive() is not None:
+            gc.collect()
+        _SURVIVES = getattr(x.untyped_storage(), "_tdl_probe", None) is True
+    return _SURVIVES
+
+
+class StorageGuard:
+    """A ``gc.callbacks`` hook: while a collection runs, the storage objects (of the generations
+    it collects) that carry attributes are held from here, so that a cycle holding them cannot
+    empty their ``__dict__``; they are released when it ends (then freed, or kept by torch for
+    their tensors, attributes intact). Costs a walk over the collected generations' objects,
+    so it is installed only where torch needs it."""
+
+    def __init__(self):
+        self._held: list | None = None
+
+    def __call__(self, phase: str, info: dict) -> None:
+        if phase != "start":
+            self._held = None
+            return
+        storage_type = torch.UntypedStorage
+        generation = info.get("generation")
+        if isinstance(generation, int) and 0 <= generation < len(gc.get_threshold()):
+            objects = [o for g in range(generation + 1) for o in gc.get_objects(g)]
+        else:
+            objects = gc.get_objects()
+        self._held = [o for o in objects if type(o) is storage_type and o.__dict__]
+
+    def install(self) -> None:
+        if self not in gc.callbacks:
+            gc.callbacks.append(self)
+
+    def uninstall(self) -> None:
+        self._held = None
+        if self in gc.callbacks:
+            gc.callbacks.remove(self)
+
+
+def guard_storage_attributes():
+    """Install a ``StorageGuard`` where torch needs one; returns its undo (or None)."""
+    if storage_attributes_survive_gc():
+        return None
+    guard = StorageGuard()
+    guard.install()
+    return guard.uninstall
 
 
 class Runtime:
