@@ -125,7 +125,9 @@ def test_simulator_internals_smoke(traced):
 
     result = traced("selfcheck")
     report = json.loads(result.stdout)
-    assert report["checks"] and all(v == "ok" for v in report["checks"].values()), report
+    # "warning: ..." is a missing optimisation or a torch behaviour the simulator works around
+    assert report["checks"] and all(v == "ok" or v.startswith("warning: ") for v in report["checks"].values()), report
+    assert result.returncode == 0, report
     if not report["tested"]:
         pytest.skip(f"torch {report['torch']} passes the smoke test but is not a tested version")
     assert result.returncode == 0
