@@ -3,12 +3,16 @@ would have made itself (same output, status, files written), it is used only whe
 be, and a dead or foreign one never costs a run."""
 
 import os
+import shutil
 import signal
 import stat
 import subprocess
 import sys
+import tempfile
+import textwrap
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
@@ -26,7 +30,12 @@ def command(args, env, cwd, **kwargs):
     return process.returncode, process.stdout, process.stderr
 
 
-def wait_for(predicate, seconds=60.0):
+# Deadlines, not fixed sleeps: on a loaded machine (the whole suite on 2 cores) starting a
+# checker takes seconds. Each wait ends as soon as its condition holds.
+PATIENCE = 180.0
+
+
+def wait_for(predicate, seconds=PATIENCE):
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if predicate():
@@ -35,8 +44,36 @@ def wait_for(predicate, seconds=60.0):
     return False
 
 
+def where(runtime):
+    """The directory the checkers of ``runtime`` really use: a short one when ``runtime``
+    is too deep for a socket path (pytest's own temporary directories may be)."""
+    return Path(launcher.runtime_dir({"TORCHDEV_LINT_RUNTIME_DIR": str(runtime)}))
+
+
 def sockets(runtime):
-    return sorted(runtime.glob("*.sock"))
+    return sorted(where(runtime).glob("*.sock"))
+
+
+def lock_pid(runtime):
+    """The pid the last checker wrote in its lock file (which it leaves behind), or None."""
+    for lock in where(runtime).glob("*.lock"):
+        text = lock.read_text().strip()
+        if text.isdigit():
+            return int(text)
+    return None
+
+
+def served_run(args, env, cwd):
+    """Run until the resident checker serves a run (a run started before it listens checks
+    in its own process, and starts or waits for the checker); return that run."""
+    runs = []
+
+    def served() -> bool:
+        runs.append(command(["-v", *args], env, cwd))
+        return SERVED.encode() in runs[-1][2]
+
+    assert wait_for(served), runs[-1]
+    return runs
 
 
 @pytest.fixture(scope="module")
@@ -137,25 +174,19 @@ def test_a_killed_checker_costs_no_run_and_is_replaced(tmp_path):
     env = {**os.environ, "TORCHDEV_LINT_DAEMON": "1", "TORCHDEV_LINT_RUNTIME_DIR": str(runtime)}
     env.pop("CI", None)
     expected = command(["--no-daemon", "--no-cache", "bug.py"], env, tmp_path)
-    command(["--no-cache", "bug.py"], env, tmp_path)
-    assert wait_for(lambda: sockets(runtime))
-    pid = int(next(runtime.glob("*.lock")).read_text())
-    os.kill(pid, signal.SIGKILL)
-    assert wait_for(lambda: not _alive(pid))
     try:
+        served_run(["--no-cache", "bug.py"], env, tmp_path)  # a checker is up and listening
+        pid = lock_pid(runtime)
+        assert pid is not None and _alive(pid)
+        os.kill(pid, signal.SIGKILL)
+        assert wait_for(lambda: not _alive(pid))
         assert sockets(runtime)  # killed: its socket is left behind, and nobody answers it
         assert command(["--no-cache", "bug.py"], env, tmp_path) == expected
-        assert wait_for(lambda: _status_pid(env, tmp_path) not in (None, pid))
-        # The new checker names itself before it has warmed up and listens: runs checked here
-        # meanwhile are the same runs; one of the next is served by it.
-        runs = []
-
-        def served() -> bool:
-            runs.append(command(["-v", "--no-cache", "bug.py"], env, tmp_path))
-            return SERVED.encode() in runs[-1][2]
-
-        assert wait_for(served)
+        # That run started a new checker, which names itself before it has warmed up and
+        # listens: the runs checked here meanwhile are the same runs; one of the next is served.
+        runs = served_run(["--no-cache", "bug.py"], env, tmp_path)
         assert all((rc, out) == expected[:2] for rc, out, _ in runs)
+        assert lock_pid(runtime) not in (None, pid) and _status_pid(env, tmp_path) == lock_pid(runtime)
     finally:
         command(["daemon", "stop"], env, tmp_path)
 
@@ -164,11 +195,60 @@ def test_an_idle_checker_leaves_and_removes_its_socket(tmp_path):
     runtime = tmp_path / "runtime"
     (tmp_path / "ok.py").write_text("x = 1\n")
     env = {**os.environ, "TORCHDEV_LINT_DAEMON": "1", "TORCHDEV_LINT_RUNTIME_DIR": str(runtime),
-           "TORCHDEV_LINT_DAEMON_IDLE": "1"}
-    command(["ok.py"], env, tmp_path)
-    assert wait_for(lambda: sockets(runtime))
-    assert wait_for(lambda: not sockets(runtime), seconds=30)
+           "TORCHDEV_LINT_DAEMON_IDLE": "3"}
+    env.pop("CI", None)
+    served_run(["ok.py"], env, tmp_path)  # it listened (a run that finds none starts one)
+    pid = lock_pid(runtime)
+    assert pid is not None
+    # It leaves 3 s after that run; its lock is let go only when it has gone, socket removed.
+    assert wait_for(lambda: not _alive(pid))
+    assert not sockets(runtime)
     assert command(["daemon", "status"], env, tmp_path)[1] == b"no resident process\n"
+
+
+def test_a_runtime_directory_too_deep_for_a_socket_moves_to_a_short_private_one(tmp_path):
+    """A socket's path holds about 100 bytes: a deeper runtime directory (a long
+    $XDG_RUNTIME_DIR, pytest's) gets a short one of this user's instead, said under -v."""
+    runtime = tmp_path / ("deep" * 20) / "runtime"
+    (tmp_path / "bug.py").write_text(BUG)
+    env = {**os.environ, "TORCHDEV_LINT_DAEMON": "1", "TORCHDEV_LINT_RUNTIME_DIR": str(runtime)}
+    env.pop("CI", None)
+    short = where(runtime)
+    assert short != runtime and len(str(short / f"{'0' * 20}.sock")) <= 100
+    assert short.parent.name == f"torchdev-lint-{os.getuid()}"
+    assert where(runtime) == short  # the same one each time, so runs find its checker
+    try:
+        rc, out, err = command(["-v", "--no-cache", "bug.py"], env, tmp_path)
+        assert rc == 1 and b"TDL001" in out
+        assert f"torchdev-lint: the runtime directory {runtime} is too deep for a socket path; using {short}" \
+            in err.decode()
+        served_run(["--no-cache", "bug.py"], env, tmp_path)
+        for directory in (short, short.parent):
+            info = directory.lstat()
+            assert stat.S_ISDIR(info.st_mode) and stat.S_IMODE(info.st_mode) == 0o700
+            assert info.st_uid == os.getuid()
+    finally:
+        command(["daemon", "stop"], env, tmp_path)
+        pid = lock_pid(runtime)
+        assert pid is None or wait_for(lambda: not _alive(pid))
+        shutil.rmtree(short, ignore_errors=True)
+
+
+def test_a_short_runtime_directory_another_user_could_enter_is_not_used(tmp_path, monkeypatch):
+    base = tmp_path / "tmp"
+    base.mkdir()
+    monkeypatch.setattr(launcher, "_SHORT_BASE", str(base))
+    deep = str(tmp_path / ("deep" * 20))
+    mine = base / f"torchdev-lint-{os.getuid()}"
+    mine.mkdir(mode=0o777)
+    mine.chmod(0o777)
+    assert launcher.runtime_dir({"TORCHDEV_LINT_RUNTIME_DIR": deep}) is None
+    mine.chmod(0o700)
+    found = launcher.runtime_dir({"TORCHDEV_LINT_RUNTIME_DIR": deep})
+    assert found is not None and Path(found).parent == mine
+    mine.rename(base / "elsewhere")
+    mine.symlink_to(base / "elsewhere")  # a link planted in /tmp is never followed
+    assert launcher.runtime_dir({"TORCHDEV_LINT_RUNTIME_DIR": deep}) is None
 
 
 @pytest.mark.parametrize("setting", [{"CI": "true"}, {"TORCHDEV_LINT_DAEMON": "0"}, {"args": ["--no-daemon"]}])
@@ -187,13 +267,17 @@ def test_no_checker_is_started_or_used_on_ci_or_when_turned_off(tmp_path, settin
 
 
 def test_a_runtime_directory_others_can_enter_is_not_used(tmp_path):
-    runtime = tmp_path / "shared"
-    runtime.mkdir(mode=0o777)
-    runtime.chmod(0o777)
-    assert launcher.runtime_dir({"TORCHDEV_LINT_RUNTIME_DIR": str(runtime)}) is None
-    private = tmp_path / "private"
-    assert launcher.runtime_dir({"TORCHDEV_LINT_RUNTIME_DIR": str(private)}) == str(private)
-    assert stat.S_IMODE(private.stat().st_mode) == 0o700
+    top = Path(tempfile.mkdtemp(prefix="tdl-", dir="/tmp"))  # short enough for a socket path
+    try:
+        runtime = top / "shared"
+        runtime.mkdir(mode=0o777)
+        runtime.chmod(0o777)
+        assert launcher.runtime_dir({"TORCHDEV_LINT_RUNTIME_DIR": str(runtime)}) is None
+        private = top / "private"
+        assert launcher.runtime_dir({"TORCHDEV_LINT_RUNTIME_DIR": str(private)}) == str(private)
+        assert stat.S_IMODE(private.stat().st_mode) == 0o700
+    finally:
+        shutil.rmtree(top)
 
 
 def test_the_key_changes_with_the_tools_code(tmp_path, monkeypatch):
@@ -252,3 +336,48 @@ def test_a_run_whose_caller_is_killed_is_stopped(checker, tmp_path):
     caller.kill()
     caller.wait()
     assert wait_for(lambda: not _alive(run), seconds=30)
+
+
+CRASH_IN_CHECKS = textwrap.dedent(
+    """\
+    import os
+
+    if os.environ.get("TDL_TEST_CRASH") == "check":  # a bug in the checks, in every process
+        from torchdev_lint import runner
+
+        def boom(*args, **kwargs):
+            raise RuntimeError("forced failure for a test")
+
+        runner.check_source = boom
+    """
+)
+
+
+def test_an_internal_error_in_a_served_run_is_one_line_and_exit_2(tmp_path):
+    """As in a run of its own (tests/test_cli.py): the resident checker's copy says the same
+    one line on the caller's stderr and exits 2, not 1 (findings) with a traceback."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(CRASH_IN_CHECKS)  # loaded by the checker too
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (tmp_path / "ok.py").write_text("x = 1\n")
+    env = {**os.environ, "TORCHDEV_LINT_DAEMON": "1", "TORCHDEV_LINT_RUNTIME_DIR": str(tmp_path / "runtime"),
+           "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]),
+           "TDL_TEST_CRASH": "check", "TMPDIR": str(logs)}
+    env.pop("CI", None)
+    message = "torchdev-lint: internal error (a bug in torchdev-lint, not a finding): " \
+              "RuntimeError: forced failure for a test"
+    try:
+        served = served_run(["--no-cache", "ok.py"], env, tmp_path)[-1]
+        rc, out, err = served
+        assert rc == 2 and out == b""
+        assert err.decode().splitlines()[-1] == f"{message}; the traceback is above"
+        assert b"Traceback (most recent call last)" in err
+        for log in logs.iterdir():
+            log.unlink()
+        served = command(["--no-cache", "ok.py"], env, tmp_path)  # the checker is warm: served
+        (kept,) = logs.glob("torchdev-lint-crash-*.txt")
+        assert served == (2, b"", f"{message}; the traceback is in {kept}\n".encode())
+    finally:
+        command(["daemon", "stop"], env, tmp_path)

@@ -38,13 +38,19 @@ def main(path: str) -> int:
     lock.flush()
     _warm_up()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    # Bound and listening under another name first, then renamed into place: a run that
+    # finds the socket can connect (between bind and listen it would be refused, and check
+    # in its own process, on a loaded machine often). The rename also replaces a socket left
+    # by a checker that was killed.
+    ready = path[: -len(".sock")] + ".new"
     try:
-        os.unlink(path)  # a socket left by a checker that was killed
+        os.unlink(ready)  # left by a checker killed while it started
     except FileNotFoundError:
         pass
-    listener.bind(path)
-    os.chmod(path, 0o600)
+    listener.bind(ready)
+    os.chmod(ready, 0o600)
     listener.listen(64)
+    os.replace(ready, path)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
     try:
