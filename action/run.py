@@ -1,10 +1,14 @@
 """The command lines of the GitHub Action (action.yml), built from its inputs.
 
-    python action/run.py install   # pip install torchdev-lint (a version, or the action's own copy)
+    python action/run.py install   # pip install torchdev-lint (the action's own copy, a commit, a wheel)
     python action/run.py check     # torchdev-lint --format github [and --format sarif]
 
 Inputs arrive as environment variables (INPUT_ARGS, INPUT_SRC, INPUT_VERSION, INPUT_SARIF,
 INPUT_SARIF_FILE); ``args`` and ``src`` are split like a shell would (quotes respected).
+
+torchdev-lint is not on PyPI yet, so ``version`` never names a PyPI release: empty installs
+the action's own revision, a path or URL ending in ``.whl`` installs that built wheel, and
+anything else is a commit SHA (or tag) of the repository, installed from git.
 """
 
 from __future__ import annotations
@@ -18,14 +22,32 @@ from pathlib import Path
 ACTION = Path(__file__).resolve().parent.parent  # the repository the action runs from
 
 
-def install_command(env: dict[str, str]) -> list[str]:
-    version = env.get("INPUT_VERSION", "").strip()
+REPOSITORY = "https://github.com/torchdev-lint/torchdev-lint"  # as [project.urls] in pyproject.toml
+
+
+class InputError(ValueError):
+    """An input the action cannot act on; the message says what to write instead."""
+
+
+def install_target(version: str) -> str:
+    """What pip installs for the ``version`` input."""
+    version = version.strip()
     if not version:
-        target = str(ACTION)  # the revision the workflow pinned with `uses: ...@ref`
-    elif version == "latest":
-        target = "torchdev-lint"
-    else:
-        target = f"torchdev-lint=={version}"
+        return str(ACTION)  # the revision the workflow pinned with `uses: ...@ref`
+    if version.lower() == "latest" or version[:1].isdigit() and "." in version and len(version) < 16:
+        raise InputError(
+            f"version: '{version}': torchdev-lint is not published on PyPI yet. Leave `version` empty to "
+            "install the action's own revision (the ref in `uses:`), or give a commit SHA of "
+            f"{REPOSITORY} or the path or URL of a built wheel (.whl)")
+    if version.endswith(".whl"):
+        return version
+    if any(c.isspace() or c in "@#;" for c in version):
+        raise InputError(f"version: '{version}' is neither a commit SHA or tag nor a wheel")
+    return f"torchdev-lint @ git+{REPOSITORY}@{version}"
+
+
+def install_command(env: dict[str, str]) -> list[str]:
+    target = install_target(env.get("INPUT_VERSION", ""))
     return [sys.executable, "-m", "pip", "install", "--disable-pip-version-check", "--quiet", target]
 
 
@@ -46,7 +68,13 @@ def check_commands(env: dict[str, str]) -> list[list[str]]:
 def main(argv: list[str]) -> int:
     env = dict(os.environ)
     if argv == ["install"]:
-        return subprocess.call(install_command(env))
+        try:
+            command = install_command(env)
+        except InputError as error:
+            print(f"::error title=torchdev-lint action::{error}", flush=True)
+            return 2
+        print("+ " + shlex.join(command), flush=True)
+        return subprocess.call(command)
     if argv == ["check"]:
         status = 0
         for command in check_commands(env):

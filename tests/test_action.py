@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 import yaml
 
 from conftest import ROOT
@@ -34,8 +35,34 @@ def test_install_command_for_each_kind_of_version():
         return action.install_command({"INPUT_VERSION": version})[-1]
 
     assert target("") == str(ROOT)  # the action's own revision
-    assert target("0.1.0") == "torchdev-lint==0.1.0"
-    assert target("latest") == "torchdev-lint"
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    assert target(sha) == f"torchdev-lint @ git+https://github.com/torchdev-lint/torchdev-lint@{sha}"
+    assert target(" v0.2.0 ") == "torchdev-lint @ git+https://github.com/torchdev-lint/torchdev-lint@v0.2.0"
+    assert target("dist/torchdev_lint-0.1.0-py3-none-any.whl") == "dist/torchdev_lint-0.1.0-py3-none-any.whl"
+    # The repository the git URL names is the project's own (pyproject.toml's Repository).
+    assert 'Repository = "https://github.com/torchdev-lint/torchdev-lint"' in (ROOT / "pyproject.toml").read_text()
+
+
+@pytest.mark.parametrize("version", ["latest", "0.1.0", "1.2"])
+def test_no_version_installs_from_pypi_where_torchdev_lint_is_not_published(version):
+    with pytest.raises(action.InputError, match="not published on PyPI"):
+        action.install_command({"INPUT_VERSION": version})
+    process = subprocess.run([sys.executable, str(ROOT / "action" / "run.py"), "install"],
+                             env={**os.environ, "INPUT_VERSION": version}, capture_output=True, text=True)
+    assert process.returncode == 2
+    assert process.stdout.startswith("::error title=torchdev-lint action::version: ")
+
+
+def test_no_document_installs_torchdev_lint_from_pypi():
+    """Until it is published, `pip install torchdev-lint` (or with an extra) fails for users:
+    documents install from git at a commit, or a built wheel."""
+    import re
+
+    plain = re.compile(r"pip install ['\"]?torchdev-lint(\[[a-z,]+\])?(==[\d.]+)?(?!\s*@)['\"]?(\s|$)")
+    for path in [ROOT / "action.yml", ROOT / "docs" / "ci.md", ROOT / "docs" / "editors.md",
+                 ROOT / "docs" / "integrations.md"]:
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            assert not plain.search(line), f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
 
 
 def test_check_commands_split_inputs_like_a_shell():

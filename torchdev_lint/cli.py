@@ -161,8 +161,8 @@ def _server(argv: list[str]) -> int:
     try:
         from torchdev_lint.integrations.server import main as server_main
     except ImportError as error:
-        print(f"torchdev-lint: error: the language server needs the 'server' extra "
-              f"(pip install 'torchdev-lint[server]'): {error}", file=sys.stderr)
+        print(f"torchdev-lint: error: the language server needs the 'server' extra, pygls and lsprotocol "
+              f"(pip install 'pygls>=2,<3' lsprotocol; see docs/editors.md): {error}", file=sys.stderr)
         return EXIT_ERROR
     return server_main()
 
