@@ -152,6 +152,12 @@ def test_server_without_its_extra_says_what_to_install(tmp_path):
     (blocker / "pygls.py").write_text("raise ImportError('No module named pygls')\n")
     import subprocess
 
-    process = subprocess.run([sys.executable, "-m", "torchdev_lint", "server"], capture_output=True, text=True,
-                             env={**os.environ, "PYTHONPATH": f"{blocker}{os.pathsep}{ROOT}"})
-    assert process.returncode == 2 and "pip install 'torchdev-lint[server]'" in process.stderr
+    for args in ([], ["--stdio"]):  # --stdio, which some editors pass, is accepted
+        process = subprocess.run([sys.executable, "-m", "torchdev_lint", "server", *args], capture_output=True,
+                                 text=True, env={**os.environ, "PYTHONPATH": f"{blocker}{os.pathsep}{ROOT}"})
+        # Not from PyPI, where torchdev-lint is not published: the extra's own packages.
+        assert process.returncode == 2 and "the 'server' extra" in process.stderr
+        assert "pip install 'pygls>=2,<3' lsprotocol" in process.stderr
+    process = subprocess.run([sys.executable, "-m", "torchdev_lint", "server", "--bogus"], capture_output=True,
+                             text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert process.returncode == 2 and "unrecognized arguments: --bogus" in process.stderr
