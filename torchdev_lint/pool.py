@@ -21,11 +21,11 @@ from fork to forkserver on Linux):
   unsafe there (Python's own default is spawn on macOS).
 - ``spawn`` where there is no fork server (Windows): each worker imports everything again.
 
-Measured on a 2-core Linux machine under load (load average about 10), the whole command
-on 50 files, ``-j 2 --no-cache``, 5 interleaved runs each, median (best): fork 7.0 s (6.2),
-forkserver 7.2 s (5.0), spawn 12.4 s (6.7); starting two workers alone, median: fork
-0.08 s, forkserver 0.08 s once its server runs, spawn 3.6 s. Fork stays the choice where
-it is safe; forkserver costs one fresh interpreter's imports per run, spawn one per worker. With forkserver and spawn the function and items are pickled, so
+Measured on a shared 2-core Linux machine (load average 4 to 6), the whole command on 50
+files, ``-j 2 --no-cache``, 5 interleaved runs each, median (best): fork 4.2 s (3.8),
+forkserver 4.5 s (3.7), spawn 8.8 s (6.6). Starting two workers alone, median: fork 0.08 s,
+forkserver 0.08 s once its server runs, spawn 3.6 s. Fork stays the choice where it is
+safe; forkserver costs one fresh interpreter's imports per run, spawn one per worker. With forkserver and spawn the function and items are pickled, so
 they must be importable by name (``runner.Job`` is kept picklable for that).
 """
 
