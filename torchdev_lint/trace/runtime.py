@@ -13,8 +13,8 @@ share:
 
 Up to torch 2.8, the garbage collector empties that object's ``__dict__`` when it frees a
 reference cycle that holds it (``torch.save`` makes such cycles), and torch then keeps the
-emptied object for the tensors that still use the storage: ``StorageGuard`` keeps the storage
-objects that carry attributes out of the collector's reach while it runs (installed only where
+emptied object for the tensors that still use the storage: ``StorageGuard`` gives the storages
+their attributes back after each collection (installed only where
 ``storage_attributes_survive_gc()`` says torch needs it).
 """
 
@@ -51,6 +51,9 @@ class SimulatedDeviceError(RuntimeError):
     """The error a real GPU raises for mixed devices (a RuntimeError, as there)."""
 
 
+TAGS = ("_tdl_dev", "_tdl_origin", "_tdl_src")  # the attributes the tracer keeps on storages
+
+
 class _Probe:
     """A reference cycle that holds a storage object (weakly referenceable, unlike a list)."""
 
@@ -78,35 +81,59 @@ def storage_attributes_survive_gc() -> bool:
 
 
 class StorageGuard:
-    """A ``gc.callbacks`` hook: while a collection runs, the storage objects (of the generations
-    it collects) that carry attributes are held from here, so that a cycle holding them cannot
-    empty their ``__dict__``; they are released when it ends (then freed, or kept by torch for
-    their tensors, attributes intact). Costs a walk over the collected generations' objects,
-    so it is installed only where torch needs it."""
+    """A ``gc.callbacks`` hook: when a collection starts, it notes the attributes of the storage
+    objects (of the generations it collects) that carry some, with a weak reference to each C++
+    storage (``_weak_ref``, as torch.multiprocessing keeps them); when it ends, each storage still
+    alive gets back the attributes the collector emptied. It holds no storage object across the
+    collection. Costs a walk over the collected generations' objects, so it is installed only
+    where torch needs it."""
 
     def __init__(self):
-        self._held: list | None = None
+        self._noted: list | None = None
 
     def __call__(self, phase: str, info: dict) -> None:
-        if phase != "start":
-            self._held = None
-            return
         storage_type = torch.UntypedStorage
-        generation = info.get("generation")
-        if isinstance(generation, int) and 0 <= generation < len(gc.get_threshold()):
-            objects = [o for g in range(generation + 1) for o in gc.get_objects(g)]
-        else:
-            objects = gc.get_objects()
-        self._held = [o for o in objects if type(o) is storage_type and o.__dict__]
+        if phase == "start":
+            generation = info.get("generation")
+            if isinstance(generation, int) and 0 <= generation < len(gc.get_threshold()):
+                objects = [o for g in range(generation + 1) for o in gc.get_objects(g)]
+            else:
+                objects = gc.get_objects()
+            noted = []
+            for o in objects:
+                if type(o) is storage_type:
+                    # A storage object reached other than through torch (here: the collector's
+                    # list) must be handed to Python's ownership, as after a weak reference, or
+                    # torch frees it under that reference with a warning.
+                    o._fix_weakref()
+                    # (getattr, not __dict__, which would give every storage object a dict)
+                    attributes = {name: value for name in TAGS if (value := getattr(o, name, None)) is not None}
+                    if attributes:
+                        noted.append((o._weak_ref(), attributes))
+            self._noted = noted
+            return
+        noted, self._noted = self._noted, None
+        for weak, attributes in noted or ():
+            try:
+                if not storage_type._expired(weak):
+                    storage = storage_type._new_with_weak_ptr(weak)
+                    if storage is not None:
+                        for name, value in attributes.items():
+                            if name not in storage.__dict__:
+                                setattr(storage, name, value)
+            finally:
+                storage_type._free_weak_ref(weak)
 
     def install(self) -> None:
         if self not in gc.callbacks:
             gc.callbacks.append(self)
 
     def uninstall(self) -> None:
-        self._held = None
         if self in gc.callbacks:
             gc.callbacks.remove(self)
+        noted, self._noted = self._noted, None
+        for weak, _ in noted or ():
+            torch.UntypedStorage._free_weak_ref(weak)
 
 
 def guard_storage_attributes():

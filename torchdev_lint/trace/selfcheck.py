@@ -52,7 +52,7 @@ def _checks():
 
         def survives() -> bool:
             x = torch.zeros(4)
-            x.untyped_storage()._tdl_probe = "cuda:0"
+            x.untyped_storage()._tdl_dev = "cuda:0"
             buffer = io.BytesIO()
             torch.save(x, buffer)  # (torch.save leaves such cycles behind)
             cycle = _Cycle()
@@ -61,7 +61,7 @@ def _checks():
             del cycle
             gc.collect()
             assert alive() is None, "the cycle was not collected"
-            return getattr(x.untyped_storage(), "_tdl_probe", None) == "cuda:0"
+            return getattr(x.untyped_storage(), "_tdl_dev", None) == "cuda:0"
 
         undo = runtime.guard_storage_attributes()
         try:
@@ -71,7 +71,7 @@ def _checks():
                 undo()
         if undo is not None:
             raise Warned("the garbage collector empties the attributes of storages held by a reference cycle; "
-                         "the simulator keeps them out of its reach during each collection (slower)")
+                         "the simulator gives them back after each collection (slower)")
 
     def param_data_assignment():
         lin = nn.Linear(2, 2)

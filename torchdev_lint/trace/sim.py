@@ -16,13 +16,15 @@ Private torch APIs used here (checked by tests/trace/test_sim_smoke.py):
 from __future__ import annotations
 
 import contextlib
+import os
+import sys
 import threading
 import types
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from torchdev_lint.trace.runtime import CPU, MISMATCH_TEXT, Runtime, SimulatedDeviceError
+from torchdev_lint.trace.runtime import CPU, MISMATCH_TEXT, NO_CUDA_TEXT, Runtime, SimulatedDeviceError
 
 aten = torch.ops.aten
 Tensor = torch.Tensor
@@ -708,8 +710,16 @@ def patch_no_cuda(rt: Runtime, patches: Patches) -> None:
         "get_device_properties": None, "current_stream": _Stream(), "default_stream": _Stream(),
     }
 
+    torch_dir = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+
     def request(name, answer):
         def call(*args, **kwargs):
+            if sys._getframe(1).f_code.co_filename.startswith(torch_dir):
+                # torch's own code asking (torch 2.4's inductor names the GPU in its cache key,
+                # inside `except (AssertionError, RuntimeError)`): it is written for machines
+                # without a GPU, so it gets their error, and no request is the program's. Should
+                # the error reach the program, the run stops there, as on such a machine.
+                raise AssertionError(NO_CUDA_TEXT)
             rt.request_cuda(f"torch.cuda.{name}()", f"cuda:{rt.current_index}")
             return answer
         return call
