@@ -6,6 +6,7 @@ Each run is a real `python -m pytest` in a child process (the plugin comes in th
 """
 
 import importlib.metadata
+import os
 import re
 import textwrap
 
@@ -134,8 +135,9 @@ def test_nccl():
 
 
 @needs_cuda
-def test_triton():
-    import triton  # noqa: F401
+def test_gpu_only_package():
+    # (not triton: it comes with the CUDA builds of torch, and imports without a GPU)
+    import flash_attn  # noqa: F401
 
 
 @needs_cuda
@@ -167,6 +169,41 @@ import torch
 def test_silently_needs_cuda():
     x = torch.zeros(3).cuda()
     assert x.sum() == 0
+"""
+
+TEST_CUDA_BUILD = """\
+import pytest
+import torch
+
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+
+
+class AcceleratorError(RuntimeError):
+    \"\"\"As torch 2.8+ names the real CUDA runtime's errors.\"\"\"
+
+
+@needs_cuda
+def test_driver_too_old():
+    # what the default (CUDA) wheel of torch raises on a machine without a GPU driver
+    raise RuntimeError("CUDA error: CUDA driver version is insufficient for CUDA runtime version")
+
+
+@needs_cuda
+def test_accelerator_error():
+    raise AcceleratorError("CUDA error: no CUDA-capable device is detected")
+
+
+@needs_cuda
+def test_wrapped():
+    try:
+        raise AcceleratorError("unknown error")
+    except AcceleratorError as error:
+        raise ValueError("could not set up the kernels") from error
+
+
+@needs_cuda
+def test_a_real_failure():
+    assert torch.ones(2, device="cuda").sum() == 3
 """
 
 TEST_SINGLE = """\
@@ -281,21 +318,42 @@ FILES = {
     "unit/test_module_to.py": TEST_MODULE_TO,
     "unit/test_sparse.py": TEST_SPARSE,
     "single/test_single.py": TEST_SINGLE,
+    "cudabuild/test_cuda_build.py": TEST_CUDA_BUILD,
     "silent/test_silent.py": TEST_SILENT,
 }
 _RUNS: dict = {}
+# What pytest-xdist sets in its workers, which every process a test starts inherits: under
+# `pytest -n 2`, the inner runs would take themselves for xdist workers.
+XDIST_ENV = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_TESTRUNUID", "PYTEST_XDIST_WORKER_COUNT")
 
 
-def run(pytester, *args, ini: str = ""):
-    """`pytest ARGS` on the sample project (once per distinct ARGS and ini)."""
-    key = (args, ini)
+@pytest.fixture(autouse=True)
+def _plain_inner_runs(monkeypatch):
+    """The inner runs are plain pytest runs, even when this file runs on an xdist worker."""
+    for name in list(os.environ):
+        if name.startswith("PYTEST_XDIST_"):
+            monkeypatch.delenv(name)
+
+
+def run(pytester, *args, ini: str = "", env: tuple = ()):
+    """`pytest ARGS` on the sample project (once per distinct ARGS, ini and extra environment)."""
+    key = (args, ini, env)
     if key not in _RUNS:
         pytester.makepyprojecttoml(f'[tool.pytest.ini_options]\ntestpaths = ["tests"]\n{ini}')
         for name, text in FILES.items():
             path = pytester.path / name
             path.parent.mkdir(exist_ok=True)
             path.write_text(text)
-        _RUNS[key] = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rs", *args)
+        saved = {name: os.environ.get(name) for name, _ in env}
+        os.environ.update(dict(env))
+        try:
+            _RUNS[key] = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rs", *args)
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
     return _RUNS[key]
 
 
@@ -429,11 +487,14 @@ def test_what_the_simulator_cannot_do_is_a_skip_with_the_reason(pytester):
     run(pytester, *SIM).stdout.fnmatch_lines_random([
         "SKIPPED [1] tests/test_unsupported.py:11: the simulated GPU has one device (cuda:0): code for "
         "several GPUs is not simulated",
-        "SKIPPED [1] tests/test_unsupported.py:23: needs triton, a package for real GPUs that is not installed here",
-        "SKIPPED [1] tests/test_unsupported.py:28: this CUDA API (CUDA generators, legacy torch.cuda tensor "
-        "types) is not simulated",
+        "SKIPPED [1] tests/test_unsupported.py:24: needs flash_attn, a package for real GPUs that is not installed here",
         "3 tests skipped: the simulated GPU cannot run them",
     ])
+    # a CUDA generator: a CPU build of torch has no CUDA to make one; a CUDA build without a GPU
+    # reaches the real CUDA runtime, which raises
+    assert re.search(r"^SKIPPED \[1\] tests/test_unsupported.py:29: (this CUDA API \(CUDA generators, legacy "
+                     r"torch.cuda tensor types\) is not simulated|this test reached the real CUDA runtime, which the "
+                     r"simulated GPU does not replace)", run(pytester, *SIM).stdout.str(), re.M)
 
 
 def test_ini_setting_and_its_off_switch(pytester):
@@ -508,9 +569,9 @@ def test_warnings_as_errors_fail_it_too(pytester):
     assert result.ret == pytest.ExitCode.TESTS_FAILED
 
 
-def xdist_run(pytester, *args):
+def xdist_run(pytester, *args, env: tuple = ()):
     pytest.importorskip("xdist", reason="pytest-xdist is not installed")
-    return run(pytester, "-p", "xdist", "-n", "2", *args)
+    return run(pytester, "-p", "xdist", "-n", "2", *args, env=env)
 
 
 def test_each_xdist_worker_simulates_and_the_summary_comes_once(pytester):
@@ -541,3 +602,36 @@ def test_marked_tests_on_xdist_workers_reach_the_summary(pytester):
     result.assert_outcomes(passed=2, failed=1)
     out = result.stdout.str()
     assert out.count("single/test_single.py::test_marked FAILED\n") == 1
+
+
+def test_real_cuda_runtime_errors_are_skips_on_a_cuda_build_without_a_gpu(pytester):
+    """The default torch wheel is a CUDA build: on a machine without a GPU, what reaches the real
+    CUDA runtime raises its errors (torch.AcceleratorError on torch 2.8+), which the simulated
+    GPU cannot replace: a skip with the reason, not a failure."""
+    result = run(pytester, "--simulate-gpu", "cudabuild")
+    result.assert_outcomes(failed=1, skipped=3)
+    reason = "this test reached the real CUDA runtime, which the simulated GPU does not replace"
+    out = result.stdout.str()
+    for line in (14, 19, 27):
+        assert f"SKIPPED [1] cudabuild/test_cuda_build.py:{line}: {reason}" in out, line
+    result.stdout.fnmatch_lines(["cudabuild/test_cuda_build.py:32: AssertionError"])  # still a failure
+
+
+def test_an_inner_run_inheriting_xdist_worker_variables_is_no_worker(pytester):
+    """A pytest run started by a test of an xdist worker inherits PYTEST_XDIST_WORKER and its
+    kin: it still simulates and prints its own summary (a worker's config has `workerinput`)."""
+    env = (("PYTEST_XDIST_WORKER", "gw3"), ("PYTEST_XDIST_TESTRUNUID", "0" * 32), ("PYTEST_XDIST_WORKER_COUNT", "4"))
+    result = run(pytester, "--simulate-gpu", "silent", env=env)
+    result.assert_outcomes(passed=3, warnings=2)
+    result.stdout.fnmatch_lines(["*torchdev-lint: device problems on the simulated GPU*",
+                                 "silent/test_silent.py::test_discarded_move PASSED"])
+    marked = run(pytester, "single", env=env)
+    marked.assert_outcomes(passed=2, failed=1)
+    marked.stdout.fnmatch_lines(["*torchdev-lint: device problems on the simulated GPU*"])
+
+
+def test_an_inner_xdist_run_inheriting_worker_variables_still_distributes(pytester):
+    env = (("PYTEST_XDIST_WORKER", "gw1"), ("PYTEST_XDIST_TESTRUNUID", "1" * 32), ("PYTEST_XDIST_WORKER_COUNT", "2"))
+    result = xdist_run(pytester, "single", env=env)
+    result.assert_outcomes(passed=2, failed=1)
+    assert result.stdout.str().count("single/test_single.py::test_marked FAILED\n") == 1

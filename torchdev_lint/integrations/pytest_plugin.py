@@ -20,6 +20,7 @@ from __future__ import annotations
 import copy
 import importlib.util
 import os
+import sys
 
 import pytest
 
@@ -79,7 +80,7 @@ def pytest_load_initial_conftests(early_config, parser, args):
     if importlib.util.find_spec("torch") is None:
         raise pytest.UsageError(f"{OPTION} needs PyTorch, which is not installed here; "
                                 f"install it with: {INSTALL_HINT}")
-    if not _xdist_worker():
+    if not _xdist_worker(early_config):
         _register_summary(early_config, mode)
     if _xdist_controller(early_config):
         return  # runs no test: its workers simulate
@@ -90,13 +91,22 @@ def pytest_load_initial_conftests(early_config, parser, args):
     simulation.start()
 
 
-def _xdist_worker() -> bool:
-    return "PYTEST_XDIST_WORKER" in os.environ  # set by pytest-xdist before the worker's config
+def _xdist_worker(config) -> bool:
+    """Whether this process is a pytest-xdist worker. Once its config is made, a worker's has
+    ``workerinput``; before (when the initial conftests load) only the environment says so:
+    pytest-xdist sets PYTEST_XDIST_WORKER in the worker, which execnet starts as ``python -c``.
+    Every process a test starts inherits that variable, so a pytest run from a test of an xdist
+    run (``python -m pytest``, pytester) is no worker for all that."""
+    if hasattr(config, "workerinput"):
+        return True
+    if getattr(config, "_tdl_configured", False):
+        return False
+    return "PYTEST_XDIST_WORKER" in os.environ and sys.argv[:1] == ["-c"]
 
 
 def _xdist_controller(config) -> bool:
     """Whether this process hands its tests to pytest-xdist workers (``-n N``, ``--tx``)."""
-    if _xdist_worker():
+    if _xdist_worker(config):
         return False
     namespace = getattr(config, "known_args_namespace", config.option)
     if getattr(namespace, "collectonly", False):  # xdist leaves --collect-only to this process
@@ -128,8 +138,15 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "simulate_gpu: run this test on torchdev-lint's simulated GPU (from its setup to its "
                    "teardown); see `pytest --simulate-gpu` for the whole session")
-    if _xdist_controller(config):  # its workers may simulate marked tests: it prints their summary
+    config._tdl_configured = True  # from here on, `workerinput` alone tells a worker
+    summary = config.pluginmanager.get_plugin(SUMMARY_NAME)
+    if _xdist_worker(config):
+        if summary is not None:  # taken for no worker at start: the controller prints the summary
+            config.pluginmanager.unregister(summary, SUMMARY_NAME)
+    elif _xdist_controller(config):  # its workers may simulate marked tests: it prints their summary
         _register_summary(config, None)
+    elif summary is None and config.pluginmanager.has_plugin(PLUGIN_NAME):
+        _register_summary(config, config.pluginmanager.get_plugin(PLUGIN_NAME).mode)
 
 
 def wants_simulation(item) -> bool:
@@ -146,7 +163,7 @@ def pytest_collection_modifyitems(session, config, items):
 
         config.pluginmanager.register(pytest_simulation.Simulation(config, "sim", whole_session=False),
                                       PLUGIN_NAME)
-        if not _xdist_worker():
+        if not _xdist_worker(config):
             _register_summary(config, None)
 
 

@@ -50,7 +50,15 @@ NOT_SIMULATED = (
     (NO_CUDA_TEXT, REAL_CUDA),
     ("Found no NVIDIA driver", REAL_CUDA),
     ("No CUDA GPUs are available", REAL_CUDA),
+    # a CUDA build of torch (the default wheel) on a machine without a GPU or its driver
+    ("CUDA driver version is insufficient", REAL_CUDA),
+    ("no CUDA-capable device is detected", REAL_CUDA),
+    ("NVIDIA driver on your system is too old", REAL_CUDA),
+    ("CUDA driver initialization failed", REAL_CUDA),
+    ("CUDA error:", REAL_CUDA),
 )
+# Errors of the real CUDA runtime, whatever their text (torch 2.8+ raises torch.AcceleratorError).
+REAL_CUDA_ERRORS = ("AcceleratorError", "CudaError")
 # Packages that only work with a GPU: a test the simulation un-skipped may import them.
 GPU_ONLY_PACKAGES = {"triton", "apex", "flash_attn", "xformers", "pycuda", "cupy", "tensorrt", "pynvml",
                      "nvidia", "cuda"}
@@ -78,6 +86,8 @@ def not_simulated(excinfo) -> str | None:
         for needle, reason in NOT_SIMULATED:
             if needle in text:
                 return reason
+        if type(error).__name__ in REAL_CUDA_ERRORS:
+            return REAL_CUDA
         error = error.__cause__ or error.__context__
     if isinstance(excinfo.value, SimulatedDeviceError) and _sparse_tensor_in(excinfo.tb):
         return SPARSE
