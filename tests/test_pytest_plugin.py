@@ -487,7 +487,8 @@ def test_what_the_simulator_cannot_do_is_a_skip_with_the_reason(pytester):
     run(pytester, *SIM).stdout.fnmatch_lines_random([
         "SKIPPED [1] tests/test_unsupported.py:11: the simulated GPU has one device (cuda:0): code for "
         "several GPUs is not simulated",
-        "SKIPPED [1] tests/test_unsupported.py:24: needs flash_attn, a package for real GPUs that is not installed here",
+        "SKIPPED [1] tests/test_unsupported.py:24: needs flash_attn, a package for real GPUs that is not installed "
+        "here",
         "3 tests skipped: the simulated GPU cannot run them",
     ])
     # a CUDA generator: a CPU build of torch has no CUDA to make one; a CUDA build without a GPU

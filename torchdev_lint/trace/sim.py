@@ -370,8 +370,6 @@ class _Stream(*_STREAM_BASES):
         return False
 
 
-
-
 class _Event(*_EVENT_BASES):
     def __init__(self, *args, **kwargs):
         pass
@@ -390,8 +388,6 @@ class _Event(*_EVENT_BASES):
 
     def elapsed_time(self, other):
         return 0.0
-
-
 
 
 class Patches:
