@@ -243,7 +243,10 @@ def lint_source(
     unused_check = apply_noqa and any(cls.code == UNUSED_NOQA for cls in wanted)
     if not context.reports and not unused_check:
         return result
-    positions = _positions(module)
+    try:
+        positions = _positions(module)
+    except RecursionError:  # code generation recurses deeper than this Python allows (limits.py)
+        return FileResult(path, source, error=FileError(path, "file too deeply nested to check"))
     context.positions = positions
     noqa = NoqaMap(source) if apply_noqa else None
     for report in context.reports:

@@ -54,7 +54,10 @@ def fix_file(result: FileResult, unsafe: bool = False) -> FixOutcome:
         module = _apply(result.module, chosen, mode)
     if not chosen:
         return FixOutcome(source, [])
-    new_source = module.code
+    try:
+        new_source = module.code
+    except RecursionError:  # checked, but writing the tree back recurses deeper than this Python allows
+        return FixOutcome(source, [], FileError(result.path, "fix skipped: file too deeply nested to write back"))
     reparsed = parse(result.path, new_source)
     if isinstance(reparsed, FileError):
         return FixOutcome(

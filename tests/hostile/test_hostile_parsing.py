@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from torchdev_lint.limits import MAX_STRINGS
+
 ROOT = Path(__file__).resolve().parents[2]
 HEADER = "import torch\nx = torch.zeros(1)\n"
 
@@ -69,9 +71,10 @@ def test_named_explicitly_and_under_fix_too(tmp_path):
         "y = x" + ".t()" * 240 + ".cuda()\n",
         "y = " + "[" * 150 + "x.cuda()" + "]" * 150 + "\n",
         "b = " + "+".join(["x.cuda()"] * 160) + "\n",
-        "s = (\n" + '    "a"\n' * 2900 + ")\ny = x.cuda()\n",
+        # 2900 on most Pythons; fewer on 3.12, whose C recursion cap LibCST's code generation hits.
+        "s = (\n" + '    "a"\n' * (MAX_STRINGS - 100) + ")\ny = x.cuda()\n",
     ],
-    ids=["sum-400", "calls-240", "lists-150", "cuda-sum-160", "strings-2900"],
+    ids=["sum-400", "calls-240", "lists-150", "cuda-sum-160", "strings-just-within"],
 )
 def test_large_but_valid_expressions_are_checked_and_fixed(tmp_path, text):
     path = tmp_path / "big.py"
@@ -95,3 +98,40 @@ def test_text_with_a_lone_surrogate_is_one_error_not_an_exception():
     result = lint_source("buffer.py", 'import torch\nx = "\udcff".cuda()\n', list(Rule.registry.values()))
     assert (result.error.line, result.error.column) == (2, 6)
     assert result.error.message == "cannot check: '\\udcff' is a lone surrogate, not a character"
+
+
+def test_strings_past_what_this_python_writes_back_are_one_line(tmp_path):
+    """The limit is per Python: on 3.12, 2900 adjacent strings parse but cannot be written back
+    (positions, fixes), so they get the one-line answer before the parse, and so does every
+    Python past LibCST's own limit."""
+    path = tmp_path / "big.py"
+    path.write_text(HEADER + "y = x.cuda()\n" + "s = (\n" + '    "a"\n' * (MAX_STRINGS + 1) + ")\n")
+    before = path.read_bytes()
+    for args in (["big.py"], ["--fix", "big.py"]):
+        status, out, err = run(*args, cwd=tmp_path)
+        expected = f"big.py:5:5: error: too complex to check: more than {MAX_STRINGS} adjacent string literals"
+        assert status == 2 and err.strip().endswith(expected) and len(err.strip().splitlines()) == 1, err
+    assert path.read_bytes() == before
+
+
+def test_a_tree_too_deep_to_write_back_is_one_error_and_untouched(monkeypatch):
+    """Should another shape pass the limits and still recurse too deep when written back, the
+    file keeps its text and gets one error, not an internal error."""
+    import libcst
+
+    import torchdev_lint.rules  # noqa: F401  (registers the rules)
+    from torchdev_lint.engine import lint_source
+    from torchdev_lint.fixer import fix_file
+    from torchdev_lint.rule import Rule
+
+    source = HEADER + "y = x.cuda()\n"
+    result = lint_source("deep.py", source, list(Rule.registry.values()))
+    assert [f.code for f in result.findings] == ["TDL001"]
+
+    def too_deep(self):
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(libcst.Module, "code", property(too_deep))
+    outcome = fix_file(result)
+    assert outcome.source == source and outcome.fixed == []
+    assert outcome.error.message == "fix skipped: file too deeply nested to write back"
