@@ -1,6 +1,8 @@
-"""The README's set-up instructions are ones a new user can follow."""
+"""The README's set-up instructions are ones a new user can follow, and what it shows is what they get."""
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
@@ -15,3 +17,12 @@ def test_setup_pins_torch_and_says_how_to_get_the_cpu_build():
 def test_pre_commit_snippet_names_no_release_that_does_not_exist():
     revs = re.findall(r"^\s*rev: (\S+)", README, flags=re.M)
     assert revs and all(re.fullmatch(r"[0-9a-f]{40}", rev) for rev in revs)
+
+
+def test_the_sample_summary_is_what_the_first_command_prints():
+    root = Path(__file__).resolve().parent.parent
+    shown = [line for line in README.splitlines() if line.startswith("Found ")]
+    done = subprocess.run([sys.executable, "-m", "torchdev_lint", "--no-cache", "testdata/"], cwd=root,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1
+    assert shown == [done.stdout.splitlines()[-1]]

@@ -1,0 +1,93 @@
+"""What a new user does first, end to end through the installed commands, on whichever Python and
+torch run the suite: ``.ci/run`` runs this file (with the lazy-import, start-up, language-server
+and deep-expression tests) on every supported Python besides the one that runs the whole suite.
+
+Each test drives the real console scripts in a subprocess, so an interpreter-specific crash
+(import machinery, recursion limits, start methods) shows here as it would to the user."""
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, gpu_available
+
+BIN = Path(sys.executable).parent
+ENV = {**os.environ, "TORCHDEV_LINT_DAEMON": "0"}
+for name in [n for n in ENV if n.startswith("PYTEST_XDIST") or n == "PYTEST_CURRENT_TEST"]:
+    del ENV[name]  # the inner pytest run is no xdist worker
+
+
+def run(*command, cwd, timeout=300):
+    done = subprocess.run([*map(str, command)], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=ENV)
+    return done.returncode, done.stdout, done.stderr
+
+
+def script(name: str) -> str:
+    path = BIN / name
+    if not path.exists():
+        pytest.skip(f"{name} is not installed beside {sys.executable}")
+    return str(path)
+
+
+needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch")
+
+
+def test_the_readme_main_job_finds_the_bundled_bugs():
+    status, out, err = run(script("torchdev-lint"), "--no-cache", "testdata/", cwd=ROOT)
+    assert status == 1 and err == "", err
+    assert "testdata/project/train.py:" in out and " TDL001 " in out
+    assert out.splitlines()[-1].startswith("Found ")
+
+
+@needs_torch
+@pytest.mark.skipif(gpu_available(), reason="crashes only on a machine without a GPU")
+def test_fix_makes_the_bundled_project_train_here(tmp_path):
+    project = shutil.copytree(ROOT / "testdata" / "project", tmp_path / "project")
+    run(sys.executable, ROOT / "testdata" / "make_gpu_checkpoint.py", "tinynet.pt", cwd=project)
+    train = [sys.executable, "train.py", "--epochs", "1"]
+    assert run(*train, cwd=project)[0] != 0
+    status, out, err = run(script("torchdev-lint"), "--isolated", "--no-cache", "--fix", "--unsafe-fixes", ".",
+                           cwd=project)
+    assert status == 0 and "Fixed " in out, out + err
+    status, out, err = run(*train, cwd=project)
+    assert status == 0 and "epoch 0: loss" in out, err
+
+
+def test_flake8_reports_the_rules(tmp_path):
+    (tmp_path / "bug.py").write_text("import torch\n\nmodel = torch.nn.Linear(2, 2)\nmodel.cuda()\n")
+    status, out, err = run(script("flake8"), "--select", "TDL", "bug.py", cwd=tmp_path)
+    assert status == 1 and out.startswith("bug.py:4:1: TDL001 "), out + err
+
+
+@needs_torch
+def test_trace_on_the_simulated_gpu_confirms_a_finding(tmp_path):
+    program = shutil.copy(ROOT / "testdata" / "trace" / "tdl001_bug.py", tmp_path / "program.py")
+    status, out, err = run(script("torchdev-lint"), "trace", "--mode", "sim", program, cwd=tmp_path)
+    assert status == 1, out + err
+    assert "program.py:5:9: TDL001 confirmed" in out
+    assert "1 finding: 1 confirmed" in out
+
+
+@needs_torch
+def test_the_pytest_plugin_runs_a_suite_on_the_simulated_gpu(tmp_path):
+    (tmp_path / "test_two.py").write_text(textwrap.dedent("""\
+        import torch
+
+        def test_moved_right():
+            model = torch.nn.Linear(2, 2).to("cuda")
+            assert model(torch.ones(1, 2, device="cuda")).device.type == "cuda"
+
+        def test_forgot_the_input():
+            model = torch.nn.Linear(2, 2).cuda()
+            model(torch.ones(1, 2))
+        """))
+    status, out, err = run(sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--simulate-gpu",
+                           "test_two.py", cwd=tmp_path)
+    assert status == 1, out + err
+    assert "1 failed, 1 passed" in out and "Expected all tensors to be on the same device" in out
