@@ -30,7 +30,7 @@ def test_without_torch_it_says_how_to_install(monkeypatch, capsys):
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name, *a))
     assert cli.main(["train.py"]) == 2
     err = capsys.readouterr().err
-    assert "pip install 'torchdev-lint[trace]'" in err
+    assert "pip install 'torch>=2.4'" in err
 
 
 def test_usage_errors(capsys, tmp_path):
