@@ -25,8 +25,9 @@ Measured on a shared 2-core Linux machine (load average 4 to 6), the whole comma
 files, ``-j 2 --no-cache``, 5 interleaved runs each, median (best): fork 4.2 s (3.8),
 forkserver 4.5 s (3.7), spawn 8.8 s (6.6). Starting two workers alone, median: fork 0.08 s,
 forkserver 0.08 s once its server runs, spawn 3.6 s. Fork stays the choice where it is
-safe; forkserver costs one fresh interpreter's imports per run, spawn one per worker. With forkserver and spawn the function and items are pickled, so
-they must be importable by name (``runner.Job`` is kept picklable for that).
+safe; forkserver costs one fresh interpreter's imports per run, spawn one per worker. With
+forkserver and spawn the function and items are pickled, so they must be importable by name
+(``runner.Job`` is kept picklable for that).
 """
 
 from __future__ import annotations
