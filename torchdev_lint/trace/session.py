@@ -16,8 +16,11 @@ import time
 from dataclasses import dataclass, field
 
 # Extra seconds after --timeout before the child is killed: the child stops itself at the
-# timeout (SIGALRM), unless the program is stuck in a long C call or swallows the signal.
-GRACE_SECONDS = 10.0
+# timeout (SIGALRM), unless the program is stuck in a long C call or swallows the signal. Its
+# clock starts before torch is imported, which alone can take over 10 s on a loaded machine
+# with a CUDA build (the child then stops half a second after its start-up), so the grace
+# leaves room for that.
+GRACE_SECONDS = 30.0
 
 _PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # The runner is started with -c, so sys.path[0] is '' (then replaced by the script's directory,
