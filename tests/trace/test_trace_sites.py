@@ -76,3 +76,45 @@ def test_in_a_comprehension_python_3_10_keeps_the_line_only():
 def test_python_3_10_positions_come_from_the_source():
     positions = sites.positions_310(program.__code__)
     assert sum(p is not None for p in positions) == 8  # the 7 above and the + of line 2
+
+
+def decorate(function):
+    return function
+
+
+@decorate
+def decorated(x, w):
+    return x @ w
+
+
+def fails():
+    raise ValueError("the program's own error")
+
+
+def test_a_decorated_function_has_its_columns_too():
+    """Its code starts at the decorator (co_firstlineno), its ``def`` a line later."""
+    SEEN.clear()
+    decorated(Operand(), Operand())
+    line = decorated.__code__.co_firstlineno + 2
+    assert SEEN == [(line, line, 11, 16)]
+
+
+def test_a_raise_has_the_column_of_its_statement():
+    """Where a program's own exception is reported (the tracer's outcome site)."""
+    with pytest.raises(ValueError) as caught:
+        fails()
+    frame = caught.tb.tb_next
+    line = fails.__code__.co_firstlineno + 1
+    assert sites.position(frame.tb_frame.f_code, frame.tb_lasti, frame.tb_lineno)[:3] == (line, line, 4)
+
+
+def asserting(x, w):
+    assert (x @ w) == 1  # pytest rewrites this module's asserts: their message's operators come after
+
+
+def test_an_assert_that_pytest_rewrote_has_its_columns():
+    """A test's own line, as the pytest plugin reports it."""
+    SEEN.clear()
+    asserting(Operand(), Operand())
+    line = asserting.__code__.co_firstlineno + 1
+    assert SEEN == [(line, line, 12, 17)]

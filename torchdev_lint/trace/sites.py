@@ -93,6 +93,8 @@ def _kind_of_instruction(opname: str) -> str | None:
         return "binop"
     if opname.startswith("INPLACE_"):
         return "augassign"
+    if opname == "RAISE_VARARGS":
+        return "raise"
     return None
 
 
@@ -105,6 +107,8 @@ def _kind_of_node(node) -> str | None:
         return "binop"
     if isinstance(node, ast.AugAssign):
         return "augassign"
+    if isinstance(node, ast.Raise):
+        return "raise"
     return None
 
 
@@ -143,8 +147,11 @@ def _scope_nodes(code) -> list | None:
     elif code.co_name.startswith("<"):
         return None  # lambdas, comprehensions
     else:
+        # A decorated function's code starts at its first decorator, its node at ``def``.
         scope = next((n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-                      and n.name == code.co_name and n.lineno <= code.co_firstlineno <= n.body[0].lineno),
+                      and n.name == code.co_name
+                      and min([n.lineno, *(d.lineno for d in n.decorator_list)]) <= code.co_firstlineno
+                      <= n.body[0].lineno),
                      None)
         if scope is None:
             return None
@@ -159,7 +166,8 @@ def positions_310(code) -> list:
     """Per instruction (index ``offset // 2``), the position ``co_positions`` would give on 3.11+,
     for the calls, operators and subscripts of each line: the k-th such instruction of a kind on a
     line is the k-th node of that kind starting on that line, in evaluation order. A line where
-    the counts differ (a call spread over lines, a conditional) keeps column 0 (None here)."""
+    the counts differ (a call spread over lines, a conditional) keeps column 0 (None here), but
+    for an assert that pytest rewrote, whose own expression comes first."""
     import dis
 
     nodes = _scope_nodes(code)
@@ -180,10 +188,14 @@ def positions_310(code) -> list:
         kind = _kind_of_instruction(ins.opname)
         if kind is not None:
             instructions.setdefault((line, kind), []).append(ins.offset // 2)
+    # pytest's assertion rewriting evaluates an assert's expression first, in order, then adds
+    # the calls and operators that build its message, all on the assert's line.
+    rewritten = any(name.startswith("@py_assert") for name in code.co_varnames)
+    asserts = {node.lineno for node in nodes if isinstance(node, ast.Assert)} if rewritten else set()
     positions: list = [None] * size
     for key, indexes in instructions.items():
         matched = by_line.get(key, ())
-        if len(matched) != len(indexes):
+        if len(matched) != len(indexes) and not (key[0] in asserts and len(matched) < len(indexes)):
             continue
         for index, node in zip(indexes, matched):
             positions[index] = (node.lineno, node.end_lineno or node.lineno, node.col_offset,
