@@ -322,14 +322,10 @@ FILES = {
     "silent/test_silent.py": TEST_SILENT,
 }
 _RUNS: dict = {}
-# What pytest-xdist sets in its workers, which every process a test starts inherits: under
-# `pytest -n 2`, the inner runs would take themselves for xdist workers.
-XDIST_ENV = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_TESTRUNUID", "PYTEST_XDIST_WORKER_COUNT")
-
-
 @pytest.fixture(autouse=True)
 def _plain_inner_runs(monkeypatch):
-    """The inner runs are plain pytest runs, even when this file runs on an xdist worker."""
+    """The inner runs are plain pytest runs, even when this file runs on an xdist worker: every
+    process a test starts inherits the PYTEST_XDIST_* variables xdist sets in its workers."""
     for name in list(os.environ):
         if name.startswith("PYTEST_XDIST_"):
             monkeypatch.delenv(name)
