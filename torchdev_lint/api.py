@@ -10,10 +10,12 @@ from torchdev_lint.rule import Rule
 
 
 def check_paths(
-    paths: list[str], select: list[str] | None = None, ignore: list[str] | None = None
+    paths: list[str], select: list[str] | None = None, ignore: list[str] | None = None,
+    preview: bool | None = None,
 ) -> tuple[list[Finding], list[FileError]]:
-    """Lint files and directories, each with the settings that govern it, like the CLI."""
-    resolver = config.Resolver(config.Overrides(select=select, ignore=ignore or []))
+    """Lint files and directories, each with the settings that govern it, like the CLI.
+    ``preview``: True or False overrides the configured tier (docs/confidence.md)."""
+    resolver = config.Resolver(config.Overrides(select=select, ignore=ignore or [], preview=preview))
     rules = [cls for _, cls in sorted(Rule.registry.items())]
     found, errors = files.discover(paths or ["."], resolver)
     findings: list[Finding] = []

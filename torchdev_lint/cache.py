@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 
 from torchdev_lint import __version__
-from torchdev_lint.finding import Applicability, FileError, Finding, Fix
+from torchdev_lint.finding import Applicability, Confidence, Evidence, FileError, Finding, Fix
 
 DIRNAME = ".torchdev_lint_cache"
 _LAYOUT = "v1"  # bump when the entry format changes
@@ -120,14 +120,20 @@ def _write_atomically(target: Path, data: bytes) -> None:
 def _plain(finding: Finding) -> dict:
     """A finding as JSON data: everything but its tree node, and of its fix only how far
     it can be trusted (a run that fixes checks the file again to get the edits)."""
-    data = {f.name: getattr(finding, f.name) for f in dataclasses.fields(finding) if f.name not in ("node", "fix")}
+    data = {f.name: getattr(finding, f.name) for f in dataclasses.fields(finding)
+            if f.name not in ("node", "fix", "confidence", "evidence")}
     data["fix"] = finding.fix.applicability.value if finding.fix else None
+    data["confidence"] = finding.confidence.value
+    data["evidence"] = [step.to_json() for step in finding.evidence]
     return data
 
 
 def _finding(data: dict) -> Finding:
     fix = data.pop("fix")
-    return Finding(**data, fix=Fix(Applicability(fix), []) if fix else None)
+    confidence = Confidence(data.pop("confidence"))
+    evidence = tuple(Evidence(**step) for step in data.pop("evidence"))
+    return Finding(**data, fix=Fix(Applicability(fix), []) if fix else None,
+                   confidence=confidence, evidence=evidence)
 
 
 def detached(finding: Finding) -> Finding:

@@ -51,6 +51,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--unsafe-fixes", action="store_true", help="also apply unsafe fixes")
     parser.add_argument("--fix-device", help="how fixes spell the default device: cuda-or-cpu (the default) "
                         "or accelerator (torch.accelerator: CUDA, MPS, XPU..., else the CPU)")
+    preview = parser.add_mutually_exclusive_group()
+    preview.add_argument("--preview", action="store_true", default=None,
+                         help="also report possible findings: those whose evidence is incomplete, and "
+                         "rules not yet in the default tier (docs/confidence.md)")
+    preview.add_argument("--no-preview", dest="preview", action="store_false",
+                         help="report certain findings only, whatever the configuration says")
+    parser.add_argument("--show-evidence", action="store_true",
+                        help="under each finding, the steps of code that show why it holds")
     parser.add_argument("--diff", action="store_true", help="print the diff of what --fix would change; write nothing")
     parser.add_argument("--stdin-filename", help="the path to show for '-' (standard input)")
     parser.add_argument("--exclude", help="comma-separated patterns to exclude, replacing the configured ones")
@@ -183,6 +191,7 @@ def _overrides(args) -> config.Overrides:
         per_file_ignores=per_file,
         unsafe_fixes=args.unsafe_fixes,
         fix_device=config.check_fix_device(args.fix_device, "--fix-device") if args.fix_device else None,
+        preview=args.preview,
     )
 
 
@@ -220,6 +229,7 @@ def _show_settings(settings: config.Settings, path: str) -> str:
         f"per-file-ignores: {settings.per_file_ignores}",
         f"unsafe-fixes: {str(settings.unsafe_fixes).lower()}",
         f"fix-device: {settings.fix_device}",
+        f"preview: {str(settings.preview).lower()}",
     ]
     return "\n".join(lines)
 
@@ -357,7 +367,7 @@ def _report(args, run: Run, findings: list[Finding], sources: int, out, unsafe: 
     context = output.OutputContext(
         errors=run.errors, root=run.root, unsafe_fixes=unsafe,
         concise=style == "concise" or args.quiet, color=output.text.use_color(out),
-        source_line=run.source_line,
+        source_line=run.source_line, show_evidence=args.show_evidence,
     )
     if args.statistics and fmt == "text":
         rendered = output.text.statistics(findings, context)
@@ -413,9 +423,9 @@ def _read_stdin(name: str) -> files.SourceFile | FileError:
 
 def _fix(run: Run, source: files.SourceFile, result: FileResult, rules, settings: config.Settings,
          write: bool, to_stdout: bool, index=None) -> FileResult:
-    unsafe, fix_device = settings.unsafe_fixes, settings.fix_device
+    unsafe, fix_device, preview = settings.unsafe_fixes, settings.fix_device, settings.preview
     outcome = fix_to_fixpoint(result, lambda text: lint_source(
-        source.path, text, rules, index=index, fix_device=fix_device), unsafe)
+        source.path, text, rules, index=index, fix_device=fix_device, preview=preview), unsafe)
     if outcome.error is not None:
         run.errors.append(outcome.error)
         if not outcome.fixed:
@@ -444,4 +454,4 @@ def _fix(run: Run, source: files.SourceFile, result: FileResult, rules, settings
     if not isinstance(fixed, files.SourceFile):
         return result
     run.sources[source.path] = fixed
-    return lint_file(fixed, rules, index=index, fix_device=fix_device)
+    return lint_file(fixed, rules, index=index, fix_device=fix_device, preview=preview)

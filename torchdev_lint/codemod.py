@@ -22,9 +22,10 @@ class FixDevicePlacement(VisitorBasedCodemodCommand):
     DESCRIPTION = "Apply torchdev-lint's fixes for PyTorch device-placement bugs."
 
     def __init__(self, context: CodemodContext, unsafe_fixes: bool = False, select: str = "TDL",
-                 fix_device: str = CUDA_OR_CPU) -> None:
+                 fix_device: str = CUDA_OR_CPU, preview: bool = False) -> None:
         super().__init__(context)
         self.unsafe = unsafe_fixes
+        self.preview = preview
         self.fix_device = config.check_fix_device(fix_device, "--fix-device")
         codes = config.split_codes(select)
         config.check_codes(codes, "--select")
@@ -37,12 +38,14 @@ class FixDevicePlacement(VisitorBasedCodemodCommand):
         arg_parser.add_argument("--select", default="TDL", help="rule codes or prefixes to fix")
         arg_parser.add_argument("--fix-device", dest="fix_device", default=CUDA_OR_CPU,
                                 help="cuda-or-cpu or accelerator: how fixes spell the default device")
+        arg_parser.add_argument("--preview", action="store_true",
+                                help="also fix possible findings, as torchdev-lint --preview reports them")
 
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
         path = self.context.filename or "<stdin>"
-        result = lint_source(path, tree.code, self.rules, module=tree, fix_device=self.fix_device)
-        outcome = fix_to_fixpoint(
-            result, lambda text: lint_source(path, text, self.rules, fix_device=self.fix_device), self.unsafe)
+        options = {"fix_device": self.fix_device, "preview": self.preview}
+        result = lint_source(path, tree.code, self.rules, module=tree, **options)
+        outcome = fix_to_fixpoint(result, lambda text: lint_source(path, text, self.rules, **options), self.unsafe)
         if outcome.error is not None:
             raise SkipFile(outcome.error.message)
         if not outcome.fixed:

@@ -39,6 +39,7 @@ class Settings:
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
     unsafe_fixes: bool = False
     fix_device: str = CUDA_OR_CPU  # how fixes spell the default device (analysis/devices.py)
+    preview: bool = False  # also report POSSIBLE findings (docs/confidence.md)
     root: Path = field(default_factory=Path.cwd)  # what patterns are relative to
     source: Path | None = None  # the pyproject.toml they came from
 
@@ -52,7 +53,7 @@ class Settings:
 
 
 _KEYS = {"select", "ignore", "extend-select", "exclude", "extend-exclude", "per-file-ignores",
-         "unsafe-fixes", "fix-device", "extend"}
+         "unsafe-fixes", "fix-device", "extend", "preview"}
 
 
 def find_pyproject(start: Path) -> Path | None:
@@ -114,10 +115,10 @@ def load(pyproject: Path | None, _seen: tuple[Path, ...] = ()) -> Settings:
             raise UsageError(f"{pyproject}: unknown option '{key}' in [tool.{SECTION}]")
         if key == "extend":
             continue
-        if key == "unsafe-fixes":
+        if key in ("unsafe-fixes", "preview"):
             if not isinstance(value, bool):  # "false" is a true value in Python
-                raise UsageError(f"{pyproject}: 'unsafe-fixes' must be true or false, not {_type(value)}")
-            settings.unsafe_fixes = value
+                raise UsageError(f"{pyproject}: '{key}' must be true or false, not {_type(value)}")
+            setattr(settings, key.replace("-", "_"), value)
         elif key == "fix-device":
             settings.fix_device = check_fix_device(value, f"{pyproject}: 'fix-device'")
         elif key == "per-file-ignores":
@@ -291,6 +292,7 @@ class Overrides:
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
     unsafe_fixes: bool = False
     fix_device: str | None = None
+    preview: bool | None = None  # --preview / --no-preview; None keeps the configured value
 
     def apply(self, settings: Settings) -> Settings:
         # An explicit --select replaces the configured selection, its ignores included.
@@ -303,6 +305,7 @@ class Overrides:
             per_file_ignores={**settings.per_file_ignores, **self.per_file_ignores},
             unsafe_fixes=settings.unsafe_fixes or self.unsafe_fixes,
             fix_device=self.fix_device or settings.fix_device,
+            preview=settings.preview if self.preview is None else self.preview,
         )
         check_settings(result)
         return result

@@ -16,7 +16,7 @@ from torchdev_lint.analysis.context import FileContext
 from torchdev_lint.analysis.tree import child_fields, is_node
 from torchdev_lint import limits, placement
 from torchdev_lint.files import SourceFile
-from torchdev_lint.finding import FileError, Finding, Fix
+from torchdev_lint.finding import Confidence, Evidence, FileError, Finding, Fix
 from torchdev_lint.noqa import NoqaMap, unused
 from torchdev_lint.rule import Rule
 
@@ -208,12 +208,14 @@ def lint_source(
     module: cst.Module | None = None,
     index=None,
     fix_device: str | None = None,
+    preview: bool = False,
 ) -> FileResult:
     """Check one file's text with the given rules. ``apply_noqa=False`` keeps findings that a
     ``# noqa`` comment suppresses, for hosts that apply their own (the flake8 plugin);
     ``module`` is the text's tree when a host has already parsed it (the LibCST codemod);
     ``index`` is the project index (``analysis/project_index.py``), built once per run by
-    the host and shared by every file."""
+    the host and shared by every file. Only CERTAIN findings are kept unless ``preview``
+    (docs/confidence.md); a ``# noqa`` still counts as used by a finding it hides."""
     wanted = [cls for cls in rule_classes if cls.wants(source)]
     if not wanted and module is None:
         # No rule needs the tree, but a broken file is still reported: the stdlib parser
@@ -254,6 +256,8 @@ def lint_source(
         line, column = where.start.line, where.start.column + 1
         if noqa is not None and noqa.suppresses(line, report.rule.code):
             continue
+        if not (report.certain or preview):
+            continue
         fix = report.fix() if callable(report.fix) else report.fix
         result.findings.append(
             Finding(
@@ -267,6 +271,9 @@ def lint_source(
                 message=report.message,
                 fix=fix if isinstance(fix, Fix) else None,
                 node=report.node,
+                confidence=Confidence.CERTAIN if report.certain else Confidence.POSSIBLE,
+                evidence=tuple(Evidence(path, positions[step].start.line, positions[step].start.column + 1, text)
+                               for step, text in report.evidence if step in positions),
             )
         )
     placement.withhold_unplaceable(module, result.findings)  # `[*]` only on what --fix changes
@@ -288,9 +295,15 @@ def lint_file(source: SourceFile, rule_classes: list[type[Rule]], **options) -> 
         for finding in result.findings:
             finding.cell, finding.line = notebook.locate(finding.line)
             finding.end_line = notebook.locate(finding.end_line)[1]
+            finding.evidence = tuple(_in_cell(step, notebook) for step in finding.evidence)
         if result.error is not None and result.error.line is not None:
             result.error = _notebook_syntax_error(source.path, notebook, result.error)
     return result
+
+
+def _in_cell(step: Evidence, notebook) -> Evidence:
+    cell, line = notebook.locate(step.line)
+    return Evidence(step.path, line, step.column, step.message, cell)
 
 
 def _notebook_syntax_error(path: str, notebook, error: FileError) -> FileError:

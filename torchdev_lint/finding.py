@@ -21,6 +21,35 @@ class Applicability(enum.Enum):
     UNSAFE = "unsafe"
 
 
+class Confidence(enum.Enum):
+    """How complete the evidence behind a finding is (docs/confidence.md).
+
+    CERTAIN: the analysis saw the whole path: where the value is made, where it meets a
+    device, and that nothing on the way makes the line correct. Shown by default.
+    POSSIBLE: part of the path is out of sight (an unknown callee, a value from elsewhere),
+    or the rule has not yet earned the default tier on code it was never tuned on. Shown
+    with ``--preview``.
+    """
+
+    CERTAIN = "certain"
+    POSSIBLE = "possible"
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One step of why a finding holds: a place in the code and what it shows there."""
+
+    path: str
+    line: int
+    column: int
+    message: str
+    cell: int | None = None
+
+    def to_json(self) -> dict:
+        return {"path": self.path, "line": self.line, "column": self.column,
+                "message": self.message, "cell": self.cell}
+
+
 # An edit rewrites one node: it receives the node as already updated by inner edits
 # and returns its replacement, so fixes of nested findings compose.
 Edit = Callable[["cst.CSTNode"], "cst.CSTNode"]
@@ -52,6 +81,8 @@ class Finding:
     fix: Fix | None = None
     node: cst.CSTNode | None = field(default=None, repr=False, compare=False)
     cell: int | None = None  # in a notebook: the cell (1-based, all cells counted); lines are the cell's
+    confidence: Confidence = Confidence.CERTAIN
+    evidence: tuple[Evidence, ...] = ()
 
     def __post_init__(self) -> None:
         # A message is one line in every output (text, flake8, GitHub): source code quoted
@@ -83,6 +114,8 @@ class Finding:
             "fixable": self.fixable,
             "fix_applicability": self.fix.applicability.value if self.fix else None,
             "cell": self.cell,
+            "confidence": self.confidence.value,
+            "evidence": [step.to_json() for step in self.evidence],
         }
 
 

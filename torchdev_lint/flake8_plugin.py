@@ -12,6 +12,9 @@ What stays with flake8, so that it behaves as flake8 users expect:
   ``--extend-ignore``, ``--per-file-ignores``): every rule runs, flake8 filters;
 * which files are checked (``--exclude``, ``--extend-exclude``, ``--filename``) and ``-j``.
 
+The tier is the CLI's: certain findings only, possible ones too with ``--tdl-preview``
+(or ``tdl-preview = true`` in flake8's configuration), marked ``(possible)`` as in the CLI.
+
 ``[tool.torchdev-lint]`` in pyproject.toml is the CLI's configuration and is not read here;
 docs/integrations.md gives the flake8 equivalent of each setting.
 """
@@ -59,6 +62,16 @@ class TorchDevLintChecker:
 
     name = "torchdev-lint"
     version = __version__
+    preview = False
+
+    @classmethod
+    def add_options(cls, manager) -> None:
+        manager.add_option("--tdl-preview", action="store_true", parse_from_config=True,
+                           help="torchdev-lint: also report possible findings (docs/confidence.md)")
+
+    @classmethod
+    def parse_options(cls, options) -> None:
+        cls.preview = bool(getattr(options, "tdl_preview", False))
 
     def __init__(self, tree, lines: list[str], filename: str) -> None:
         self.lines = lines
@@ -74,7 +87,8 @@ class TorchDevLintChecker:
         from torchdev_lint.engine import lint_source
 
         result = lint_source(
-            self.filename, source, rules, apply_noqa=False, index=_index_for(self.filename)
+            self.filename, source, rules, apply_noqa=False, index=_index_for(self.filename),
+            preview=self.preview,
         )
         if result.error is not None:
             error = result.error
@@ -86,4 +100,5 @@ class TorchDevLintChecker:
             )
         for finding in result.findings:
             # Our columns are 1-based; flake8 wants a 0-based offset and adds 1 itself.
-            yield finding.line, finding.column - 1, f"{finding.code} {finding.message}", type(self)
+            possible = " (possible)" if finding.confidence.value == "possible" else ""
+            yield finding.line, finding.column - 1, f"{finding.code} {finding.message}{possible}", type(self)

@@ -25,13 +25,16 @@ class Valid:
 @dataclass(frozen=True)
 class Invalid:
     """Code the rule must flag at (line, column), 1-based; ``fixed`` is the code after ``--fix``
-    (with ``--unsafe-fixes`` when ``unsafe``), or None when no fix is offered."""
+    (with ``--unsafe-fixes`` when ``unsafe``), or None when no fix is offered; ``possible``
+    when the evidence is incomplete, so only ``--preview`` shows it (every example of a
+    preview rule is)."""
 
     code: str
     line: int
     column: int
     fixed: str | None = None
     unsafe: bool = False
+    possible: bool = False
 
 
 class Rule:
@@ -43,6 +46,9 @@ class Rule:
     message: ClassVar[str]
     fix_title: ClassVar[str | None] = None
     opt_in: ClassVar[bool] = False  # enabled only when its code is selected by name
+    # Every finding of a preview rule is POSSIBLE (shown with --preview): its first-look
+    # precision (benchmarks/precision/) has not earned the default output.
+    preview: ClassVar[bool] = False
     VALID: ClassVar[list[Valid]] = []
     INVALID: ClassVar[list[Invalid]] = []
 
@@ -66,8 +72,11 @@ class Rule:
     def documentation(cls) -> str:
         return textwrap.dedent(cls.__doc__ or "").strip()
 
-    def report(self, node: cst.CSTNode, message: str | None = None, fix: Fix | None = None) -> None:
-        self.ctx.report(self, node, message or self.message, fix)
+    def report(self, node: cst.CSTNode, message: str | None = None, fix: Fix | None = None, *,
+               evidence=(), certain: bool = True) -> None:
+        """``evidence``: (node, what it shows) steps saying why the finding holds;
+        ``certain=False`` when part of that path is out of the analysis's sight."""
+        self.ctx.report(self, node, message or self.message, fix, evidence, certain and not self.preview)
 
     def end_of_file(self) -> None:
         """Called once after the traversal, for rules that decide with the whole file seen."""

@@ -33,7 +33,8 @@ def check_source(
     source: files.SourceFile, rules: list[type[Rule]], settings: config.Settings, index=None
 ) -> FileResult:
     """Check one file's text: the result keeps its tree, for hosts that go on to fix it."""
-    options = {"fix_device": settings.for_path(source.path).fix_device}
+    governing = settings.for_path(source.path)
+    options = {"fix_device": governing.fix_device, "preview": governing.preview}
     if index is not None:
         options["index"] = index
     return lint_file(source, rules_for(rules, settings, source.path), **options)

@@ -59,6 +59,9 @@ class Report:
     message: str
     ancestors: tuple[cst.CSTNode, ...]
     fix: Fix | Callable[[], Fix | None] | None
+    # Why the finding holds: (node, what it shows) steps, located by the engine.
+    evidence: tuple[tuple[cst.CSTNode, str], ...] = ()
+    certain: bool = True
 
 
 class FileContext:
@@ -292,8 +295,8 @@ class FileContext:
         value = self._lookup_local(name)
         return value if value is not None else kinds.UNKNOWN
 
-    def report(self, rule: Rule, node: cst.CSTNode, message: str, fix) -> None:
-        self.reports.append(Report(rule, node, message, tuple(self.ancestors), fix))
+    def report(self, rule: Rule, node: cst.CSTNode, message: str, fix, evidence=(), certain=True) -> None:
+        self.reports.append(Report(rule, node, message, tuple(self.ancestors), fix, tuple(evidence), certain))
 
     # -- internals ---------------------------------------------------------------------
 
@@ -447,7 +450,9 @@ class FileContext:
         if isinstance(func, cst.Attribute):
             method = func.attr.value
             if method == "from_pretrained":
-                return kinds.MODULE
+                owner = (dotted_name(func.value) or "").rsplit(".", 1)[-1]
+                # a tokenizer's output is a BatchEncoding, whose `.to` works in place
+                return kinds.UNKNOWN if owner.endswith(kinds.PREPROCESSOR_SUFFIXES) else kinds.MODULE
             if self.value_of(func).kind is Kind.MODULE:  # `self.encoder(x)`: a submodule's output
                 return self._model_output(call)
             receiver = self.value_of(func.value)

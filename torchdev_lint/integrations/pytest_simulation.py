@@ -379,7 +379,8 @@ class Simulation:
         for path in missing:
             self._findings[path] = []
         if missing:
-            found, _errors = check_paths(missing)  # unreadable files: no finding to name
+            # Every tier: the test's run is the evidence a possible finding lacked.
+            found, _errors = check_paths(missing, preview=True)  # unreadable files: no finding to name
             for f in found:
                 self._findings.setdefault(os.path.realpath(f.path), []).append(f)
         return [f for p in sorted(paths) for f in self._findings.get(p, ())]

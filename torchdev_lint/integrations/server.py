@@ -21,7 +21,7 @@ from pygls.workspace.position_codec import ServerTextPosition, ServerTextRange
 import torchdev_lint.rules  # noqa: F401  (registers the rules)
 from torchdev_lint import __version__, config, files, runner
 from torchdev_lint.engine import FileResult
-from torchdev_lint.finding import Applicability, Finding
+from torchdev_lint.finding import Applicability, Confidence, Finding
 from torchdev_lint.fixer import fix_file, fix_to_fixpoint
 from torchdev_lint.output.sarif import help_uri
 from torchdev_lint.rule import Rule
@@ -107,13 +107,23 @@ def rule_page(code: str) -> str:
 
 
 def _diagnostic(document: TextDocument, finding: Finding) -> types.Diagnostic:
+    """A possible finding (shown when the file's settings ask for the preview tier) is a
+    hint, as the CLI marks it; its evidence steps are related locations."""
+    possible = finding.confidence is Confidence.POSSIBLE
     return types.Diagnostic(
         range=_range(document, finding),
-        message=finding.message,
-        severity=types.DiagnosticSeverity.Warning,
+        message=finding.message + (" (possible)" if possible else ""),
+        severity=types.DiagnosticSeverity.Information if possible else types.DiagnosticSeverity.Warning,
         code=finding.code,
         code_description=types.CodeDescription(href=rule_page(finding.code)),
         source="torchdev-lint",
+        related_information=[
+            types.DiagnosticRelatedInformation(
+                location=types.Location(uri=document.uri, range=types.Range(
+                    types.Position(step.line - 1, step.column - 1), types.Position(step.line - 1, step.column - 1))),
+                message=step.message)
+            for step in finding.evidence if step.path == finding.path
+        ] or None,
     )
 
 

@@ -16,6 +16,7 @@ class OutputContext:
     unsafe_fixes: bool = False  # `--fix` would apply unsafe fixes too: they count as fixable
     concise: bool = False  # text: one line per finding, no code frame
     color: bool = False
+    show_evidence: bool = False  # text: the evidence steps under each finding
     # The source line a finding starts on, for code frames (None when unknown).
     source_line: Callable[[Finding], str | None] = lambda finding: None
 

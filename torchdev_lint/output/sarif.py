@@ -111,6 +111,12 @@ def sarif(findings: list[Finding], context: OutputContext | None = None) -> dict
             "message": {"text": f.message},
             "locations": [_location(f.path, context.root,
                                     _region(f.line, f.column, f.end_line, f.end_column), f.cell)],
+            "relatedLocations": [
+                {**_location(step.path, context.root, _region(step.line, step.column), step.cell),
+                 "id": number, "message": {"text": step.message}}
+                for number, step in enumerate(f.evidence)
+            ],
+            "properties": {"confidence": f.confidence.value},
         }
         for f in findings
     ]

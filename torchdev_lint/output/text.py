@@ -7,7 +7,7 @@ import os
 from collections import Counter
 from typing import TextIO
 
-from torchdev_lint.finding import FileError, Finding
+from torchdev_lint.finding import Confidence, FileError, Finding
 from torchdev_lint.output.context import OutputContext
 
 SAFE_MARK, UNSAFE_MARK = "[*]", "[~]"  # fixed by `--fix`; fixed only with `--unsafe-fixes`
@@ -36,8 +36,18 @@ def mark(finding: Finding, context: OutputContext) -> str:
 
 def text_line(finding: Finding, context: OutputContext | None = None) -> str:
     context = context or OutputContext()
+    possible = " (possible)" if finding.confidence is Confidence.POSSIBLE else ""
     return (f"{_paint(finding.location, _BOLD, context)}: {_paint(finding.code, _RED, context)}"
-            f"{mark(finding, context)} {finding.message}")
+            f"{mark(finding, context)} {finding.message}{possible}")
+
+
+def evidence_lines(finding: Finding) -> list[str]:
+    """``  = evidence: path:line:column: what it shows``, one line per step."""
+    lines = []
+    for step in finding.evidence:
+        cell = f"cell {step.cell}:" if step.cell is not None else ""
+        lines.append(f"  = evidence: {step.path}:{cell}{step.line}:{step.column}: {step.message}")
+    return lines
 
 
 def frame(finding: Finding, context: OutputContext) -> list[str]:
@@ -57,9 +67,12 @@ def frame(finding: Finding, context: OutputContext) -> list[str]:
 
 
 def render(findings: list[Finding], context: OutputContext) -> str:
+    def evidence(finding: Finding) -> list[str]:
+        return evidence_lines(finding) if context.show_evidence else []
+
     if context.concise:
-        return "\n".join(text_line(f, context) for f in findings)
-    blocks = ["\n".join([text_line(f, context), *frame(f, context)]) for f in findings]
+        return "\n".join("\n".join([text_line(f, context), *evidence(f)]) for f in findings)
+    blocks = ["\n".join([text_line(f, context), *frame(f, context), *evidence(f)]) for f in findings]
     return "\n\n".join(blocks) + "\n" if blocks else ""
 
 

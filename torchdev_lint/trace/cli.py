@@ -238,7 +238,8 @@ def _trace(args, base, output, out, err, where, static_select, static_ignore, ru
         print(f"torchdev-lint trace: error: {runs[0].error}", file=err)
         return EXIT_ERROR
     files = [f for f in runs[0].files if os.path.exists(f)]
-    findings, errors = check_paths(files, static_select, static_ignore) if files else ([], [])
+    # Every tier: running the program is the evidence a possible finding lacked.
+    findings, errors = check_paths(files, static_select, static_ignore, preview=True) if files else ([], [])
     if static_select == ["TDL9999"]:
         findings = []
     for error in errors:
