@@ -17,6 +17,10 @@ from dataclasses import dataclass
 import libcst as cst
 
 
+# Classes whose ``from_pretrained`` builds no module: what they return is no tensor either.
+PREPROCESSOR_SUFFIXES = ("Tokenizer", "TokenizerFast", "Processor", "FeatureExtractor", "Config")
+
+
 class Kind(enum.Enum):
     TENSOR = "tensor"
     MODULE = "module"

@@ -54,6 +54,46 @@ def _test_code(ctx) -> bool:
     )
 
 
+# Words of a path expression that name no particular file.
+_PATH_NOISE = frozenset({"os", "path", "join", "args", "opt", "opts", "cfg", "config", "self", "str",
+                         "format", "Path", "f", "pt", "pth", "ckpt", "dir", "root", "output_dir", "exists"})
+
+
+def _path_words(expr: cst.CSTNode) -> tuple[set[str], set[str]]:
+    """The variables (names, attributes) and the literal text a path expression is built from."""
+    names: set[str] = set()
+    texts: set[str] = set()
+
+    def enter(node: cst.CSTNode) -> bool:
+        if isinstance(node, cst.Name):
+            names.add(node.value)
+        elif isinstance(node, cst.Attribute):
+            names.add(node.attr.value)
+        elif isinstance(node, cst.SimpleString):
+            texts.add(str(node.evaluated_value))
+        elif isinstance(node, cst.FormattedStringText):
+            texts.add(node.value)
+        return True
+
+    tree.walk(expr, enter)
+    return names - _PATH_NOISE, texts
+
+
+def same_file_named(save: cst.Call, load: cst.Call) -> bool:
+    """A save and a load of the same path: built from the same variable (``ckpt_path``), or
+    of the same literal (``"model.pt"``) when neither names a directory of its own. A resume
+    from ``args.resume_dir/"optimizer.pt"`` of what a run saved to ``output_dir/"optimizer.pt"``
+    reads another run's file, maybe another machine's."""
+    saved = save.args[1].value if len(save.args) > 1 else None
+    loaded = loaded_file(load)
+    if saved is None or loaded is None:
+        return False
+    (saved_names, saved_texts), (loaded_names, loaded_texts) = _path_words(saved), _path_words(loaded)
+    if saved_names or loaded_names:
+        return bool(saved_names & loaded_names)
+    return bool(saved_texts & loaded_texts)
+
+
 def loaded_file(call: cst.Call) -> cst.BaseExpression | None:
     for arg in call.args:
         if arg.keyword is None or arg.keyword.value == "f":

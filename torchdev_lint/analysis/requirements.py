@@ -49,14 +49,14 @@ from torchdev_lint.analysis.imports import dotted_name
 # `empty_cache`/`manual_seed` do nothing, so they say nothing). Not `set_device` and
 # `current_device`: they go with the choice of a device (`device = f"cuda:{rank}"` then
 # `torch.cuda.set_device(device)`), and a fix of that choice is a fix of both.
-_NEEDS_CUDA = frozenset(
+NEEDS_CUDA = frozenset(
     f"torch.cuda.{name}" for name in """synchronize Event Stream current_stream default_stream get_device_name get_device_properties get_device_capability
     reset_peak_memory_stats reset_max_memory_allocated reset_accumulated_memory_stats
     mem_get_info ipc_collect CUDAGraph graph init get_rng_state set_per_process_memory_fraction
     memory_summary nvtx.range_push nvtx.range_pop nvtx.range nvtx.mark""".split()
 )
 # Libraries with no CPU back end: importing one means the code drives an NVIDIA GPU.
-_CUDA_LIBRARIES = frozenset({"tensorrt", "pycuda", "cupy", "torch_tensorrt"})
+CUDA_LIBRARIES = frozenset({"tensorrt", "pycuda", "cupy", "torch_tensorrt"})
 # `to_cuda(batch)`, `move_to_gpu(x)`: a mover, which a device argument would make portable.
 _MOVING_WORDS = frozenset({"to", "move", "moved", "send"})
 
@@ -68,7 +68,7 @@ def _imports_cuda_library(statement: cst.BaseSmallStatement) -> bool:
         names = [dotted_name(statement.module) or ""]
     else:
         return False
-    return any(n.split(".")[0] in _CUDA_LIBRARIES for n in names)
+    return any(n.split(".")[0] in CUDA_LIBRARIES for n in names)
 
 
 def _runs(node: cst.CSTNode, found: list[cst.Call]) -> None:
@@ -418,7 +418,7 @@ class Requirements:
 
     def _call_needs_cuda(self, call: cst.Call, cls: cst.ClassDef | None) -> bool:
         qualified = self.qualify(call.func) or ""
-        if qualified in _NEEDS_CUDA:
+        if qualified in NEEDS_CUDA:
             return True
         if (qualified or dotted_name(call.func) or "").rsplit(".", 1)[-1] == "init_process_group":
             return _nccl_backend(call)

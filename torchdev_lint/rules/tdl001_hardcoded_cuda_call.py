@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchdev_lint import fixes
-from torchdev_lint.analysis import receivers
+from torchdev_lint.analysis import portability, receivers
 from torchdev_lint.analysis.guards import code_of
 from torchdev_lint.analysis.imports import dotted_name
 from torchdev_lint.analysis.requirements import of_file
@@ -107,13 +107,13 @@ class HardcodedCudaCall(Rule):
             "    print(torch.cuda.max_memory_allocated())\n",
             3, 5,
             'import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
-            "def report(model):\n    model.to(device)\n    print(torch.cuda.max_memory_allocated())\n",
+            "def report(model):\n    model.to(device)\n    print(torch.cuda.max_memory_allocated())\n", possible=True,
         ),
         Invalid(
             "import torch\nmodel = Net()\nmodel.cuda()\n",
             3, 1,
             'import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else '
-            '"cpu")\nmodel = Net()\nmodel.to(device)\n',
+            '"cpu")\nmodel = Net()\nmodel.to(device)\n', possible=True,
         ),
         Invalid(
             "import torch\n\n@torch.amp.autocast('cuda')\ndef step(model, x):\n"
@@ -121,27 +121,27 @@ class HardcodedCudaCall(Rule):
             5, 18,
             'import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else '
             '"cpu")\n\n@torch.amp.autocast(\'cuda\')\ndef step(model, x):\n'
-            "    return model(x.to(device))\n",
+            "    return model(x.to(device))\n", possible=True,
         ),
         Invalid(
             "def main(args, model):\n    if args.cpu:\n        model.cuda()\n",
             3, 9,
             'import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else '
-            '"cpu")\ndef main(args, model):\n    if args.cpu:\n        model.to(device)\n',
+            '"cpu")\ndef main(args, model):\n    if args.cpu:\n        model.to(device)\n', possible=True,
         ),
         Invalid(
             "def f(x, output):\n    if output is not None:\n        x = x.cuda()\n    return x\n",
             3, 13,
             'import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else '
             '"cpu")\ndef f(x, output):\n    if output is not None:\n        x = x.to(device)\n'
-            "    return x\n",
+            "    return x\n", possible=True,
         ),
         Invalid(  # the index may be None (`.to(None)` moves nothing): unsafe
             "import torch\ndef load(x, gpu=None):\n    return x.cuda(gpu)\n",
             3, 12,
             "import torch\ndef load(x, gpu=None):\n"
             '    return x.to(gpu if torch.cuda.is_available() else "cpu")\n',
-            unsafe=True,
+            unsafe=True, possible=True,
         ),
         Invalid(
             "import torch\n\ndevice = torch.device('cuda:0')\n\ndef train(x):\n"
@@ -149,12 +149,12 @@ class HardcodedCudaCall(Rule):
             6, 12,
             "import torch\n\ndevice = torch.device('cuda:0')\n\ndef train(x):\n"
             "    return x.to(device, non_blocking=True)\n",
-            unsafe=True,
+            unsafe=True, possible=True,
         ),
         Invalid(
             "import torch as T\nx = T.zeros(2).cuda(1)\n",
             2, 5,
-            'import torch as T\nx = T.zeros(2).to(1 if T.cuda.is_available() else "cpu")\n',
+            'import torch as T\nx = T.zeros(2).to(1 if T.cuda.is_available() else "cpu")\n', possible=True,
         ),
         Invalid(
             "import torch\ndef main(x):\n    y = x.cuda()\n    device = torch.device('cpu')\n"
@@ -162,13 +162,13 @@ class HardcodedCudaCall(Rule):
             3, 9,
             "import torch\ndef main(x):\n"
             '    y = x.to(torch.device("cuda" if torch.cuda.is_available() else "cpu"))\n'
-            "    device = torch.device('cpu')\n    return y\n",
+            "    device = torch.device('cpu')\n    return y\n", possible=True,
         ),
         Invalid(
             "import torch\nstate = torch.load(p, map_location=lambda s, loc: s.cuda())\n",
             2, 51,
             'import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else '
-            '"cpu")\nstate = torch.load(p, map_location=device)\n',
+            '"cpu")\nstate = torch.load(p, map_location=device)\n', possible=True,
         ),
     ]
 
@@ -194,7 +194,9 @@ class HardcodedCudaCall(Rule):
         requirements = of_file(self.ctx, self.candidates[0][1][0])
         for node, ancestors in self.candidates:
             if not requirements.only_on_accelerator(ancestors):
-                self.report(node, fix=lambda node=node, ancestors=ancestors: self._fix(node, ancestors))
+                verdict = portability.runs_without_cuda(self.ctx, ancestors)
+                self.report(node, fix=lambda node=node, ancestors=ancestors: self._fix(node, ancestors),
+                            evidence=verdict.steps, certain=verdict.certain)
 
     def _fix(self, node: cst.Call, ancestors: tuple[cst.CSTNode, ...]) -> Fix:
         moved = code_of(node.func.value)

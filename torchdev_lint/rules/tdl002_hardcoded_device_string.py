@@ -6,7 +6,7 @@ from typing import Iterator, Sequence
 import libcst as cst
 
 from torchdev_lint import fixes
-from torchdev_lint.analysis import kinds, tree
+from torchdev_lint.analysis import kinds, portability, tree
 from torchdev_lint.analysis.guards import code_of, is_guarded
 from torchdev_lint.analysis.requirements import of_file
 from torchdev_lint.finding import Applicability, Fix
@@ -224,7 +224,7 @@ class HardcodedDeviceString(Rule):
             '    print(torch.cuda.max_memory_allocated())\n',
             3, 14,
             'import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
-            'def report(model):\n    model.to(device)\n    print(torch.cuda.max_memory_allocated())\n',
+            'def report(model):\n    model.to(device)\n    print(torch.cuda.max_memory_allocated())\n', possible=True,
         ),
         Invalid(  # a private helper also called where no GPU is required
             'import torch\ndef _ddp_fn(rank):\n    m = Metric().to(f"cuda:{rank}")\n'
@@ -234,7 +234,7 @@ class HardcodedDeviceString(Rule):
             'import torch\ndef _ddp_fn(rank):\n'
             '    m = Metric().to(f"cuda:{rank}" if torch.cuda.is_available() else "cpu")\n'
             '@RunIf(min_cuda_gpus=2)\ndef test_reduce():\n    spawn(_ddp_fn)\n'
-            'def test_cpu():\n    _ddp_fn(0)\n',
+            'def test_cpu():\n    _ddp_fn(0)\n', possible=True,
         ),
         Invalid(  # the file may open a gloo group: the block also runs on a CPU
             'import torch\nimport torch.distributed as dist\ndef sync(n):\n'
@@ -246,35 +246,35 @@ class HardcodedDeviceString(Rule):
             'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\ndef sync(n):\n'
             '    if not dist.is_initialized():\n        return n\n'
             '    t = torch.tensor([n], device=device)\n    return t\n'
-            'def init(args):\n    dist.init_process_group(backend=args.backend)\n',
+            'def init(args):\n    dist.init_process_group(backend=args.backend)\n', possible=True,
         ),
         Invalid(  # a positional device argument
             'import torch\ng = torch.Generator("cuda")\n',
             2, 21,
-            'import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\ng = torch.Generator(device)\n',
+            'import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\ng = torch.Generator(device)\n', possible=True,
         ),
         Invalid(  # a helper named like a mover takes the device second
             'import torch\nbatch = recursive_to(batch, "cuda")\n',
             2, 29,
             'import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
-            'batch = recursive_to(batch, device)\n',
+            'batch = recursive_to(batch, device)\n', possible=True,
         ),
         Invalid(
             'import torch\ndef step(model, x):\n    return model(x.to(torch.cuda.current_device()))\n',
             3, 23,
-            'import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\ndef step(model, x):\n    return model(x.to(device))\n',
+            'import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\ndef step(model, x):\n    return model(x.to(device))\n', possible=True,
         ),
         Invalid(
             'import torch\nx = torch.zeros(3, device="cuda")\n',
             2, 27,
             'import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
-            'x = torch.zeros(3, device=device)\n',
+            'x = torch.zeros(3, device=device)\n', possible=True,
         ),
         Invalid(
             'import torch\nDEVICE = "cuda:0"\nmodel.to(DEVICE)\n',
             2, 10,
             'import torch\nDEVICE = "cuda:0" if torch.cuda.is_available() else "cpu"\n'
-            'model.to(DEVICE)\n',
+            'model.to(DEVICE)\n', possible=True,
         ),
         Invalid(
             'import torch as T\ndef run(model, device):\n    model.to(T.device("cuda"))\n',
@@ -286,13 +286,13 @@ class HardcodedDeviceString(Rule):
             'import torch\nstate = torch.load(path, map_location=f"cuda:{rank}")\n',
             2, 39,
             'import torch\nstate = torch.load(path, map_location=f"cuda:{rank}" if '
-            'torch.cuda.is_available() else "cpu")\n',
+            'torch.cuda.is_available() else "cpu")\n', possible=True,
         ),
         Invalid(
             'import torch\nwith torch.device("cuda"):\n    model = Net()\n',
             2, 19,
             'import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
-            'with device:\n    model = Net()\n',
+            'with device:\n    model = Net()\n', possible=True,
         ),
         Invalid(
             'import torch\nclass Runner:\n    def __init__(self):\n        self.device = "cuda"\n',
@@ -550,7 +550,12 @@ class HardcodedDeviceString(Rule):
     def _flag(self, literal, path, keep: bool, device_call: cst.Call | None) -> None:
         text = code_of(literal)
         message = self.message.replace('"cuda"', text if len(text) <= 40 else text[:37] + "...")
-        self.report(literal, message, fix=lambda: self._fix(literal, path, keep, device_call))
+        verdict = portability.runs_without_cuda(self.ctx, path)
+        # `f"cuda:{i}"` picks one of several GPUs: multi-GPU code, whose CPU path we cannot see
+        indexed = not isinstance(literal, (cst.SimpleString, cst.ConcatenatedString))
+        self.report(literal, message, fix=lambda: self._fix(literal, path, keep, device_call),
+                    evidence=verdict.steps, certain=verdict.certain and not indexed
+                    and not _old_torch_fallback(path))
 
     def _fix(self, literal, path, keep: bool, device_call: cst.Call | None) -> Fix | None:
         torch_name = self.ctx.torch_name
@@ -558,6 +563,17 @@ class HardcodedDeviceString(Rule):
             if self.ctx.imports.local_name_for("torch") is None:
                 return None  # the availability check would need an `import torch`
             parent = path[-2]
+            if device_call is not None and len(device_call.args) >= 2 and parent is device_call.args[0]:
+                # `torch.device("cuda", rank)`: a guarded type would give `cpu:rank`; guard the device
+                bare = len(path) > 3 and path[-3] is device_call and isinstance(
+                    path[-4], (cst.Arg, cst.Assign, cst.AnnAssign))
+                return Fix(Applicability.SAFE, [(device_call, lambda updated: cst.IfExp(
+                    test=fixes.expression(f"{torch_name}.cuda.is_available()"),
+                    body=updated.with_changes(lpar=(), rpar=()),
+                    orelse=fixes.expression(f'{torch_name}.device("cpu")'),
+                    lpar=updated.lpar if bare else [cst.LeftParen()],
+                    rpar=updated.rpar if bare else [cst.RightParen()],
+                ))])
             bare = isinstance(parent, (cst.Arg, cst.Assign, cst.AnnAssign))
             guarded = cst.IfExp(
                 test=fixes.expression(f"{torch_name}.cuda.is_available()"),
@@ -577,6 +593,14 @@ class HardcodedDeviceString(Rule):
             [(target, lambda updated: device.with_changes(lpar=updated.lpar, rpar=updated.rpar))],
             needs_default_device=choice.needs_default,
         )
+
+
+def _old_torch_fallback(path: Sequence[cst.CSTNode]) -> bool:
+    """``torch.accelerator.current_accelerator().type if hasattr(torch, "accelerator") else
+    "cuda"``: the literal only stands in for the accelerator API on an older torch."""
+    literal, parent = path[-1], path[-2] if len(path) > 1 else None
+    return (isinstance(parent, cst.IfExp) and parent.orelse is literal
+            and "accelerator" in code_of(parent.body) + code_of(parent.test))
 
 
 def cuda_string(node: cst.BaseExpression) -> str | None:

@@ -2,8 +2,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchdev_lint.analysis import receivers
+from torchdev_lint.analysis import narrowing, receivers
+from torchdev_lint.analysis.guards import code_of
 from torchdev_lint.analysis.kinds import Kind
+from torchdev_lint.analysis.tree import walk
 from torchdev_lint.finding import Applicability, Fix
 from torchdev_lint.rule import Invalid, Rule, Valid
 
@@ -138,16 +140,48 @@ class DiscardedToResult(Rule):
         ):
             return
         receiver = call.func.value
+        evidence = ()
         if self.ctx.value_by_use(receiver).kind is not Kind.TENSOR:
-            return
+            check = narrowing.tensor_check(self.ctx.ancestors, receiver, self.ctx.qualified_name)
+            if check is None:
+                return
+            evidence = ((check, f"`{code_of(receiver)}` is a tensor here: the code checks it"),)
         fix = None
-        if isinstance(receiver, (cst.Name, cst.Attribute, cst.Subscript)):
+        if isinstance(receiver, (cst.Name, cst.Attribute, cst.Subscript)) and not _dead_loop_copy(
+            self.ctx.ancestors, receiver
+        ):
             # A class of the file's own whose `to` returns None would be lost by the fix.
             own = receivers.may_be_projects(self.ctx, receiver, {"to", "cuda", "cpu"})
             # a Parameter cannot be replaced by the plain tensor `.to()` returns
             risky = own or receivers.may_be_parameter(self.ctx, receiver)
             fix = Fix(Applicability.UNSAFE if risky else Applicability.SAFE, [(node, _assign_back)])
-        self.report(call, fix=fix)
+        self.report(call, fix=fix, evidence=evidence)
+
+
+def _dead_loop_copy(ancestors, receiver: cst.BaseExpression) -> bool:
+    """``for k, v in d.items(): v.to(device)`` with ``v`` not read again in the loop:
+    assigning back would move a copy nobody reads (``d[k]`` stays), so no fix is offered."""
+    if not isinstance(receiver, cst.Name):
+        return False
+    loop = next((a for a in reversed(ancestors) if isinstance(a, cst.For)), None)
+    if loop is None or receiver.value not in {n.value for n in _names(loop.target)}:
+        return False
+    statement = next(a for a in reversed(ancestors) if isinstance(a, cst.SimpleStatementLine))
+    body = list(loop.body.body)
+    after = body[body.index(statement) + 1:] if statement in body else []
+    return not any(receiver.value in {n.value for n in _names(s)} for s in after)
+
+
+def _names(node: cst.CSTNode) -> list[cst.Name]:
+    found: list[cst.Name] = []
+
+    def enter(child: cst.CSTNode) -> bool:
+        if isinstance(child, cst.Name):
+            found.append(child)
+        return True
+
+    walk(node, enter)
+    return found
 
 
 def _assign_back(updated: cst.Expr) -> cst.Assign:

@@ -3,7 +3,10 @@ from __future__ import annotations
 import libcst as cst
 
 from torchdev_lint import fixes
-from torchdev_lint.analysis import kinds, provenance
+from torchdev_lint.analysis import kinds, portability, provenance
+from torchdev_lint.analysis.guards import code_of
+from torchdev_lint.analysis.imports import dotted_name
+from torchdev_lint.analysis.tree import walk
 from torchdev_lint.finding import Applicability, Fix
 from torchdev_lint.rule import Invalid, Rule, Valid
 
@@ -159,7 +162,7 @@ class LoadWithoutMapLocation(Rule):
             "    def store(self, images):\n"
             "        with open(os.path.join(self.root, 'digits.pt'), 'wb') as f:\n"
             "            torch.save(images, f)\n",
-            unsafe=True,
+            unsafe=True, possible=True,
         ),
         Invalid(  # saved only when missing: the file may come from elsewhere (argv, an earlier run)
             "import os\nimport torch\nif not os.path.exists(path):\n    torch.save(model.state_dict(), path)\n"
@@ -167,7 +170,7 @@ class LoadWithoutMapLocation(Rule):
             5, 9,
             "import os\nimport torch\nif not os.path.exists(path):\n    torch.save(model.state_dict(), path)\n"
             "state = torch.load(path, map_location=\"cpu\")\n",
-            unsafe=True,
+            unsafe=True, possible=True,
         ),
         Invalid(  # a guard in library code: every process of a multi-GPU run loads onto GPU 0
             "import torch\ndef load(path):\n    if torch.cuda.is_available():\n"
@@ -175,7 +178,7 @@ class LoadWithoutMapLocation(Rule):
             4, 16,
             "import torch\ndef load(path):\n    if torch.cuda.is_available():\n"
             "        return torch.load(path, map_location=\"cpu\")\n",
-            unsafe=True,
+            unsafe=True, possible=True,
         ),
         Invalid(  # bytes of tensors not moved to the CPU
             "import io\nimport torch\ndef results(metrics):\n    buffer = io.BytesIO()\n"
@@ -185,7 +188,7 @@ class LoadWithoutMapLocation(Rule):
             "import io\nimport torch\ndef results(metrics):\n    buffer = io.BytesIO()\n"
             "    torch.save(metrics, buffer)\n    return {'metrics_bytes': buffer.getvalue()}\n"
             "def update(extra):\n    return torch.load(io.BytesIO(extra['metrics_bytes']), map_location=\"cpu\")\n",
-            unsafe=True,
+            unsafe=True, possible=True,
         ),
         Invalid(  # one entry of a container into from_numpy: the others may be tensors
             "import torch\ndef bounds(path, n):\n    table = torch.load(path)\n"
@@ -193,7 +196,7 @@ class LoadWithoutMapLocation(Rule):
             3, 13,
             "import torch\ndef bounds(path, n):\n    table = torch.load(path, map_location=\"cpu\")\n"
             "    return torch.from_numpy(table[n])\n",
-            unsafe=True,
+            unsafe=True, possible=True,
         ),
         Invalid(  # a checkpoint from outside, in a test: not written by it
             "import torch\ndef test_legacy(path_ckpt):\n"
@@ -201,37 +204,37 @@ class LoadWithoutMapLocation(Rule):
             3, 13,
             "import torch\ndef test_legacy(path_ckpt):\n"
             "    state = torch.load(path_ckpt, weights_only=False, map_location=\"cpu\")\n",
-            unsafe=True,
+            unsafe=True, possible=True,
         ),
         Invalid(  # saved elsewhere: another file than the one loaded
             "import torch\ndef run(model, args):\n    torch.save(model, args.out)\n"
             "    model.load_state_dict(torch.load(args.resume))\n",
             4, 27,
             "import torch\ndef run(model, args):\n    torch.save(model, args.out)\n"
-            "    model.load_state_dict(torch.load(args.resume, map_location=\"cpu\"))\n",
+            "    model.load_state_dict(torch.load(args.resume, map_location=\"cpu\"))\n", possible=True,
         ),
         Invalid(
             "import torch\nmodel.load_state_dict(torch.load('ckpt.pt'))\n",
             2, 23,
-            "import torch\nmodel.load_state_dict(torch.load('ckpt.pt', map_location=\"cpu\"))\n",
+            "import torch\nmodel.load_state_dict(torch.load('ckpt.pt', map_location=\"cpu\"))\n", possible=True,
         ),
         Invalid(
             "import torch as T\nstate = T.load(\n    path,\n)\n",
             2, 9,
             'import torch as T\nstate = T.load(\n    path,\n    map_location="cpu",\n)\n',
-            unsafe=True,
+            unsafe=True, possible=True,
         ),
         Invalid(
             "from torch import load as L\ndevice = 'cpu'\nstate = L(path)\n",
             3, 9,
             "from torch import load as L\ndevice = 'cpu'\nstate = L(path, map_location=device)\n",
-            unsafe=True,
+            unsafe=True, possible=True,
         ),
         Invalid(
             "from torch import jit\nscripted = jit.load('model.pt')\n",
             2, 12,
             "from torch import jit\nscripted = jit.load('model.pt', map_location=\"cpu\")\n",
-            unsafe=True,
+            unsafe=True, possible=True,
         ),
     ]
 
@@ -239,8 +242,19 @@ class LoadWithoutMapLocation(Rule):
     def wants(cls, source: str) -> bool:
         return "load" in source and "torch" in source
 
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self.candidates: list[tuple[cst.Call, tuple[cst.CSTNode, ...]]] = []
+        self.saves: list[cst.Call] = []
+        self.checkpoint_writer: cst.Call | None = None  # any call that saves or checkpoints
+
     def visit_Call(self, node: cst.Call) -> None:
-        if self.ctx.qualified_name(node.func) not in kinds.TORCH_LOADERS:
+        qualified = self.ctx.qualified_name(node.func)
+        if qualified in kinds.TORCH_SAVERS:
+            self.saves.append(node)
+        if self.checkpoint_writer is None and any(w in code_of(node.func).lower() for w in ("save", "checkpoint")):
+            self.checkpoint_writer = node
+        if qualified not in kinds.TORCH_LOADERS:
             return
         positional = [a for a in node.args if a.keyword is None and not a.star]
         if len(positional) >= 2 or any(a.star for a in node.args):
@@ -258,7 +272,25 @@ class LoadWithoutMapLocation(Rule):
             or provenance.written_by_own_class(self.ctx, node)
         ):
             return
-        self.report(node, fix=lambda: self._fix(node, ancestors))
+        self.candidates.append((node, ancestors))
+
+    def end_of_file(self) -> None:
+        for node, ancestors in self.candidates:
+            verdict = portability.runs_without_cuda(self.ctx, ancestors, library=True)
+            steps, certain = list(verdict.steps), verdict.certain
+            weights = _weights_use(ancestors, node)
+            if weights is None:
+                certain = False  # a file of plain objects or arrays holds no device
+            else:
+                steps.append(weights)
+            save = next((s for s in self.saves if provenance.same_file_named(s, node)), None)
+            if save is None and self.ctx.path.endswith(".ipynb"):
+                save = self.checkpoint_writer  # a notebook is one session: it reads what it wrote
+            if save is not None:
+                certain = False  # it may read back what it wrote, on the machine that wrote it
+                steps.append((save, "the same file writes a file of that name: this may read it back"))
+            self.report(node, fix=lambda node=node, ancestors=ancestors: self._fix(node, ancestors),
+                        evidence=steps, certain=certain)
 
     def _fix(self, node: cst.Call, ancestors: tuple[cst.CSTNode, ...]) -> Fix:
         choice, _ = fixes.device_for(self.ctx, ancestors, node)
@@ -270,6 +302,83 @@ class LoadWithoutMapLocation(Rule):
             applicability,
             [(node, lambda updated: fixes.add_keyword(updated, "map_location", device))],
         )
+
+
+# Keys under which checkpoints keep weights.
+_WEIGHT_KEYS = frozenset({"state_dict", "model", "model_state_dict", "params", "params_ema", "net",
+                          "weights", "module", "ema", "optimizer", "generator", "discriminator"})
+# Methods only a whole pickled module has.
+_MODULE_METHODS = frozenset({"eval", "train", "parameters", "state_dict", "to", "cuda", "half"})
+
+
+def _weights_use(ancestors, node: cst.Call) -> tuple[cst.CSTNode, str] | None:
+    """Where the loaded object shows it holds tensors: it goes into ``load_state_dict``
+    (directly, or through the name it is bound to in the same function), is read under a
+    checkpoint key (``ckpt["state_dict"]``), used as a module (``net.eval()``, ``net(x)``) or
+    handed to a function that loads it. A file of plain objects or arrays, or a learning-rate
+    scheduler's state, holds no device."""
+    if _feeds_load_state_dict(ancestors) and not _schedules(ancestors[-3].func.value):
+        return ancestors[-3], "the loaded tensors are weights: they go into load_state_dict"
+    parent = ancestors[-2] if len(ancestors) > 1 else None  # ancestors end with the call itself
+    key = _weight_key(parent) if isinstance(parent, cst.Subscript) and parent.value is node else None
+    if key is not None:
+        return parent, f"the loaded object holds weights under {key}"
+    if not (isinstance(parent, cst.Assign) and parent.value is node and len(parent.targets) == 1
+            and isinstance(parent.targets[0].target, cst.Name)):
+        return None
+    name = parent.targets[0].target.value
+    scope = next((a for a in reversed(ancestors) if isinstance(a, cst.FunctionDef)), ancestors[0])
+    found: list[tuple[cst.CSTNode, str]] = []
+
+    def reads(expr: cst.CSTNode) -> bool:
+        hit = False
+
+        def enter(child: cst.CSTNode) -> bool:
+            nonlocal hit
+            hit = hit or (isinstance(child, cst.Name) and child.value == name)
+            return not hit
+
+        walk(expr, enter)
+        return hit
+
+    def enter(child: cst.CSTNode) -> bool:
+        if found:
+            return False
+        if isinstance(child, cst.Call) and isinstance(child.func, cst.Attribute):
+            method, receiver = child.func.attr.value, child.func.value
+            if ("load" in method.lower() and any(reads(a.value) for a in child.args)
+                    and not _schedules(receiver)):
+                found.append((child, f"the loaded tensors are weights: they go into `{method}`"))
+            elif method in _MODULE_METHODS and isinstance(receiver, cst.Name) and receiver.value == name:
+                found.append((child, f"the loaded object is a module: `{name}.{method}()`"))
+        if isinstance(child, cst.Call) and isinstance(child.func, cst.Name):
+            if child.func.value == name:
+                found.append((child, "the loaded object is a module: it is called"))
+            elif "load" in child.func.value.lower() and any(reads(a.value) for a in child.args):
+                found.append((child, f"the loaded tensors are weights: they go into `{child.func.value}`"))
+        if isinstance(child, cst.Subscript) and isinstance(child.value, cst.Name) and child.value.value == name:
+            key = _weight_key(child)
+            if key is not None:
+                found.append((child, f"the loaded object holds weights under {key}"))
+        return True
+
+    walk(scope, enter)
+    return found[0] if found else None
+
+
+def _schedules(receiver: cst.BaseExpression) -> bool:
+    """A learning-rate scheduler: its state is plain numbers, no tensors."""
+    return "sched" in code_of(receiver).lower()
+
+
+def _weight_key(subscript: cst.Subscript) -> str | None:
+    """``["state_dict"]``: the key, quoted, when it is one checkpoints keep weights under."""
+    if len(subscript.slice) != 1 or not isinstance(subscript.slice[0].slice, cst.Index):
+        return None
+    key = subscript.slice[0].slice.value
+    if isinstance(key, cst.SimpleString) and key.evaluated_value in _WEIGHT_KEYS:
+        return key.value
+    return None
 
 
 def _feeds_load_state_dict(ancestors) -> bool:

@@ -135,6 +135,7 @@ class UnregisteredTensorAttribute(Rule):
     """
 
     code = "TDL006"
+    preview = True  # first-look precision below 0.9 (benchmarks/precision/)
     name = "unregistered-tensor-attribute"
     message = "Tensor kept as a plain module attribute: `model.to()` leaves it behind; register it as a buffer"
     fix_title = "Use `register_buffer(..., persistent=False)`"

@@ -117,6 +117,7 @@ class UnregisteredSubmoduleContainer(Rule):
     """
 
     code = "TDL007"
+    preview = True  # first-look precision below 0.9 (benchmarks/precision/)
     name = "unregistered-submodule-container"
     message = "Submodules kept in a plain container are not registered: use `nn.ModuleList`/`nn.ModuleDict`"
     fix_title = "Wrap in `nn.ModuleList`/`nn.ModuleDict`"

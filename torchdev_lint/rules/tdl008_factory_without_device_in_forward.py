@@ -5,7 +5,8 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from torchdev_lint import fixes
-from torchdev_lint.analysis import callees, tree, uses
+from torchdev_lint.analysis import callees, kinds, tree, uses
+from torchdev_lint.analysis.evidence import kind_by_use
 from torchdev_lint.analysis.guards import code_of
 from torchdev_lint.analysis.imports import dotted_name
 from torchdev_lint.analysis.kinds import (
@@ -190,6 +191,7 @@ class FactoryWithoutDeviceInForward(Rule):
     """
 
     code = "TDL008"
+    preview = True  # first-look precision below 0.9 (benchmarks/precision/)
     name = "factory-without-device-in-forward"
     message = "Tensor factory in `forward` without `device=`: it builds its tensor on the CPU"
     fix_title = "Add `device=<input>.device`"
@@ -621,13 +623,32 @@ class FactoryWithoutDeviceInForward(Rule):
             f"on the CPU while `{param.name}` may be on a GPU"
         )
         certain = param.certain or f"{param.name}.device" in code_of(method.node.body)
+        # `device=x.device` only on what is known to have one: a list input would raise
+        known = (certain or kind_by_use(method.node, param.name) == kinds.TENSOR
+                 or _arithmetic_operand(method.node, param.name))
         safe = factory.name not in RANDOM_FACTORIES and certain and not param.defaulted
         device = fixes.expression(f"{param.name}.device")
         edit = (lambda updated: fixes.add_keyword(updated, "device", device))
         if factory.name == "tensor" and _scalar_data(factory.call):
             edit = (lambda updated: _full(updated, device))
-        fix = Fix(Applicability.SAFE if safe else Applicability.UNSAFE, [(factory.call, edit)])
+        fix = Fix(Applicability.SAFE if safe else Applicability.UNSAFE, [(factory.call, edit)]) if known else None
         self.report(factory.call, message, fix=fix)
+
+
+def _arithmetic_operand(function: cst.FunctionDef, name: str) -> bool:
+    """``x * w``, ``x + bias``: the input is computed with as a tensor is; a list that the
+    function only measures and indexes (``len(data_list)``, ``data_list[0]``) is not."""
+    found = False
+
+    def enter(node: cst.CSTNode) -> bool:
+        nonlocal found
+        if isinstance(node, cst.BinaryOperation) and not isinstance(node.operator, cst.Modulo):
+            found = found or any(isinstance(side, cst.Name) and side.value == name
+                                 for side in (node.left, node.right))
+        return not found
+
+    tree.walk(function.body, enter)
+    return found
 
 
 def _scalar_data(call: cst.Call) -> bool:

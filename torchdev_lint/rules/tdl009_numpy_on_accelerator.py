@@ -91,6 +91,7 @@ class NumpyOnAccelerator(Rule):
     """
 
     code = "TDL009"
+    preview = True  # first-look precision below 0.9 (benchmarks/precision/)
     name = "numpy-on-accelerator"
     message = "`.numpy()` on a tensor that may be on an accelerator: call `.cpu()` first"
     fix_title = "Insert `.cpu()` before `.numpy()`"

@@ -1,0 +1,402 @@
+"""Confidence tiers (docs/confidence.md): a finding is certain only with evidence that the
+code can meet a machine where it breaks; the default output shows certain findings only.
+
+The cases are the shapes that public repositories showed at first look (issue 25), written
+from their description: code that needs CUDA anyway, devices that already fall back, files
+that hold no tensors, round trips, and the evidence that makes a finding certain.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+
+import torchdev_lint.rules  # noqa: F401
+from torchdev_lint.engine import lint_source
+from torchdev_lint.finding import Confidence
+from torchdev_lint.fixer import fix_file
+from torchdev_lint.rule import Rule
+
+TDL001, TDL002, TDL003, TDL004, TDL008 = (Rule.registry[c] for c in ("TDL001", "TDL002", "TDL003", "TDL004", "TDL008"))
+FALLBACK = 'device = "cuda" if torch.cuda.is_available() else "cpu"\n'
+
+
+def found(code: str, rule, path: str = "t.py", **options):
+    """(line, column, confidence) of every finding, preview tier included."""
+    result = lint_source(path, textwrap.dedent(code), [rule], preview=True, **options)
+    return [(f.line, f.column, f.confidence.value) for f in result.findings]
+
+
+def default(code: str, rule, path: str = "t.py"):
+    return [(f.line, f.column) for f in lint_source(path, textwrap.dedent(code), [rule]).findings]
+
+
+# -- TDL001/TDL002: evidence that the code runs without CUDA --------------------------------
+
+def test_a_file_that_falls_back_to_the_cpu_makes_cuda_call_certain_with_its_evidence():
+    code = "import torch\n" + FALLBACK + "def f(x):\n    return x.cuda()\n"
+    (finding,) = lint_source("t.py", code, [TDL001]).findings
+    assert (finding.line, finding.column, finding.confidence) == (4, 12, Confidence.CERTAIN)
+    (step,) = finding.evidence
+    assert (step.line, step.column) == (2, 10)
+    assert "runs without CUDA" in step.message
+
+
+def test_a_script_with_no_cpu_path_is_possible_only():
+    code = "import torch\nmodel = torch.nn.Linear(2, 2).cuda()\n"
+    assert found(code, TDL001) == [(2, 9, "possible")]
+    assert default(code, TDL001) == []
+
+
+def test_a_device_parameter_makes_the_function_device_generic():
+    code = """\
+    import torch
+    def sample(model, n, current_device):
+        z = torch.randn(n, 8).cuda()
+        return model(z)
+    """
+    assert found(code, TDL001) == [(3, 9, "certain")]
+
+
+def test_the_device_of_an_input_makes_a_module_device_generic():
+    code = """\
+    import torch
+    class Generator(torch.nn.Module):
+        def forward(self, text):
+            return self.net(text.to(text.device))
+        def generate(self, n):
+            return torch.zeros(n).cuda()
+    """
+    assert found(code, TDL001) == [(6, 16, "certain")]
+
+
+def test_the_device_of_a_value_the_function_moved_itself_is_no_evidence():
+    code = """\
+    import torch
+    def extract(loader):
+        for samples, index in loader:
+            index = index.cuda()
+            out = torch.empty(3, device=index.device)
+    """
+    assert found(code, TDL001) == [(4, 17, "possible")]
+
+
+@pytest.mark.parametrize("exit_call", ["quit('needs 2 GPUs')", "exit(1)", "sys.exit(1)",
+                                       "raise SystemExit('no GPU')"])
+def test_a_script_that_exits_without_gpus_has_no_default_finding(exit_call):
+    code = f"""\
+    import sys
+    import torch
+    if torch.cuda.device_count() < 2:
+        {exit_call}
+    {FALLBACK}model = torch.nn.Linear(2, 2).cuda()
+    """
+    assert default(code, TDL001) == []
+
+
+def test_an_exit_only_when_the_user_asked_for_cuda_leaves_the_cpu_path():
+    code = """\
+    import argparse
+    import torch
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cuda", action="store_true")
+    args = parser.parse_args()
+    if args.cuda and not torch.cuda.is_available():
+        raise SystemExit("no GPU")
+    def infer(model, x):
+        return model(x.cuda())
+    """
+    assert found(code, TDL001) == [(9, 18, "certain")]
+
+
+def test_a_function_that_times_with_cuda_events_in_a_loop_is_for_gpus():
+    code = "import torch\n" + FALLBACK + textwrap.dedent("""\
+    def bench(model, xs):
+        total = 0.0
+        x0 = xs[0].cuda()
+        for x in xs:
+            if x is not None:
+                start = torch.cuda.Event(enable_timing=True)
+                total += 1
+        return model(x0)
+    """)
+    assert default(code, TDL001) == []
+
+
+def test_a_dataparallel_subclass_runs_where_gpus_are():
+    code = "import torch\nimport torch.nn as nn\n" + FALLBACK + textwrap.dedent("""\
+    class Parallel(nn.DataParallel):
+        def scatter(self, x):
+            return x.cuda()
+    """)
+    assert found(code, TDL001) == [(6, 16, "possible")]
+
+
+@pytest.mark.parametrize("library", ["apex", "bitsandbytes as bnb", "triton"])
+def test_a_file_that_imports_a_gpu_library_at_the_top_is_for_gpus(library):
+    code = f"import torch\nimport {library}\n" + FALLBACK + "def f(x):\n    return x.cuda()\n"
+    assert found(code, TDL001) == [(5, 12, "possible")]
+
+
+def test_an_optional_gpu_library_leaves_the_cpu_path():
+    code = "import torch\n" + FALLBACK + textwrap.dedent("""\
+    try:
+        import apex
+    except ImportError:
+        apex = None
+    def f(x):
+        return x.cuda()
+    """)
+    assert found(code, TDL001) == [(8, 12, "certain")]
+
+
+def test_a_model_loaded_in_8_bits_needs_cuda():
+    code = """\
+    import torch
+    from transformers import AutoModelForCausalLM
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model = AutoModelForCausalLM.from_pretrained("m", load_in_8bit=True)
+    x = torch.zeros(2).to("cuda")
+    """
+    assert found(code, TDL002) == [(5, 23, "possible")]
+
+
+def test_a_count_of_gpus_already_falls_back():
+    code = """\
+    import torch
+    def place(rank, num_devices):
+        return torch.device(f"cuda:{rank}") if num_devices > 0 else torch.device("cpu")
+    """
+    assert default(code, TDL002) == []
+
+
+def test_a_computed_cuda_index_is_multi_gpu_code_and_only_possible():
+    code = "import torch\n" + FALLBACK + 'def place(x, k):\n    return x.to("cuda:" + str(k))\n'
+    assert [c for _, _, c in found(code, TDL002)] == ["possible"]
+
+
+def test_the_old_torch_fallback_of_torch_accelerator_is_only_possible():
+    code = """\
+    import torch
+    def train(model, device):
+        if device == "auto":
+            device = torch.accelerator.current_accelerator().type if hasattr(torch, "accelerator") else "cuda"
+        model.to(device)
+    """
+    assert [c for _, _, c in found(code, TDL002)] == ["possible"]
+
+
+def test_test_code_is_never_certain():
+    code = "import torch\n" + FALLBACK + "def test_move():\n    assert torch.ones(1).cuda().sum() == 1\n"
+    assert [c for _, _, c in found(code, TDL001, path="tests/test_move.py")] == ["possible"]
+
+
+# -- TDL004: evidence that the file holds tensors and comes from elsewhere -------------------
+
+def test_a_load_in_a_lone_script_is_possible_though_it_holds_weights():
+    code = """\
+    import torch
+    def build(model, checkpoint):
+        state = torch.load(checkpoint)
+        model.load_state_dict(state)
+        return model
+    """
+    result = lint_source("pkg/build.py", textwrap.dedent(code), [TDL004], preview=True)
+    (finding,) = result.findings
+    assert finding.confidence is Confidence.POSSIBLE  # no package here: a lone script
+    assert [s.line for s in finding.evidence] == [4]
+
+
+def test_a_package_module_load_is_certain(tmp_path):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    code = "import torch\ndef build(model, checkpoint):\n    model.load_state_dict(torch.load(checkpoint))\n"
+    (finding,) = lint_source(str(package / "build.py"), code, [TDL004]).findings
+    assert finding.confidence is Confidence.CERTAIN
+    assert [s.line for s in finding.evidence] == [1, 3]
+
+
+def test_a_file_of_plain_objects_is_only_possible():
+    code = "import torch\n" + FALLBACK + textwrap.dedent("""\
+    def vocabulary(path):
+        words = torch.load(path)
+        return sorted(words)
+    """)
+    assert [c for _, _, c in found(code, TDL004)] == ["possible"]
+
+
+def test_a_learning_rate_schedulers_state_holds_no_tensors():
+    code = "import torch\n" + FALLBACK + textwrap.dedent("""\
+    def resume(scheduler, path):
+        scheduler.load_state_dict(torch.load(path + "/scheduler.pt"))
+    """)
+    assert [c for _, _, c in found(code, TDL004)] == ["possible"]
+
+
+def test_a_checkpoint_saved_by_one_function_and_loaded_by_another_is_a_round_trip():
+    code = "import torch\n" + FALLBACK + textwrap.dedent("""\
+    def save(model, ckpt_path):
+        torch.save(model.state_dict(), ckpt_path)
+    def evaluate(model, ckpt_path):
+        model.load_state_dict(torch.load(ckpt_path))
+    """)
+    assert [c for _, _, c in found(code, TDL004)] == ["possible"]
+
+
+def test_a_resume_from_another_runs_directory_is_no_round_trip():
+    code = "import os\nimport torch\n" + FALLBACK + textwrap.dedent("""\
+    def train(args, model):
+        model.load_state_dict(torch.load(os.path.join(args.resume_from, "model.pt")))
+        torch.save(model.state_dict(), os.path.join(args.output_dir, "model.pt"))
+    """)
+    assert [c for _, _, c in found(code, TDL004)] == ["certain"]
+
+
+# -- TDL003: recall on values the code shows are tensors ------------------------------------
+
+def test_a_value_checked_with_isinstance_is_a_tensor():
+    code = """\
+    import torch
+    def move(inputs, device):
+        for key in inputs:
+            value = inputs[key]
+            if isinstance(value, torch.Tensor):
+                value.to(dtype=torch.float16, device=device)
+            print(value)
+    """
+    (finding,) = lint_source("t.py", textwrap.dedent(code), [TDL003]).findings
+    assert (finding.line, finding.column, finding.confidence) == (6, 13, Confidence.CERTAIN)
+    assert [s.line for s in finding.evidence] == [5]
+
+
+def test_an_early_exit_on_is_tensor_makes_a_tensor():
+    code = """\
+    import torch
+    def move(x, device):
+        if not torch.is_tensor(x):
+            return x
+        x.to(device)
+        return x
+    """
+    result = lint_source("t.py", textwrap.dedent(code), [TDL003])
+    assert [(f.line, f.column) for f in result.findings] == [(5, 5)]
+    assert fix_file(result).source.splitlines()[4] == "    x = x.to(device)"
+
+
+def test_a_dict_of_tensors_batch_entry():
+    code = """\
+    def train(model, loader, device):
+        for batch in loader:
+            batch["input_ids"].to(device)
+            model(**batch)
+    """
+    assert default(code, TDL003) == [(3, 9)]
+
+
+def test_a_loop_copy_of_a_dict_value_gets_no_fix():
+    code = """\
+    import torch
+    def move(inputs, device):
+        for key, value in inputs.items():
+            if isinstance(value, torch.Tensor):
+                value.to(device)
+    """
+    (finding,) = lint_source("t.py", textwrap.dedent(code), [TDL003]).findings
+    assert finding.fix is None  # `value = value.to(device)` would leave inputs[key] behind
+
+
+def test_a_tokenizers_batch_encoding_moves_in_place():
+    code = """\
+    from transformers import AutoTokenizer
+    def encode(texts, device):
+        tokenizer = AutoTokenizer.from_pretrained("bert-base-uncased")
+        encoded = tokenizer(texts, return_tensors="pt")
+        encoded.to(device)
+        return encoded
+    """
+    assert found(code, TDL003) == []
+
+
+# -- fixes bound to the evidence ------------------------------------------------------------
+
+def test_a_rank_index_never_ends_up_on_the_cpu():
+    code = 'import torch\ndef setup(rank):\n    return torch.device("cuda", rank)\n'
+    result = lint_source("t.py", code, [TDL002], preview=True)
+    fixed = fix_file(result).source
+    assert 'torch.device("cuda", rank) if torch.cuda.is_available() else torch.device("cpu")' in fixed
+
+
+def test_device_of_an_input_not_known_to_be_a_tensor_is_not_written():
+    code = """\
+    import torch
+    import torch.nn as nn
+    class Scatter(nn.Module):
+        def forward(self, data_list):
+            return torch.arange(len(data_list)) + data_list[0]
+    """
+    findings = lint_source("t.py", textwrap.dedent(code), [TDL008], preview=True).findings
+    assert all(f.fix is None for f in findings)
+
+
+# -- every way in agrees on the tier ---------------------------------------------------------
+
+POSSIBLE_ONLY = "import torch\nmodel = torch.nn.Linear(2, 2).cuda()\n"
+
+
+def test_cli_hides_possible_findings_and_preview_shows_them(tmp_path, run_cli):
+    (tmp_path / "m.py").write_text(POSSIBLE_ONLY)
+    status, out, _ = run_cli("--isolated", "m.py", cwd=tmp_path)
+    assert status == 0 and "TDL001" not in out
+    status, out, _ = run_cli("--isolated", "--preview", "--format", "concise", "m.py", cwd=tmp_path)
+    assert status == 1 and out.splitlines()[0].endswith("(possible)")
+
+
+def test_configured_preview_and_no_preview(tmp_path, run_cli):
+    (tmp_path / "m.py").write_text(POSSIBLE_ONLY)
+    (tmp_path / "pyproject.toml").write_text("[tool.torchdev-lint]\npreview = true\n")
+    assert run_cli("m.py", cwd=tmp_path)[0] == 1
+    assert run_cli("--no-preview", "m.py", cwd=tmp_path)[0] == 0
+    (tmp_path / "pyproject.toml").write_text('[tool.torchdev-lint]\npreview = "yes"\n')
+    status, _, err = run_cli("m.py", cwd=tmp_path)
+    assert status == 2 and "'preview' must be true or false" in err
+
+
+def test_json_and_sarif_carry_confidence_and_evidence(tmp_path, run_cli):
+    (tmp_path / "m.py").write_text("import torch\n" + FALLBACK + "x = torch.zeros(1).cuda()\n")
+    _, out, _ = run_cli("--isolated", "--format", "json", "m.py", cwd=tmp_path)
+    (finding,) = json.loads(out)
+    assert finding["confidence"] == "certain"
+    assert finding["evidence"] == [{"path": "m.py", "line": 2, "column": 10, "cell": None,
+                                    "message": finding["evidence"][0]["message"]}]
+    _, out, _ = run_cli("--isolated", "--format", "sarif", "m.py", cwd=tmp_path)
+    (result,) = json.loads(out)["runs"][0]["results"]
+    assert result["properties"] == {"confidence": "certain"}
+    (related,) = result["relatedLocations"]
+    assert related["physicalLocation"]["region"]["startLine"] == 2
+
+
+def test_show_evidence_prints_each_step(tmp_path, run_cli):
+    (tmp_path / "m.py").write_text("import torch\n" + FALLBACK + "x = torch.zeros(1).cuda()\n")
+    _, out, _ = run_cli("--isolated", "--show-evidence", "--format", "concise", "m.py", cwd=tmp_path)
+    assert out.splitlines()[1].startswith("  = evidence: m.py:2:10: the file runs without CUDA")
+
+
+def test_flake8_agrees_on_the_tier(tmp_path):
+    import subprocess
+    import sys
+
+    (tmp_path / "m.py").write_text(POSSIBLE_ONLY)
+    base = [sys.executable, "-m", "flake8", "--select", "TDL", "--isolated", "m.py"]
+    plain = subprocess.run(base, cwd=tmp_path, capture_output=True, text=True)
+    assert plain.stdout == ""
+    preview = subprocess.run([*base, "--tdl-preview"], cwd=tmp_path, capture_output=True, text=True)
+    assert preview.stdout.strip().endswith("(possible)") and "TDL001" in preview.stdout
+
+
+def test_a_noqa_for_a_hidden_finding_is_still_used():
+    code = POSSIBLE_ONLY.replace(".cuda()\n", ".cuda()  # noqa: TDL001\n")
+    rules = [TDL001, Rule.registry["TDL090"]]
+    assert lint_source("t.py", code, rules).findings == []

@@ -1,0 +1,317 @@
+"""Is this code meant to run without CUDA? The evidence a hardcoded device needs.
+
+A hardcoded ``.cuda()``, ``"cuda"`` or a ``torch.load`` without ``map_location`` is a bug
+only where the code would otherwise run on a machine without CUDA. Guards and
+``requirements.py`` say where it cannot; on code they say nothing about, a finding is
+*certain* only when the code shows it is meant to run without CUDA, nearest scope first:
+
+- the function is device-generic: it takes a device (``device``, ``*_device``) or reads the
+  ``.device`` of a value (``x.device``, ``self.device``, ``args.device``);
+- its class is, in any method (a module that follows its inputs' device);
+- the file chooses a device with a CPU branch (``"cuda" if ... else "cpu"``, an ``if``
+  that sets ``"cpu"``), or offers a command-line option that turns CUDA off (``--cpu``,
+  ``--no-cuda``, ``--device``).
+
+A file that needs CUDA anyway says the opposite, and wins: it asserts or exits on
+``torch.cuda.is_available()``, imports a library that only drives NVIDIA GPUs (apex,
+bitsandbytes, triton, TensorRT, PyCUDA, CuPy) at its top level, or loads a model quantised
+to 8 or 4 bits or placed by ``device_map=0``. (Process groups are ``requirements.py``'s:
+an NCCL group under ``if args.local_rank != -1`` leaves a CPU path.) Test code is run where its
+author's CI decides, so its findings are never certain either.
+
+The answers are the evidence a finding shows (``--show-evidence``): the node and what it
+says. Each file's answers are computed once, on the first question.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import libcst as cst
+
+from torchdev_lint.analysis import provenance, requirements
+from torchdev_lint.analysis.guards import code_of
+from torchdev_lint.analysis.imports import dotted_name
+from torchdev_lint.analysis.tree import walk
+
+# Step: a node and what it shows, as ``Rule.report(evidence=...)`` takes it.
+Step = tuple[cst.CSTNode, str]
+
+# Libraries with no CPU back end, and those that are used for their CUDA kernels.
+GPU_LIBRARIES = requirements.CUDA_LIBRARIES | {"apex", "bitsandbytes", "triton"}
+_GPU_ONLY_WRAPPERS = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DataParallel",
+                                "torch.nn.parallel.DistributedDataParallel",
+                                "torch.nn.parallel.data_parallel.DataParallel"})
+_CPU_OPTIONS = frozenset({"--cpu", "--no-cuda", "--no_cuda", "--device", "--use-cpu", "--use_cpu"})
+_OPT_IN_GPU_OPTIONS = frozenset({"--cuda", "--gpu", "--use_cuda", "--use-cuda", "--use_gpu", "--use-gpu"})
+_AVAILABILITY = frozenset({"is_available", "device_count"})
+
+
+@dataclass
+class _FileFacts:
+    cpu_choice: Step | None = None
+    cuda_only: Step | None = None
+    device_generic: dict[cst.CSTNode, Step] = field(default_factory=dict)  # function/class -> why
+    cuda_scopes: dict[cst.CSTNode, Step] = field(default_factory=dict)  # function/class -> why it needs CUDA
+
+
+def _is_cpu_literal(node: cst.CSTNode) -> bool:
+    if isinstance(node, cst.SimpleString):
+        return node.evaluated_value in ("cpu", "cpu:0")
+    if isinstance(node, cst.Call) and (dotted_name(node.func) or "").endswith("device"):
+        return bool(node.args) and _is_cpu_literal(node.args[0].value)
+    return False
+
+
+def _mentions_cpu(node: cst.CSTNode) -> bool:
+    found = False
+
+    def enter(child: cst.CSTNode) -> bool:
+        nonlocal found
+        found = found or _is_cpu_literal(child)
+        return not found
+
+    walk(node, enter)
+    return found
+
+
+def _tests_availability(test: cst.BaseExpression) -> bool:
+    found = False
+
+    def enter(child: cst.CSTNode) -> bool:
+        nonlocal found
+        if isinstance(child, cst.Call) and isinstance(child.func, cst.Attribute):
+            found = found or child.func.attr.value in _AVAILABILITY
+        return not found
+
+    walk(test, enter)
+    return found
+
+
+def _exits(body: cst.BaseSuite) -> bool:
+    for statement in getattr(body, "body", ()):
+        for small in getattr(statement, "body", ()) if isinstance(statement, cst.SimpleStatementLine) else ():
+            if isinstance(small, cst.Raise):
+                return True
+            if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+                if (dotted_name(small.value.func) or "") in ("exit", "quit", "sys.exit", "os._exit"):
+                    return True
+    return False
+
+
+def _keyword(call: cst.Call, name: str) -> cst.BaseExpression | None:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg.value
+    return None
+
+
+def _only_availability(test: cst.BaseExpression) -> bool:
+    """A test of the machine alone (``not torch.cuda.is_available()``, ``device_count() < 2``),
+    not of a user's choice too (``args.cuda and not torch.cuda.is_available()``)."""
+    if isinstance(test, cst.UnaryOperation):
+        return _only_availability(test.expression)
+    if isinstance(test, cst.Comparison):
+        return _only_availability(test.left)
+    return isinstance(test, cst.Call) and _tests_availability(test)
+
+
+def _needs_cuda(node: cst.CSTNode, top_level: bool) -> str | None:
+    """What a single node says about the file needing CUDA anyway, or None. Imports count
+    at the top level only: one inside ``try``, ``if`` or a function is optional."""
+    if isinstance(node, cst.Assert) and _only_availability(node.test):
+        return "asserts that CUDA is available"
+    if isinstance(node, cst.If) and _only_availability(node.test) and _exits(node.body):
+        return "exits when CUDA is missing"
+    if isinstance(node, (cst.Import, cst.ImportFrom)) and top_level:
+        names = [dotted_name(node.module) or ""] if isinstance(node, cst.ImportFrom) and node.module else []
+        if isinstance(node, cst.Import):
+            names = [dotted_name(alias.name) or "" for alias in node.names]
+        for name in names:
+            if name.split(".")[0] in GPU_LIBRARIES:
+                return f"imports {name.split('.')[0]}, which drives NVIDIA GPUs only"
+    if isinstance(node, cst.Call):
+        for flag in ("load_in_8bit", "load_in_4bit"):
+            value = _keyword(node, flag)
+            if isinstance(value, cst.Name) and value.value == "True":
+                return f"loads a model with {flag}=True (bitsandbytes: CUDA only)"
+        device_map = _keyword(node, "device_map")
+        if isinstance(device_map, cst.Integer) or (
+            isinstance(device_map, cst.Dict) and any(isinstance(e.value, cst.Integer)
+                                                     for e in device_map.elements if isinstance(e, cst.DictElement))
+        ):
+            return "places the model on GPU 0 with device_map"
+    return None
+
+
+def _cpu_choice(node: cst.CSTNode) -> str | None:
+    """What a single node says about the file offering a CPU path, or None."""
+    if isinstance(node, cst.IfExp) and (_is_cpu_literal(node.body) or _is_cpu_literal(node.orelse)):
+        return "chooses the CPU when the condition says so"
+    if isinstance(node, cst.If) and (_tests_availability(node.test) or "cpu" in code_of(node.test).lower()):
+        branches = [node.body, node.orelse] if node.orelse is not None else [node.body]
+        if any(_mentions_cpu(branch) for branch in branches):
+            return "falls back to the CPU"
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "add_argument":
+        action = _keyword(node, "action")
+        opt_in = isinstance(action, cst.SimpleString) and action.evaluated_value == "store_true"
+        for arg in node.args:
+            if not isinstance(arg.value, cst.SimpleString):
+                continue
+            option = arg.value.evaluated_value
+            if option in _CPU_OPTIONS:
+                return f"offers {option} on the command line"
+            if opt_in and option in _OPT_IN_GPU_OPTIONS:
+                return f"runs on the CPU unless {option} is given"
+    return None
+
+
+def _root(node: cst.BaseExpression) -> str | None:
+    while isinstance(node, (cst.Attribute, cst.Subscript)):
+        node = node.value
+    return node.value if isinstance(node, cst.Name) else None
+
+
+def _reads_device(function: cst.FunctionDef) -> Step | None:
+    """A device the caller chooses: a device parameter, or the ``.device`` of an input
+    (``x.device``, ``self.device``, ``args.device``; not of a local the function moved itself)."""
+    params = [*function.params.params, *function.params.kwonly_params, *function.params.posonly_params]
+    for param in params:
+        name = param.name.value
+        if name == "device" or name.endswith("_device") or name == "map_location":
+            return param, f"`{function.name.value}` takes the device as `{name}`"
+    inputs = {param.name.value for param in params}
+    found: list[Step] = []
+
+    def enter(node: cst.CSTNode) -> bool:
+        if found:
+            return False
+        if isinstance(node, cst.Attribute) and node.attr.value == "device" and _root(node.value) in inputs:
+            found.append((node, f"`{function.name.value}` follows the device of `{code_of(node)}`"))
+            return False
+        return True
+
+    walk(function.body, enter)
+    return found[0] if found else None
+
+
+def _calls_cuda_only(ctx, function: cst.FunctionDef) -> Step | None:
+    """A call anywhere in the function (a loop, a branch) of a ``torch.cuda`` function
+    that raises without CUDA: the function is for GPUs, however its lines are guarded."""
+    found: list[Step] = []
+
+    def enter(node: cst.CSTNode) -> bool:
+        if found:
+            return False
+        if isinstance(node, cst.Call) and ctx.qualified_name(node.func) in requirements.NEEDS_CUDA:
+            found.append((node, f"`{function.name.value}` needs CUDA anyway: it calls `{code_of(node.func)}`"))
+        return not isinstance(node, (cst.FunctionDef, cst.Lambda)) or node is function
+
+    walk(function, enter)
+    return found[0] if found else None
+
+
+def _facts(ctx, module: cst.Module) -> _FileFacts:
+    facts = getattr(ctx, "_portability", None)
+    if facts is not None:
+        return facts
+    facts = ctx._portability = _FileFacts()
+    top_level = {id(statement) for statement in module.body}
+    top_level |= {id(small) for statement in module.body if isinstance(statement, cst.SimpleStatementLine)
+                  for small in statement.body}
+
+    def enter(node: cst.CSTNode) -> bool:
+        if facts.cuda_only is None:
+            why = _needs_cuda(node, id(node) in top_level)
+            if why is not None:
+                facts.cuda_only = (node, f"the file needs CUDA anyway: it {why}")
+        if facts.cpu_choice is None:
+            why = _cpu_choice(node)
+            if why is not None:
+                facts.cpu_choice = (node, f"the file runs without CUDA: it {why}")
+        if isinstance(node, cst.FunctionDef):
+            step = _reads_device(node)
+            if step is not None:
+                facts.device_generic[node] = step
+            step = _calls_cuda_only(ctx, node)
+            if step is not None:
+                facts.cuda_scopes[node] = step
+        if isinstance(node, cst.ClassDef):
+            for base in node.bases:
+                if ctx.qualified_name(base.value) in _GPU_ONLY_WRAPPERS:
+                    facts.cuda_scopes[node] = (base, f"class `{node.name.value}` is a {code_of(base.value)}: "
+                                               "it runs where GPUs are")
+        return True
+
+    walk(module, enter)
+    for node in list(_classes(module)):
+        methods = [m for m in node.body.body if isinstance(m, cst.FunctionDef)]
+        for method in methods:
+            step = facts.device_generic.get(method)
+            if step is not None:
+                facts.device_generic[node] = (step[0], f"class `{node.name.value}` is device-generic: " + step[1])
+                break
+    return facts
+
+
+def _classes(module: cst.Module):
+    found: list[cst.ClassDef] = []
+
+    def enter(node: cst.CSTNode) -> bool:
+        if isinstance(node, cst.ClassDef):
+            found.append(node)
+        return True
+
+    walk(module, enter)
+    return found
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """``certain`` when the code is meant to run without CUDA and nothing says otherwise;
+    ``steps``: the evidence either way."""
+
+    certain: bool
+    steps: tuple[Step, ...]
+
+
+def _library(ctx, module: cst.Module) -> Step | None:
+    """A module of an importable package with no ``__main__`` block: library code runs
+    wherever its callers run, machines without CUDA among them."""
+    path = Path(ctx.path)
+    if path.suffix != ".py" or not (path.parent / "__init__.py").is_file():
+        return None
+    if "__main__" in ctx.source:
+        return None
+    return module, "library code (a module of a package, no __main__ block): it runs wherever its callers do"
+
+
+def runs_without_cuda(ctx, ancestors: Sequence[cst.CSTNode], library: bool = False) -> Verdict:
+    """Whether code at ``ancestors`` (the flagged node's, module first) is meant to run
+    on machines without CUDA, with the evidence. ``library``: a module of a package counts
+    (for a load, whose file comes from the caller)."""
+    module = ancestors[0]
+    if not isinstance(module, cst.Module):
+        return Verdict(False, ())
+    facts = _facts(ctx, module)
+    if facts.cuda_only is not None:
+        return Verdict(False, (facts.cuda_only,))
+    for scope in reversed(ancestors):
+        step = facts.cuda_scopes.get(scope)
+        if step is not None:
+            return Verdict(False, (step,))
+    function = next((a for a in reversed(ancestors) if isinstance(a, cst.FunctionDef)), None)
+    if provenance.is_test_function(ctx, function):
+        return Verdict(False, ())
+    for scope in reversed(ancestors):
+        step = facts.device_generic.get(scope)
+        if step is not None:
+            return Verdict(True, (step,))
+    if facts.cpu_choice is not None:
+        return Verdict(True, (facts.cpu_choice,))
+    step = _library(ctx, module) if library else None
+    if step is not None:
+        return Verdict(True, (step,))
+    return Verdict(False, ())
