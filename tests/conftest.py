@@ -57,5 +57,5 @@ def lint_project(root: Path, files: dict[str, str], name: str, rule) -> list[tup
         (root / path).write_text(textwrap.dedent(text))
     target = root / name
     index = project_index.build([str(target)])
-    result = lint_source(str(target), target.read_text(), [rule], index=index)
+    result = lint_source(str(target), target.read_text(), [rule], index=index, preview=True)
     return [(f.line, f.column) for f in result.findings]

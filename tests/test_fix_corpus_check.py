@@ -34,7 +34,7 @@ def test_catches_a_name_bound_nowhere():
 
 
 def test_the_fixer_output_passes_it():
-    result = lint_source("m.py", LATE, [Rule.registry["TDL001"]])
+    result = lint_source("m.py", LATE, [Rule.registry["TDL001"]], preview=True)
     fixed = fix_file(result).source
     assert "x.to(device)" in fixed
     assert fix_corpus.unbound_introductions(LATE, fixed) == []

@@ -80,14 +80,14 @@ SEEN = collections.Counter()
 
 
 def check_fix_properties(source: str) -> None:
-    before = lint_source("m.py", source, RULES)
+    before = lint_source("m.py", source, RULES, preview=True)
     SEEN.update(f.code for f in before.findings)
     outcome = fix_file(before, unsafe=True)
     assert outcome.error is None
     fixed = outcome.source
     libcst.parse_module(fixed)
     compile(fixed, "m.py", "exec")
-    after = lint_source("m.py", fixed, RULES)
+    after = lint_source("m.py", fixed, RULES, preview=True)
     unfixed = [f for f in before.findings if not applicable(f, unsafe=True)]
     assert collections.Counter(f.code for f in after.findings) == collections.Counter(
         f.code for f in unfixed

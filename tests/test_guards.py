@@ -18,7 +18,7 @@ TDL001 = Rule.registry["TDL001"]
 
 
 def cuda_lines(code: str) -> list[int]:
-    result = lint_source("example.py", textwrap.dedent(code), [TDL001])
+    result = lint_source("example.py", textwrap.dedent(code), [TDL001], preview=True)
     assert result.error is None
     return [f.line for f in result.findings]
 

@@ -5,7 +5,7 @@ import pytest
 
 import torchdev_lint.rules  # noqa: F401
 from torchdev_lint.engine import lint_source
-from torchdev_lint.finding import Applicability
+from torchdev_lint.finding import Applicability, Confidence
 from torchdev_lint.fixer import fix_file
 from torchdev_lint.rule import Rule
 
@@ -21,18 +21,27 @@ def test_every_rule_has_examples_of_both_kinds():
 
 @pytest.mark.parametrize("rule, code", VALID)
 def test_valid_code_is_not_flagged(rule, code):
-    assert lint_source("example.py", code, [rule]).findings == []
+    assert lint_source("example.py", code, [rule], preview=True).findings == []
 
 
 @pytest.mark.parametrize("rule, example", INVALID)
 def test_invalid_code_is_flagged_at_its_position(rule, example):
-    findings = lint_source("example.py", example.code, [rule]).findings
+    findings = lint_source("example.py", example.code, [rule], preview=True).findings
     assert [(f.code, f.line, f.column) for f in findings] == [(rule.code, example.line, example.column)]
 
 
 @pytest.mark.parametrize("rule, example", INVALID)
+def test_invalid_code_is_in_its_tier(rule, example):
+    """A possible finding is hidden from the default output; a certain one shows there."""
+    (finding,) = lint_source("example.py", example.code, [rule], preview=True).findings
+    possible = rule.preview or example.possible
+    assert finding.confidence is (Confidence.POSSIBLE if possible else Confidence.CERTAIN)
+    assert len(lint_source("example.py", example.code, [rule]).findings) == (0 if possible else 1)
+
+
+@pytest.mark.parametrize("rule, example", INVALID)
 def test_fix(rule, example):
-    result = lint_source("example.py", example.code, [rule])
+    result = lint_source("example.py", example.code, [rule], preview=True)
     (finding,) = result.findings
     if example.fixed is None:
         assert finding.fix is None
@@ -43,5 +52,5 @@ def test_fix(rule, example):
     assert fixed.error is None
     assert fixed.source == example.fixed
     # Idempotent: the fixed code has nothing left for the rule to find or fix.
-    again = lint_source("example.py", fixed.source, [rule])
+    again = lint_source("example.py", fixed.source, [rule], preview=True)
     assert again.findings == []

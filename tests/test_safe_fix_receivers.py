@@ -65,7 +65,7 @@ def programs(draw):
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(programs())
 def test_no_safe_fix_touches_a_projects_own_to_cuda_numpy(source):
-    result = lint_source("m.py", source, RULES)
+    result = lint_source("m.py", source, RULES, preview=True)
     safe = [f for f in result.findings if f.fix is not None and f.fix.applicability is Applicability.SAFE]
     assert safe == [], source
     assert fix_file(result).source == source
@@ -78,5 +78,5 @@ def test_the_generator_reaches_the_rules_that_fix_these_calls():
         "    def cuda(self):\n        return self\n\n\ndef main(device):\n    bag = Bag()\n"
         "    bag.cuda()\n    arr = bag.to(device).numpy()\n"
     )
-    codes = {f.code for f in lint_source("m.py", source, RULES).findings}
+    codes = {f.code for f in lint_source("m.py", source, RULES, preview=True).findings}
     assert "TDL001" in codes

@@ -15,7 +15,8 @@ TDL001, TDL002 = Rule.registry["TDL001"], Rule.registry["TDL002"]
 
 
 def findings(code, rules=(TDL001,), **options):
-    result = lint_source("t.py", textwrap.dedent(code), list(rules), **options)
+    """What the analysis finds, in every tier (tiers: tests/test_confidence.py)."""
+    result = lint_source("t.py", textwrap.dedent(code), list(rules), preview=True, **options)
     return [(f.code, f.line, f.column) for f in result.findings]
 
 
@@ -77,12 +78,12 @@ def test_a_public_helper_is_silent_only_while_no_other_module_imports_it(tmp_pat
     (tmp_path / "other.py").write_text("x = 1\n")
     path = str(tmp_path / "test_metric.py")
     index = build([path, str(tmp_path / "other.py")])
-    assert lint_source(path, helper, [TDL001], index=index).findings == []
+    assert lint_source(path, helper, [TDL001], index=index, preview=True).findings == []
     (tmp_path / "other.py").write_text("from test_metric import ddp_fn\nddp_fn(0)\n")
     index = build([path, str(tmp_path / "other.py")])
-    assert [(f.line, f.column) for f in lint_source(path, helper, [TDL001], index=index).findings] == [(2, 5)]
+    assert [(f.line, f.column) for f in lint_source(path, helper, [TDL001], index=index, preview=True).findings] == [(2, 5)]
     # Without an index (one file at a time) a public function stays checked.
-    assert [(f.line, f.column) for f in lint_source(path, helper, [TDL001]).findings] == [(2, 5)]
+    assert [(f.line, f.column) for f in lint_source(path, helper, [TDL001], preview=True).findings] == [(2, 5)]
 
 
 # -- what the fix may do safely ------------------------------------------------------------
@@ -90,7 +91,7 @@ def test_a_public_helper_is_silent_only_while_no_other_module_imports_it(tmp_pat
 def fix_of(code):
     from torchdev_lint.fixer import fix_file
 
-    result = lint_source("t.py", textwrap.dedent(code), [TDL001])
+    result = lint_source("t.py", textwrap.dedent(code), [TDL001], preview=True)
     [finding] = result.findings
     return finding.fix.applicability.value, fix_file(result, unsafe=True).source
 
@@ -255,7 +256,7 @@ def lint_comm(tmp_path, train=TRAIN, comm=COMM):
     for name, text in {"comm.py": comm, "train.py": train}.items():
         (tmp_path / name).write_text(text)
     index = project_index.build([str(tmp_path / "comm.py")])
-    result = lint_source(str(tmp_path / "comm.py"), comm, [TDL001, TDL002], index=index)
+    result = lint_source(str(tmp_path / "comm.py"), comm, [TDL001, TDL002], index=index, preview=True)
     return [(f.code, f.line, f.column) for f in result.findings]
 
 
@@ -292,9 +293,9 @@ def test_another_project_in_the_same_run_does_not_decide(tmp_path):
     (tmp_path / "proj/train.py").write_text(TRAIN)
     (tmp_path / "other/run.py").write_text('import torch\ntorch.distributed.init_process_group("gloo")\n')
     index = project_index.build([str(tmp_path / "proj/comm.py"), str(tmp_path / "other/run.py")])
-    result = lint_source(str(tmp_path / "proj/comm.py"), COMM, [TDL001, TDL002], index=index)
+    result = lint_source(str(tmp_path / "proj/comm.py"), COMM, [TDL001, TDL002], index=index, preview=True)
     assert result.findings == []
     (tmp_path / "proj/train.py").write_text(TRAIN + '\ndef cpu():\n    torch.distributed.init_process_group("gloo")\n')
     index = project_index.build([str(tmp_path / "proj/comm.py"), str(tmp_path / "other/run.py")])
-    result = lint_source(str(tmp_path / "proj/comm.py"), COMM, [TDL001, TDL002], index=index)
+    result = lint_source(str(tmp_path / "proj/comm.py"), COMM, [TDL001, TDL002], index=index, preview=True)
     assert [(f.code, f.line, f.column) for f in result.findings] == COMM_FINDINGS

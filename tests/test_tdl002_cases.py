@@ -15,14 +15,14 @@ RULE = Rule.registry["TDL002"]
 
 
 def findings(code):
-    return [(f.line, f.column) for f in lint_source("t.py", textwrap.dedent(code), [RULE]).findings]
+    return [(f.line, f.column) for f in lint_source("t.py", textwrap.dedent(code), [RULE], preview=True).findings]
 
 
 def fixed(code, unsafe=False):
-    result = lint_source("t.py", textwrap.dedent(code), [RULE])
+    result = lint_source("t.py", textwrap.dedent(code), [RULE], preview=True)
     outcome = fix_file(result, unsafe=unsafe)
     assert outcome.error is None
-    again = lint_source("t.py", outcome.source, [RULE])
+    again = lint_source("t.py", outcome.source, [RULE], preview=True)
     assert [f for f in again.findings if f.fix is not None and (unsafe or f.fix.applicability.value == "safe")] == []
     return outcome.source
 
@@ -149,7 +149,7 @@ def test_branch_of_an_unrelated_condition_gets_parentheses():
 def test_no_fix_that_would_need_an_import_of_torch():
     # The index is kept behind `torch.cuda.is_available()`, which needs torch imported.
     code = 'from transformers import AutoModel\nmodel = AutoModel.from_pretrained("x").to("cuda:1")\n'
-    (finding,) = lint_source("t.py", code, [RULE]).findings
+    (finding,) = lint_source("t.py", code, [RULE], preview=True).findings
     assert finding.fix is None
     # A plain "cuda" gets the default device, added with its `import torch`.
     code = 'from transformers import AutoModel\nmodel = AutoModel.from_pretrained("x").to("cuda")\n'
@@ -229,7 +229,7 @@ def test_self_device_definition_and_its_uses_compose():
 def test_tdl001_and_tdl002_fixes_share_one_default_device():
     code = 'import torch\nx = torch.ones(1).cuda()\ny = torch.ones(1, device="cuda")\n'
     rules = [Rule.registry["TDL001"], RULE]
-    result = lint_source("t.py", code, rules)
+    result = lint_source("t.py", code, rules, preview=True)
     assert [f.code for f in result.findings] == ["TDL001", "TDL002"]
     assert fix_file(result).source == (
         "import torch\n" + DEFAULT + "x = torch.ones(1).to(device)\ny = torch.ones(1, device=device)\n"
@@ -237,7 +237,7 @@ def test_tdl001_and_tdl002_fixes_share_one_default_device():
 
 
 def test_message_names_the_string():
-    (finding,) = lint_source("t.py", 'x = y.to("cuda:1")\n', [RULE]).findings
+    (finding,) = lint_source("t.py", 'x = y.to("cuda:1")\n', [RULE], preview=True).findings
     assert finding.message.startswith('`"cuda:1"` hardcodes a CUDA device')
 
 
@@ -245,10 +245,11 @@ def test_message_names_the_string():
 
 def test_a_cuda_only_project_turns_the_rule_off_in_one_line(tmp_path, run_cli):
     (tmp_path / "train.py").write_text('import torch\nx = torch.zeros(3, device="cuda")\n')
-    status, out, _ = run_cli(tmp_path, cwd=tmp_path)
+    # a script with no CPU path: its finding is possible, shown with --preview
+    status, out, _ = run_cli("--preview", tmp_path, cwd=tmp_path)
     assert status == 1 and "TDL002" in out
     (tmp_path / "pyproject.toml").write_text('[tool.torchdev-lint]\nignore = ["TDL002"]\n')
-    status, out, _ = run_cli(tmp_path, cwd=tmp_path)
+    status, out, _ = run_cli("--preview", tmp_path, cwd=tmp_path)
     assert status == 0, out
     assert "TDL002" not in out
 
@@ -260,7 +261,7 @@ def test_tests_alone_can_turn_it_off(tmp_path, run_cli):
     (tmp_path / "pyproject.toml").write_text(
         '[tool.torchdev-lint]\nper-file-ignores = { "tests/*" = ["TDL002"] }\n'
     )
-    status, out, _ = run_cli(tmp_path, cwd=tmp_path)
+    status, out, _ = run_cli("--preview", tmp_path, cwd=tmp_path)
     assert status == 1
     assert "train.py" in out and "test_gpu.py" not in out
 
@@ -273,7 +274,7 @@ def test_tests_alone_can_turn_it_off(tmp_path, run_cli):
     ('import torch\nw = x.to(torch.cuda.current_device())\n', (2, 10)),
 ])
 def test_positional_and_helper_device_positions(code, where):
-    assert [(f.line, f.column) for f in lint_source("m.py", code, [RULE]).findings] == [where]
+    assert [(f.line, f.column) for f in lint_source("m.py", code, [RULE], preview=True).findings] == [where]
 
 
 # -- code that can only run where CUDA is (analysis/requirements.py) ---------------------------
@@ -450,7 +451,7 @@ def test_a_public_helper_counts_when_the_project_index_says_no_other_module_impo
 
     def lint():
         index = project_index.build([str(tests / "test_metric.py")])
-        result = lint_source(str(tests / "test_metric.py"), helper, [RULE], index=index)
+        result = lint_source(str(tests / "test_metric.py"), helper, [RULE], index=index, preview=True)
         return [(f.line, f.column) for f in result.findings]
 
     assert lint() == []
@@ -503,7 +504,7 @@ def lint_profiler(tmp_path, other, profiler=PROFILER):
     (package / "profiling_utils.py").write_text(textwrap.dedent(profiler))
     (package / "profile_all.py").write_text(textwrap.dedent(other))
     index = project_index.build([str(package / "profiling_utils.py")])
-    result = lint_source(str(package / "profiling_utils.py"), textwrap.dedent(profiler), [RULE], index=index)
+    result = lint_source(str(package / "profiling_utils.py"), textwrap.dedent(profiler), [RULE], index=index, preview=True)
     return [(f.line, f.column) for f in result.findings]
 
 

@@ -43,7 +43,7 @@ MODULE = textwrap.dedent("""\
 
 
 def fixes(code):
-    result = lint_source("t.py", code, [RULE])
+    result = lint_source("t.py", code, [RULE], preview=True)
     return [(f.line, f.column, f.fix.applicability.value) for f in result.findings]
 
 

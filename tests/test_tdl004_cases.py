@@ -13,7 +13,7 @@ RULE = Rule.registry["TDL004"]
 
 
 def positions(code, path="example.py"):
-    return [(f.line, f.column) for f in lint_source(path, textwrap.dedent(code), [RULE]).findings]
+    return [(f.line, f.column) for f in lint_source(path, textwrap.dedent(code), [RULE], preview=True).findings]
 
 
 @pytest.mark.parametrize("code", [

@@ -17,7 +17,7 @@ HEAD = "import torch\nimport torch.nn as nn\n\n"
 
 
 def lint(code):
-    return lint_source("example.py", textwrap.dedent(code), [RULE])
+    return lint_source("example.py", textwrap.dedent(code), [RULE], preview=True)
 
 
 def module(init, extra="", use="mask"):

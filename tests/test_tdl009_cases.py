@@ -14,7 +14,7 @@ RULE = Rule.registry["TDL009"]
 
 
 def lint(code, rules=(RULE,)):
-    return lint_source("example.py", textwrap.dedent(code), list(rules))
+    return lint_source("example.py", textwrap.dedent(code), list(rules), preview=True)
 
 
 def positions(code):

@@ -11,7 +11,7 @@ from torchdev_lint.rule import Rule
 
 
 def lines(code: str, rule: str) -> list[int]:
-    result = lint_source("example.py", textwrap.dedent(code), [Rule.registry[rule]])
+    result = lint_source("example.py", textwrap.dedent(code), [Rule.registry[rule]], preview=True)
     return [f.line for f in result.findings]
 
 

@@ -625,7 +625,7 @@ class FactoryWithoutDeviceInForward(Rule):
         certain = param.certain or f"{param.name}.device" in code_of(method.node.body)
         # `device=x.device` only on what is known to have one: a list input would raise
         known = (certain or kind_by_use(method.node, param.name) == kinds.TENSOR
-                 or _arithmetic_operand(method.node, param.name))
+                 or _computed_with(method.node, param.name, self.ctx.qualified_name))
         safe = factory.name not in RANDOM_FACTORIES and certain and not param.defaulted
         device = fixes.expression(f"{param.name}.device")
         edit = (lambda updated: fixes.add_keyword(updated, "device", device))
@@ -635,16 +635,22 @@ class FactoryWithoutDeviceInForward(Rule):
         self.report(factory.call, message, fix=fix)
 
 
-def _arithmetic_operand(function: cst.FunctionDef, name: str) -> bool:
-    """``x * w``, ``x + bias``: the input is computed with as a tensor is; a list that the
-    function only measures and indexes (``len(data_list)``, ``data_list[0]``) is not."""
+def _computed_with(function: cst.FunctionDef, name: str, qualify) -> bool:
+    """``x * w``, ``torch.cat([x, pad])``: the input is computed with as a tensor is; a list
+    that the function only measures and indexes (``len(data_list)``, ``data_list[0]``) is not."""
     found = False
+
+    def named(expr: cst.BaseExpression) -> bool:
+        if isinstance(expr, (cst.List, cst.Tuple)):
+            return any(named(e.value) for e in expr.elements)
+        return isinstance(expr, cst.Name) and expr.value == name
 
     def enter(node: cst.CSTNode) -> bool:
         nonlocal found
         if isinstance(node, cst.BinaryOperation) and not isinstance(node.operator, cst.Modulo):
-            found = found or any(isinstance(side, cst.Name) and side.value == name
-                                 for side in (node.left, node.right))
+            found = found or named(node.left) or named(node.right)
+        if isinstance(node, cst.Call) and (qualify(node.func) or "").startswith("torch."):
+            found = found or any(named(arg.value) for arg in node.args)
         return not found
 
     tree.walk(function.body, enter)
