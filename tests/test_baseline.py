@@ -1,5 +1,8 @@
 """Adopting the linter on a project with many findings: `--add-noqa` writes a baseline,
-`# torchdev-lint: noqa` turns a file off, TDL090 finds noqa codes that no longer suppress anything."""
+`# torchdev-lint: noqa` turns a file off, TDL090 finds noqa codes that no longer suppress anything.
+
+The toy sources here have no CPU path, so their findings are possible since confidence tiers:
+the tests run in the preview tier (`--preview`)."""
 
 from torchdev_lint.noqa import add_noqa
 
@@ -17,14 +20,15 @@ w = torch.zeros(2).cuda()  # noqa
 def test_add_noqa_writes_a_baseline_that_silences_everything(tmp_path, run_cli):
     path = tmp_path / "m.py"
     path.write_text(SOURCE)
-    status, _, err = run_cli("--isolated", "--add-noqa", "m.py", cwd=tmp_path)
+    status, _, err = run_cli("--isolated", "--preview", "--add-noqa", "m.py", cwd=tmp_path)
     assert status == 0 and "Added 3 noqa directives." in err
     assert path.read_text() == SOURCE.replace("# keep me", "# keep me  # noqa: TDL001").replace(
         '    "a.pt",\n)', '    "a.pt",\n)  # noqa: TDL004').replace("# noqa: TDL003", "# noqa: TDL001, TDL003")
-    status, out, _ = run_cli("--isolated", "m.py", cwd=tmp_path)
+    status, out, _ = run_cli("--isolated", "--preview", "m.py", cwd=tmp_path)
     assert status == 0 and out.startswith("All checks passed")
     # what a baseline keeps: TDL003 on `z = ...` is no longer needed
-    status, out, _ = run_cli("--isolated", "--extend-select", "TDL090", "--format", "concise", "m.py", cwd=tmp_path)
+    status, out, _ = run_cli("--isolated", "--preview", "--extend-select", "TDL090", "--format", "concise", "m.py",
+                             cwd=tmp_path)
     assert status == 1
     assert out.splitlines()[0] == "m.py:6:15: TDL090 Unused `noqa` code TDL003: it suppresses nothing here"
 
@@ -41,7 +45,8 @@ def test_file_level_noqa(tmp_path, run_cli):
         "# torchdev-lint: noqa: TDL004\nimport torch\nx = torch.zeros(2).cuda()\ns = torch.load(p)\n")
     # inside a statement it is an ordinary comment, not a file-level switch
     (tmp_path / "not.py").write_text("import torch\nx = torch.zeros(2).cuda()  # torchdev-lint: noqa\n")
-    status, out, _ = run_cli("--isolated", "--format", "concise", "off.py", "some.py", "not.py", cwd=tmp_path)
+    status, out, _ = run_cli("--isolated", "--preview", "--format", "concise", "off.py", "some.py", "not.py",
+                             cwd=tmp_path)
     assert [line.split(":")[0] + " " + line.split()[1] for line in out.splitlines() if "TDL" in line] == [
         "not.py TDL001", "some.py TDL001"]
 
@@ -61,12 +66,12 @@ def test_add_noqa_on_stdin_prints_the_result_and_leaves_the_file_alone(tmp_path,
     on_disk = "import torch\nx = torch.zeros(2).cuda()\n"
     (tmp_path / "m.py").write_text(on_disk)
     buffer = "import torch\n\n\ny = torch.load('a.pt')\n"
-    status, out, err = run_cli("--isolated", "--add-noqa", "--stdin-filename", "m.py", "-",
+    status, out, err = run_cli("--isolated", "--preview", "--add-noqa", "--stdin-filename", "m.py", "-",
                                input=buffer, cwd=tmp_path)
     assert status == 0 and "Added 1 noqa directive." in err
     assert out == buffer.replace("('a.pt')\n", "('a.pt')  # noqa: TDL004\n")
     assert (tmp_path / "m.py").read_text() == on_disk
-    status, out, _ = run_cli("--isolated", "--add-noqa", "-", input="x = 1\n", cwd=tmp_path)
+    status, out, _ = run_cli("--isolated", "--preview", "--add-noqa", "-", input="x = 1\n", cwd=tmp_path)
     assert (status, out) == (0, "x = 1\n")
 
 
@@ -81,12 +86,12 @@ def test_add_noqa_writes_into_notebook_cells_around_magics(tmp_path, run_cli):
                 "nbformat": 4, "nbformat_minor": 5}
     path = tmp_path / "nb.ipynb"
     path.write_text(json.dumps(notebook, indent=1) + "\n")
-    status, _, err = run_cli("--isolated", "--add-noqa", "nb.ipynb", cwd=tmp_path)
+    status, _, err = run_cli("--isolated", "--preview", "--add-noqa", "nb.ipynb", cwd=tmp_path)
     assert status == 0 and "Added 2 noqa directives." in err
     written = json.loads(path.read_text())
     assert written["cells"][0]["source"] == cells[0]
     assert written["cells"][1]["source"] == [
         "x = torch.zeros(2).cuda()  # noqa: TDL001\n", "%time y = x + 1\n", "s = torch.load(\n",
         "    'a.pt')  # noqa: TDL004"]
-    status, out, _ = run_cli("--isolated", "nb.ipynb", cwd=tmp_path)
+    status, out, _ = run_cli("--isolated", "--preview", "nb.ipynb", cwd=tmp_path)
     assert status == 0 and out.startswith("All checks passed"), out

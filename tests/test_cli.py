@@ -10,6 +10,8 @@ import pytest
 
 from conftest import ROOT
 
+# Toy buggy code with no CPU path: since confidence tiers its findings are possible, so the
+# tests of the command line's mechanics below run in the preview tier (`--preview`).
 BUGGY = textwrap.dedent(
     """\
     import torch
@@ -35,13 +37,14 @@ def test_text_output_sorted_with_summary(tmp_path, run_cli):
     write(tmp_path / "b.py", BUGGY)
     write(tmp_path / "a.py", "x = y.cuda()\n")
     write(tmp_path / "clean.py", CLEAN)
-    status, out, err = run_cli("--isolated", "--output-format", "concise", ".", cwd=tmp_path)
+    status, out, err = run_cli("--isolated", "--preview", "--output-format", "concise", ".", cwd=tmp_path)
     assert status == 1, err
     lines = out.splitlines()
     assert lines[:3] == [
-        "a.py:1:5: TDL001 [*] `.cuda()` hardcodes a CUDA device: this line fails on machines without one",
-        "b.py:4:1: TDL001 [*] `.cuda()` hardcodes a CUDA device: this line fails on machines without one",
-        "b.py:5:9: TDL004 [~] `torch.load` without `map_location`: tensors go back to the device they were saved from",
+        "a.py:1:5: TDL001 [*] `.cuda()` hardcodes a CUDA device: this line fails on machines without one (possible)",
+        "b.py:4:1: TDL001 [*] `.cuda()` hardcodes a CUDA device: this line fails on machines without one (possible)",
+        "b.py:5:9: TDL004 [~] `torch.load` without `map_location`: "
+        "tensors go back to the device they were saved from (possible)",
     ]
     assert lines[3] == ("Found 3 problems in 2 files. [*] 2 fixable with `--fix`. "
                         "[~] 1 hidden fix can be enabled with `--unsafe-fixes`.")
@@ -50,21 +53,21 @@ def test_text_output_sorted_with_summary(tmp_path, run_cli):
 
 def test_paths_are_shown_as_typed(tmp_path, run_cli):
     write(tmp_path / "pkg" / "sub" / "m.py", "x = y.cuda()\n")
-    status, out, _ = run_cli("--isolated", "pkg/", cwd=tmp_path)
+    status, out, _ = run_cli("--isolated", "--preview", "pkg/", cwd=tmp_path)
     assert out.startswith("pkg/sub/m.py:1:5: TDL001")
 
 
 def test_exit_status_clean_and_exit_zero(tmp_path, run_cli):
     write(tmp_path / "clean.py", CLEAN)
     write(tmp_path / "bug.py", BUGGY)
-    assert run_cli("--isolated", "clean.py", cwd=tmp_path)[0] == 0
-    assert run_cli("--isolated", "bug.py", cwd=tmp_path)[0] == 1
-    assert run_cli("--isolated", "--exit-zero", "bug.py", cwd=tmp_path)[0] == 0
+    assert run_cli("--isolated", "--preview", "clean.py", cwd=tmp_path)[0] == 0
+    assert run_cli("--isolated", "--preview", "bug.py", cwd=tmp_path)[0] == 1
+    assert run_cli("--isolated", "--preview", "--exit-zero", "bug.py", cwd=tmp_path)[0] == 0
 
 
 def test_json_output_is_the_documented_contract(tmp_path, run_cli):
     write(tmp_path / "bug.py", BUGGY)
-    status, out, _ = run_cli("--isolated", "--format", "json", "bug.py", cwd=tmp_path)
+    status, out, _ = run_cli("--isolated", "--preview", "--format", "json", "bug.py", cwd=tmp_path)
     assert status == 1
     findings = json.loads(out)
     assert findings[0] == {
@@ -72,6 +75,7 @@ def test_json_output_is_the_documented_contract(tmp_path, run_cli):
         "code": "TDL001", "name": "hardcoded-cuda-call",
         "message": "`.cuda()` hardcodes a CUDA device: this line fails on machines without one",
         "fixable": True, "fix_applicability": "safe", "cell": None,
+        "confidence": "possible", "evidence": [],
     }
     assert [f["code"] for f in findings] == ["TDL001", "TDL004"]
 
@@ -84,9 +88,9 @@ def test_json_output_is_an_empty_array_when_clean(tmp_path, run_cli):
 
 def test_github_and_sarif_formats(tmp_path, run_cli):
     write(tmp_path / "bug.py", BUGGY)
-    _, out, _ = run_cli("--isolated", "--format", "github", "bug.py", cwd=tmp_path)
+    _, out, _ = run_cli("--isolated", "--preview", "--format", "github", "bug.py", cwd=tmp_path)
     assert out.splitlines()[0].startswith("::error title=torchdev-lint (TDL001),file=bug.py,line=4,col=1,")
-    _, out, _ = run_cli("--isolated", "--format", "sarif", "bug.py", cwd=tmp_path)
+    _, out, _ = run_cli("--isolated", "--preview", "--format", "sarif", "bug.py", cwd=tmp_path)
     sarif = json.loads(out)
     assert sarif["version"] == "2.1.0"
     results = sarif["runs"][0]["results"]
@@ -105,7 +109,7 @@ def test_github_and_sarif_formats(tmp_path, run_cli):
 )
 def test_select_and_ignore(tmp_path, run_cli, args, codes):
     write(tmp_path / "bug.py", BUGGY)
-    _, out, _ = run_cli("--isolated", "--format", "json", *args, "bug.py", cwd=tmp_path)
+    _, out, _ = run_cli("--isolated", "--preview", "--format", "json", *args, "bug.py", cwd=tmp_path)
     assert [f["code"] for f in json.loads(out)] == codes
 
 
@@ -120,6 +124,7 @@ def test_unknown_code_is_a_one_line_error(tmp_path, run_cli, option):
 def test_pyproject_configuration(tmp_path, run_cli):
     write(tmp_path / "pyproject.toml", textwrap.dedent("""\
         [tool.torchdev-lint]
+        preview = true
         ignore = ["TDL001"]
         exclude = ["vendored"]
         per-file-ignores = { "tests/*" = ["TDL004"] }
@@ -143,7 +148,7 @@ def test_pyproject_unknown_option_is_an_error(tmp_path, run_cli):
 
 
 def test_cuda_only_project_turns_tdl001_off(tmp_path, run_cli):
-    write(tmp_path / "pyproject.toml", '[tool.torchdev-lint]\nignore = ["TDL001"]\n')
+    write(tmp_path / "pyproject.toml", '[tool.torchdev-lint]\npreview = true\nignore = ["TDL001"]\n')
     write(tmp_path / "trainer.py", "import torch\nmodel = model.cuda()\n")
     assert run_cli(".", cwd=tmp_path)[0] == 0
 
@@ -161,7 +166,7 @@ def test_cuda_only_project_turns_tdl001_off(tmp_path, run_cli):
 )
 def test_noqa(tmp_path, run_cli, line, flagged):
     write(tmp_path / "m.py", "import torch\n" + line)
-    status, out, _ = run_cli("--isolated", "m.py", cwd=tmp_path)
+    status, out, _ = run_cli("--isolated", "--preview", "m.py", cwd=tmp_path)
     assert ("TDL001" in out) == flagged
 
 
@@ -175,12 +180,13 @@ def test_noqa_on_a_multiline_statement(tmp_path, run_cli):
             "ckpt.pt")
         third = torch.load("x")
         """))
-    status, out, _ = run_cli("--isolated", "--format", "json", "m.py", cwd=tmp_path)
+    status, out, _ = run_cli("--isolated", "--preview", "--format", "json", "m.py", cwd=tmp_path)
     assert [f["line"] for f in json.loads(out)] == [7]
 
 
 def test_stdin_with_filename(tmp_path, run_cli):
-    status, out, _ = run_cli("--isolated", "-", "--stdin-filename", "src/train.py", input=BUGGY, cwd=tmp_path)
+    status, out, _ = run_cli("--isolated", "--preview", "-", "--stdin-filename", "src/train.py", input=BUGGY,
+                             cwd=tmp_path)
     assert status == 1
     assert out.startswith("src/train.py:4:1: TDL001")
 
@@ -203,7 +209,7 @@ def test_default_excludes(tmp_path, run_cli):
         write(tmp_path / skipped, BUGGY)
     write(tmp_path / "env1" / "pyvenv.cfg", "home = /usr\n")
     write(tmp_path / "real.py", BUGGY)
-    _, out, _ = run_cli("--isolated", "--format", "json", ".", cwd=tmp_path)
+    _, out, _ = run_cli("--isolated", "--preview", "--format", "json", ".", cwd=tmp_path)
     assert {f["path"] for f in json.loads(out)} == {"real.py"}
 
 
@@ -212,8 +218,8 @@ def test_static_path_never_imports_torch(tmp_path):
     probe = (
         "import sys\n"
         "from torchdev_lint.cli import main\n"
-        f"code = main(['--isolated', {str(tmp_path)!r}, '--fix', '--diff'])\n"
-        "code = main(['--isolated', '--format', 'json', {!r}])\n".format(str(tmp_path))
+        f"code = main(['--isolated', '--preview', {str(tmp_path)!r}, '--fix', '--diff'])\n"
+        "code = main(['--isolated', '--preview', '--format', 'json', {!r}])\n".format(str(tmp_path))
         + "print('torch' in sys.modules)\n"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
@@ -227,7 +233,7 @@ def test_static_path_never_imports_torch(tmp_path):
 def test_python2_syntax_error(tmp_path, run_cli):
     write(tmp_path / "old.py", 'import torch\nprint "hello"\n')
     write(tmp_path / "bug.py", BUGGY)
-    status, out, err = run_cli("--isolated", ".", cwd=tmp_path)
+    status, out, err = run_cli("--isolated", "--preview", ".", cwd=tmp_path)
     assert status == 2
     assert "bug.py:4:1: TDL001" in out  # the other file is still checked
     (line,) = [l for l in err.splitlines() if "old.py" in l]
@@ -245,7 +251,7 @@ def test_python2_syntax_error(tmp_path, run_cli):
 def test_undecodable_files(tmp_path, run_cli, name, data, problem):
     write(tmp_path / name, data, mode="wb")
     write(tmp_path / "bug.py", BUGGY)
-    status, out, err = run_cli("--isolated", ".", cwd=tmp_path)
+    status, out, err = run_cli("--isolated", "--preview", ".", cwd=tmp_path)
     assert status == 2
     assert "bug.py:4:1: TDL001" in out
     (line,) = [l for l in err.splitlines() if name in l]
@@ -255,7 +261,7 @@ def test_undecodable_files(tmp_path, run_cli, name, data, problem):
 def test_unreadable_path(tmp_path, run_cli):
     os.symlink(tmp_path / "gone.py", tmp_path / "dangling.py")
     write(tmp_path / "bug.py", BUGGY)
-    status, out, err = run_cli("--isolated", ".", cwd=tmp_path)
+    status, out, err = run_cli("--isolated", "--preview", ".", cwd=tmp_path)
     assert status == 2 and "bug.py:4:1" in out
     assert "dangling.py: error: cannot read" in err
 
@@ -263,7 +269,7 @@ def test_unreadable_path(tmp_path, run_cli):
 def test_latin1_coding_cookie_and_non_ascii_columns(tmp_path, run_cli):
     source = "# -*- coding: latin-1 -*-\nnom = 'café'; x = y.cuda()\n".encode("latin-1")
     write(tmp_path / "m.py", source, mode="wb")
-    status, out, err = run_cli("--isolated", "m.py", cwd=tmp_path)
+    status, out, err = run_cli("--isolated", "--preview", "m.py", cwd=tmp_path)
     assert status == 1, err
     assert out.startswith("m.py:2:19: TDL001")  # columns count characters, not bytes
 
@@ -284,7 +290,7 @@ def test_no_python_files(tmp_path, run_cli):
 def test_deeply_nested_expression_is_an_error_not_a_crash(tmp_path, run_cli):
     write(tmp_path / "deep.py", "import torch\nx = " + "-" * 3000 + "1\ny = z.cuda()\n")
     write(tmp_path / "bug.py", BUGGY)
-    status, out, err = run_cli("--isolated", ".", cwd=tmp_path)
+    status, out, err = run_cli("--isolated", "--preview", ".", cwd=tmp_path)
     assert status == 2 and "Traceback" not in err
     assert "bug.py:4:1: TDL001" in out
     assert "deep.py" in err and "nested" in err

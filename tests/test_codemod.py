@@ -1,4 +1,7 @@
-"""The fixes run as a LibCST codemod command, through libcst.tool itself."""
+"""The fixes run as a LibCST codemod command, through libcst.tool itself.
+
+The toy sources have no CPU path, so their findings are possible since confidence tiers: the
+codemod runs in the preview tier (its `--preview`)."""
 
 import subprocess
 import sys
@@ -17,7 +20,7 @@ def run_codemod(tmp_path, *args):
 def test_codemod_applies_safe_fixes(tmp_path):
     path = tmp_path / "m.py"
     path.write_text("import torch\nx = torch.zeros(3)\nx.cuda()  # move\nstate = torch.load(p)\n")
-    process = run_codemod(tmp_path)
+    process = run_codemod(tmp_path, "--preview")
     assert process.returncode == 0, process.stderr
     assert path.read_text() == (
         "import torch\n"
@@ -29,5 +32,5 @@ def test_codemod_applies_safe_fixes(tmp_path):
 def test_codemod_unsafe_fixes_option(tmp_path):
     path = tmp_path / "m.py"
     path.write_text("import torch\nstate = torch.load(p)\n")
-    assert run_codemod(tmp_path, "--unsafe-fixes").returncode == 0
+    assert run_codemod(tmp_path, "--preview", "--unsafe-fixes").returncode == 0
     assert path.read_text() == 'import torch\nstate = torch.load(p, map_location="cpu")\n'

@@ -1,6 +1,9 @@
 """Settings per file: the nearest pyproject.toml with [tool.torchdev-lint] governs each file,
 whatever the order of the arguments; `extend`, .gitignore, command-line excludes and
-per-file ignores, ruff-like globs, and the commands that show what was resolved."""
+per-file ignores, ruff-like globs, and the commands that show what was resolved.
+
+CUDA and LOAD have no CPU path, so their findings are possible since confidence tiers: the
+tests that look at findings run in the preview tier (`--preview`, `preview=True`)."""
 
 import subprocess
 
@@ -34,14 +37,14 @@ def nested(tmp_path):
 
 
 def test_each_file_gets_its_nearest_configuration_in_any_order(nested, run_cli):
-    first = run_cli("--output-format", "concise", "a.py", "pkg/b.py", cwd=nested)[1]
-    second = run_cli("--output-format", "concise", "pkg/b.py", "a.py", cwd=nested)[1]
+    first = run_cli("--preview", "--output-format", "concise", "a.py", "pkg/b.py", cwd=nested)[1]
+    second = run_cli("--preview", "--output-format", "concise", "pkg/b.py", "a.py", cwd=nested)[1]
     assert codes(first) == codes(second) == ["a.py:3:5 TDL001", "pkg/b.py:5:9 TDL004"]
 
 
 def test_fix_never_touches_a_file_its_configuration_excludes(nested, run_cli):
     # pre-commit names every staged file; the first one here is governed by pkg's config
-    run_cli("--fix", "pkg/b.py", "lib/vendor/v.py", cwd=nested)
+    run_cli("--preview", "--fix", "pkg/b.py", "lib/vendor/v.py", cwd=nested)
     assert (nested / "lib" / "vendor" / "v.py").read_text() == CUDA
 
 
@@ -49,7 +52,7 @@ def test_extend_inherits_and_keeps_the_base_patterns_meaning(nested, run_cli):
     write(nested / "pkg" / "pyproject.toml", '[tool.torchdev-lint]\nextend = "../pyproject.toml"\n'
           'extend-select = ["TDL"]\n')
     write(nested / "pkg" / "lib" / "vendor" / "w.py", CUDA)  # not the root's lib/vendor: still checked
-    out = run_cli("--output-format", "concise", ".", cwd=nested)[1]
+    out = run_cli("--preview", "--output-format", "concise", ".", cwd=nested)[1]
     assert codes(out) == ["a.py:3:5 TDL001", "pkg/b.py:3:5 TDL001", "pkg/lib/vendor/w.py:3:5 TDL001"]
     write(nested / "pkg" / "pyproject.toml", '[tool.torchdev-lint]\nextend = "pyproject.toml"\n')
     status, _, err = run_cli(".", cwd=nested)
@@ -70,7 +73,7 @@ def test_command_line_excludes_and_per_file_ignores(tmp_path, run_cli):
     write(tmp_path / "tests" / "unit" / "test_a.py", CUDA + LOAD)
     write(tmp_path / "tests" / "test_b.py", CUDA)
     write(tmp_path / "src" / "m.py", CUDA)
-    out = run_cli("--isolated", "--output-format", "concise", "--per-file-ignores", "tests/**/*.py:TDL001",
+    out = run_cli("--isolated", "--preview", "--output-format", "concise", "--per-file-ignores", "tests/**/*.py:TDL001",
                   ".", cwd=tmp_path)[1]
     assert codes(out) == ["src/m.py:3:5 TDL001", "tests/unit/test_a.py:5:9 TDL004"]
     shown = run_cli("--isolated", "--show-files", "--extend-exclude", "src", ".", cwd=tmp_path)[1]
@@ -82,9 +85,10 @@ def test_command_line_excludes_and_per_file_ignores(tmp_path, run_cli):
 def test_command_line_patterns_are_paths_from_the_working_directory(nested, run_cli):
     """A file under a nested configuration (pkg/, its own root) still matches the patterns
     given on the command line as paths from where the command runs, as ruff's do."""
-    out = run_cli("--output-format", "concise", ".", cwd=nested)[1]
+    out = run_cli("--preview", "--output-format", "concise", ".", cwd=nested)[1]
     assert codes(out) == ["a.py:3:5 TDL001", "pkg/b.py:5:9 TDL004"]
-    out = run_cli("--output-format", "concise", "--per-file-ignores", "pkg/*.py:TDL004", ".", cwd=nested)[1]
+    out = run_cli("--preview", "--output-format", "concise", "--per-file-ignores", "pkg/*.py:TDL004", ".",
+                  cwd=nested)[1]
     assert codes(out) == ["a.py:3:5 TDL001"]
     shown = run_cli("--show-files", "--extend-exclude", "./pkg/b.py", ".", cwd=nested)[1]
     assert shown.split() == ["a.py"]
@@ -110,5 +114,5 @@ def test_show_settings_says_which_configuration_governs_a_file(nested, run_cli):
 
 def test_the_api_resolves_settings_per_file_too(nested, monkeypatch):
     monkeypatch.chdir(nested)
-    findings, errors = api.check_paths(["."])
+    findings, errors = api.check_paths(["."], preview=True)
     assert [(f.path, f.code) for f in findings] == [("a.py", "TDL001"), ("pkg/b.py", "TDL004")]

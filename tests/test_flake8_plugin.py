@@ -1,5 +1,8 @@
 """The flake8 plugin, tested by running the real flake8 in a subprocess and comparing what
-it reports with the CLI's JSON output, finding for finding."""
+it reports with the CLI's JSON output, finding for finding.
+
+Toy sources with no CPU path have possible findings only since confidence tiers: the tests
+that use them run in the preview tier (flake8's `--tdl-preview`, the CLI's `--preview`)."""
 
 from __future__ import annotations
 
@@ -41,13 +44,16 @@ def flake8_findings(process: subprocess.CompletedProcess) -> list[tuple]:
 
 
 def cli_findings(*args, cwd=ROOT) -> list[tuple]:
+    """The CLI's findings as flake8 shows them: a possible one's message ends with
+    ``(possible)``, as in the CLI's text output."""
     process = subprocess.run(
         [sys.executable, "-m", "torchdev_lint", "--isolated", "--format", "json", *map(str, args)],
         cwd=cwd, capture_output=True, text=True, env=ENV,
     )
     assert process.returncode in (0, 1), process.stderr
     return sorted(
-        (os.path.normpath(f["path"]), f["line"], f["column"], f["code"], f["message"])
+        (os.path.normpath(f["path"]), f["line"], f["column"], f["code"],
+         f["message"] + (" (possible)" if f["confidence"] == "possible" else ""))
         for f in json.loads(process.stdout)
     )
 
@@ -96,8 +102,10 @@ def test_plugin_codes_are_on_by_default(testdata_findings):
 
 
 def test_every_rule_same_findings_as_cli(examples):
-    expected = cli_findings(".", cwd=examples)
-    assert flake8_findings(flake8("--select", "TDL", ".", cwd=examples)) == expected
+    # in each tier: certain findings by default, possible ones too in the preview tier
+    assert flake8_findings(flake8("--select", "TDL", ".", cwd=examples)) == cli_findings(".", cwd=examples)
+    expected = cli_findings("--preview", ".", cwd=examples)
+    assert flake8_findings(flake8("--select", "TDL", "--tdl-preview", ".", cwd=examples)) == expected
     # every rule on by default showed up, so the plugin picked all of them up (opt-in
     # TDL090 judges noqa comments, which flake8 handles itself: the plugin never runs it)
     assert {row[3] for row in expected} == {c for c, r in Rule.registry.items() if not r.opt_in}
@@ -106,9 +114,9 @@ def test_every_rule_same_findings_as_cli(examples):
 def test_columns_are_those_the_user_sees(tmp_path):
     # flake8 adds 1 to a plugin's column: the plugin must yield 0-based offsets
     (tmp_path / "a.py").write_text("import torch\ntorch.zeros(1).cuda()\ns = 'é'; torch.ones(1).cuda()\n", encoding="utf-8")
-    rows = flake8_findings(flake8("--select", "TDL001", "a.py", cwd=tmp_path))
+    rows = flake8_findings(flake8("--select", "TDL001", "--tdl-preview", "a.py", cwd=tmp_path))
     assert [(r[1], r[2]) for r in rows] == [(2, 1), (3, 10)]
-    assert rows == cli_findings("--select", "TDL001", "a.py", cwd=tmp_path)
+    assert rows == cli_findings("--preview", "--select", "TDL001", "a.py", cwd=tmp_path)
 
 
 def test_jobs_2_same_as_serial(examples):
@@ -131,18 +139,19 @@ f = torch.zeros(3).cuda()
 
 def test_noqa_is_flake8s(tmp_path):
     (tmp_path / "noqa.py").write_text(NOQA)
-    rows = flake8_findings(flake8("--select", "TDL", "noqa.py", cwd=tmp_path))
+    rows = flake8_findings(flake8("--select", "TDL", "--tdl-preview", "noqa.py", cwd=tmp_path))
     assert [(r[1], r[3]) for r in rows] == [(6, "TDL001"), (8, "TDL001")]
-    assert rows == cli_findings("noqa.py", cwd=tmp_path)
+    assert rows == cli_findings("--preview", "noqa.py", cwd=tmp_path)
     # the plugin yields everything and flake8 filters: --disable-noqa shows all six
-    everything = flake8_findings(flake8("--select", "TDL", "--disable-noqa", "noqa.py", cwd=tmp_path))
+    everything = flake8_findings(flake8("--select", "TDL", "--tdl-preview", "--disable-noqa", "noqa.py",
+                                        cwd=tmp_path))
     assert [r[1] for r in everything] == [3, 4, 5, 6, 7, 8]
 
 
 def test_noqa_with_jobs_2(tmp_path):
     for name in ("one.py", "two.py", "three.py"):
         (tmp_path / name).write_text(NOQA)
-    rows = flake8_findings(flake8("--select", "TDL", "-j", "2", ".", cwd=tmp_path))
+    rows = flake8_findings(flake8("--select", "TDL", "--tdl-preview", "-j", "2", ".", cwd=tmp_path))
     assert [(r[0], r[1]) for r in rows] == [
         (name, line) for name in ("one.py", "three.py", "two.py") for line in (6, 8)
     ]
@@ -167,15 +176,16 @@ def test_select_and_ignore_options(testdata_findings):
 
 
 def test_settings_from_flake8_config(tmp_path):
-    # a CUDA-only project turns TDL001 off in its flake8 configuration
+    # a CUDA-only project turns TDL001 off in its flake8 configuration (and asks for the
+    # preview tier there: checkpoint.py's load is possible, its caller being another file)
     project = tmp_path / "project"
     shutil.copytree(TESTDATA / "project", project)
     (tmp_path / ".flake8").write_text(
-        "[flake8]\nselect = TDL\nextend-ignore = TDL001\n"
+        "[flake8]\nselect = TDL\nextend-ignore = TDL001\ntdl-preview = true\n"
         "per-file-ignores =\n    project/checkpoint.py: TDL004\n"
     )
     rows = flake8_findings(flake8("project", cwd=tmp_path, isolated=False))
-    everything = {(r[0], r[3]) for r in cli_findings("project", cwd=tmp_path)}
+    everything = {(r[0], r[3]) for r in cli_findings("--preview", "project", cwd=tmp_path)}
     checkpoint = os.path.normpath("project/checkpoint.py")
     assert ("project/train.py", "TDL001") in everything and (checkpoint, "TDL004") in everything
     assert {(r[0], r[3]) for r in rows} == {

@@ -91,10 +91,11 @@ def test_an_imported_or_unknown_package_is_left_alone(package):
 def test_the_command_line_checks_a_file_with_libcst_deferred(tmp_path):
     """The real CLI in a fresh interpreter, where LibCST is deferred: on Python 3.12.3+ the old
     stand-in raised RecursionError here, and a crash must never pass for 'findings'."""
+    # no CPU path: its finding is possible since confidence tiers, hence --preview
     (tmp_path / "bug.py").write_text("import torch\nmodel = torch.nn.Linear(2, 2)\nmodel.cuda()\n")
     done = subprocess.run(
         [sys.executable, "-c", "import sys; from torchdev_lint.cli import main; sys.exit(main(sys.argv[1:]))",
-         "--isolated", "--no-cache", "bug.py"],
+         "--isolated", "--preview", "--no-cache", "bug.py"],
         cwd=tmp_path, capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     assert done.returncode == 1, done.stderr

@@ -1,5 +1,8 @@
 """Jupyter notebooks: code cells checked as one module, positions per cell, magics masked,
-fixes written back into the cells without disturbing the rest of the JSON."""
+fixes written back into the cells without disturbing the rest of the JSON.
+
+The toy cells have no CPU path, so their findings are possible since confidence tiers: the
+tests run in the preview tier (`--preview`)."""
 
 import json
 
@@ -29,20 +32,20 @@ def write_notebook(path, data=NOTEBOOK):
 
 def test_findings_are_located_by_cell(tmp_path, run_cli):
     write_notebook(tmp_path / "train.ipynb")
-    status, out, err = run_cli("--isolated", "--format", "json", "train.ipynb", cwd=tmp_path)
+    status, out, err = run_cli("--isolated", "--preview", "--format", "json", "train.ipynb", cwd=tmp_path)
     assert status == 1, err
     found = [(f["cell"], f["line"], f["column"], f["code"]) for f in json.loads(out)]
     assert found == [
         (3, 2, 1, "TDL001"), (3, 2, 1, "TDL003"), (3, 3, 9, "TDL004"), (5, 2, 5, "TDL001"),
     ]
-    _, out, _ = run_cli("--isolated", "train.ipynb", cwd=tmp_path)
+    _, out, _ = run_cli("--isolated", "--preview", "train.ipynb", cwd=tmp_path)
     assert out.startswith("train.ipynb:cell 3:2:1: TDL001")
 
 
 def test_fix_rewrites_only_the_code_it_fixes(tmp_path, run_cli):
     path = tmp_path / "train.ipynb"
     before = write_notebook(path)
-    status, out, _ = run_cli("--isolated", "--fix", "--unsafe-fixes", "train.ipynb", cwd=tmp_path)
+    status, out, _ = run_cli("--isolated", "--preview", "--fix", "--unsafe-fixes", "train.ipynb", cwd=tmp_path)
     assert status == 0 and "Fixed 4 problems, 0 remaining." in out
     after = path.read_text(encoding="utf-8")
     cells = json.loads(after)["cells"]
@@ -58,14 +61,14 @@ def test_fix_rewrites_only_the_code_it_fixes(tmp_path, run_cli):
     # Everything else is byte for byte as it was.
     changed = [l for l in after.splitlines() if l not in before.splitlines()]
     assert len(changed) == 4 and "café" in after
-    assert run_cli("--isolated", "--fix", "train.ipynb", cwd=tmp_path)[0] == 0
+    assert run_cli("--isolated", "--preview", "--fix", "train.ipynb", cwd=tmp_path)[0] == 0
     assert path.read_text(encoding="utf-8") == after
 
 
 def test_broken_notebook_is_one_error_line(tmp_path, run_cli):
     (tmp_path / "broken.ipynb").write_text('{"cells": [', encoding="utf-8")
     (tmp_path / "bug.py").write_text("x = y.cuda()\n")
-    status, out, err = run_cli("--isolated", ".", cwd=tmp_path)
+    status, out, err = run_cli("--isolated", "--preview", ".", cwd=tmp_path)
     assert status == 2 and "bug.py:1:5: TDL001" in out
     (line,) = [l for l in err.splitlines() if "broken.ipynb" in l]
     assert "not a valid notebook" in line

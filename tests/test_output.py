@@ -26,12 +26,14 @@ BROKEN = "def f(:\n    pass\n"
 
 
 def lint(capsys, monkeypatch, tmp_path, *args, env=None):
+    """The command line in the preview tier: the toy fixtures above have no CPU path (and
+    TDL005 is a preview rule), so their findings are possible since confidence tiers."""
     monkeypatch.chdir(tmp_path)
     for key in ("NO_COLOR", "FORCE_COLOR"):
         monkeypatch.delenv(key, raising=False)
     for key, value in (env or {}).items():
         monkeypatch.setenv(key, value)
-    status = cli.main(["--isolated", *args])
+    status = cli.main(["--isolated", "--preview", *args])
     out, err = capsys.readouterr()
     return status, out, err
 
@@ -61,7 +63,7 @@ def test_text_shows_a_code_frame_and_concise_does_not(tmp_path, capsys, monkeypa
     (tmp_path / "m.py").write_text(CUDA)
     _, out, _ = lint(capsys, monkeypatch, tmp_path, "m.py")
     assert out.splitlines()[:4] == [
-        "m.py:3:5: TDL001 [*] `.cuda()` hardcodes a CUDA device: this line fails on machines without one",
+        "m.py:3:5: TDL001 [*] `.cuda()` hardcodes a CUDA device: this line fails on machines without one (possible)",
         "  |",
         "3 | y = x.cuda()",
         "  |     ^^^^^^^^",
@@ -143,7 +145,7 @@ def test_sarif_is_valid_and_relative_to_srcroot(tmp_path, capsys, monkeypatch):
     (tmp_path / "sub dir").mkdir()
     (tmp_path / "sub dir" / "my file.py").write_text(CUDA)
     (tmp_path / "broken.py").write_text(BROKEN)
-    (tmp_path / "pyproject.toml").write_text("[tool.torchdev-lint]\n")
+    (tmp_path / "pyproject.toml").write_text("[tool.torchdev-lint]\npreview = true\n")
     monkeypatch.chdir(tmp_path)
     status = cli.main(["--format", "sarif", "."])
     log = json.loads(capsys.readouterr().out)

@@ -23,8 +23,9 @@ def check_report(report):
 
 
 def test_gitlab_report_fields_and_stable_fingerprints(tmp_path, run_cli):
+    """In the preview tier: BUGGY has no CPU path, so its findings are possible."""
     write(tmp_path / "pkg" / "train.py", BUGGY + "model.cuda()\n")
-    status, out, _ = run_cli("--isolated", "--no-cache", "--format", "gitlab", ".", cwd=tmp_path)
+    status, out, _ = run_cli("--isolated", "--preview", "--no-cache", "--format", "gitlab", ".", cwd=tmp_path)
     assert status == 1
     report = json.loads(out)
     check_report(report)
@@ -34,7 +35,7 @@ def test_gitlab_report_fields_and_stable_fingerprints(tmp_path, run_cli):
 
     # Code added above the findings moves them, not their identity in GitLab's eyes.
     write(tmp_path / "pkg" / "train.py", "import os\n\n" + BUGGY + "model.cuda()\n")
-    _, moved, _ = run_cli("--isolated", "--no-cache", "--format", "gitlab", ".", cwd=tmp_path)
+    _, moved, _ = run_cli("--isolated", "--preview", "--no-cache", "--format", "gitlab", ".", cwd=tmp_path)
     moved = json.loads(moved)
     assert [i["location"]["lines"]["begin"] for i in moved] == [6, 7, 8]
     assert [i["fingerprint"] for i in moved] == [i["fingerprint"] for i in report]

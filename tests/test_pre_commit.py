@@ -29,12 +29,15 @@ import torch
 
 x = torch.zeros(3).cuda()
 """
+# BUGGY has no CPU path, so its finding is possible since confidence tiers: the scratch
+# project asks for the preview tier, as the hooks read its pyproject.toml.
+PYPROJECT = "[tool.torchdev-lint]\npreview = true\n"
 
 
 @pytest.fixture
 def repo(tmp_path) -> tuple[Path, dict]:
-    """A scratch git repository with one committed, buggy file, and the environment to run
-    pre-commit in (its own cache, no git variables from a calling hook)."""
+    """A scratch git repository with one committed, buggy file (and its project's settings),
+    and the environment to run pre-commit in (its own cache, no git variables from a calling hook)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "PRE_COMMIT"))}
     env.update(
         PRE_COMMIT_HOME=str(tmp_path / "pre-commit-home"),
@@ -45,7 +48,9 @@ def repo(tmp_path) -> tuple[Path, dict]:
     work = tmp_path / "work"
     work.mkdir()
     (work / "bug.py").write_text(BUGGY)
-    for command in (["init", "-q"], ["add", "bug.py"], ["commit", "-q", "--no-gpg-sign", "-m", "buggy"]):
+    (work / "pyproject.toml").write_text(PYPROJECT)
+    for command in (["init", "-q"], ["add", "bug.py", "pyproject.toml"],
+                    ["commit", "-q", "--no-gpg-sign", "-m", "buggy"]):
         subprocess.run(["git", *command], cwd=work, env=env, check=True, capture_output=True)
     return work, env
 

@@ -1,6 +1,10 @@
 """The language server, driven by a real LSP client (pygls's) over stdio in a subprocess:
 diagnostics where the bug is, quick fixes and "fix all" that produce the fixed text, and the
-project's pyproject.toml honoured."""
+project's pyproject.toml honoured.
+
+The toy buffers have no CPU path, so their findings are possible since confidence tiers: the
+server reads the tier from the file's settings, so each test's project asks for the preview
+tier (`preview = true`)."""
 
 import asyncio
 import os
@@ -14,6 +18,7 @@ from pygls.lsp.client import LanguageClient  # noqa: E402
 
 from conftest import ROOT  # noqa: E402
 
+PREVIEW = "[tool.torchdev-lint]\npreview = true\n"
 BUGGY = "import torch\n\nx = torch.zeros(3)\ny = x.cuda()\n"
 FIXED = ('import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n\n'
          "x = torch.zeros(3)\ny = x.to(device)\n")
@@ -86,6 +91,8 @@ def in_server(tmp_path, scenario):
 
 
 def test_diagnostic_quick_fix_and_clean_after_the_edit(tmp_path):
+    (tmp_path / "pyproject.toml").write_text(PREVIEW)
+
     async def scenario(session):
         uri = session.open(tmp_path / "train.py", BUGGY)
         (diagnostic,) = await session.next_diagnostics(uri)
@@ -111,6 +118,7 @@ def test_diagnostic_quick_fix_and_clean_after_the_edit(tmp_path):
 def test_unsafe_fix_is_labelled_and_fix_all_applies_the_safe_ones(tmp_path):
     text = ("import torch\n\ndevice = torch.device('cuda:1')\nx = torch.zeros(3).cuda()\n"
             "def load(p):\n    return torch.load(p)\n")
+    (tmp_path / "pyproject.toml").write_text(PREVIEW)
 
     async def scenario(session):
         uri = session.open(tmp_path / "m.py", text)
@@ -135,7 +143,7 @@ def test_unsafe_fix_is_labelled_and_fix_all_applies_the_safe_ones(tmp_path):
 
 
 def test_the_files_pyproject_settings_apply(tmp_path):
-    (tmp_path / "pyproject.toml").write_text('[tool.torchdev-lint]\nignore = ["TDL004"]\n')
+    (tmp_path / "pyproject.toml").write_text(PREVIEW + 'ignore = ["TDL004"]\n')
     text = "import torch\nstate = torch.load('a.pt')\nx = torch.zeros(2).cuda()\n"
 
     async def scenario(session):
