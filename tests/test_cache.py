@@ -78,12 +78,14 @@ def test_editing_one_file_checks_only_that_file_again(tmp_path):
 
 
 def test_other_rules_or_settings_are_checked_again(tmp_path):
+    # In the preview tier: the tree's loads, and every finding under rules/, are possible.
     work = tree(tmp_path)
-    lint(work)
-    narrowed = lint(work, "--select", "TDL004")
+    lint(work, "--preview")
+    narrowed = lint(work, "--preview", "--select", "TDL004")
     assert set(how_checked(narrowed).values()) == {"checked"}
     assert {f["code"] for f in json.loads(narrowed.stdout)} == {"TDL004"}
-    (work / "pyproject.toml").write_text('[tool.torchdev-lint]\nper-file-ignores = {"rules/*" = ["TDL"]}\n')
+    (work / "pyproject.toml").write_text(
+        '[tool.torchdev-lint]\npreview = true\nper-file-ignores = {"rules/*" = ["TDL"]}\n')
     configured = subprocess.run(
         [sys.executable, "-m", "torchdev_lint", "--format", "json", "-v", "--cache-dir", "cache", "."],
         cwd=work, capture_output=True, text=True, env=ENV)
@@ -179,11 +181,11 @@ def test_editing_a_base_class_checks_its_subclasses_again(tmp_path):
         "import torch\nfrom .base import Base\n\nclass Net(Base):\n    def __init__(self):\n"
         "        super().__init__()\n        self.layers = [torch.nn.Linear(2, 2)]\n")
     (work / "pkg" / "other.py").write_text("import torch\nx = torch.zeros(2).cuda()\n")
-    first = lint(work)
+    first = lint(work, "--preview")  # TDL007 is a preview rule
     assert {f["code"] for f in json.loads(first.stdout) if f["path"].endswith("model.py")} == {"TDL007"}
     (work / "pkg" / "base.py").write_text("class Base:\n    pass\n")
-    after = lint(work)
+    after = lint(work, "--preview")
     assert {path for path, how in how_checked(after).items() if how == "checked"} == {
         os.path.join("pkg", "base.py"), os.path.join("pkg", "model.py")}
-    assert json.loads(after.stdout) == json.loads(lint(work, cache=None).stdout)
+    assert json.loads(after.stdout) == json.loads(lint(work, "--preview", cache=None).stdout)
     assert not any(f["path"].endswith("model.py") for f in json.loads(after.stdout))

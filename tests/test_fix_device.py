@@ -1,5 +1,6 @@
 """`fix-device`: fixes spell the default device as CUDA-or-CPU or through `torch.accelerator`,
-and reuse a project's own device helper where it has one."""
+and reuse a project's own device helper where it has one. The scripts have no CPU path of
+their own (their findings are possible), so the runs are in the preview tier."""
 
 import subprocess
 import sys
@@ -17,7 +18,8 @@ print(y.device.type, z.device.type)
 def test_accelerator_mode_writes_torch_accelerator_and_the_program_runs(tmp_path, run_cli):
     script = tmp_path / "train.py"
     script.write_text(SCRIPT)
-    status, _, err = run_cli("--isolated", "--fix-device", "accelerator", "--fix", "train.py", cwd=tmp_path)
+    status, _, err = run_cli("--isolated", "--preview", "--fix-device", "accelerator", "--fix", "train.py",
+                             cwd=tmp_path)
     assert status == 0, err
     fixed = script.read_text()
     assert ('device = torch.accelerator.current_accelerator(check_available=True) or torch.device("cpu")\n'
@@ -29,7 +31,7 @@ def test_accelerator_mode_writes_torch_accelerator_and_the_program_runs(tmp_path
 
 
 def test_fix_device_from_pyproject_and_checked(tmp_path, run_cli):
-    (tmp_path / "pyproject.toml").write_text('[tool.torchdev-lint]\nfix-device = "accelerator"\n')
+    (tmp_path / "pyproject.toml").write_text('[tool.torchdev-lint]\nfix-device = "accelerator"\npreview = true\n')
     (tmp_path / "m.py").write_text(SCRIPT)
     _, out, _ = run_cli("--diff", "m.py", cwd=tmp_path)
     assert "+device = torch.accelerator.current_accelerator(check_available=True)" in out
@@ -50,7 +52,8 @@ def test_a_project_device_helper_is_reused(tmp_path, run_cli):
         "def main():\n    x = torch.zeros(2)\n    x = x.cuda()\n")
     (tmp_path / "own.py").write_text(  # a function named like DeepSpeed's is not DeepSpeed's
         "import torch\n\n\ndef get_accelerator():\n    return 'x'\n\n\ny = torch.zeros(2).cuda()\n")
-    _, out, _ = run_cli("--isolated", "--unsafe-fixes", "--diff", "ds.py", "hf.py", "own.py", cwd=tmp_path)
+    _, out, _ = run_cli("--isolated", "--preview", "--unsafe-fixes", "--diff", "ds.py", "hf.py", "own.py",
+                        cwd=tmp_path)
     assert "+y = x.to(get_accelerator().current_device_name())" in out
     assert "+    x = x.to(accelerator.device)" in out
     assert "+y = torch.zeros(2).to(device)" in out
@@ -111,7 +114,7 @@ def test_a_device_helper_of_the_package_is_reused(tmp_path, run_cli):
         "import torch\n\n\ndef pick() -> torch.device:\n"
         '    return torch.device("cuda" if torch.cuda.is_available() else "cpu")\n\n\n'
         "def main():\n    return torch.zeros(2).cuda()\n")
-    status, _, err = run_cli("--isolated", "--no-cache", "--fix", "--unsafe-fixes", ".", cwd=tmp_path)
+    status, _, err = run_cli("--isolated", "--preview", "--no-cache", "--fix", "--unsafe-fixes", ".", cwd=tmp_path)
     assert status == 0, err
     train = (pkg / "train.py").read_text()
     assert "    return x.to(get_device())\n" in train and "y = torch.zeros(2).to(get_device())\n" in train
@@ -132,7 +135,8 @@ def test_a_package_helper_is_not_used_before_it_is_imported(tmp_path, run_cli):
     source = ("import torch\n\ny = torch.zeros(2).cuda()\n\nfrom .device import get_device\n\n\n"
               "def f():\n    return torch.zeros(2).cuda()\n")
     (tmp_path / "pkg" / "late.py").write_text(source)
-    _, out, _ = run_cli("--isolated", "--no-cache", "--unsafe-fixes", "--diff", "pkg/late.py", cwd=tmp_path)
+    _, out, _ = run_cli("--isolated", "--preview", "--no-cache", "--unsafe-fixes", "--diff", "pkg/late.py",
+                        cwd=tmp_path)
     assert "+y = torch.zeros(2).to(device)" in out  # module level, above the import: our default
     assert "+    return torch.zeros(2).to(get_device())" in out  # runs after every import
 
@@ -153,11 +157,12 @@ def test_a_keyword_named_device_before_the_imports_is_no_read_of_it():
         import torch
         x = torch.zeros(2).cuda()
     """)
-    fixed = fix_file(lint_source("t.py", code, [Rule.registry["TDL001"]]), unsafe=False).source
+    tdl001 = [Rule.registry["TDL001"]]
+    fixed = fix_file(lint_source("t.py", code, tdl001, preview=True), unsafe=False).source
     assert fixed == code.replace("import torch\n", 'import torch\ndevice = torch.device("cuda" if '
                                  'torch.cuda.is_available() else "cpu")\n').replace(".cuda()", ".to(device)")
     # A real read of an unbound `device` (a star import's, say): no module-level default.
     reading = code.replace('config.setup(device="auto")', "config.setup(device)")
-    fixed = fix_file(lint_source("t.py", reading, [Rule.registry["TDL001"]]), unsafe=False).source
+    fixed = fix_file(lint_source("t.py", reading, tdl001, preview=True), unsafe=False).source
     assert "\ndevice = " not in fixed
     assert 'x = torch.zeros(2).to(torch.device("cuda" if torch.cuda.is_available() else "cpu"))' in fixed

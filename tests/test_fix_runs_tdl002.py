@@ -31,11 +31,11 @@ def test_program_crashes_without_cuda_and_runs_after_the_fix(tmp_path, run_cli):
     assert before.returncode != 0
     assert NO_GPU_ERROR.search(before.stderr), before.stderr
 
-    status, out, _ = run_cli("--isolated", "--select", "TDL002", program)
+    status, out, _ = run_cli("--isolated", "--preview", "--select", "TDL002", program)
     assert status == 1
     assert out.count("TDL002") == 5
 
-    status, out, err = run_cli("--isolated", "--select", "TDL002", "--fix", program)
+    status, out, err = run_cli("--isolated", "--preview", "--select", "TDL002", "--fix", program)
     assert status == 0, out + err
     assert "Fixed 5 problems, 0 remaining." in out
     fixed = (tmp_path / "program.py").read_text()
@@ -53,5 +53,5 @@ def test_program_crashes_without_cuda_and_runs_after_the_fix(tmp_path, run_cli):
     assert after.stdout.startswith("ok loss=")
 
     # Fixing again changes nothing.
-    run_cli("--isolated", "--select", "TDL002", "--fix", program)
+    run_cli("--isolated", "--preview", "--select", "TDL002", "--fix", program)
     assert (tmp_path / "program.py").read_text() == fixed

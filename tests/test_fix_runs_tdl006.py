@@ -40,14 +40,14 @@ def test_attributes_follow_the_model_after_the_fix(tmp_path, run_cli):
 
     # The safe fix registers the bool mask only (a dtype move cannot touch it); the float
     # attributes need --unsafe-fixes, because model.half() would now cast them too.
-    status, out, err = run_cli("--isolated", "--select", "TDL006", "--fix", program)
+    status, out, err = run_cli("--isolated", "--preview", "--select", "TDL006", "--fix", program)
     assert status == 1, out + err  # two findings remain
     text = program.read_text()
     assert 'self.register_buffer("mask", torch.tril(torch.ones(n, n)).bool(), persistent=False)' in text
     assert "self.mean = torch.tensor(mean).view(1, -1)" in text
     assert run(program).returncode != 0
 
-    status, out, err = run_cli("--isolated", "--select", "TDL006", "--fix", "--unsafe-fixes", program)
+    status, out, err = run_cli("--isolated", "--preview", "--select", "TDL006", "--fix", "--unsafe-fixes", program)
     assert status == 0, out + err
     text = program.read_text()
     assert 'self.register_buffer("mean", torch.tensor(mean).view(1, -1), persistent=False)' in text
@@ -63,5 +63,5 @@ def test_attributes_follow_the_model_after_the_fix(tmp_path, run_cli):
     assert "meta forward meta (3, 3)" in after.stdout
 
     # Idempotent: nothing left, a second fix changes nothing.
-    status, out, err = run_cli("--isolated", "--select", "TDL006", "--fix", "--unsafe-fixes", program)
+    status, out, err = run_cli("--isolated", "--preview", "--select", "TDL006", "--fix", "--unsafe-fixes", program)
     assert status == 0 and program.read_text() == text

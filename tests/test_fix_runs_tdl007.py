@@ -35,10 +35,10 @@ def test_sublayers_are_registered_after_the_fix(tmp_path, run_cli):
     assert "dtypes after .to(float64): torch.float32 torch.float32" in before.stdout
 
     # Unsafe: parameters() and state_dict() change, so the safe --fix leaves it alone.
-    status, out, err = run_cli("--isolated", "--select", "TDL007", "--fix", program)
+    status, out, err = run_cli("--isolated", "--preview", "--select", "TDL007", "--fix", program)
     assert status == 1 and program.read_text() == PROGRAM.read_text(), out + err
 
-    status, out, err = run_cli("--isolated", "--select", "TDL007", "--fix", "--unsafe-fixes", program)
+    status, out, err = run_cli("--isolated", "--preview", "--select", "TDL007", "--fix", "--unsafe-fixes", program)
     assert status == 0, out + err
     text = program.read_text()
     assert "self.blocks = nn.ModuleList([nn.Linear(dim, dim) for _ in range(2)])" in text
@@ -53,5 +53,5 @@ def test_sublayers_are_registered_after_the_fix(tmp_path, run_cli):
     assert "meta forward: {'age': (3, 1), 'score': (3, 1)}" in after.stdout
 
     # Idempotent.
-    status, out, err = run_cli("--isolated", "--select", "TDL007", "--fix", "--unsafe-fixes", program)
+    status, out, err = run_cli("--isolated", "--preview", "--select", "TDL007", "--fix", "--unsafe-fixes", program)
     assert status == 0 and program.read_text() == text

@@ -33,9 +33,9 @@ def test_forward_mixes_devices_before_and_runs_after_the_fix(tmp_path, run_cli):
 
     # The deterministic factory on an annotated input is a safe fix; the random one and
     # the one on an unannotated helper parameter are unsafe.
-    status, out, err = run_cli("--isolated", "--select", "TDL008", "--fix", program)
+    status, out, err = run_cli("--isolated", "--preview", "--select", "TDL008", "--fix", program)
     assert "Fixed 1 problem, 2 remaining." in out, out + err
-    status, out, err = run_cli("--isolated", "--select", "TDL008", "--fix", "--unsafe-fixes", program)
+    status, out, err = run_cli("--isolated", "--preview", "--select", "TDL008", "--fix", "--unsafe-fixes", program)
     assert status == 0, out + err
     fixed = (tmp_path / "program.py").read_text()
     assert "torch.arange(x.size(1), device=x.device)" in fixed
@@ -48,7 +48,7 @@ def test_forward_mixes_devices_before_and_runs_after_the_fix(tmp_path, run_cli):
     assert after.stdout.splitlines() == [cpu_line, "meta shape=(2, 5, 8)"]
 
     # Nothing left, and fixing again changes nothing.
-    status, out, _ = run_cli("--isolated", "--select", "TDL008", program)
+    status, out, _ = run_cli("--isolated", "--preview", "--select", "TDL008", program)
     assert status == 0, out
-    run_cli("--isolated", "--select", "TDL008", "--fix", "--unsafe-fixes", program)
+    run_cli("--isolated", "--preview", "--select", "TDL008", "--fix", "--unsafe-fixes", program)
     assert (tmp_path / "program.py").read_text() == fixed

@@ -28,7 +28,7 @@ def run(path):
 
 
 def fix(path, run_cli):
-    status, out, err = run_cli("--isolated", "--select", "TDL009", "--fix", "--unsafe-fixes", path)
+    status, out, err = run_cli("--isolated", "--preview", "--select", "TDL009", "--fix", "--unsafe-fixes", path)
     assert status == 0, out + err
     return path.read_text()
 
@@ -48,7 +48,7 @@ def test_fixed_program_moves_to_the_cpu_first_and_prints_the_same(tmp_path, run_
     assert after.returncode == 0, after.stderr
     assert after.stdout == before.stdout
     # Nothing left to find, and fixing again changes nothing.
-    status, out, _ = run_cli("--isolated", "--select", "TDL009", program)
+    status, out, _ = run_cli("--isolated", "--preview", "--select", "TDL009", program)
     assert status == 0, out
     assert fix(program, run_cli) == fixed
 

@@ -54,7 +54,8 @@ def test_pool_survives_workers_that_die():
 
 
 # A hostile file that crashes the parser (a native stack overflow, say), stood in for by a
-# check that segfaults on files containing a marker.
+# check that segfaults on files containing a marker. The toy scripts of the tests below have
+# no CPU path (their findings are possible), so the runs are in the preview tier.
 CRASHING_RUN = textwrap.dedent(
     """\
     import os, signal, sys
@@ -78,7 +79,8 @@ def test_a_file_that_kills_its_worker_is_one_error_and_the_run_goes_on(tmp_path)
         (tmp_path / f"{name}.py").write_text("import torch\nx = torch.zeros(2).cuda()\n")
     (tmp_path / "c.py").write_text("# CRASH\nimport torch\n")
     process = subprocess.run(
-        [sys.executable, "-c", CRASHING_RUN, "--isolated", "--no-cache", "-j", "2", "--format", "json", "."],
+        [sys.executable, "-c", CRASHING_RUN, "--isolated", "--no-cache", "--preview", "-j", "2",
+         "--format", "json", "."],
         cwd=tmp_path, capture_output=True, text=True, env=ENV)
     assert process.returncode == 2
     assert process.stderr.splitlines() == [
@@ -93,7 +95,8 @@ def test_a_file_that_killed_its_worker_is_not_cached(tmp_path):
     for name in "abc":
         (work / f"{name}.py").write_text("import torch\nx = torch.zeros(2).cuda()\n")
     (work / "b.py").write_text("# CRASH\nimport torch\nx = torch.zeros(2).cuda()\n")
-    options = ["--isolated", "--cache-dir", str(tmp_path / "cache"), "-j", "2", "-v", "--format", "json", "."]
+    options = ["--isolated", "--preview", "--cache-dir", str(tmp_path / "cache"), "-j", "2", "-v",
+               "--format", "json", "."]
     crashed = subprocess.run([sys.executable, "-c", CRASHING_RUN, *options],
                              cwd=work, capture_output=True, text=True, env=ENV)
     assert crashed.returncode == 2
@@ -110,7 +113,7 @@ def test_index_and_settings_reach_the_workers(tmp_path):
     """Whatever the caller hands the per-file entry point arrives in each worker process."""
     for name in "abc":
         (tmp_path / f"{name}.py").write_text("import torch\nstate = torch.load(p)\n")
-    settings = config.Settings(root=tmp_path, per_file_ignores={"b.py": ["TDL004"]})
+    settings = config.Settings(root=tmp_path, per_file_ignores={"b.py": ["TDL004"]}, preview=True)
     job = runner.Job(config.enabled_rules(["TDL"], []), settings)
     paths = [str(tmp_path / f"{name}.py") for name in "abc"]
     checked = runner.check_paths(paths, job, jobs=2)
@@ -179,7 +182,7 @@ def test_jobs_on_python_313_start_workers_without_the_fork_deprecation_warning(t
     python = _python_313()
     for number in range(6):
         (tmp_path / f"m{number}.py").write_text("import torch\nx = torch.zeros(2).cuda()\n")
-    options = ["--isolated", "--no-cache", "--no-daemon", "--format", "json", "-j", "2", "."]
+    options = ["--isolated", "--no-cache", "--no-daemon", "--preview", "--format", "json", "-j", "2", "."]
     env = {**ENV, "TORCHDEV_LINT_DAEMON": "0"}
     env.pop(pool.ENV_START_METHOD, None)
     single = subprocess.run([python, "-W", warnings, "-m", "torchdev_lint", *options],
@@ -198,8 +201,8 @@ def test_every_start_method_gives_the_same_results(tmp_path):
     results = {}
     for method in ("fork", "forkserver", "spawn"):
         process = subprocess.run(
-            [sys.executable, "-m", "torchdev_lint", "--isolated", "--no-cache", "--no-daemon", "-j", "2",
-             "--format", "json", "."],
+            [sys.executable, "-m", "torchdev_lint", "--isolated", "--no-cache", "--no-daemon", "--preview",
+             "-j", "2", "--format", "json", "."],
             cwd=tmp_path, capture_output=True, text=True, env={**ENV, pool.ENV_START_METHOD: method}, timeout=300)
         assert process.returncode == 1 and process.stderr == "", (method, process.stderr)
         results[method] = process.stdout

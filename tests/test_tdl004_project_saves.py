@@ -40,8 +40,10 @@ LOAD = ("data/dataset.py", 6, 22)
 
 
 def findings(capsys, root: Path, paths=(".",), cache=("--no-cache",)) -> list[tuple[str, int, int]]:
-    """The TDL004 findings of a run over ``paths`` under ``root``: (file, line, column)."""
-    cli.main(["--format", "json", "--isolated", *cache, "--select", "TDL004",
+    """The TDL004 findings of a run over ``paths`` under ``root``: (file, line, column), in the
+    preview tier: these loads show no CPU path, so a flagged one is possible; a load the
+    project's own CPU code writes is not even that."""
+    cli.main(["--format", "json", "--isolated", "--preview", *cache, "--select", "TDL004",
               *(str(root / p) for p in paths)])
     return sorted(
         (Path(f["path"]).relative_to(root).as_posix(), f["line"], f["column"])
