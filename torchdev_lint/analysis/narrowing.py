@@ -16,7 +16,7 @@ import libcst as cst
 from torchdev_lint.analysis.guards import code_of
 
 TENSOR_CLASSES = frozenset({"torch.Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter"})
-Qualifier = Callable[[cst.BaseExpression], "str | None"]
+Qualifier = Callable[["cst.BaseExpression"], "str | None"]
 
 
 def _checks(test: cst.BaseExpression, subject: str, qualify: Qualifier) -> bool:

@@ -5,8 +5,9 @@ only where the code would otherwise run on a machine without CUDA. Guards and
 ``requirements.py`` say where it cannot; on code they say nothing about, a finding is
 *certain* only when the code shows it is meant to run without CUDA, nearest scope first:
 
-- the function is device-generic: it takes a device (``device``, ``*_device``) or reads the
-  ``.device`` of a value (``x.device``, ``self.device``, ``args.device``);
+- the function is device-generic: it takes a device (``device``, ``*_device``; not a GPU
+  number it hands to ``.cuda(device)``) or reads the ``.device`` of an input (``x.device``,
+  ``args.device``; not ``self.device``, which the class may have set from a literal);
 - its class is, in any method (a module that follows its inputs' device);
 - the file chooses a device with a CPU branch (``"cuda" if ... else "cpu"``, an ``if``
   that sets ``"cpu"``), or offers a command-line option that turns CUDA off (``--cpu``,
@@ -37,7 +38,7 @@ from torchdev_lint.analysis.imports import dotted_name
 from torchdev_lint.analysis.tree import walk
 
 # Step: a node and what it shows, as ``Rule.report(evidence=...)`` takes it.
-Step = tuple[cst.CSTNode, str]
+Step = tuple["cst.CSTNode", str]
 
 # Libraries with no CPU back end, and those that are used for their CUDA kernels.
 GPU_LIBRARIES = requirements.CUDA_LIBRARIES | {"apex", "bitsandbytes", "triton"}
@@ -146,11 +147,24 @@ def _needs_cuda(node: cst.CSTNode, top_level: bool) -> str | None:
     return None
 
 
+def _opens_nccl_group(statement: cst.CSTNode) -> bool:
+    """A statement line that opens an NCCL process group (``backend="nccl"``)."""
+    if not isinstance(statement, cst.SimpleStatementLine):
+        return False
+    for small in statement.body:
+        value = getattr(small, "value", None)
+        if isinstance(value, cst.Call) and (dotted_name(value.func) or "").endswith("init_process_group"):
+            backend = _keyword(value, "backend") or (value.args[0].value if value.args else None)
+            if isinstance(backend, cst.SimpleString) and backend.evaluated_value == "nccl":
+                return True
+    return False
+
+
 def _cpu_choice(node: cst.CSTNode) -> str | None:
     """What a single node says about the file offering a CPU path, or None."""
     if isinstance(node, cst.IfExp) and (_is_cpu_literal(node.body) or _is_cpu_literal(node.orelse)):
         return "chooses the CPU when the condition says so"
-    if isinstance(node, cst.If) and (_tests_availability(node.test) or "cpu" in code_of(node.test).lower()):
+    if isinstance(node, cst.If) and _tests_availability(node.test):
         branches = [node.body, node.orelse] if node.orelse is not None else [node.body]
         if any(_mentions_cpu(branch) for branch in branches):
             return "falls back to the CPU"
@@ -174,15 +188,32 @@ def _root(node: cst.BaseExpression) -> str | None:
     return node.value if isinstance(node, cst.Name) else None
 
 
+def _gpu_index(function: cst.FunctionDef | cst.ClassDef, name: str) -> bool:
+    """The "device" is a GPU number: ``x.cuda(device)``, ``torch.cuda.set_device(device)``."""
+    found = False
+
+    def enter(node: cst.CSTNode) -> bool:
+        nonlocal found
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in (
+            "cuda", "set_device"
+        ):
+            found = found or any(_root(arg.value) == name or code_of(arg.value) == f"self.{name}" for arg in node.args)
+        return not found
+
+    walk(function.body, enter)
+    return found
+
+
 def _reads_device(function: cst.FunctionDef) -> Step | None:
     """A device the caller chooses: a device parameter, or the ``.device`` of an input
-    (``x.device``, ``self.device``, ``args.device``; not of a local the function moved itself)."""
+    (``x.device``, ``args.device``; not of a local the function moved itself, nor ``self.device``)."""
     params = [*function.params.params, *function.params.kwonly_params, *function.params.posonly_params]
     for param in params:
         name = param.name.value
-        if name == "device" or name.endswith("_device") or name == "map_location":
+        if (name == "device" or name.endswith("_device") or name == "map_location") and not _gpu_index(function, name):
             return param, f"`{function.name.value}` takes the device as `{name}`"
-    inputs = {param.name.value for param in params}
+    # `self.device` may be what the class set from a hardcoded string: an input's device is not
+    inputs = {param.name.value for param in params} - {"self", "cls"}
     found: list[Step] = []
 
     def enter(node: cst.CSTNode) -> bool:
@@ -246,14 +277,63 @@ def _facts(ctx, module: cst.Module) -> _FileFacts:
         return True
 
     walk(module, enter)
+    unconditional = [*module.body, *(s for f in _functions(module) for s in f.body.body
+                                      if isinstance(f.body, cst.IndentedBlock))]
+    nccl = next((s for s in unconditional if _opens_nccl_group(s)), None)
+    if nccl is not None and facts.cuda_only is None:
+        facts.cuda_only = (nccl, "the file needs CUDA anyway: it always opens an NCCL process group")
     for node in list(_classes(module)):
         methods = [m for m in node.body.body if isinstance(m, cst.FunctionDef)]
         for method in methods:
+            call = _unguarded_cuda_call(ctx, method)
+            if call is not None:
+                facts.cuda_scopes.setdefault(node, (call, f"class `{node.name.value}` needs CUDA anyway: "
+                                                    f"`{method.name.value}` always calls `{code_of(call.func)}`"))
+        for method in methods:
             step = facts.device_generic.get(method)
+            if isinstance(step and step[0], cst.Param) and _gpu_index(node, step[0].name.value):
+                continue  # `self.device` handed to `.cuda(self.device)`: a GPU number
             if step is not None:
                 facts.device_generic[node] = (step[0], f"class `{node.name.value}` is device-generic: " + step[1])
                 break
     return facts
+
+
+def _unguarded_cuda_call(ctx, method: cst.FunctionDef) -> cst.Call | None:
+    """A call of a ``torch.cuda`` function that raises without CUDA, as a statement of the
+    method's own body (not under an ``if`` that may test for CUDA)."""
+    if not isinstance(method.body, cst.IndentedBlock):
+        return None
+    for statement in method.body.body:
+        for small in statement.body if isinstance(statement, cst.SimpleStatementLine) else ():
+            for call in _calls_in(small):
+                if ctx.qualified_name(call.func) in requirements.NEEDS_CUDA:
+                    return call
+    return None
+
+
+def _calls_in(node: cst.CSTNode) -> list[cst.Call]:
+    found: list[cst.Call] = []
+
+    def enter(child: cst.CSTNode) -> bool:
+        if isinstance(child, cst.Call):
+            found.append(child)
+        return not isinstance(child, cst.Lambda)
+
+    walk(node, enter)
+    return found
+
+
+def _functions(module: cst.Module) -> list[cst.FunctionDef]:
+    found: list[cst.FunctionDef] = []
+
+    def enter(node: cst.CSTNode) -> bool:
+        if isinstance(node, cst.FunctionDef):
+            found.append(node)
+        return True
+
+    walk(module, enter)
+    return found
 
 
 def _classes(module: cst.Module):

@@ -102,6 +102,14 @@ class HardcodedCudaCall(Rule):
               "    model.cuda()\n    return model(x.cuda())\n"),
     ]
     INVALID = [
+        Invalid(  # certain: the file chooses the CPU where CUDA is missing, this line does not
+            'import torch\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n'
+            "def embed(x):\n    return x.cuda()\n",
+            4, 12,
+            'import torch\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n'
+            "def embed(x):\n    return x.to(device)\n",
+            unsafe=True,
+        ),
         Invalid(  # memory statistics read 0 without CUDA: they require nothing
             "import torch\ndef report(model):\n    model.cuda()\n"
             "    print(torch.cuda.max_memory_allocated())\n",

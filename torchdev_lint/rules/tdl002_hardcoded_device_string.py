@@ -298,7 +298,7 @@ class HardcodedDeviceString(Rule):
             'import torch\nclass Runner:\n    def __init__(self):\n        self.device = "cuda"\n',
             4, 23,
             'import torch\nclass Runner:\n    def __init__(self):\n'
-            '        self.device = "cuda" if torch.cuda.is_available() else "cpu"\n',
+            '        self.device = "cuda" if torch.cuda.is_available() else "cpu"\n', possible=True,
         ),
         Invalid(
             'class Evaluator:\n    def __init__(self, device):\n        self.device = device\n'
@@ -555,7 +555,7 @@ class HardcodedDeviceString(Rule):
         indexed = not isinstance(literal, (cst.SimpleString, cst.ConcatenatedString))
         self.report(literal, message, fix=lambda: self._fix(literal, path, keep, device_call),
                     evidence=verdict.steps, certain=verdict.certain and not indexed
-                    and not _old_torch_fallback(path))
+                    and not _old_torch_fallback(path) and not _falls_back(path))
 
     def _fix(self, literal, path, keep: bool, device_call: cst.Call | None) -> Fix | None:
         torch_name = self.ctx.torch_name
@@ -593,6 +593,40 @@ class HardcodedDeviceString(Rule):
             [(target, lambda updated: device.with_changes(lpar=updated.lpar, rpar=updated.rpar))],
             needs_default_device=choice.needs_default,
         )
+
+
+def _falls_back(path: Sequence[cst.CSTNode]) -> bool:
+    """``"cuda" if backend == "nccl" else "cpu"``: the literal is one branch of a choice whose
+    other branch is the CPU; or ``if device is None: device = "cuda"``, the default of a
+    device its caller may pass. The code already chooses; whether the choice can be wrong
+    is out of sight."""
+    literal = path[-1]
+    for parent in reversed(path[:-1]):
+        if isinstance(parent, cst.IfExp):
+            other = parent.orelse if parent.body is literal or _inside(literal, parent.body) else parent.body
+            if "cpu" in code_of(other).lower() or "device" in code_of(other).lower():
+                return True  # the CPU, or the device the caller passed
+        if isinstance(parent, (cst.FunctionDef, cst.SimpleStatementLine)):
+            break
+    statement = next((p for p in reversed(path) if isinstance(p, (cst.Assign, cst.AnnAssign))), None)
+    function = next((p for p in reversed(path) if isinstance(p, cst.FunctionDef)), None)
+    if statement is not None and function is not None:
+        targets = [t.target for t in statement.targets] if isinstance(statement, cst.Assign) else [statement.target]
+        params = {p.name.value for p in [*function.params.params, *function.params.kwonly_params]}
+        return any(isinstance(t, cst.Name) and t.value in params for t in targets)
+    return False
+
+
+def _inside(node: cst.CSTNode, container: cst.CSTNode) -> bool:
+    found = False
+
+    def enter(child: cst.CSTNode) -> bool:
+        nonlocal found
+        found = found or child is node
+        return not found
+
+    tree.walk(container, enter)
+    return found
 
 
 def _old_torch_fallback(path: Sequence[cst.CSTNode]) -> bool:

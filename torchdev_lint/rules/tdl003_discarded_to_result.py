@@ -166,9 +166,9 @@ def _dead_loop_copy(ancestors, receiver: cst.BaseExpression) -> bool:
     loop = next((a for a in reversed(ancestors) if isinstance(a, cst.For)), None)
     if loop is None or receiver.value not in {n.value for n in _names(loop.target)}:
         return False
-    statement = next(a for a in reversed(ancestors) if isinstance(a, cst.SimpleStatementLine))
     body = list(loop.body.body)
-    after = body[body.index(statement) + 1:] if statement in body else []
+    statement = next((a for a in ancestors if any(a is s for s in body)), None)  # the loop's own statement
+    after = body[body.index(statement) + 1:] if statement is not None else []
     return not any(receiver.value in {n.value for n in _names(s)} for s in after)
 
 

@@ -148,6 +148,12 @@ class LoadWithoutMapLocation(Rule):
               "inputs = torch.from_numpy(data[3:, :-1])\ntargets = torch.from_numpy(data[3:, 1:])\n"),
     ]
     INVALID = [
+        Invalid(  # certain: the caller chooses the device, and the file holds weights
+            "import torch\ndef restore(model, path, device):\n    model.load_state_dict(torch.load(path))\n",
+            3, 27,
+            "import torch\ndef restore(model, path, device):\n"
+            "    model.load_state_dict(torch.load(path, map_location=device))\n",
+        ),
         Invalid(  # the same dataset saving tensors its caller gave it: they may be on any device
             "import os\nimport torch\nclass Digits:\n"
             "    def __init__(self, root):\n        self.root = root\n"
@@ -367,8 +373,9 @@ def _weights_use(ancestors, node: cst.Call) -> tuple[cst.CSTNode, str] | None:
 
 
 def _schedules(receiver: cst.BaseExpression) -> bool:
-    """A learning-rate scheduler: its state is plain numbers, no tensors."""
-    return "sched" in code_of(receiver).lower()
+    """A learning-rate scheduler or a gradient scaler: its state is plain numbers, no tensors."""
+    text = code_of(receiver).lower()
+    return "sched" in text or "scaler" in text
 
 
 def _weight_key(subscript: cst.Subscript) -> str | None:
