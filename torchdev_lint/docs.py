@@ -16,7 +16,12 @@ import torchdev_lint.rules  # noqa: F401  (registers the rules)
 from torchdev_lint.analysis.guards import GUARDS_DOC
 from torchdev_lint.rule import Rule
 
-SECTION_ORDER = ("What it does", "Why is this bad?", "Example", "Fix", "When not to use")
+SECTION_ORDER = ("What it does", "Why is this bad?", "Example", "Fix", "Confidence", "When not to use")
+PREVIEW_CONFIDENCE = (
+    "A preview rule: every finding is *possible*, shown and fixed only with `--preview` "
+    "(docs/confidence.md). Its first-look precision on repositories it was never tuned on "
+    "(benchmarks/precision/) is below 0.9; it joins the default output when it earns it."
+)
 
 
 def _sections(doc: str) -> dict[str, str]:
@@ -37,6 +42,8 @@ def _example(rule: type[Rule]) -> str:
 def page(rule: type[Rule]) -> str:
     sections = _sections(rule.documentation())
     sections["Example"] = _example(rule)
+    if rule.preview:
+        sections["Confidence"] = PREVIEW_CONFIDENCE
     body = "\n\n".join(f"## {title}\n\n{sections[title]}" for title in SECTION_ORDER if title in sections)
     fix = f"Fix: {rule.fix_title}." if rule.fix_title else "No automatic fix."
     return f"# {rule.code}: {rule.name}\n\nMessage: {rule.message}\n\n{fix}\n\n{body}\n"
@@ -86,8 +93,11 @@ def rule_list(as_json: bool) -> str:
 def rendered_pages() -> dict[str, str]:
     """File name -> text of every generated page, the rule index included."""
     pages = {f"{code}.md": page(rule) for code, rule in sorted(Rule.registry.items())}
-    index = ["# Rules", "", "| code | name | message |", "|---|---|---|"]
-    index += [f"| [{c}]({c}.md) | {r.name} | {r.message} |" for c, r in sorted(Rule.registry.items())]
+    index = ["# Rules", "", "Tier: *default* rules show their certain findings without options; *preview* rules",
+             "show only with `--preview` ([confidence](../confidence.md)).", "",
+             "| code | name | tier | message |", "|---|---|---|---|"]
+    index += [f"| [{c}]({c}.md) | {r.name} | {'preview' if r.preview else 'default'} | {r.message} |"
+              for c, r in sorted(Rule.registry.items())]
     index += ["", GUARDS_DOC]
     pages["README.md"] = "\n".join(index)
     return pages

@@ -69,6 +69,16 @@ class HardcodedCudaCall(Rule):
     `torch.cuda.current_device()`): `.cuda(None)` moves to the current GPU, `.to(None)`
     moves nothing.
 
+    ## Confidence
+    Certain (shown by default) when the code shows it is meant to run without CUDA: the
+    function takes a device or follows an input's `.device`, its class does, or the file
+    chooses the CPU somewhere (`"cuda" if torch.cuda.is_available() else "cpu"`, `--cpu`,
+    `--no-cuda`, `--device`, a `--cuda` flag off by default). Possible (`--preview`) in a
+    script with no CPU path, in test code, and where the file, function or class needs CUDA
+    anyway (apex/bitsandbytes/triton at the top of the file, a CUDA-only `torch.cuda` call,
+    an `nn.DataParallel` subclass). `--show-evidence` prints the step. See
+    [confidence](../confidence.md).
+
     ## When not to use
     In a project that only ever runs on CUDA (a multi-GPU trainer), turn the rule off:
     `ignore = ["TDL001"]` under `[tool.torchdev-lint]` in `pyproject.toml`.

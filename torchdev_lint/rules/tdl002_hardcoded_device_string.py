@@ -142,6 +142,13 @@ class HardcodedDeviceString(Rule):
     string named. Unsafe when it reuses a device expression of the program's, whose value
     may differ from the string.
 
+    ## Confidence
+    Certain on the same evidence as [TDL001](TDL001.md): the code shows it runs without CUDA
+    and nothing says it needs CUDA anyway. Possible, besides: a CUDA string with a computed
+    index (`f"cuda:{rank}"`, multi-GPU code), a `"cuda"` that is one branch of a choice with
+    the CPU or with the caller's device (`"cuda" if backend == "nccl" else "cpu"`,
+    `if device is None: device = "cuda"`), and the old-torch stand-in for `torch.accelerator`.
+
     ## When not to use
     In a project that only ever runs on CUDA (a multi-GPU trainer, a library of CUDA
     kernels) every such string is deliberate. Turn the rule off in `pyproject.toml`:

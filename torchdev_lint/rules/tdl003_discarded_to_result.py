@@ -50,6 +50,11 @@ class DiscardedToResult(Rule):
     holds a non-leaf tensor an optimizer rejects. `self.w.data = self.w.data.to(d)` is how
     a parameter's data moves, and stays safe.
 
+    ## Confidence
+    Certain: the receiver is known to be a tensor (built by torch, a batch element, an
+    annotated or tensor-used parameter, or checked by `isinstance(x, torch.Tensor)` /
+    `torch.is_tensor(x)` on the way, which `--show-evidence` names).
+
     ## When not to use
     Never: a discarded out-of-place move is always either a bug or dead code.
     """

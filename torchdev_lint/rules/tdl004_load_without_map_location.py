@@ -90,6 +90,15 @@ class LoadWithoutMapLocation(Rule):
     Unsafe otherwise: tensors used directly now land on the chosen device instead of the
     one they were saved from.
 
+    ## Confidence
+    Certain when the load can run without CUDA (as for [TDL001](TDL001.md); library code, a
+    module of a package with no `__main__` block, counts too: it runs wherever its callers
+    do) and the file holds tensors (the object goes into `load_state_dict` or another loading
+    function, is read under a checkpoint key such as `["state_dict"]`, or is used as a
+    module). Possible: a file of plain objects, a learning-rate scheduler's or gradient
+    scaler's state, a path the same file also writes (a round trip), any load in a notebook
+    that saves checkpoints, test code.
+
     ## When not to use
     When checkpoints are always produced and consumed on identical single-GPU machines.
     """
