@@ -51,15 +51,19 @@ class DiscardedToResult(Rule):
     a parameter's data moves, and stays safe.
 
     ## Confidence
-    Certain: the receiver is known to be a tensor (built by torch, a batch element, an
-    annotated or tensor-used parameter, or checked by `isinstance(x, torch.Tensor)` /
-    `torch.is_tensor(x)` on the way, which `--show-evidence` names).
+    A preview rule (shown with `--preview`): at first look, the discarded moves judged were
+    no-ops (a tensor already built on that device) or moves whose assign-back would crash
+    the code (a test whose model stays on the CPU). Only receivers known to be tensors are
+    flagged: built by torch, a batch element, an annotated or tensor-used parameter, or
+    checked by `isinstance(x, torch.Tensor)` / `torch.is_tensor(x)` on the way (which
+    `--show-evidence` names).
 
     ## When not to use
     Never: a discarded out-of-place move is always either a bug or dead code.
     """
 
     code = "TDL003"
+    preview = True  # first-look precision below 0.9 (benchmarks/precision/): 0 right of 4 judged
     name = "discarded-to-result"
     message = "Result of a tensor move is discarded: `Tensor.to()` is not in place"
     fix_title = "Assign the result back"
@@ -81,35 +85,35 @@ class DiscardedToResult(Rule):
         Invalid(
             "import torch\nx = torch.randn(4, 4)\nx.to('cuda')\n",
             3, 1,
-            "import torch\nx = torch.randn(4, 4)\nx = x.to('cuda')\n",
+            "import torch\nx = torch.randn(4, 4)\nx = x.to('cuda')\n", possible=True,
         ),
         Invalid(
             "for step, (images, labels) in enumerate(train_loader):\n"
             "    images.to(device)  # move the batch\n    loss = model(images)\n",
             2, 5,
             "for step, (images, labels) in enumerate(train_loader):\n"
-            "    images = images.to(device)  # move the batch\n    loss = model(images)\n",
+            "    images = images.to(device)  # move the batch\n    loss = model(images)\n", possible=True,
         ),
         Invalid(
             "import torch.nn as nn\nclass Net(nn.Module):\n    def forward(self, x, mask=None):\n"
             "        mask.cpu()\n        return x\n",
             4, 9,
             "import torch.nn as nn\nclass Net(nn.Module):\n    def forward(self, x, mask=None):\n"
-            "        mask = mask.cpu()\n        return x\n",
+            "        mask = mask.cpu()\n        return x\n", possible=True,
         ),
         Invalid(
             "import torch\nclass Buf:\n    def __init__(self):\n        self.w = torch.ones(2)\n"
             "    def move(self, d):\n        self.w.to(d)\n",
             6, 9,
             "import torch\nclass Buf:\n    def __init__(self):\n        self.w = torch.ones(2)\n"
-            "    def move(self, d):\n        self.w = self.w.to(d)\n",
+            "    def move(self, d):\n        self.w = self.w.to(d)\n", possible=True,
         ),
         Invalid(
             "from typing import Optional\nfrom torch import Tensor\n\n"
             "def f(x: Optional[Tensor], device):\n    x.to(device)\n",
             5, 5,
             "from typing import Optional\nfrom torch import Tensor\n\n"
-            "def f(x: Optional[Tensor], device):\n    x = x.to(device)\n",
+            "def f(x: Optional[Tensor], device):\n    x = x.to(device)\n", possible=True,
         ),
         Invalid(  # a module's parameter: assigning the moved copy back raises (unsafe)
             "import torch\nimport torch.nn as nn\nclass Net(nn.Module):\n"
@@ -121,14 +125,14 @@ class DiscardedToResult(Rule):
             "    def __init__(self):\n        super().__init__()\n"
             "        self.w = nn.Parameter(torch.zeros(2))\n"
             "    def place(self, d):\n        self.w = self.w.to(d)\n",
-            unsafe=True,
+            unsafe=True, possible=True,
         ),
         Invalid(
             "def flatten(x, device):\n    n = x.size(0)\n    x.to(device)\n"
             "    return x.view(n, -1)\n",
             3, 5,
             "def flatten(x, device):\n    n = x.size(0)\n    x = x.to(device)\n"
-            "    return x.view(n, -1)\n",
+            "    return x.view(n, -1)\n", possible=True,
         ),
     ]
 

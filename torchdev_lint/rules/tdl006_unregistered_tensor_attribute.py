@@ -581,8 +581,12 @@ class UnregisteredTensorAttribute(Rule):
             f"`{first.self_name}.{attr}` is a tensor kept as a plain module attribute: "
             "`model.to()` leaves it behind; register it as a buffer"
         )
-        self.report(first.node, message,
-                    fix=lambda: self._fix(state, first, others, rewritten))
+        self.report(first.node, message, fix=lambda: self._fix(state, first, others, rewritten),
+                    evidence=self._report_evidence(state))
+
+    def _report_evidence(self, state: _Class) -> tuple:
+        return ((state.node, f"`{state.node.name.value}` is an nn.Module: `model.to()` moves its "
+                 "parameters, buffers and submodules only"),)
 
     def _fix(self, state, first, others, rewritten) -> Fix | None:
         positions = self.ctx.positions
@@ -592,6 +596,8 @@ class UnregisteredTensorAttribute(Rule):
                 return None
         if any(a.kind == "other" and _literal(a.value) for a in others):
             return None  # a list, number or string assigned elsewhere: not a buffer
+        if any(_passed_in(state, a) for a in rewritten):
+            return None  # the caller may pass an nn.Parameter: a buffer would stop its training
         safe = all(a.kind in ("tensor", "none") for a in others) and all(
             self._non_floating_assignment(state, a) for a in others if a.kind == "tensor"
         )
@@ -724,6 +730,32 @@ def _integer_literals(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.Integer) or (
         isinstance(expr, cst.Name) and expr.value in ("True", "False")
     )
+
+
+def _passed_in(state: _Class, assignment: _Assignment) -> bool:
+    """The value may be the very object the caller passed: ``self.w = weight``,
+    ``torch.as_tensor(weight)`` (which returns a tensor argument itself), either branch of
+    ``weight if weight is not None else ...``."""
+    method = next((s for s in state.node.body.body
+                   if isinstance(s, cst.FunctionDef) and s.name.value == assignment.method), None)
+    if method is None:
+        return False
+    params = {p.name.value for p in [*method.params.params, *method.params.kwonly_params]}
+
+    def may_be(value: cst.BaseExpression | None) -> bool:
+        if isinstance(value, cst.Name):
+            return value.value in params
+        if isinstance(value, cst.IfExp):
+            return may_be(value.body) or may_be(value.orelse)
+        if isinstance(value, cst.BooleanOperation):
+            return may_be(value.left) or may_be(value.right)
+        if isinstance(value, cst.Call) and (dotted_name(value.func) or "").rsplit(".", 1)[-1] in (
+            "as_tensor", "asarray"
+        ):
+            return bool(value.args) and may_be(value.args[0].value)
+        return False
+
+    return may_be(assignment.value)
 
 
 def _literal(expr: cst.BaseExpression | None) -> bool:

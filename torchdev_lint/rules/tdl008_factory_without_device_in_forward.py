@@ -632,7 +632,9 @@ class FactoryWithoutDeviceInForward(Rule):
         if factory.name == "tensor" and _scalar_data(factory.call):
             edit = (lambda updated: _full(updated, device))
         fix = Fix(Applicability.SAFE if safe else Applicability.UNSAFE, [(factory.call, edit)]) if known else None
-        self.report(factory.call, message, fix=fix)
+        node = next((p for p in method.node.params.params if p.name.value == param.name), method.node)
+        self.report(factory.call, message, fix=fix,
+                    evidence=((node, f"`{param.name}` is an input of `{where}`: the tensors it meets arrive there"),))
 
 
 def _computed_with(function: cst.FunctionDef, name: str, qualify) -> bool:

@@ -26,6 +26,10 @@ class UnusedNoqa(Rule):
 
     Fix safety: no fix is offered.
 
+    ## Confidence
+    Certain: a code counts as used when it suppresses a finding of any tier, so a `noqa`
+    for a possible finding hidden from the default output is not reported.
+
     ## When not to use
     When the same source is checked with different rule selections.
     """
