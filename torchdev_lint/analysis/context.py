@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Callable
 
 import libcst as cst
 
-from torchdev_lint.analysis import conditions, devices, evidence, kinds
+from torchdev_lint.analysis import conditions, devices, evidence, kinds, narrowing
 from torchdev_lint.analysis.guards import is_guarded, remember_blocks
 from torchdev_lint.analysis.imports import ImportTable, dotted_name
 from torchdev_lint.analysis.kinds import Kind, Value
@@ -69,6 +69,7 @@ class FileContext:
 
     def __init__(self, path: str, source: str, index=None) -> None:
         remember_blocks()  # guards read each block's early exits once for this file
+        narrowing.remember_blocks()  # and tensor checks
         self.path = path
         self.source = source
         self.index = index

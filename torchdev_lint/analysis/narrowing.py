@@ -9,11 +9,16 @@ the evidence a finding on ``x`` shows.
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from typing import Callable, Sequence
 
 import libcst as cst
 
 from torchdev_lint.analysis.guards import code_of
+
+# Per block, its statements by identity and those that may be a check (an assert, an `if`
+# that leaves): found once per file (FileContext starts the memo), not once per question.
+_blocks: ContextVar[dict | None] = ContextVar("torchdev_lint_tensor_checks", default=None)
 
 TENSOR_CLASSES = frozenset({"torch.Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter"})
 Qualifier = Callable[["cst.BaseExpression"], "str | None"]
@@ -66,13 +71,34 @@ def tensor_check(ancestors: Sequence[cst.CSTNode], subject: cst.BaseExpression,
             if child is parent.orelse and negated is not None and _checks(negated, text, qualify):
                 return parent.test
         if isinstance(parent, (cst.IndentedBlock, cst.Module)):
-            for statement in parent.body:
-                if statement is child:
+            where, candidates = _block(parent)
+            index = where.get(id(child), -1)
+            for position, statement in candidates:
+                if position >= index:
                     break
                 found = _earlier_check(statement, text, qualify)
                 if found is not None:
                     return found
     return None
+
+
+def remember_blocks() -> None:
+    """Start the per-file memo of blocks (asked for every move in a long block, reading all
+    the statements before it was quadratic)."""
+    _blocks.set({})
+
+
+def _block(block: cst.Module | cst.IndentedBlock):
+    memo = _blocks.get()
+    known = memo.get(id(block)) if memo is not None else None
+    if known is None:
+        candidates = [(i, s) for i, s in enumerate(block.body)
+                      if isinstance(s, cst.If) or (isinstance(s, cst.SimpleStatementLine)
+                                                   and any(isinstance(x, cst.Assert) for x in s.body))]
+        known = ({id(s): i for i, s in enumerate(block.body)}, candidates, block)  # the block keeps its id
+        if memo is not None:
+            memo[id(block)] = known
+    return known[0], known[1]
 
 
 def _earlier_check(statement: cst.CSTNode, text: str, qualify: Qualifier) -> cst.CSTNode | None:
