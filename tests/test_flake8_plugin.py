@@ -163,15 +163,15 @@ def test_select_and_ignore_options(testdata_findings):
 
     everything = {(row[0], row[3]) for row in testdata_findings}
     train = os.path.normpath("testdata/project/train.py")
-    assert {"TDL001", "TDL003"} <= {code for _, code in everything}
+    assert {"TDL001", "TDL004"} <= {code for _, code in everything}
     assert found("--select", "TDL", "--extend-ignore", "TDL001") == {
         f for f in everything if f[1] != "TDL001"
     }
-    with_e501 = found("--select", "E501", "--extend-select", "TDL003")
-    assert {f for f in with_e501 if f[1] != "E501"} == {f for f in everything if f[1] == "TDL003"}
+    with_e501 = found("--select", "E501", "--extend-select", "TDL004")
+    assert {f for f in with_e501 if f[1] != "E501"} == {f for f in everything if f[1] == "TDL004"}
     assert any(code == "E501" for _, code in with_e501)
-    assert found("--select", "TDL", "--per-file-ignores", f"{train}:TDL001,TDL003") == {
-        f for f in everything if not (f[0] == train and f[1] in ("TDL001", "TDL003"))
+    assert found("--select", "TDL", "--per-file-ignores", f"{train}:TDL001,TDL004") == {
+        f for f in everything if not (f[0] == train and f[1] in ("TDL001", "TDL004"))
     }
 
 

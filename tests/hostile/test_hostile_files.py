@@ -17,7 +17,7 @@ FIXED_LINE = "x = torch.zeros(1).to(device)"
 def run(*args, cwd, timeout=60, prefix=(), isolated=True, **options):
     try:
         process = subprocess.run(
-            [*prefix, sys.executable, "-m", "torchdev_lint", *(["--isolated"] if isolated else []), "--no-cache",
+            [*prefix, sys.executable, "-m", "torchdev_lint", *(["--isolated"] if isolated else []), "--no-cache", "--preview",
              *map(str, args)],
             cwd=cwd, capture_output=True, text=True, timeout=timeout,
             env={**os.environ, "PYTHONPATH": str(ROOT)}, **options,

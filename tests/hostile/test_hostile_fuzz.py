@@ -43,7 +43,7 @@ def check(code: str) -> None:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         event("refused by CPython")
         return  # hypothesmith's grammar strategy can produce what CPython still refuses
-    result = lint_source("fuzz.py", code, RULES)
+    result = lint_source("fuzz.py", code, RULES, preview=True)
     if result.error is not None:
         event("not checked: " + result.error.message.split(":")[0])
         assert "too complex" in result.error.message or "syntax error" in result.error.message
@@ -52,11 +52,11 @@ def check(code: str) -> None:
         event("checked, nothing to fix")
         return
     event("fixed")
-    outcome = fix_to_fixpoint(result, lambda text: lint_source("fuzz.py", text, RULES))
+    outcome = fix_to_fixpoint(result, lambda text: lint_source("fuzz.py", text, RULES, preview=True))
     fixed = outcome.source
     compile(fixed, "fuzz.py", "exec")
-    again = lint_source("fuzz.py", fixed, RULES)
-    assert fix_to_fixpoint(again, lambda text: lint_source("fuzz.py", text, RULES)).source == fixed
+    again = lint_source("fuzz.py", fixed, RULES, preview=True)
+    assert fix_to_fixpoint(again, lambda text: lint_source("fuzz.py", text, RULES, preview=True)).source == fixed
     lines = {n for f in result.findings for n in range(f.line, f.end_line + 1)}
     old = split_lines(code, keepends=True)  # not str.splitlines: a form feed ends no line
     matcher = difflib.SequenceMatcher(None, old, split_lines(fixed, keepends=True), autojunk=False)

@@ -48,7 +48,7 @@ def test_text_like_bookkeeping_is_only_text(tmp_path, run_cli, lookalike):
     second = [f"{lookalike}\n", "x = torch.zeros(3)\n", "y = x.cuda()\n", "%time z = 1"]
     path = tmp_path / "nb.ipynb"
     write(path, notebook(code_cell(first), code_cell(second)))
-    status, out, err = run_cli("--isolated", "--fix", "nb.ipynb", cwd=tmp_path)
+    status, out, err = run_cli("--isolated", "--preview", "--fix", "nb.ipynb", cwd=tmp_path)
     assert status == 0, out + err
     assert "Fixed 1 problem" in out
     assert sources(path) == [
@@ -62,7 +62,7 @@ def test_fix_lands_in_the_cell_of_the_line_it_fixes(tmp_path, run_cli):
     cells.append(code_cell("!pip install \\\n    tqdm\ny = x2.cuda()"))
     path = tmp_path / "nb.ipynb"
     write(path, notebook(*cells))
-    status, out, err = run_cli("--isolated", "--fix", "nb.ipynb", cwd=tmp_path)
+    status, out, err = run_cli("--isolated", "--preview", "--fix", "nb.ipynb", cwd=tmp_path)
     assert status == 0, out + err
     after = sources(path)
     assert after[1:4] == [f"import torch\nx{n} = torch.ones(1)\n" for n in range(1, 4)]
@@ -73,7 +73,7 @@ def test_a_source_that_is_not_text_is_one_error_line(tmp_path, run_cli):
     write(tmp_path / "numbers.ipynb", notebook(code_cell([1, 2, 3])))
     write(tmp_path / "dict.ipynb", notebook(code_cell({"a": "b"})))
     (tmp_path / "bug.py").write_text("y = x.cuda()\n")
-    status, out, err = run_cli("--isolated", ".", cwd=tmp_path)
+    status, out, err = run_cli("--isolated", "--preview", ".", cwd=tmp_path)
     assert status == 2, err
     assert "bug.py:1:5: TDL001" in out
     lines = err.strip().splitlines()
@@ -86,7 +86,7 @@ def test_a_notebook_in_another_language_is_skipped(tmp_path, run_cli):
     r_code = "library(torch)\nx <- torch_randn(3)$cuda()\nif (TRUE) { print(x) }\n"
     path = tmp_path / "analysis.ipynb"
     before = write(path, notebook(code_cell(r_code), language="R"))
-    status, out, err = run_cli("--isolated", "--fix", "analysis.ipynb", cwd=tmp_path)
+    status, out, err = run_cli("--isolated", "--preview", "--fix", "analysis.ipynb", cwd=tmp_path)
     assert status == 0 and err == "", out + err
     assert path.read_text(encoding="utf-8") == before
 
@@ -104,7 +104,7 @@ MAGIC_CONTINUATIONS = [
 def test_magics_continued_with_a_backslash_are_masked(tmp_path, run_cli, magic):
     cells = [code_cell(magic + "\n"), code_cell("import torch\nx = torch.zeros(1)\ny = x.cuda()\n")]
     write(tmp_path / "nb.ipynb", notebook(*cells))
-    status, out, err = run_cli("--isolated", "nb.ipynb", cwd=tmp_path)
+    status, out, err = run_cli("--isolated", "--preview", "nb.ipynb", cwd=tmp_path)
     assert status == 1 and err == "", err
     assert out.startswith("nb.ipynb:cell 2:3:5: TDL001")
 
@@ -122,7 +122,7 @@ def test_a_syntax_error_names_its_cell_and_line(tmp_path, run_cli, cell, where):
     cells = [code_cell("import torch\n"), {"cell_type": "markdown", "metadata": {}, "source": "# x"},
              code_cell(cell), code_cell("z = 3\n")]
     write(tmp_path / "bad.ipynb", notebook(*cells))
-    status, _, err = run_cli("--isolated", "bad.ipynb", cwd=tmp_path)
+    status, _, err = run_cli("--isolated", "--preview", "bad.ipynb", cwd=tmp_path)
     assert status == 2
     (line,) = err.strip().splitlines()
     assert line.startswith(f"torchdev-lint: bad.ipynb:{where}") and "syntax error" in line
@@ -132,6 +132,6 @@ def test_every_corpus_notebook_is_checked(tmp_path, run_cli):
     notebooks = sorted(CORPUS.glob("*/**/*.ipynb"))
     if not notebooks:
         pytest.skip("the corpus repositories are not checked out here")
-    status, out, err = run_cli("--isolated", "--format", "json", *notebooks, cwd=tmp_path)
+    status, out, err = run_cli("--isolated", "--preview", "--format", "json", *notebooks, cwd=tmp_path)
     assert "error" not in err, err
     assert status in (0, 1)

@@ -19,7 +19,7 @@ HEADER = "import torch\nx = torch.zeros(1)\n"
 def run(*args, cwd, timeout=120):
     try:
         process = subprocess.run(
-            [sys.executable, "-m", "torchdev_lint", "--isolated", *map(str, args)],
+            [sys.executable, "-m", "torchdev_lint", "--isolated", "--preview", *map(str, args)],
             cwd=cwd, capture_output=True, text=True, timeout=timeout,
             env={**os.environ, "PYTHONPATH": str(ROOT)},
         )
@@ -95,7 +95,7 @@ def test_text_with_a_lone_surrogate_is_one_error_not_an_exception():
     from torchdev_lint.engine import lint_source
     from torchdev_lint.rule import Rule
 
-    result = lint_source("buffer.py", 'import torch\nx = "\udcff".cuda()\n', list(Rule.registry.values()))
+    result = lint_source("buffer.py", 'import torch\nx = "\udcff".cuda()\n', list(Rule.registry.values()), preview=True)
     assert (result.error.line, result.error.column) == (2, 6)
     assert result.error.message == "cannot check: '\\udcff' is a lone surrogate, not a character"
 
@@ -125,7 +125,7 @@ def test_a_tree_too_deep_to_write_back_is_one_error_and_untouched(monkeypatch):
     from torchdev_lint.rule import Rule
 
     source = HEADER + "y = x.cuda()\n"
-    result = lint_source("deep.py", source, list(Rule.registry.values()))
+    result = lint_source("deep.py", source, list(Rule.registry.values()), preview=True)
     assert [f.code for f in result.findings] == ["TDL001"]
 
     def too_deep(self):

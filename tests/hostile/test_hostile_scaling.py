@@ -97,7 +97,7 @@ def superlinear(small: Counter, large: Counter) -> dict[str, tuple[int, int]]:
 
 
 def check(blocks: int) -> Counter:
-    return work(lambda: lint_source("gen.py", Text(program(blocks)), RULES))
+    return work(lambda: lint_source("gen.py", Text(program(blocks)), RULES, preview=True))
 
 
 def test_checking_grows_linearly_with_the_file():
@@ -109,9 +109,9 @@ def test_checking_grows_linearly_with_the_file():
 def test_fixing_grows_linearly_with_the_file():
     def fix(blocks):
         def task():
-            result = lint_source("gen.py", Text(program(blocks)), RULES)
+            result = lint_source("gen.py", Text(program(blocks)), RULES, preview=True)
             assert result.findings
-            fix_to_fixpoint(result, lambda text: lint_source("gen.py", Text(text), RULES), unsafe=True)
+            fix_to_fixpoint(result, lambda text: lint_source("gen.py", Text(text), RULES, preview=True), unsafe=True)
         return work(task)
 
     assert superlinear(fix(8), fix(16)) == {}
@@ -137,7 +137,7 @@ def test_the_report_reads_each_files_lines_once(tmp_path, monkeypatch, capsys):
         return source
 
     monkeypatch.setattr(files, "read", read)
-    status = cli.main(["--isolated", "--no-cache", "-j", "1", "--output-format", "full", str(path)])
+    status = cli.main(["--isolated", "--no-cache", "--preview", "-j", "1", "--output-format", "full", str(path)])
     out = capsys.readouterr().out
     assert status == 1 and out.count(" | ") > 100  # code frames for many findings were shown
     assert splits[str(path)] <= 2
@@ -159,7 +159,7 @@ def one_class(lines: int) -> str:
 
 def test_checking_one_growing_class_grows_linearly():
     def check_class(lines):
-        return work(lambda: lint_source("gen.py", Text(one_class(lines)), RULES))
+        return work(lambda: lint_source("gen.py", Text(one_class(lines)), RULES, preview=True))
 
     small, large = check_class(24), check_class(48)  # under the 64 saves read per class
     assert sum(large.values()) > 1.8 * sum(small.values())
@@ -174,7 +174,7 @@ def test_checking_a_growing_test_file_grows_linearly():
                    "    torch.save({}, tmp_path / 'c.pt')\n    return tmp_path / 'c.pt'\n")
         return fixture + "".join(f"\n\ndef test_{n}(ckpt):\n    torch.load(ckpt)\n" for n in range(tests))
 
-    small = work(lambda: lint_source("test_gen.py", Text(test_file(40)), RULES))
-    large = work(lambda: lint_source("test_gen.py", Text(test_file(80)), RULES))
+    small = work(lambda: lint_source("test_gen.py", Text(test_file(40)), RULES, preview=True))
+    large = work(lambda: lint_source("test_gen.py", Text(test_file(80)), RULES, preview=True))
     assert sum(large.values()) > 1.8 * sum(small.values())
     assert superlinear(small, large) == {}
