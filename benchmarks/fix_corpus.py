@@ -1,12 +1,15 @@
 """Run ``--fix --unsafe-fixes`` over copies of real repositories and check the result.
 
-    python benchmarks/fix_corpus.py [--diffs] DIR [DIR...]
+    python benchmarks/fix_corpus.py [--diffs] [--preview] DIR [DIR...]
 
 For each DIR: copy it to a temporary directory, lint it, fix it, then check that every
 changed file still compiles (a notebook: still parses as JSON), that no name a fix introduced (``device``, ``torch``) is read
 at import time before the statement that binds it (``unbound_introductions``), re-lint it
 (no finding still marked fixable: the mark promised a fix), and run the fix a second time
 (which must change nothing). Prints a table, and with ``--diffs`` a few diffs to read by eye.
+``--preview`` fixes the possible findings too (docs/confidence.md). Every fix that moves a
+value (makes a buffer, a ``ModuleList``/``ModuleDict``, adds ``device=``) is listed with the
+evidence its finding carries.
 """
 
 from __future__ import annotations
@@ -85,12 +88,23 @@ def bindings_of(statement: cst.CSTNode) -> set[str]:
     return set(bindings(cst.Module(body=[statement])))
 
 
+# Rules whose fixes move a value: a buffer, a module container, a factory's device.
+VALUE_MOVING = ("TDL006", "TDL007", "TDL008")
+TIER: list[str] = []  # ["--preview"] to check the possible findings too
+
+
 def lint_json(directory: Path) -> list[dict]:
     out = subprocess.run(
-        [sys.executable, "-m", "torchdev_lint", "--isolated", "--no-cache", "--format", "json", "--exit-zero", "."],
+        [sys.executable, "-m", "torchdev_lint", "--isolated", "--no-cache", "--format", "json", "--exit-zero",
+         *TIER, "."],
         cwd=directory, capture_output=True, text=True,
     ).stdout
     return json.loads(out)
+
+
+def fix(directory: Path) -> None:
+    subprocess.run([sys.executable, "-m", "torchdev_lint", "--isolated", "--no-cache", "--fix",
+                    "--unsafe-fixes", "-q", *TIER, "."], cwd=directory, capture_output=True)
 
 
 def snapshot(directory: Path) -> dict[Path, bytes]:
@@ -109,8 +123,10 @@ def still_valid(path: Path, data: bytes) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--diffs", action="store_true", help="print a few diffs per repository")
+    parser.add_argument("--preview", action="store_true", help="fix possible findings too")
     parser.add_argument("dirs", nargs="+", type=Path, metavar="DIR")
     args = parser.parse_args()
+    TIER[:] = ["--preview"] if args.preview else []
     show_diffs = args.diffs
     print("| repository | findings | marked fixable | fixed | remaining | files changed | do not compile | "
           "introduced names unbound | second --fix changed |")
@@ -121,8 +137,7 @@ def main() -> None:
             shutil.copytree(source, work, ignore=shutil.ignore_patterns(".git"), symlinks=True)
             before = snapshot(work)
             findings = lint_json(work)
-            subprocess.run([sys.executable, "-m", "torchdev_lint", "--isolated", "--no-cache", "--fix",
-                            "--unsafe-fixes", "-q", "."], cwd=work, capture_output=True)
+            fix(work)
             after = snapshot(work)
             changed = [p for p in after if after[p] != before.get(p)]
             broken, unbound = [], []
@@ -137,8 +152,7 @@ def main() -> None:
                 unbound += [f"{path.relative_to(work)}: {problem}" for problem in unbound_introductions(
                     before[path].decode("utf-8", "replace"), after[path].decode("utf-8", "replace"))]
             remaining = lint_json(work)
-            subprocess.run([sys.executable, "-m", "torchdev_lint", "--isolated", "--no-cache", "--fix",
-                            "--unsafe-fixes", "-q", "."], cwd=work, capture_output=True)
+            fix(work)
             second = [p for p, data in snapshot(work).items() if data != after.get(p)]
             by_code: dict[str, int] = {}
             for finding in findings:
@@ -155,6 +169,10 @@ def main() -> None:
                 print("   CHANGED AGAIN", path.relative_to(work))
             for finding in (f for f in remaining if f["fixable"]):
                 print("   STILL MARKED FIXABLE", f"{finding['path']}:{finding['line']}: {finding['code']}")
+            for finding in (f for f in findings if f["fixable"] and f["code"] in VALUE_MOVING):
+                steps = "; ".join(f"{s['line']}: {s['message']}" for s in finding.get("evidence", [])) or "none"
+                print(f"   MOVES {finding['path']}:{finding['line']} {finding['code']} "
+                      f"[{finding['confidence']}] evidence: {steps}")
             for path in changed[:3] if show_diffs else ():
                 diff = difflib.unified_diff(
                     before[path].decode("utf-8", "replace").splitlines(),
