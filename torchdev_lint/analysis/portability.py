@@ -35,7 +35,7 @@ import libcst as cst
 from torchdev_lint.analysis import provenance, requirements
 from torchdev_lint.analysis.guards import code_of
 from torchdev_lint.analysis.imports import dotted_name
-from torchdev_lint.analysis.tree import walk
+from torchdev_lint.analysis.tree import collect, walk
 
 # Step: a node and what it shows, as ``Rule.report(evidence=...)`` takes it.
 Step = tuple["cst.CSTNode", str]
@@ -277,12 +277,12 @@ def _facts(ctx, module: cst.Module) -> _FileFacts:
         return True
 
     walk(module, enter)
-    unconditional = [*module.body, *(s for f in _functions(module) for s in f.body.body
+    unconditional = [*module.body, *(s for f in collect(module, cst.FunctionDef) for s in f.body.body
                                       if isinstance(f.body, cst.IndentedBlock))]
     nccl = next((s for s in unconditional if _opens_nccl_group(s)), None)
     if nccl is not None and facts.cuda_only is None:
         facts.cuda_only = (nccl, "the file needs CUDA anyway: it always opens an NCCL process group")
-    for node in list(_classes(module)):
+    for node in collect(module, cst.ClassDef):
         methods = [m for m in node.body.body if isinstance(m, cst.FunctionDef)]
         for method in methods:
             call = _unguarded_cuda_call(ctx, method)
@@ -306,46 +306,12 @@ def _unguarded_cuda_call(ctx, method: cst.FunctionDef) -> cst.Call | None:
         return None
     for statement in method.body.body:
         for small in statement.body if isinstance(statement, cst.SimpleStatementLine) else ():
-            for call in _calls_in(small):
+            for call in collect(small, cst.Call, skip=cst.Lambda):
                 if ctx.qualified_name(call.func) in requirements.NEEDS_CUDA:
                     return call
     return None
 
 
-def _calls_in(node: cst.CSTNode) -> list[cst.Call]:
-    found: list[cst.Call] = []
-
-    def enter(child: cst.CSTNode) -> bool:
-        if isinstance(child, cst.Call):
-            found.append(child)
-        return not isinstance(child, cst.Lambda)
-
-    walk(node, enter)
-    return found
-
-
-def _functions(module: cst.Module) -> list[cst.FunctionDef]:
-    found: list[cst.FunctionDef] = []
-
-    def enter(node: cst.CSTNode) -> bool:
-        if isinstance(node, cst.FunctionDef):
-            found.append(node)
-        return True
-
-    walk(module, enter)
-    return found
-
-
-def _classes(module: cst.Module):
-    found: list[cst.ClassDef] = []
-
-    def enter(node: cst.CSTNode) -> bool:
-        if isinstance(node, cst.ClassDef):
-            found.append(node)
-        return True
-
-    walk(module, enter)
-    return found
 
 
 @dataclass(frozen=True)

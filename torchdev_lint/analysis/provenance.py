@@ -215,15 +215,7 @@ def _saves_only_when_missing(ctx, scope: cst.CSTNode, save: cst.Call) -> bool:
         return not found
 
     def contains(node: cst.CSTNode) -> bool:
-        inside = False
-
-        def enter(child: cst.CSTNode) -> bool:
-            nonlocal inside
-            inside = inside or child is save
-            return not inside
-
-        tree.walk(node, enter)
-        return inside
+        return tree.contains(node, save)
 
     def enter(node: cst.CSTNode) -> bool:
         if found:

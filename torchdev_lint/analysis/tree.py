@@ -64,6 +64,33 @@ def walk(root: cst.CSTNode, enter: Callable[[cst.CSTNode], bool]) -> None:
             stack.extend(reversed(list(children(node))))
 
 
+def collect(root: cst.CSTNode, kind, skip=()) -> list:
+    """The nodes of type ``kind`` in ``root`` (``root`` included), pre-order, not looking
+    inside nodes of the types ``skip``."""
+    found: list = []
+
+    def enter(node: cst.CSTNode) -> bool:
+        if isinstance(node, kind):
+            found.append(node)
+        return not (skip and isinstance(node, skip))
+
+    walk(root, enter)
+    return found
+
+
+def contains(root: cst.CSTNode, target: cst.CSTNode) -> bool:
+    """``target`` is ``root`` or one of its descendants."""
+    found = False
+
+    def enter(node: cst.CSTNode) -> bool:
+        nonlocal found
+        found = found or node is target
+        return not found
+
+    walk(root, enter)
+    return found
+
+
 class Reader:
     """A read-only visitor: ``read(node)`` calls ``visit_<NodeClass>`` methods in pre-order,
     and a method answering False skips that node's children. Unlike LibCST's visitors it

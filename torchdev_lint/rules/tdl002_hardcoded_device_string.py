@@ -610,7 +610,7 @@ def _falls_back(path: Sequence[cst.CSTNode]) -> bool:
     literal = path[-1]
     for parent in reversed(path[:-1]):
         if isinstance(parent, cst.IfExp):
-            other = parent.orelse if parent.body is literal or _inside(literal, parent.body) else parent.body
+            other = parent.orelse if parent.body is literal or tree.contains(parent.body, literal) else parent.body
             if "cpu" in code_of(other).lower() or "device" in code_of(other).lower():
                 return True  # the CPU, or the device the caller passed
         if isinstance(parent, (cst.FunctionDef, cst.SimpleStatementLine)):
@@ -622,18 +622,6 @@ def _falls_back(path: Sequence[cst.CSTNode]) -> bool:
         params = {p.name.value for p in [*function.params.params, *function.params.kwonly_params]}
         return any(isinstance(t, cst.Name) and t.value in params for t in targets)
     return False
-
-
-def _inside(node: cst.CSTNode, container: cst.CSTNode) -> bool:
-    found = False
-
-    def enter(child: cst.CSTNode) -> bool:
-        nonlocal found
-        found = found or child is node
-        return not found
-
-    tree.walk(container, enter)
-    return found
 
 
 def _old_torch_fallback(path: Sequence[cst.CSTNode]) -> bool:

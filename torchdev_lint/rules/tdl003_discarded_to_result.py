@@ -5,7 +5,7 @@ import libcst as cst
 from torchdev_lint.analysis import narrowing, receivers
 from torchdev_lint.analysis.guards import code_of
 from torchdev_lint.analysis.kinds import Kind
-from torchdev_lint.analysis.tree import walk
+from torchdev_lint.analysis.tree import collect
 from torchdev_lint.finding import Applicability, Fix
 from torchdev_lint.rule import Invalid, Rule, Valid
 
@@ -173,24 +173,12 @@ def _dead_loop_copy(ancestors, receiver: cst.BaseExpression) -> bool:
     if not isinstance(receiver, cst.Name):
         return False
     loop = next((a for a in reversed(ancestors) if isinstance(a, cst.For)), None)
-    if loop is None or receiver.value not in {n.value for n in _names(loop.target)}:
+    if loop is None or receiver.value not in {n.value for n in collect(loop.target, cst.Name)}:
         return False
     body = list(loop.body.body)
     statement = next((a for a in ancestors if any(a is s for s in body)), None)  # the loop's own statement
     after = body[body.index(statement) + 1:] if statement is not None else []
-    return not any(receiver.value in {n.value for n in _names(s)} for s in after)
-
-
-def _names(node: cst.CSTNode) -> list[cst.Name]:
-    found: list[cst.Name] = []
-
-    def enter(child: cst.CSTNode) -> bool:
-        if isinstance(child, cst.Name):
-            found.append(child)
-        return True
-
-    walk(node, enter)
-    return found
+    return not any(receiver.value in {n.value for n in collect(s, cst.Name)} for s in after)
 
 
 def _assign_back(updated: cst.Expr) -> cst.Assign:
