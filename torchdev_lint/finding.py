@@ -90,6 +90,11 @@ class Finding:
         self.message = _LINE_BREAKS.sub(" ", self.message)
 
     @property
+    def shown_message(self) -> str:
+        """The message as every output shows it: a possible finding says so."""
+        return self.message + (" (possible)" if self.confidence is Confidence.POSSIBLE else "")
+
+    @property
     def fixable(self) -> bool:
         return self.fix is not None
 

@@ -100,5 +100,4 @@ class TorchDevLintChecker:
             )
         for finding in result.findings:
             # Our columns are 1-based; flake8 wants a 0-based offset and adds 1 itself.
-            possible = " (possible)" if finding.confidence.value == "possible" else ""
-            yield finding.line, finding.column - 1, f"{finding.code} {finding.message}{possible}", type(self)
+            yield finding.line, finding.column - 1, f"{finding.code} {finding.shown_message}", type(self)

@@ -112,7 +112,7 @@ def _diagnostic(document: TextDocument, finding: Finding) -> types.Diagnostic:
     possible = finding.confidence is Confidence.POSSIBLE
     return types.Diagnostic(
         range=_range(document, finding),
-        message=finding.message + (" (possible)" if possible else ""),
+        message=finding.shown_message,
         severity=types.DiagnosticSeverity.Information if possible else types.DiagnosticSeverity.Warning,
         code=finding.code,
         code_description=types.CodeDescription(href=rule_page(finding.code)),

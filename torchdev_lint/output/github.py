@@ -24,5 +24,5 @@ def render(findings: list[Finding], context: OutputContext) -> str:
             "endLine": f.end_line, "endColumn": f.end_column,
         }
         joined = ",".join(f"{key}={escape_property(str(value))}" for key, value in properties.items())
-        lines.append(f"::error {joined}::{escape_data(f'{f.code} {f.message}')}")
+        lines.append(f"::error {joined}::{escape_data(f'{f.code} {f.shown_message}')}")
     return "\n".join(lines)

@@ -28,7 +28,7 @@ def report(findings: list[Finding], root: Path) -> list[dict]:
         issues.append({
             "type": "issue",
             "check_name": finding.code,
-            "description": f"{finding.code} {finding.message}",
+            "description": f"{finding.code} {finding.shown_message}",
             "categories": ["Bug Risk"],
             "severity": "major",
             "fingerprint": fingerprint,

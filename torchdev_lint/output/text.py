@@ -7,7 +7,7 @@ import os
 from collections import Counter
 from typing import TextIO
 
-from torchdev_lint.finding import Confidence, FileError, Finding
+from torchdev_lint.finding import FileError, Finding
 from torchdev_lint.output.context import OutputContext
 
 SAFE_MARK, UNSAFE_MARK = "[*]", "[~]"  # fixed by `--fix`; fixed only with `--unsafe-fixes`
@@ -36,9 +36,8 @@ def mark(finding: Finding, context: OutputContext) -> str:
 
 def text_line(finding: Finding, context: OutputContext | None = None) -> str:
     context = context or OutputContext()
-    possible = " (possible)" if finding.confidence is Confidence.POSSIBLE else ""
     return (f"{_paint(finding.location, _BOLD, context)}: {_paint(finding.code, _RED, context)}"
-            f"{mark(finding, context)} {finding.message}{possible}")
+            f"{mark(finding, context)} {finding.shown_message}")
 
 
 def evidence_lines(finding: Finding) -> list[str]:
