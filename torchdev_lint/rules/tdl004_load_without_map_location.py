@@ -5,7 +5,6 @@ import libcst as cst
 from torchdev_lint import fixes
 from torchdev_lint.analysis import kinds, portability, provenance
 from torchdev_lint.analysis.guards import code_of
-from torchdev_lint.analysis.imports import dotted_name
 from torchdev_lint.analysis.tree import walk
 from torchdev_lint.finding import Applicability, Fix
 from torchdev_lint.rule import Invalid, Rule, Valid

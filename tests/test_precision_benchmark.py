@@ -1,0 +1,50 @@
+"""benchmarks/precision/precision.py: the numbers the first-look protocol records."""
+
+import importlib.util
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SPEC = importlib.util.spec_from_file_location("precision", ROOT / "benchmarks" / "precision" / "precision.py")
+precision = importlib.util.module_from_spec(SPEC)
+SPEC.loader.exec_module(precision)
+
+FALLBACK = 'import torch\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n'
+
+
+def setup(tmp_path, monkeypatch, labels):
+    checkout = tmp_path / "repos" / "someone+demo"
+    checkout.mkdir(parents=True)
+    (checkout / "a.py").write_text(FALLBACK + "x = torch.zeros(1).cuda()\ny = torch.ones(1).cuda()\n")
+    (checkout / "b.py").write_text(FALLBACK + "z = torch.zeros(1).cuda()\n")
+    registry = tmp_path / "registry.tsv"
+    registry.write_text("repo\tcommit\trole\tfirst_used\tjudged_with\tnote\nsomeone/demo\tabc\tfirst-look\t-\t-\t-\n")
+    table = tmp_path / "labels"
+    table.mkdir()
+    rows = ["\t".join(precision.LABEL_COLUMNS)]
+    rows += [f"someone/demo\tabc\t{path}\t\t{line}\tTDL001\t{verdict}\twhy" for path, line, verdict in labels]
+    (table / "someone+demo.tsv").write_text("\n".join(rows) + "\n")
+    monkeypatch.setattr(precision, "REGISTRY", registry)
+    monkeypatch.setattr(precision, "LABELS", table)
+    return checkout
+
+
+def test_report_counts_verdicts_and_never_counts_an_unjudged_finding_as_right(tmp_path, monkeypatch, capsys):
+    setup(tmp_path, monkeypatch, [("a.py", 3, "right"), ("a.py", 4, "wrong")])
+    precision.main(["report", str(tmp_path / "repos")])
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("TDL001"))
+    assert row.split() == ["TDL001", "1", "1", "0", "1", "0.50", "0.50"]
+
+
+def test_judge_prints_every_default_finding_with_an_empty_verdict(tmp_path, monkeypatch, capsys):
+    checkout = setup(tmp_path, monkeypatch, [])
+    precision.main(["judge", str(checkout), "someone/demo", "--commit", "abc"])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split("\t") == precision.LABEL_COLUMNS
+    assert [tuple(line.split("\t")[2:7]) for line in lines[1:]] == [
+        ("a.py", "", "3", "TDL001", ""), ("a.py", "", "4", "TDL001", ""), ("b.py", "", "3", "TDL001", "")]
+
+
+def test_a_seeded_sample_is_the_same_every_time():
+    findings = [{"path": f"f{i}.py", "line": i, "code": "TDL004"} for i in range(100)]
+    first = precision.sample("owner/repo", findings)
+    assert len(first) == precision.SAMPLE and first == precision.sample("owner/repo", list(reversed(findings)))
