@@ -97,7 +97,7 @@ def _runs_on(test: cst.BaseExpression, holds: bool, qualify: Qualifier | None,
     return conditions.implies(test, holds, qualify) is machine
 
 
-def _is_exit(statement: cst.BaseStatement) -> bool:
+def is_exit(statement: cst.BaseStatement) -> bool:
     """``return``, ``raise``, ``continue``, ``break``, ``sys.exit(...)``, ``pytest.skip(...)``."""
     if isinstance(statement, cst.SimpleStatementLine) and statement.body:
         last = statement.body[-1]
@@ -108,13 +108,13 @@ def _is_exit(statement: cst.BaseStatement) -> bool:
     return False
 
 
-def _exits_early(statement: cst.BaseStatement, qualify: Qualifier | None,
+def exits_early(statement: cst.BaseStatement, qualify: Qualifier | None,
                  machine: Machine = ACCELERATOR) -> bool:
     """The code after ``statement`` runs only on ``machine`` (an accelerator:
     ``if not torch.cuda.is_available(): return`` or ``assert torch.cuda.is_available()``)."""
     if isinstance(statement, cst.If) and statement.orelse is None:
         body = statement.body.body
-        return bool(body) and _is_exit(body[-1]) and _runs_on(statement.test, False, qualify, machine)
+        return bool(body) and is_exit(body[-1]) and _runs_on(statement.test, False, qualify, machine)
     if isinstance(statement, cst.SimpleStatementLine):
         return any(
             isinstance(s, cst.Assert) and _runs_on(s.test, True, qualify, machine)
@@ -153,7 +153,7 @@ def _after_early_exit(block: cst.Module | cst.IndentedBlock, statement: cst.CSTN
     known = memo.get(key) if memo is not None else None
     if known is None:
         body = block.body
-        first = next((i for i, s in enumerate(body) if _exits_early(s, qualify, machine)), len(body))
+        first = next((i for i, s in enumerate(body) if exits_early(s, qualify, machine)), len(body))
         known = ({id(s): i for i, s in enumerate(body)}, first, block)  # the block keeps its id
         if memo is not None:
             memo[key] = known

@@ -14,7 +14,7 @@ from typing import Callable, Sequence
 
 import libcst as cst
 
-from torchdev_lint.analysis.guards import code_of
+from torchdev_lint.analysis.guards import code_of, is_exit
 
 # Per block, its statements by identity and those that may be a check (an assert, an `if`
 # that leaves): found once per file (FileContext starts the memo), not once per question.
@@ -47,14 +47,11 @@ def _negated(test: cst.BaseExpression) -> cst.BaseExpression | None:
 
 
 def _leaves(body: cst.BaseSuite) -> bool:
-    """The suite ends by leaving the block: ``return``, ``continue``, ``break``, ``raise``."""
+    """The suite ends by leaving the block: ``return``, ``continue``, ``break``, ``raise``,
+    ``sys.exit(...)`` (guards' exits)."""
     if isinstance(body, cst.IndentedBlock):
-        last = body.body[-1] if body.body else None
-        if not isinstance(last, cst.SimpleStatementLine):
-            return False
-        smalls = last.body
-    else:
-        smalls = body.body  # a suite on the line of its `if`
+        return bool(body.body) and is_exit(body.body[-1])
+    smalls = body.body  # a suite on the line of its `if`
     return bool(smalls) and isinstance(smalls[-1], (cst.Return, cst.Continue, cst.Break, cst.Raise))
 
 

@@ -32,7 +32,7 @@ from typing import Sequence
 
 import libcst as cst
 
-from torchdev_lint.analysis import provenance, requirements
+from torchdev_lint.analysis import guards, provenance, requirements
 from torchdev_lint.analysis.guards import code_of
 from torchdev_lint.analysis.imports import dotted_name
 from torchdev_lint.analysis.tree import collect, walk
@@ -91,17 +91,6 @@ def _tests_availability(test: cst.BaseExpression) -> bool:
     return found
 
 
-def _exits(body: cst.BaseSuite) -> bool:
-    for statement in getattr(body, "body", ()):
-        for small in getattr(statement, "body", ()) if isinstance(statement, cst.SimpleStatementLine) else ():
-            if isinstance(small, cst.Raise):
-                return True
-            if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
-                if (dotted_name(small.value.func) or "") in ("exit", "quit", "sys.exit", "os._exit"):
-                    return True
-    return False
-
-
 def _keyword(call: cst.Call, name: str) -> cst.BaseExpression | None:
     for arg in call.args:
         if arg.keyword is not None and arg.keyword.value == name:
@@ -109,23 +98,23 @@ def _keyword(call: cst.Call, name: str) -> cst.BaseExpression | None:
     return None
 
 
-def _only_availability(test: cst.BaseExpression) -> bool:
-    """A test of the machine alone (``not torch.cuda.is_available()``, ``device_count() < 2``),
-    not of a user's choice too (``args.cuda and not torch.cuda.is_available()``)."""
-    if isinstance(test, cst.UnaryOperation):
-        return _only_availability(test.expression)
-    if isinstance(test, cst.Comparison):
-        return _only_availability(test.left)
-    return isinstance(test, cst.Call) and _tests_availability(test)
+def _ends_without_cuda(statement: cst.CSTNode, qualify) -> bool:
+    """guards' early exit that ends the program, not one function: ``if not
+    torch.cuda.is_available(): sys.exit(...)`` (or ``raise``), ``assert torch.cuda.is_available()``.
+    A test of the user's choice too (``args.cuda and not ...``) is no such exit."""
+    if not guards.exits_early(statement, qualify):
+        return False
+    if isinstance(statement, cst.If):
+        last = statement.body.body[-1]
+        return not isinstance(last.body[-1], (cst.Return, cst.Continue, cst.Break))
+    return True
 
 
-def _needs_cuda(node: cst.CSTNode, top_level: bool) -> str | None:
+def _needs_cuda(node: cst.CSTNode, top_level: bool, qualify) -> str | None:
     """What a single node says about the file needing CUDA anyway, or None. Imports count
     at the top level only: one inside ``try``, ``if`` or a function is optional."""
-    if isinstance(node, cst.Assert) and _only_availability(node.test):
-        return "asserts that CUDA is available"
-    if isinstance(node, cst.If) and _only_availability(node.test) and _exits(node.body):
-        return "exits when CUDA is missing"
+    if isinstance(node, (cst.If, cst.SimpleStatementLine)) and _ends_without_cuda(node, qualify):
+        return "asserts or exits when CUDA is missing"
     if isinstance(node, (cst.Import, cst.ImportFrom)) and top_level:
         names = [dotted_name(node.module) or ""] if isinstance(node, cst.ImportFrom) and node.module else []
         if isinstance(node, cst.Import):
@@ -255,7 +244,7 @@ def _facts(ctx, module: cst.Module) -> _FileFacts:
 
     def enter(node: cst.CSTNode) -> bool:
         if facts.cuda_only is None:
-            why = _needs_cuda(node, id(node) in top_level)
+            why = _needs_cuda(node, id(node) in top_level, ctx.qualified_name)
             if why is not None:
                 facts.cuda_only = (node, f"the file needs CUDA anyway: it {why}")
         if facts.cpu_choice is None:
