@@ -1,0 +1,95 @@
+"""Moves that copy: which method calls give a *new* tensor on another device (or dtype), and
+which values start on the CPU whatever the program does later.
+
+``Tensor.to``/``.cuda()``/``.half()`` return the tensor itself when nothing changes (a CPU
+tensor moved to the CPU) and a copy otherwise. The copy of an ``nn.Parameter`` is a plain
+tensor computed from it: not a leaf, not a Parameter. Code that runs on a CPU machine
+therefore works, and breaks where the device (or dtype) really changes. TDL010 and TDL012
+ask these questions.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from torchdev_lint.analysis import kinds
+from torchdev_lint.analysis.conditions import words
+from torchdev_lint.analysis.imports import dotted_name
+
+PARAMETER_CLASSES = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
+# Methods that return a copy on an accelerator (or in another dtype than float32).
+_DEVICE_COPIES = frozenset({"cuda", "xpu", "mps", "npu", "hpu"})
+_DTYPE_COPIES = frozenset({"half", "bfloat16", "double"})
+# `.to(torch.float32)` on a float32 tensor returns it unchanged.
+_DEFAULT_DTYPES = frozenset({"float", "float32"})
+_CPU_GENERATOR = "torch.Generator"
+
+
+def is_parameter_call(ctx, expr: cst.BaseExpression | None) -> bool:
+    """``nn.Parameter(...)`` (under any import name)."""
+    return isinstance(expr, cst.Call) and ctx.qualified_name(expr.func) in PARAMETER_CLASSES
+
+
+def copying_move(call: cst.Call) -> str | None:
+    """The method of ``x.<method>(...)`` when it returns a copy of a float32 CPU tensor on a
+    machine with an accelerator: ``.cuda()``, ``.to(device)``, ``.half()``; None for
+    ``.cpu()``, ``.float()``, ``.to(torch.float32)`` and anything else."""
+    func = call.func
+    if not isinstance(func, cst.Attribute):
+        return None
+    method = func.attr.value
+    if method in _DEVICE_COPIES or (method in _DTYPE_COPIES and not call.args):
+        return method
+    if method != "to" or not call.args or kinds.moves_to_cpu(call):
+        return None
+    if kinds.changes_dtype_only(call):
+        dtype = next((a.value for a in call.args if a.keyword is None or a.keyword.value == "dtype"), None)
+        last = dtype.attr.value if isinstance(dtype, cst.Attribute) else (
+            dtype.value if isinstance(dtype, cst.Name) else None)
+        return None if last in _DEFAULT_DTYPES or last == "dtype" or last is None else method
+    first = call.args[0]
+    if first.keyword is None and isinstance(first.value, (cst.Name, cst.Attribute)) and not any(
+        a.keyword is not None and a.keyword.value == "device" for a in call.args
+    ):
+        # `.to(other)` with a tensor argument, or `.to(dtype_var)`: not certainly a device.
+        name = dotted_name(first.value) or ""
+        if not _device_words(name):
+            return None
+    return method
+
+
+def _device_words(name: str) -> bool:
+    """``device``, ``self.device``, ``args.gpu``, ``local_rank``: a name that holds a device."""
+    said = words(name.rpartition(".")[2])
+    return bool(said & {"device", "dev", "cuda", "gpu", "rank", "accelerator", "devices"})
+
+
+def names_cpu(expr: cst.BaseExpression | None) -> bool:
+    """``"cpu"``, ``torch.device("cpu")``, ``cpu_device``: a device expression that says CPU."""
+    if expr is None:
+        return False
+    if isinstance(expr, cst.SimpleString):
+        value = expr.evaluated_value
+        return isinstance(value, str) and value.split(":")[0] == "cpu"
+    if isinstance(expr, cst.Call) and (dotted_name(expr.func) or "").endswith("device") and expr.args:
+        return names_cpu(expr.args[0].value)
+    name = dotted_name(expr) if isinstance(expr, (cst.Name, cst.Attribute)) else None
+    return name is not None and "cpu" in name.rpartition(".")[2].lower()
+
+
+def keyword_argument(call: cst.Call, name: str) -> cst.Arg | None:
+    return next((a for a in call.args if a.keyword is not None and a.keyword.value == name), None)
+
+
+def is_cpu_generator(ctx, expr: cst.BaseExpression | None) -> bool:
+    """``torch.Generator()`` or ``torch.Generator(device="cpu")``, also with a seeding chain
+    (``torch.Generator().manual_seed(0)``): a generator whose state lives on the CPU."""
+    while (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute)
+           and expr.func.attr.value == "manual_seed"):
+        expr = expr.func.value
+    if not isinstance(expr, cst.Call) or ctx.qualified_name(expr.func) != _CPU_GENERATOR:
+        return False
+    device = keyword_argument(expr, "device")
+    positional = next((a for a in expr.args if a.keyword is None), None)
+    chosen = device.value if device is not None else positional.value if positional is not None else None
+    return chosen is None or names_cpu(chosen)
