@@ -93,3 +93,35 @@ def is_cpu_generator(ctx, expr: cst.BaseExpression | None) -> bool:
     positional = next((a for a in expr.args if a.keyword is None), None)
     chosen = device.value if device is not None else positional.value if positional is not None else None
     return chosen is None or names_cpu(chosen)
+
+
+_LEGACY_CPU_CLASSES = frozenset(f"torch.{name}" for name in kinds.TENSOR_CLASSES if name != "Tensor")
+
+
+def made_on_cpu(ctx, expr: cst.BaseExpression | None, depth: int = 0) -> cst.CSTNode | None:
+    """Where ``expr`` builds a tensor that is certainly on the CPU: a factory without
+    ``device=`` (and what tensor methods other than moves make of it), a legacy constructor
+    (``torch.FloatTensor([...])``), or a name bound once, in the scope being visited, to one
+    of those. None when it may be anywhere else."""
+    if expr is None or depth > 3:
+        return None
+    if isinstance(expr, cst.Name):
+        for scope in (ctx.function, ctx.ancestors[0]):
+            sites = ctx.bindings(scope).get(expr.value) if scope is not None else None
+            if sites:
+                site = sites[0]
+                if len(sites) == 1 and isinstance(site, cst.Assign) and len(site.targets) == 1:
+                    return made_on_cpu(ctx, site.value, depth + 1)
+                return None
+        return None
+    if ctx.value_of(expr).on_cpu:
+        return expr
+    root = expr
+    while (isinstance(root, cst.Call) and isinstance(root.func, cst.Attribute)
+           and ctx.qualified_name(root.func) not in _LEGACY_CPU_CLASSES):
+        if root.func.attr.value in ("to", "cuda", "xpu", "mps", "type", "type_as", "new_tensor"):
+            return None
+        root = root.func.value
+    if isinstance(root, cst.Call) and ctx.qualified_name(root.func) in _LEGACY_CPU_CLASSES:
+        return expr
+    return None
