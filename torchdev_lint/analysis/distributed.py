@@ -1,0 +1,172 @@
+"""Process groups and the device each process picks (TDL011).
+
+Every process of a group runs the same file. ``.cuda()``, ``"cuda"`` and
+``torch.device("cuda")`` mean the *current* device, which is GPU 0 until the process sets
+it (``torch.cuda.set_device(local_rank)``). This module says where a file starts a group,
+whether it ever sets the current device (or gives each process its own visible GPU), which
+device expressions name one fixed GPU, and which code only runs in one process or outside
+any group.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from torchdev_lint.analysis import tree
+from torchdev_lint.analysis.conditions import words
+from torchdev_lint.analysis.guards import code_of
+from torchdev_lint.analysis.imports import dotted_name
+
+# What starts (or launches) a group of processes that run this file.
+_STARTS = ("init_process_group", "multiprocessing.spawn", "mp.spawn")
+_RANK_VARIABLES = frozenset({"LOCAL_RANK"})
+# What gives each process its own device.
+_SETTERS = ("cuda.set_device", "accelerator.set_device_index", "xpu.set_device", "set_device")
+_VISIBLE = "CUDA_VISIBLE_DEVICES"
+# Libraries that place each process on its own device themselves.
+_PLACING_LIBRARIES = ("accelerate", "lightning", "pytorch_lightning", "transformers.Trainer",
+                      "transformers.trainer", "ignite.distributed", "horovod")
+_NOT_PICKS = ("autocast", "GradScaler", "amp.")
+_SINGLE_WORDS = frozenset({"main", "master", "zero", "rank0", "leader", "chief"})
+_GROUP_WORDS = frozenset({"distributed", "ddp", "dist", "world", "multi", "multigpu",
+                          "parallel", "initialized", "rank", "gpus", "fsdp"})
+
+
+def _fixed_cuda(expr: cst.BaseExpression | None) -> bool:
+    """``"cuda"``, ``"cuda:0"``: one GPU for every process."""
+    if not isinstance(expr, cst.SimpleString):
+        return False
+    value = expr.evaluated_value
+    if not isinstance(value, str):
+        return False
+    kind, _, index = value.partition(":")
+    return kind == "cuda" and (index == "" or index.isdigit())
+
+
+def _fixed_device_value(expr: cst.BaseExpression | None) -> bool:
+    """A device value that names a fixed GPU: ``"cuda"``, ``"cuda" if c else "cpu"``."""
+    if isinstance(expr, cst.IfExp):
+        return _fixed_device_value(expr.body) or _fixed_device_value(expr.orelse)
+    if isinstance(expr, cst.Call) and (dotted_name(expr.func) or "").endswith("device"):
+        args = [a for a in expr.args if a.keyword is None or a.keyword.value == "type"]
+        return len(expr.args) == 1 and bool(args) and _fixed_device_value(args[0].value)
+    return _fixed_cuda(expr)
+
+
+def fixed_pick(node: cst.CSTNode, parent: cst.CSTNode | None) -> str | None:
+    """What ``node`` does if it picks one fixed GPU whatever the rank: ``.cuda()`` with no
+    index, ``torch.device("cuda")``, ``.to("cuda")``, ``device="cuda:0"``, or
+    ``device = "cuda" if ... else "cpu"``; None otherwise. ``parent``: the node holding it."""
+    if isinstance(node, cst.Call):
+        func = node.func
+        name = dotted_name(func) or ""
+        if isinstance(func, cst.Attribute) and func.attr.value == "cuda" and not node.args and not name.startswith("torch."):
+            return "`.cuda()` without an index puts it on the current device"
+        if name.endswith("device") and len(node.args) == 1 and _fixed_cuda(node.args[0].value):
+            return f"`{code_of(node)}` is the current device"
+        if isinstance(func, cst.Attribute) and func.attr.value == "to" and node.args and (
+            node.args[0].keyword is None or node.args[0].keyword.value == "device"
+        ) and _fixed_cuda(node.args[0].value):
+            return f"`.to({code_of(node.args[0].value)})` names the same GPU in every process"
+        if not any(n in name for n in _NOT_PICKS):
+            for arg in node.args:
+                if arg.keyword is not None and arg.keyword.value == "device" and _fixed_cuda(arg.value):
+                    return f"`device={code_of(arg.value)}` names the same GPU in every process"
+    if isinstance(node, cst.Assign) and len(node.targets) == 1:
+        target = dotted_name(node.targets[0].target) or ""
+        if "device" in words(target.rpartition(".")[2]) and _fixed_device_value(node.value):
+            return f"`{target}` is set to the same GPU in every process"
+    return None
+
+
+def starts_group(ctx, node: cst.CSTNode) -> str | None:
+    """What ``node`` starts: a process group, processes spawned to run a function, or a
+    read of torchrun's ``LOCAL_RANK``; None otherwise."""
+    if isinstance(node, cst.Call):
+        name = ctx.qualified_name(node.func) or dotted_name(node.func) or ""
+        if name.endswith("init_process_group"):
+            backend = next((a.value for a in node.args if a.keyword is None or a.keyword.value == "backend"), None)
+            if isinstance(backend, cst.SimpleString) and backend.evaluated_value in ("gloo", "mpi"):
+                return None  # a CPU group
+            return "a process group starts here: every process runs this code"
+        if name.endswith(("multiprocessing.spawn", "mp.spawn")):
+            return "processes are spawned here: each runs the function with its own rank"
+    if isinstance(node, cst.SimpleString) and node.evaluated_value in _RANK_VARIABLES:
+        return "torchrun starts one process per GPU and says each its LOCAL_RANK"
+    return None
+
+
+def sets_device(ctx, node: cst.CSTNode) -> bool:
+    """``torch.cuda.set_device(...)``, ``torch.accelerator.set_device_index(...)``,
+    ``with torch.cuda.device(rank):``, or ``os.environ["CUDA_VISIBLE_DEVICES"] = ...``."""
+    if isinstance(node, cst.Call):
+        name = ctx.qualified_name(node.func) or dotted_name(node.func) or ""
+        if name.endswith(_SETTERS) or name.endswith("cuda.device") and node.args:
+            return True
+    if isinstance(node, cst.SimpleString) and node.evaluated_value == _VISIBLE:
+        return True
+    return False
+
+
+def placed_by_library(module: cst.Module) -> str | None:
+    """The library the file imports that gives each process its device itself, if any."""
+    for node in tree.collect(module, (cst.Import, cst.ImportFrom), skip=(cst.FunctionDef, cst.ClassDef)):
+        if isinstance(node, cst.Import):
+            names = [dotted_name(a.name) or "" for a in node.names]
+        else:
+            base = dotted_name(node.module) if node.module is not None and not node.relative else ""
+            if not base:
+                continue
+            names = [base] if isinstance(node.names, cst.ImportStar) else [
+                f"{base}.{dotted_name(a.name)}" for a in node.names]
+        for name in names:
+            for library in _PLACING_LIBRARIES:
+                if name == library or name.startswith(library + "."):
+                    return library
+    return None
+
+
+def _says_single_process(test: cst.BaseExpression) -> bool:
+    """``rank == 0``, ``local_rank in [-1, 0]``, ``is_main_process()``, ``not args.distributed``,
+    ``world_size == 1``: a test under which one process at most runs (or none in a group)."""
+    code = code_of(test)
+    text = code.replace(" ", "")
+    said = words(code)
+    if said & _SINGLE_WORDS and ("rank" in said or "process" in said or "main" in said or "master" in said):
+        return True
+    if "rank" in said and any(t in text for t in ("==0", "in[-1,0]", "in(-1,0)", "in[0,-1]", "in(0,-1)",
+                                                 "<=0", "==-1", "<1")):
+        return True
+    if said & _GROUP_WORDS and (text.startswith("not") or any(t in text for t in ("==1", "<=1", "<2", "==-1"))):
+        return True
+    return False
+
+
+def _says_group(test: cst.BaseExpression) -> bool:
+    """``args.distributed``, ``dist.is_initialized()``, ``world_size > 1``, ``local_rank != -1``."""
+    code = code_of(test)
+    return bool(words(code) & _GROUP_WORDS) and not _says_single_process(test) and not code.startswith("not")
+
+
+def outside_group(ancestors) -> bool:
+    """The innermost node of ``ancestors`` runs in one process at most, or only where no
+    group is started: the body of ``if rank == 0:`` / ``if not args.distributed:``, or the
+    ``else`` of ``if args.distributed:``."""
+    for parent, child in zip(reversed(ancestors[:-1]), reversed(ancestors[1:])):
+        if isinstance(parent, (cst.If, cst.IfExp)):
+            if child is parent.body and _says_single_process(parent.test):
+                return True
+            if child is parent.orelse and _says_group(parent.test):
+                return True
+    return False
+
+
+def other_branch(pick: tuple, start: tuple) -> bool:
+    """``pick`` and ``start`` (ancestor chains) sit in different branches of one ``if``:
+    the pick runs where the group is not started."""
+    for parent, child in zip(pick[:-1], pick[1:]):
+        if isinstance(parent, (cst.If, cst.IfExp)):
+            for other_parent, other_child in zip(start[:-1], start[1:]):
+                if other_parent is parent and other_child is not child:
+                    return True
+    return False
