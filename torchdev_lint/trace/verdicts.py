@@ -503,6 +503,30 @@ class Judge:
             return Verdict(NOT_CONFIRMED, "this line ran, but called .numpy() on no tensor")
         return None
 
+    def _judge_TDL010(self, f, path):
+        # The loss keeps its CPU weight as a buffer: the mismatch happens where the loss is
+        # called, with an operand made at the finding (or at its first evidence step, where
+        # the weight is built on another line) by a factory without device=.
+        places = [f, *[_Lines(e.line) for e in getattr(f, "evidence", ())[:1]]]
+        mismatches = next((m for m in (self._mismatches_from("factory-without-device", path, p)
+                                       for p in places) if m), [])
+        if mismatches:
+            origin = mismatches[0]["origin"]
+            text = (f"the loss's weight, made by {origin.get('what', 'a factory')} at "
+                    f"{self.where(origin.get('site'))} without device=, stayed on the cpu")
+            return Verdict(CONFIRMED, text + self._later_use(mismatches))
+        # A weight the tracer does not tag (a legacy `torch.FloatTensor`): a cpu operand in a
+        # mismatch at the call the second evidence step names, inside the loss.
+        calls = [_Lines(e.line) for e in getattr(f, "evidence", ())[1:2]]
+        mixed = [m for c in calls for m in self._at("mismatch", c, path, stack=True) if "cpu" in m.get("devices", [])]
+        if mixed:
+            return Verdict(CONFIRMED, f"the loss, built here with a cpu weight, was called at "
+                                      f"{self.where(mixed[0].get('site'))}" + self._later_use(mixed))
+        if self.run.executed(path, f.line, f.end_line) is not None:
+            return Verdict(NOT_CONFIRMED, "this line ran, but the loss's weight never met a tensor on another "
+                                          "device in this run")
+        return None
+
     # -- runtime-only findings ----------------------------------------------------------------
     def mismatch_findings(self, present_codes: set[str], by_path: dict[str, list], confirmed: set) -> list[dict]:
         """Mismatch events that no static finding explains, one per site (cascades grouped).
@@ -701,3 +725,14 @@ def judge(findings, runs: list[Run], where: Where, runtime_codes=RUNTIME_CODES,
                 fixable=False, fix_applicability=None, status=CONFIRMED, evidence=m["evidence"],
                 mode=j.run.mode, events=m["events"], error=m.get("error")))
     return sorted(traced, key=TracedFinding.sort_key)
+
+
+@dataclass
+class _Lines:
+    """A line range for ``_mismatches_from``: an evidence step of a finding (TDL010)."""
+
+    line: int
+
+    @property
+    def end_line(self) -> int:
+        return self.line
