@@ -1,12 +1,115 @@
-"""A small programmatic entry point for tools built on the linter (the tracer, editors)."""
+"""The one way to ask "lint these files, or this text, with this configuration"
+(docs/api.md). Every way in (the command line, flake8, the language server, the LibCST
+codemod, the tracer and the pytest plugin) asks a ``Linter``: it resolves the settings that
+govern each file (the nearest ``pyproject.toml``, then the caller's overrides) and builds or
+reuses the project index of the file's package, so that no way in can forget either.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import torchdev_lint.rules  # noqa: F401  (registers the rules)
-from torchdev_lint import config, files
-from torchdev_lint.runner import check_source
+from torchdev_lint import config, files, runner
+from torchdev_lint.analysis import project_index
+from torchdev_lint.engine import FileResult
 from torchdev_lint.finding import FileError, Finding
+from torchdev_lint.fixer import FixOutcome, fix_to_fixpoint
 from torchdev_lint.rule import Rule
+
+__all__ = ["Linter", "Report", "check_paths", "check_source", "fix_source"]
+
+
+@dataclass
+class Report:
+    """What a run found: findings in path and position order, and the files it could not check."""
+
+    findings: list[Finding] = field(default_factory=list)
+    errors: list[FileError] = field(default_factory=list)
+
+
+class Linter:
+    """Checks and fixes files with the settings that govern each one.
+
+    ``overrides`` act like command-line options on top of every file's ``pyproject.toml``;
+    ``settings`` (one ``config.Settings`` for every file, or a ``config.Resolver``) replaces
+    that lookup. ``cache`` and ``jobs`` are the command line's result cache and processes.
+    """
+
+    def __init__(self, overrides: config.Overrides | None = None, *,
+                 settings: config.Settings | config.Resolver | None = None,
+                 cache=None, jobs: int = 1) -> None:
+        self.settings = settings if settings is not None else config.Resolver(overrides)
+        self.rules = [cls for _, cls in sorted(Rule.registry.items())]  # each file's settings choose
+        self.cache = cache
+        self.jobs = jobs
+        self._run_index: project_index.ProjectIndex | None = None
+        self._package_indexes: dict[str, project_index.ProjectIndex | None] = {}
+
+    def settings_for(self, path: str) -> config.Settings:
+        """The settings that govern ``path``; ``config.UsageError`` when they are invalid."""
+        return self.settings.for_path(path)
+
+    def index_paths(self, paths: list[str]) -> None:
+        """Index what these files (and the rest of their packages) define, for a run that
+        checks them all: one index, read in ``jobs`` processes and through the cache."""
+        self._run_index = runner.build_index(paths, self.cache, self.jobs)
+
+    def index_for(self, path: str) -> project_index.ProjectIndex | None:
+        """The run's index, else the index of ``path``'s package, built on first use."""
+        if self._run_index is not None:
+            return self._run_index
+        if not path.endswith(".py"):
+            return None
+        root = project_index.package_root(path)
+        if root not in self._package_indexes:
+            self._package_indexes[root] = runner.build_index([path], self.cache)
+        return self._package_indexes[root]
+
+    def forget(self) -> None:
+        """Drop what was learnt about the files and their settings (an editor's save may
+        change another module's classes or a ``pyproject.toml``)."""
+        self._package_indexes.clear()
+        self._run_index = None
+        if isinstance(self.settings, config.Resolver):
+            self.settings = config.Resolver(self.settings.overrides, self.settings.fallback)
+
+    def check_source(self, source: files.SourceFile | str, path: str | None = None,
+                     apply_noqa: bool = True) -> FileResult:
+        """Check one file's text (a ``files.SourceFile``, or ``source`` text named ``path``).
+        The result keeps its tree, for hosts that go on to fix it; ``apply_noqa=False``
+        keeps what ``# noqa`` hides, for hosts that apply their own."""
+        if isinstance(source, str):
+            source = files.SourceFile(path or "<stdin>", source, "utf-8")
+        return runner.check_source(source, self.rules, self.settings, self.index_for(source.path), apply_noqa)
+
+    def relint(self, path: str):
+        """A function that checks new text of ``path`` as ``check_source`` does (for fixes)."""
+        return lambda text: self.check_source(text, path)
+
+    def fix_source(self, text: str, path: str, unsafe: bool | None = None) -> FixOutcome:
+        """``text`` with every applicable fix applied until none changes it; ``unsafe``
+        defaults to the file's ``unsafe-fixes`` setting."""
+        if unsafe is None:
+            unsafe = self.settings_for(path).unsafe_fixes
+        return fix_to_fixpoint(self.check_source(text, path), self.relint(path), unsafe)
+
+    def job(self) -> runner.Job:
+        """What worker processes check each file with (picklable)."""
+        return runner.Job(self.rules, self.settings, cache=self.cache, index=self._run_index)
+
+    def check_paths(self, paths: list[str], respect_gitignore: bool = True) -> Report:
+        """Lint files and directories like the command line: discovery, exclusions, the
+        run's project index, each file's settings."""
+        found, errors = files.discover(paths or ["."], self.settings, respect_gitignore)
+        self.index_paths(found)
+        report = Report(errors=errors)
+        for checked in runner.check_paths(found, self.job(), self.jobs):
+            if checked.result.error:
+                report.errors.append(checked.result.error)
+            report.findings.extend(checked.result.findings)
+        report.findings.sort(key=Finding.sort_key)
+        return report
 
 
 def check_paths(
@@ -15,17 +118,19 @@ def check_paths(
 ) -> tuple[list[Finding], list[FileError]]:
     """Lint files and directories, each with the settings that govern it, like the CLI.
     ``preview``: True or False overrides the configured tier (docs/confidence.md)."""
-    resolver = config.Resolver(config.Overrides(select=select, ignore=ignore or [], preview=preview))
-    rules = [cls for _, cls in sorted(Rule.registry.items())]
-    found, errors = files.discover(paths or ["."], resolver)
-    findings: list[Finding] = []
-    for path in found:
-        source = files.read(path)
-        if isinstance(source, FileError):
-            errors.append(source)
-            continue
-        result = check_source(source, rules, resolver)
-        if result.error:
-            errors.append(result.error)
-        findings.extend(result.findings)
-    return sorted(findings, key=Finding.sort_key), errors
+    report = Linter(config.Overrides(select=select, ignore=ignore or [], preview=preview)).check_paths(paths)
+    return report.findings, report.errors
+
+
+def check_source(text: str, path: str, preview: bool | None = None) -> list[Finding]:
+    """The findings in ``text`` as if it were the file ``path`` (its settings, its package)."""
+    return Linter(config.Overrides(preview=preview)).check_source(text, path).findings
+
+
+def fix_source(text: str, path: str, unsafe: bool | None = None) -> str:
+    """``text`` with the fixes the file ``path``'s settings allow applied (``unsafe``
+    overrides its ``unsafe-fixes``). Raises ``ValueError`` when the text cannot be checked."""
+    outcome = Linter().fix_source(text, path, unsafe)
+    if outcome.error is not None and not outcome.fixed:
+        raise ValueError(str(outcome.error))
+    return outcome.source

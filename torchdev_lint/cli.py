@@ -15,11 +15,10 @@ from torchdev_lint.lazy import defer_import
 defer_import("libcst")  # first: a run whose files all come from the cache never parses
 
 import torchdev_lint.rules  # noqa: E402,F401  (registers the rules)
-from torchdev_lint import __version__, cache, config, docs, files, noqa, output, pool, progress, runner
-from torchdev_lint.engine import FileResult, lint_file, lint_source
+from torchdev_lint import __version__, api, cache, config, docs, files, noqa, output, pool, progress, runner
+from torchdev_lint.engine import FileResult
 from torchdev_lint.finding import FileError, Finding
 from torchdev_lint.lines import split as split_lines
-from torchdev_lint.rule import Rule
 from torchdev_lint.fixer import applicable, fix_to_fixpoint
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -248,21 +247,19 @@ def _run(args) -> int:
     real = [p for p in args.paths if p != "-"]
     # Run-wide choices (the SARIF root, the cache, the [*] marks) follow the first path's settings.
     base = _base_settings(settings, [*real, args.stdin_filename or "."])
-    rules = [cls for _, cls in sorted(Rule.registry.items())]  # each file's settings choose
     unsafe = base.unsafe_fixes
     fixing = args.fix or args.fix_only or args.diff
 
-    run = Run(root=base.root, within=real)
+    run = Run(root=files.repository_root(real[0] if real else ".", base.root), within=real)
     paths, run.errors = files.discover(real, settings, not args.no_respect_gitignore)
     if args.show_files:
         print("\n".join(paths))
         return EXIT_ERROR if run.errors else EXIT_CLEAN
+    linter = api.Linter(settings=settings, cache=_cache(args, base), jobs=_jobs(args))
     # One project index for the run: what every file (and stdin's package) defines.
-    store, jobs = _cache(args, base), _jobs(args)
-    index = runner.build_index([*paths, *([args.stdin_filename] if args.stdin_filename else [])], store, jobs)
-    job = runner.Job(rules, settings, cache=store, index=index)
+    linter.index_paths([*paths, *([args.stdin_filename] if args.stdin_filename else [])])
     bar = progress.Progress(len(paths)) if progress.wanted(args.quiet, args.format) else None
-    checked = runner.check_paths(paths, job, jobs, bar.update if bar else None)
+    checked = runner.check_paths(paths, linter.job(), linter.jobs, bar.update if bar else None)
     if bar:
         bar.close()
     stdin = _read_stdin(args.stdin_filename or "-") if "-" in args.paths else None
@@ -270,7 +267,7 @@ def _run(args) -> int:
         run.errors.append(stdin)
     elif stdin is not None:
         run.sources[stdin.path] = stdin  # code frames quote the text read, not a file of that name
-        checked.insert(0, runner.Checked(runner.check_source(stdin, rules, settings, job.index)))
+        checked.insert(0, runner.Checked(linter.check_source(stdin)))
         if (fixing and not args.diff) or args.add_noqa:
             run.stdout = stdin.file_text  # unchanged unless a fix or a directive applies
     for item in checked:
@@ -281,10 +278,8 @@ def _run(args) -> int:
             from_stdin = result.module is not None  # the others come without their tree
             source = stdin if from_stdin else files.read(result.path)
             if isinstance(source, files.SourceFile):
-                full = result if from_stdin else runner.check_source(source, rules, settings, job.index)
-                result = _fix(run, source, full, runner.rules_for(rules, settings, source.path),
-                              settings.for_path(source.path), write=not args.diff, to_stdout=from_stdin,
-                              index=job.index)
+                full = result if from_stdin else linter.check_source(source)
+                result = _fix(run, linter, source, full, write=not args.diff, to_stdout=from_stdin)
         if result.error:
             run.errors.append(result.error)
         # Keep the findings, not every file's tree: only files with findings stay in memory.
@@ -421,11 +416,10 @@ def _read_stdin(name: str) -> files.SourceFile | FileError:
         return FileError(name, f"cannot read standard input: {getattr(error, 'strerror', None) or error}")
 
 
-def _fix(run: Run, source: files.SourceFile, result: FileResult, rules, settings: config.Settings,
-         write: bool, to_stdout: bool, index=None) -> FileResult:
-    unsafe, fix_device, preview = settings.unsafe_fixes, settings.fix_device, settings.preview
-    outcome = fix_to_fixpoint(result, lambda text: lint_source(
-        source.path, text, rules, index=index, fix_device=fix_device, preview=preview), unsafe)
+def _fix(run: Run, linter: api.Linter, source: files.SourceFile, result: FileResult,
+         write: bool, to_stdout: bool) -> FileResult:
+    unsafe = linter.settings_for(source.path).unsafe_fixes
+    outcome = fix_to_fixpoint(result, linter.relint(source.path), unsafe)
     if outcome.error is not None:
         run.errors.append(outcome.error)
         if not outcome.fixed:
@@ -454,4 +448,4 @@ def _fix(run: Run, source: files.SourceFile, result: FileResult, rules, settings
     if not isinstance(fixed, files.SourceFile):
         return result
     run.sources[source.path] = fixed
-    return lint_file(fixed, rules, index=index, fix_device=fix_device, preview=preview)
+    return linter.check_source(fixed)

@@ -22,36 +22,24 @@ docs/integrations.md gives the flake8 equivalent of each setting.
 from __future__ import annotations
 
 from torchdev_lint import __version__
+from torchdev_lint.finding import CHECK_ERROR_CODE
 
 # A file LibCST cannot parse (flake8's own parser accepted it) is reported under this code
 # rather than skipped in silence; the CLI reports it as an error and exits 2.
-PARSE_ERROR_CODE = "TDL000"
+PARSE_ERROR_CODE = CHECK_ERROR_CODE
 
-_rules = None  # the rule classes, imported on first use
-_indexes: dict = {}  # package root -> project index, built once per process
-
-
-def _index_for(filename: str):
-    """The project index of the file's package (flake8 shows us one file at a time)."""
-    if filename in ("-", "stdin") or not filename.endswith(".py"):
-        return None
-    from torchdev_lint.analysis import project_index
-
-    root = project_index.package_root(filename)
-    index = _indexes.get(root)
-    if index is None:
-        index = _indexes[root] = project_index.build([filename])
-    return index
+_linters: dict = {}  # tier -> the Linter (imported on first use), its package indexes kept
 
 
-def _all_rules() -> list:
-    global _rules
-    if _rules is None:
-        import torchdev_lint.rules  # noqa: F401  (registers the rules)
-        from torchdev_lint.rule import Rule
+def _linter(preview: bool):
+    """The shared entry point, with flake8's settings: every rule, this tier; flake8 itself
+    selects codes, applies ``noqa`` and picks files."""
+    linter = _linters.get(preview)
+    if linter is None:
+        from torchdev_lint import api, config
 
-        _rules = [cls for _, cls in sorted(Rule.registry.items())]
-    return _rules
+        linter = _linters[preview] = api.Linter(settings=config.Settings(preview=preview))
+    return linter
 
 
 class TorchDevLintChecker:
@@ -78,24 +66,19 @@ class TorchDevLintChecker:
         self.filename = filename
 
     def run(self):
+        linter = _linter(self.preview)
         source = "".join(self.lines)
-        rules = [cls for cls in _all_rules() if cls.wants(source)]
-        if not rules:
+        if not any(cls.wants(source) for cls in linter.rules):
             # flake8 has parsed the file already, so there is no syntax error to report
-            # (lint_source would parse it again to find one).
+            # (checking would parse it again to find one).
             return
-        from torchdev_lint.engine import lint_source
-
-        result = lint_source(
-            self.filename, source, rules, apply_noqa=False, index=_index_for(self.filename),
-            preview=self.preview,
-        )
+        result = linter.check_source(source, self.filename, apply_noqa=False)
         if result.error is not None:
             error = result.error
             yield (
                 error.line or 1,
                 max((error.column or 1) - 1, 0),
-                f"{PARSE_ERROR_CODE} torchdev-lint could not check this file: {error.message}",
+                error.as_finding_message,
                 type(self),
             )
         for finding in result.findings:

@@ -30,11 +30,13 @@ def rules_for(rules: list[type[Rule]], settings, path: str) -> list[type[Rule]]:
 
 
 def check_source(
-    source: files.SourceFile, rules: list[type[Rule]], settings: config.Settings, index=None
+    source: files.SourceFile, rules: list[type[Rule]], settings: config.Settings, index=None,
+    apply_noqa: bool = True,
 ) -> FileResult:
-    """Check one file's text: the result keeps its tree, for hosts that go on to fix it."""
+    """Check one file's text: the result keeps its tree, for hosts that go on to fix it.
+    ``apply_noqa=False`` keeps what ``# noqa`` hides, for hosts that apply their own (flake8)."""
     governing = settings.for_path(source.path)
-    options = {"fix_device": governing.fix_device, "preview": governing.preview}
+    options = {"fix_device": governing.fix_device, "preview": governing.preview, "apply_noqa": apply_noqa}
     if index is not None:
         options["index"] = index
     return lint_file(source, rules_for(rules, settings, source.path), **options)

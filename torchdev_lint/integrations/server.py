@@ -10,6 +10,7 @@ all safe fixes at once as a ``source.fixAll`` action.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -18,8 +19,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.workspace import TextDocument
 from pygls.workspace.position_codec import ServerTextPosition, ServerTextRange
 
-import torchdev_lint.rules  # noqa: F401  (registers the rules)
-from torchdev_lint import __version__, config, files, runner
+from torchdev_lint import __version__, api, config
 from torchdev_lint.engine import FileResult
 from torchdev_lint.finding import Applicability, Confidence, Finding
 from torchdev_lint.fixer import fix_file, fix_to_fixpoint
@@ -36,37 +36,35 @@ class _Checked:
     version: int | None
     result: FileResult
     settings: config.Settings
-    rules: list
-
-    def relint(self, text: str) -> FileResult:
-        return runner.check_source(files.SourceFile(self.result.path, text, "utf-8"), self.rules, self.settings)
+    relint: Callable[[str], FileResult]
 
 
 class TorchDevLintServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("torchdev-lint", __version__)
+        self.linter = api.Linter()
         self.checked: dict[str, _Checked] = {}
         self.pending: dict[str, asyncio.TimerHandle] = {}
 
     def check(self, uri: str) -> _Checked | None:
-        """Check the buffer as it is now (once per version), with its file's settings."""
+        """Check the buffer as it is now (once per version), with its file's settings and its
+        package's project index, as the command line would check the file."""
         document = self.workspace.get_text_document(uri)
         known = self.checked.get(uri)
         if known is not None and known.version == document.version:
             return known
         path = Path(document.path)
         try:
-            settings = config.Resolver().for_path(path)
-            rules = settings.rules
+            settings = self.linter.settings_for(document.path)
         except config.UsageError as error:
             self.window_log_message(types.LogMessageParams(types.MessageType.Error, str(error)))
             return None
+        relint = self.linter.relint(document.path)
         if config.excluded(settings, path, defaults=False):
             result = FileResult(document.path, document.source)  # excluded: nothing to say
         else:
-            source = files.SourceFile(document.path, document.source, "utf-8")
-            result = runner.check_source(source, rules, settings)
-        known = self.checked[uri] = _Checked(document.version, result, settings, rules)
+            result = relint(document.source)
+        known = self.checked[uri] = _Checked(document.version, result, settings, relint)
         return known
 
     def publish(self, uri: str) -> None:
@@ -160,8 +158,11 @@ def did_change(ls: TorchDevLintServer, params: types.DidChangeTextDocumentParams
 
 @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
 def did_save(ls: TorchDevLintServer, params: types.DidSaveTextDocumentParams) -> None:
-    ls.schedule(params.text_document.uri, 0)  # settings may have changed too: check again
-    ls.checked.pop(params.text_document.uri, None)
+    # Settings or another module's classes may have changed too: check every buffer again.
+    ls.linter.forget()
+    ls.checked.clear()
+    for uri in list(ls.workspace.text_documents):
+        ls.schedule(uri, 0)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
@@ -198,9 +199,16 @@ def code_action(ls: TorchDevLintServer, params: types.CodeActionParams) -> list[
         outcome = fix_to_fixpoint(known.result, known.relint, unsafe=known.settings.unsafe_fixes)
         if outcome.error is None and outcome.fixed:
             actions.append(types.CodeAction(
-                title=f"torchdev-lint: fix all ({len(outcome.fixed)} safe fix{'es' if len(outcome.fixed) != 1 else ''})",
+                title=f"torchdev-lint: fix all ({_count_fixes(outcome.fixed)})",
                 kind=FIX_ALL, edit=_edit(document, outcome.source)))
     return [action for action in actions if action is not None]
+
+
+def _count_fixes(fixed: list[Finding]) -> str:
+    """``2 safe fixes``, ``1 safe fix, 1 unsafe fix``: what fix-all applies, as it is."""
+    unsafe = sum(f.fix.applicability is not Applicability.SAFE for f in fixed)
+    counts = [(len(fixed) - unsafe, "safe"), (unsafe, "unsafe")]
+    return ", ".join(f"{n} {kind} fix{'es' if n != 1 else ''}" for n, kind in counts if n)
 
 
 def _quick_fix(document: TextDocument, result: FileResult, finding: Finding) -> types.CodeAction | None:
