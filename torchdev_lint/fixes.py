@@ -84,7 +84,7 @@ def device_for(ctx, ancestors, node, moved: str | None = None) -> tuple[DeviceCh
     our own default (CUDA when available) behaves exactly like a hardcoded CUDA device on a
     GPU machine; an existing device variable carries the program's own choice."""
     choice = device_expression(ctx, ancestors, node, moved)
-    return choice, Applicability.UNSAFE if choice.existing else Applicability.SAFE
+    return choice, Applicability.UNSAFE if choice.existing and not choice.holds_default else Applicability.SAFE
 
 
 def torch_reference(ctx, qualified: str) -> tuple[str, bool]:

@@ -39,6 +39,9 @@ class DeviceChoice:
     code: str  # the expression to write
     needs_default: bool = False  # the module-level default must be added
     ours: bool = False  # our default (spelled inline, or the module-level one)
+    # The program's own variable, bound once to the default a fix writes (an earlier fix's):
+    # using it is exactly as safe as writing the default again.
+    holds_default: bool = False
 
     @property
     def inline(self) -> bool:
@@ -137,7 +140,7 @@ def device_expression(
         local = ctx.bindings(function)
         if DEVICE_NAME in local:
             if _bound_before(ctx, local[DEVICE_NAME], use) or _is_param(function, DEVICE_NAME):
-                return DeviceChoice(DEVICE_NAME)
+                return DeviceChoice(DEVICE_NAME, holds_default=_holds_default(local[DEVICE_NAME]))
             return inline_default(torch_name, mode)  # `device` is an unbound local here
     method_class = _method_class(ancestors)
     if method_class is not None and _class_has_device(ctx, method_class):
@@ -146,7 +149,7 @@ def device_expression(
     if DEVICE_NAME in module_names and (
         in_function or _bound_before(ctx, module_names[DEVICE_NAME], use)
     ):
-        return DeviceChoice(DEVICE_NAME)
+        return DeviceChoice(DEVICE_NAME, holds_default=_holds_default(module_names[DEVICE_NAME]))
     for obj in _CONFIG_OBJECTS:
         head = obj.split(".")[0]
         if ctx.mentions(f"{obj}.device") and _bound_anywhere(ctx, head, functions, module_names):
@@ -164,6 +167,28 @@ def device_expression(
     if _reads_unbound(ctx, ancestors[0]):
         return inline_default(torch_name, mode)  # a module-level default would shadow it
     return DeviceChoice(DEVICE_NAME, needs_default=True, ours=True)
+
+
+def _holds_default(sites: list[cst.CSTNode]) -> bool:
+    """``device`` is bound once, to the default a fix writes (an earlier fix's, say)."""
+    if len(sites) != 1 or not isinstance(sites[0], cst.Assign):
+        return False
+    value = sites[0].value
+    written = _spelling(cst.Module([]).code_for_node(value))
+    return any(written == _spelling(default_expression(torch_name, mode))
+               for torch_name in _torch_spellings(value) for mode in FIX_DEVICES)
+
+
+def _torch_spellings(value: cst.BaseExpression) -> set[str]:
+    """The name the expression calls torch by (``torch``, ``T``): the head of its call."""
+    head = value.func if isinstance(value, cst.Call) else value
+    while isinstance(head, (cst.Attribute, cst.Call)):
+        head = head.value if isinstance(head, cst.Attribute) else head.func
+    return {head.value} if isinstance(head, cst.Name) else set()
+
+
+def _spelling(code: str) -> str:
+    return "".join(code.split()).replace("'", '"')
 
 
 def _reads_unbound(ctx: FileContext, module: cst.Module) -> bool:
