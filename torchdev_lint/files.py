@@ -42,6 +42,20 @@ class SourceFile:
         return text
 
 
+def repository_root(path: str | Path, fallback: Path) -> Path:
+    """The version-control checkout ``path`` lies in (the nearest directory above it with a
+    ``.git`` directory or file), where CI services place annotations; ``fallback`` (the
+    configuration's root) outside one."""
+    start = Path(path).resolve()
+    for directory in [start, *start.parents]:
+        try:
+            if (directory / ".git").exists():
+                return directory
+        except OSError:
+            continue
+    return fallback
+
+
 def discover(arguments: list[str], settings, respect_gitignore: bool = True) -> tuple[list[str], list[FileError]]:
     """The files to check under ``arguments``, in a stable order, and the paths that cannot be
     checked: missing, not regular files (a named pipe would block the run), unlistable.

@@ -5,9 +5,10 @@ from __future__ import annotations
 import enum
 import re
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
-import libcst as cst
+if TYPE_CHECKING:  # the findings' data needs no LibCST at run time (the flake8 plugin imports it)
+    import libcst as cst
 
 
 class Applicability(enum.Enum):
@@ -124,6 +125,10 @@ class Finding:
         }
 
 
+# The code of a file that could not be checked, where a format has only findings to show it.
+CHECK_ERROR_CODE = "TDL000"
+
+
 @dataclass
 class FileError:
     """A file that could not be checked; rendered as one line naming file and problem."""
@@ -133,6 +138,12 @@ class FileError:
     line: int | None = None
     column: int | None = None
     cell: int | None = None
+
+    @property
+    def as_finding_message(self) -> str:
+        """The error where a format shows only findings (flake8, GitLab, GitHub), under
+        ``CHECK_ERROR_CODE``."""
+        return f"{CHECK_ERROR_CODE} torchdev-lint could not check this file: {self.message}"
 
     def __str__(self) -> str:
         cell = f"cell {self.cell}:" if self.cell is not None else ""

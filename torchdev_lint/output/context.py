@@ -12,7 +12,8 @@ from torchdev_lint.finding import FileError, Finding
 @dataclass
 class OutputContext:
     errors: list[FileError] = field(default_factory=list)  # files that could not be checked
-    root: Path = field(default_factory=Path.cwd)  # what paths are shown relative to (SARIF)
+    # What CI formats (SARIF, GitLab, GitHub) show paths relative to: the repository root.
+    root: Path = field(default_factory=Path.cwd)
     unsafe_fixes: bool = False  # `--fix` would apply unsafe fixes too: they count as fixable
     concise: bool = False  # text: one line per finding, no code frame
     color: bool = False
@@ -28,3 +29,12 @@ class OutputContext:
     def hidden_fix(self, finding: Finding) -> bool:
         """A fix exists but needs `--unsafe-fixes`."""
         return finding.fix is not None and not self.will_fix(finding)
+
+    def relative(self, path: str) -> str:
+        """``path`` from the repository root, where CI services place annotations; as given
+        when it lies outside (or is standard input's name)."""
+        candidate = Path(path)
+        try:
+            return candidate.resolve().relative_to(self.root.resolve()).as_posix()
+        except (ValueError, OSError):
+            return candidate.as_posix()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from torchdev_lint.finding import Finding
+from torchdev_lint.finding import CHECK_ERROR_CODE, Finding
 from torchdev_lint.output.context import OutputContext
 
 
@@ -17,12 +17,21 @@ def escape_property(text: str) -> str:
 
 
 def render(findings: list[Finding], context: OutputContext) -> str:
-    lines = []
-    for f in findings:
-        properties = {
-            "title": f"torchdev-lint ({f.code})", "file": f.path, "line": f.line, "col": f.column,
-            "endLine": f.end_line, "endColumn": f.end_column,
-        }
-        joined = ",".join(f"{key}={escape_property(str(value))}" for key, value in properties.items())
-        lines.append(f"::error {joined}::{escape_data(f'{f.code} {f.shown_message}')}")
+    """One ``::error`` per finding and per file that could not be checked, at paths from the
+    repository root (where GitHub places annotations)."""
+    lines = [
+        _command(context.relative(f.path), f.code, f"{f.code} {f.shown_message}",
+                 line=f.line, col=f.column, endLine=f.end_line, endColumn=f.end_column)
+        for f in findings
+    ]
+    for error in context.errors:
+        where = {"line": error.line, "col": error.column} if error.line is not None else {}
+        lines.append(_command(context.relative(error.path), CHECK_ERROR_CODE,
+                              error.as_finding_message, **where))
     return "\n".join(lines)
+
+
+def _command(path: str, code: str, message: str, **where) -> str:
+    properties = {"title": f"torchdev-lint ({code})", "file": path, **where}
+    joined = ",".join(f"{key}={escape_property(str(value))}" for key, value in properties.items())
+    return f"::error {joined}::{escape_data(message)}"

@@ -5,44 +5,41 @@ from __future__ import annotations
 
 import hashlib
 import json
-from pathlib import Path
 
-from torchdev_lint.finding import Finding
+from torchdev_lint.finding import CHECK_ERROR_CODE, Finding
 from torchdev_lint.output.context import OutputContext
 
 
 def render(findings: list[Finding], context: OutputContext) -> str:
-    return json.dumps(report(findings, context.root), indent=2)
+    return json.dumps(report(findings, context), indent=2)
 
 
-def report(findings: list[Finding], root: Path) -> list[dict]:
+def report(findings: list[Finding], context: OutputContext) -> list[dict]:
+    """One issue per finding, and one per file that could not be checked (a merge request
+    would otherwise show a broken file as clean). Paths are from the repository root."""
     seen: dict[tuple, int] = {}
     issues = []
-    for finding in findings:
-        path = _relative(finding.path, root)
+
+    def issue(path: str, code: str, description: str, severity: str, begin: int, end: int) -> None:
         # GitLab matches issues across commits by fingerprint: leave the line out, so a finding
         # keeps its identity when code above it moves; count repeats to keep them apart.
-        identity = (path, finding.code, finding.message)
+        identity = (path, code, description)
         seen[identity] = seen.get(identity, 0) + 1
         fingerprint = hashlib.sha256(json.dumps([*identity, seen[identity]]).encode()).hexdigest()
         issues.append({
             "type": "issue",
-            "check_name": finding.code,
-            "description": f"{finding.code} {finding.shown_message}",
+            "check_name": code,
+            "description": description,
             "categories": ["Bug Risk"],
-            "severity": "major",
+            "severity": severity,
             "fingerprint": fingerprint,
-            "location": {"path": path, "lines": {"begin": finding.line, "end": finding.end_line}},
+            "location": {"path": path, "lines": {"begin": begin, "end": end}},
         })
+
+    for finding in findings:
+        issue(context.relative(finding.path), finding.code, f"{finding.code} {finding.shown_message}",
+              "major", finding.line, finding.end_line)
+    for error in context.errors:
+        issue(context.relative(error.path), CHECK_ERROR_CODE,
+              error.as_finding_message, "critical", error.line or 1, error.line or 1)
     return issues
-
-
-def _relative(path: str, root: Path) -> str:
-    """GitLab wants paths from the repository root: the run's root when it is one."""
-    candidate = Path(path)
-    if candidate.is_absolute():
-        try:
-            candidate = candidate.resolve().relative_to(root.resolve())
-        except ValueError:
-            pass
-    return candidate.as_posix()
