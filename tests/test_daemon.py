@@ -208,6 +208,24 @@ def test_an_idle_checker_leaves_and_removes_its_socket(tmp_path):
     assert command(["daemon", "status"], env, tmp_path)[1] == b"no resident process\n"
 
 
+def test_a_checker_whose_code_was_deleted_leaves_at_once(tmp_path):
+    """pre-commit's `try-repo` installs the tool in a temporary environment and deletes it
+    afterwards: a checker started from there leaves within seconds, not at its idle timeout."""
+    runtime, environment = tmp_path / "runtime", tmp_path / "environment"
+    shutil.copytree(Path(launcher.__file__).parent, environment / "torchdev_lint",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "ok.py").write_text("x = 1\n")
+    env = {**os.environ, "TORCHDEV_LINT_DAEMON": "1", "TORCHDEV_LINT_RUNTIME_DIR": str(runtime),
+           "TORCHDEV_LINT_DAEMON_IDLE": "900", "PYTHONPATH": str(environment)}
+    env.pop("CI", None)
+    served_run(["ok.py"], env, tmp_path)
+    pid = lock_pid(runtime)
+    assert pid is not None and _alive(pid)
+    shutil.rmtree(environment)
+    assert wait_for(lambda: not _alive(pid), seconds=30)
+    assert not sockets(runtime)
+
+
 def test_a_runtime_directory_too_deep_for_a_socket_moves_to_a_short_private_one(tmp_path):
     """A socket's path holds about 100 bytes: a deeper runtime directory (a long
     $XDG_RUNTIME_DIR, pytest's) gets a short one of this user's instead, said under -v."""

@@ -19,11 +19,14 @@ import signal
 import socket
 import struct
 import sys
+import time
 import traceback
 
 from torchdev_lint.launcher import GO, HEADER, STREAMS, report_crash
 
 _DEFAULT_IDLE_SECONDS = 900.0
+_WATCH_SECONDS = 2  # how often a quiet checker looks whether its code still exists
+_CODE = os.path.dirname(os.path.abspath(__file__))
 _PEER_CREDENTIALS = struct.Struct("3i")  # SO_PEERCRED: pid, uid, gid
 
 
@@ -68,9 +71,14 @@ def _serve_forever(listener: socket.socket, lock, idle: float) -> None:
     # Linux tells a hang-up apart from the request still waiting to be read (POLLRDHUP).
     hang_up = getattr(select, "POLLRDHUP", 0)
     runs: dict[int, tuple[socket.socket, int, int]] = {}
+    quiet_since = time.monotonic()
     while True:
-        events = poller.poll(None if runs else idle * 1000)
-        if not events and not runs:
+        events = poller.poll(_WATCH_SECONDS * 1000)
+        if _code_gone():
+            return  # its environment was deleted (pre-commit's temporary ones): nobody can use it
+        if runs or events:
+            quiet_since = time.monotonic()
+        elif time.monotonic() - quiet_since >= idle:
             return
         for descriptor, _ in events:
             if descriptor != listener.fileno():  # the caller hung up: its run is over or orphaned
@@ -95,6 +103,11 @@ def _serve_forever(listener: socket.socket, lock, idle: float) -> None:
                 poller.register(connection, hang_up)
             except (AttributeError, OSError):  # not Linux: a run cannot be watched
                 connection.close()
+
+
+def _code_gone() -> bool:
+    """The package or the interpreter this checker runs was deleted since it started."""
+    return not (os.path.isdir(_CODE) and os.path.exists(sys.executable))
 
 
 def _stop(pid: int, pidfd: int) -> None:
