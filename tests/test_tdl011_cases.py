@@ -55,6 +55,15 @@ def positions(code):
     "if not args.distributed:\n    model = Net().cuda()\nelse:\n    " + START
     + "    model = Net().cuda(args.gpu)\n",
     "if world_size > 1:\n    " + START + "if world_size == 1:\n    model = Net().cuda()\n",
+    # A group of one process.
+    "dist.init_process_group('nccl', rank=0, world_size=1)\nmodel = Net().cuda()\n",
+    # Spawned code from another file sets its device there.
+    "import torch.multiprocessing as mp\nfrom .launch import run\nmp.spawn(run, nprocs=2)\n"
+    "def stats():\n    return torch.zeros(1).cuda()\n",
+    # A helper module (no __main__ block): the caller may set the device after the start;
+    # only the starting function itself counts.
+    "def init_distributed():\n    dist.init_process_group('nccl')\n"
+    "def all_gather(x):\n    size = torch.tensor([x.numel()], device='cuda')\n",
 ])
 def test_not_flagged(code):
     assert positions(code) == []
@@ -73,6 +82,9 @@ def test_not_flagged(code):
     # One finding per file, at the first pick; a guard for CUDA is no guard for the rank.
     (START + "if torch.cuda.is_available():\n    model = Net().cuda()\nbatch = batch.cuda()\n",
      [(3, 13)]),
+    # The helper that starts the group picks GPU 0 itself.
+    ("def init_distributed():\n    dist.init_process_group('nccl')\n    return torch.device('cuda')\n",
+     [(3, 12)]),
 ])
 def test_flagged(code, where):
     assert positions(code) == where

@@ -13,7 +13,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchdev_lint.analysis import tree
-from torchdev_lint.analysis.conditions import words
+from torchdev_lint.analysis.conditions import is_main_guard, words
 from torchdev_lint.analysis.guards import code_of
 from torchdev_lint.analysis.imports import dotted_name
 
@@ -88,12 +88,36 @@ def starts_group(ctx, node: cst.CSTNode) -> str | None:
             backend = next((a.value for a in node.args if a.keyword is None or a.keyword.value == "backend"), None)
             if isinstance(backend, cst.SimpleString) and backend.evaluated_value in ("gloo", "mpi"):
                 return None  # a CPU group
+            size = next((a.value for a in node.args if a.keyword is not None and a.keyword.value == "world_size"), None)
+            if isinstance(size, cst.Integer) and size.evaluated_value == 1:
+                return None  # a group of one process
             return "a process group starts here: every process runs this code"
         if name.endswith(("multiprocessing.spawn", "mp.spawn")):
+            target = node.args[0].value if node.args and node.args[0].keyword is None else None
+            if not (isinstance(target, cst.Name) and _defines_function(ctx, target.value)):
+                return None  # the spawned code, and where it sets its device, is in another file
             return "processes are spawned here: each runs the function with its own rank"
     if isinstance(node, cst.SimpleString) and node.evaluated_value in _RANK_VARIABLES:
         return "torchrun starts one process per GPU and says each its LOCAL_RANK"
     return None
+
+
+def _defines_function(ctx, name: str) -> bool:
+    """The file defines a function ``name`` at its top level."""
+    module = ctx.ancestors[0] if ctx.ancestors else None
+    return isinstance(module, cst.Module) and any(
+        isinstance(s, cst.FunctionDef) and s.name.value == name for s in module.body)
+
+
+def is_entry_point(module: cst.Module, starts: list[tuple]) -> bool:
+    """The file is what the launcher runs: it has an ``if __name__ == "__main__":`` block,
+    or it starts the group at its top level (not inside a function another file may call)."""
+    return any(isinstance(s, cst.If) and is_main_guard(s.test) for s in module.body) or any(
+        not any(isinstance(a, cst.FunctionDef) for a in ancestors) for _, _, ancestors in starts)
+
+
+def function_of(ancestors) -> cst.FunctionDef | None:
+    return next((a for a in reversed(ancestors) if isinstance(a, cst.FunctionDef)), None)
 
 
 def sets_device(ctx, node: cst.CSTNode) -> bool:

@@ -24,7 +24,12 @@ class EveryProcessOnGpuZero(Rule):
     `with torch.cuda.device(...)`, nor `CUDA_VISIBLE_DEVICES`. One finding per file, at the
     first such pick.
 
-    It does not flag a `gloo`/`mpi` group (CPU), files that import a library that places
+    In a file that is no entry point (no `if __name__ == "__main__":` block, and the group
+    starts inside a function), only picks in the function that starts the group count: the
+    caller in another file may set the device after it returns. `mp.spawn` counts only when
+    the function it spawns is defined in the same file.
+
+    It does not flag a `gloo`/`mpi` group (CPU) or one of `world_size=1`, files that import a library that places
     each process itself (Accelerate, Lightning, the `transformers` Trainer, Ignite's
     `distributed`, Horovod), device names with an index from the rank
     (`f"cuda:{rank}"`, `torch.device("cuda", local_rank)`, `.cuda(local_rank)`), nor picks
@@ -121,7 +126,8 @@ class EveryProcessOnGpuZero(Rule):
             "import torch\nfrom torch.distributed import init_process_group\n\n"
             "def setup():\n    init_process_group()\n\n"
             "def train(model, loader):\n    setup()\n"
-            "    model.to(torch.device('cuda'))\n",
+            "    model.to(torch.device('cuda'))\n\n"
+            "if __name__ == '__main__':\n    train(Net(), loader)\n",
             9, 14,
             None,
         ),
@@ -173,6 +179,11 @@ class EveryProcessOnGpuZero(Rule):
             return
         picks = [p for p in self.picks
                  if not any(distributed.other_branch(p[2], start[2]) for start in self.starts)]
+        if not distributed.is_entry_point(self.module, self.starts):
+            # A helper another file calls: only its own function is sure to run in the group
+            # (the caller may set the device after it returns).
+            functions = {id(distributed.function_of(s[2])) for s in self.starts}
+            picks = [p for p in picks if id(distributed.function_of(p[2])) in functions]
         if not picks:
             return
         start = self.starts[0]
