@@ -11,7 +11,7 @@ import signal
 from dataclasses import dataclass
 from pathlib import Path
 
-from torchdev_lint import config, files
+from torchdev_lint import config, files, limits
 from torchdev_lint.analysis import project_index
 from torchdev_lint.cache import Cache, detached
 from torchdev_lint.engine import FileResult, lint_file
@@ -107,7 +107,14 @@ _MISSING = object()
 
 def _cached_facts(path: str, cache: Cache | None):
     """The file's project-index facts from the cache, or ``_MISSING`` (with its bytes and
-    key, for the one who reads them) when they must be read."""
+    key, for the one who reads them) when they must be read. A file over the index's size
+    budget (``limits.py``) is not even read."""
+    size = project_index.file_size(path)
+    if size is None:
+        return None, None, None
+    why = limits.index_budget(size)
+    if why is not None:
+        return project_index.skipped(path, why), None, None
     data = project_index.regular_file_bytes(path)
     if data is None:
         return None, None, None
@@ -122,7 +129,8 @@ def _cached_facts(path: str, cache: Cache | None):
 
 def index_facts(path: str, cache: Cache | None) -> project_index.ModuleFacts | None:
     """``project_index.read_facts``, from the cache when the file and its module name are
-    as they were."""
+    as they were. Stored as soon as they are read (in the worker that read them): a run
+    killed half-way (a hook's timeout) leaves the next one the files it got through."""
     facts, data, key = _cached_facts(path, cache)
     if facts is not _MISSING:
         return facts
@@ -132,9 +140,11 @@ def index_facts(path: str, cache: Cache | None) -> project_index.ModuleFacts | N
     return facts
 
 
-def build_index(paths: list[str], cache: Cache | None, jobs: int = 1) -> project_index.ProjectIndex:
+def build_index(paths: list[str], cache: Cache | None, jobs: int = 1, say=None) -> project_index.ProjectIndex:
     """The run's project index. Facts the cache holds are read here (a pipe round trip to a
-    worker costs more than reading one); the rest are read in ``jobs`` processes."""
+    worker costs more than reading one); the rest are read in ``jobs`` processes. ``say``
+    (``-v``) is told once about each file over the budget of ``limits.py``, which contributes
+    no facts."""
 
     def read(wanted: list[str]) -> list:
         known = [_cached_facts(path, cache)[0] for path in wanted] if cache is not None else [_MISSING] * len(wanted)
@@ -143,7 +153,11 @@ def build_index(paths: list[str], cache: Cache | None, jobs: int = 1) -> project
                                  lambda path, exitcode: None))
         return [next(fresh) if facts is _MISSING else facts for facts in known]
 
-    return project_index.build(paths, read=read)
+    index = project_index.build(paths, read=read)
+    if say is not None:
+        for path, why in index.skipped.items():
+            say(f"{path}: not indexed: {why}")
+    return index
 
 
 def check_paths(paths: list[str], job: Job, jobs: int = 1, on_result=None) -> list[Checked]:

@@ -22,8 +22,10 @@ import hashlib
 import itertools
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 
+from torchdev_lint import limits
 from torchdev_lint.analysis import kinds
 
 _MAX_DEPTH = 20  # re-export chains longer than this are not followed
@@ -80,6 +82,8 @@ class ModuleFacts:
     # any other backend or launcher (`process_groups`)
     groups: list[str] = field(default_factory=list)
     digest: str = ""  # of the file's bytes: code that follows calls into it depends on them
+    # why the file was not read (over the budget of `limits.py`): it contributes no facts
+    skipped: str = ""
 
     @property
     def directory(self) -> str:
@@ -547,23 +551,49 @@ def regular_file_bytes(path: str) -> bytes | None:
         return None
 
 
+def file_size(path: str) -> int | None:
+    """The size of a regular file; None for anything else or a file that cannot be seen."""
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return info.st_size if stat.S_ISREG(info.st_mode) else None
+
+
+def skipped(path: str, why: str) -> ModuleFacts:
+    """The facts of a file over the budget of ``limits.py``: none, and why."""
+    full = os.path.abspath(path)
+    return ModuleFacts(module_name(full)[0], full, skipped=why)
+
+
 def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | None:
     """What one file defines and imports; None when it cannot be read or parsed (the lint
-    reports that). Depends only on the file's text and its module name."""
+    reports that); no facts but why (``skipped``) when it is over the size or depth budget
+    of ``limits.py``, which is checked before it is parsed (its size before it is read).
+    Depends only on the file's text and its module name."""
     full = os.path.abspath(path)
     if source is None:
+        size = file_size(full)
+        if size is None:
+            return None
+        why = limits.index_budget(size)
+        if why is not None:
+            return skipped(full, why)
         source = regular_file_bytes(full)
         if source is None:
             return None
+    data = source.encode("utf-8", "surrogatepass") if isinstance(source, str) else source
+    text = data.decode("utf-8", "replace")
+    why = limits.index_budget(len(data), text)
+    if why is not None:
+        return skipped(full, why)
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    data = source.encode("utf-8", "surrogatepass") if isinstance(source, str) else source
     facts = ModuleFacts(module_name(full)[0], full, digest=hashlib.blake2b(data, digest_size=12).hexdigest())
     reader = _Reader(facts, os.path.basename(full) == "__init__.py")
     reader.read(tree)
-    text = data.decode("utf-8", "replace")
     lines = _Lines(text)
     lower = _Lines(text.lower())
     files = lower.containing(_FILE_WORDS, called=True) | lower.containing(["load("])
@@ -584,10 +614,11 @@ class ProjectIndex:
     def __init__(self) -> None:
         self.modules: dict[str, list[ModuleFacts]] = {}  # scripts may share a name
         self.paths: dict[str, str] = {}  # absolute path -> module name
+        self.skipped: dict[str, str] = {}  # absolute path -> why it contributes no facts
         self._memo: dict[tuple, object] = {}
 
     def __getstate__(self):
-        return {"modules": self.modules, "paths": self.paths, "_memo": {}}
+        return {"modules": self.modules, "paths": self.paths, "skipped": self.skipped, "_memo": {}}
 
     # -- building ------------------------------------------------------------------------
 
@@ -602,7 +633,9 @@ class ProjectIndex:
         if full in self.paths:
             return
         self.paths[full] = facts.name if facts is not None else module_name(full)[0]
-        if facts is not None:
+        if facts is not None and facts.skipped:
+            self.skipped[full] = facts.skipped
+        elif facts is not None:
             self.modules.setdefault(facts.name, []).append(facts)
             self._memo.clear()
 

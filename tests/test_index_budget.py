@@ -1,0 +1,136 @@
+"""The project index keeps to the parser's budget (issue 28, item 4): naming one file costs
+that file, not the generated module beside it. Work is counted (which texts the stdlib
+parser and the depth scan see), never timed."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from torchdev_lint import cache, cli, limits, runner
+from torchdev_lint.analysis import project_index
+
+BAD = """
+import torch
+from .messages_pb2 import Request
+
+model = torch.nn.Linear(2, 2)
+model.cuda()
+"""
+
+
+def generated(megabytes: float) -> str:
+    """A protobuf-like generated module of about ``megabytes``."""
+    line = "FIELD_{n} = _descriptor.FieldDescriptor(name='field_{n}', index={n}, number={n}, type=9)\n"
+    count = int(megabytes * 1e6 / len(line.format(n=10_000)))
+    return "from google.protobuf import descriptor as _descriptor\n" + "".join(line.format(n=n) for n in range(count))
+
+
+def deep() -> str:
+    """Small, but an expression past the parser's depth budget."""
+    return "x = " + " + ".join(["a"] * (limits.MAX_CHAIN + 50)) + "\n"
+
+
+@pytest.fixture
+def tree(tmp_path, monkeypatch) -> Path:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "__init__.py").write_text("")
+    (tmp_path / "src" / "bad.py").write_text(textwrap.dedent(BAD))
+    (tmp_path / "src" / "messages_pb2.py").write_text(generated(5))
+    (tmp_path / "src" / "deep.py").write_text(deep())
+    (tmp_path / "src" / "helpers.py").write_text("import torch\n\ndef ones():\n    return torch.ones(2)\n")
+    (tmp_path / "good.py").write_text("import torch\n\nprint(torch.ones(2))\n")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.fixture
+def seen(monkeypatch) -> dict[str, list[int]]:
+    """The sizes of the texts the index's parser and the depth scan were handed."""
+    found: dict[str, list[int]] = {"parse": [], "measure": []}
+    parse, measure = project_index.ast.parse, limits._measure
+
+    def counted_parse(source, *args, **kwargs):
+        found["parse"].append(len(source))
+        return parse(source, *args, **kwargs)
+
+    def counted_measure(source):
+        found["measure"].append(len(source))
+        return measure(source)
+
+    monkeypatch.setattr(project_index.ast, "parse", counted_parse)
+    monkeypatch.setattr(limits, "_measure", counted_measure)
+    monkeypatch.setattr(limits, "_MEASURED", {})
+    return found
+
+
+def findings(argv: list[str], capsys) -> list[tuple[str, str]]:
+    cli.main(["--format", "json", "--isolated", "--preview", "-j", "1", *argv])
+    data = json.loads(capsys.readouterr().out)
+    return sorted((Path(f["path"]).name, f["code"]) for f in (data if isinstance(data, list) else data["findings"]))
+
+
+@pytest.mark.parametrize("cached", [False, True])
+def test_a_generated_sibling_is_never_parsed(tree, seen, capsys, cached):
+    argv = ["--cache-dir", str(tree / "cache")] if cached else ["--no-cache"]
+    assert ("bad.py", "TDL001") in findings([*argv, "src/bad.py", "good.py"], capsys)
+    big = (tree / "src" / "messages_pb2.py").stat().st_size
+    assert big > 4e6
+    assert seen["parse"] and max(seen["parse"]) < limits.MAX_INDEX_BYTES  # the index read the rest
+    assert max(seen["measure"]) < limits.MAX_INDEX_BYTES  # nor scanned for depth
+
+
+def test_a_generated_sibling_is_never_read(tree, monkeypatch):
+    read = []
+    real = project_index.regular_file_bytes
+    monkeypatch.setattr(project_index, "regular_file_bytes", lambda path: read.append(path) or real(path))
+    for store in (None, cache.Cache(tree / "cache", "test")):
+        index = runner.build_index(["src/bad.py", "good.py"], store)
+        assert not any(path.endswith("_pb2.py") for path in read)
+        assert "_pb2" in " ".join(index.skipped)
+
+
+def test_over_budget_files_give_no_facts_and_say_so_once(tree, seen):
+    said: list[str] = []
+    index = runner.build_index(["src/bad.py", "good.py"], None, say=said.append)
+    assert sorted(Path(p).name for p in index.skipped) == ["deep.py", "messages_pb2.py"]
+    assert len(said) == 2 and any("MB, over the index's budget" in s for s in said)
+    assert any("too complex" in s for s in said)
+    assert index.locate("src.messages_pb2.Request", str(tree / "src" / "bad.py")) is None
+    assert index.locate("src.helpers.ones", str(tree / "src" / "bad.py")) is not None
+    assert len(deep()) not in seen["parse"]  # the deep file was scanned, never parsed
+
+
+def test_the_lint_does_not_scan_again_what_the_index_scanned(tree, seen, capsys):
+    findings(["--no-cache", "src/bad.py"], capsys)
+    bad = len((tree / "src" / "bad.py").read_text())
+    assert seen["measure"].count(bad) == 1
+
+
+def test_facts_reach_the_cache_as_they_are_read(tree, monkeypatch):
+    """A run killed half-way (a pre-commit hook's timeout) leaves the next run the files it
+    got through: each file's facts are stored as soon as they are read."""
+    store = cache.Cache(tree / "cache", "test")
+    read = []
+    real = project_index.read_facts
+
+    def interrupted(path, source=None):
+        if len(read) == 2:
+            raise KeyboardInterrupt
+        read.append(path)
+        return real(path, source)
+
+    monkeypatch.setattr(project_index, "read_facts", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        runner.build_index(["src/bad.py", "good.py"], store)
+    first = list(read)
+    read.clear()
+    monkeypatch.setattr(project_index, "read_facts", lambda path, source=None: read.append(path) or real(path, source))
+    runner.build_index(["src/bad.py", "good.py"], store)
+    assert len(first) == 2 and not set(first) & set(read)
+    read.clear()
+    runner.build_index(["src/bad.py", "good.py"], store)
+    assert read == []  # everything, the deep file's verdict too, comes from the cache
