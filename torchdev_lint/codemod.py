@@ -17,7 +17,7 @@ from pathlib import Path
 import libcst as cst
 from libcst.codemod import CodemodContext, SkipFile, VisitorBasedCodemodCommand
 
-from torchdev_lint import api, config
+from torchdev_lint import api, config, files
 
 
 class FixDevicePlacement(VisitorBasedCodemodCommand):
@@ -34,6 +34,17 @@ class FixDevicePlacement(VisitorBasedCodemodCommand):
         self.linter = api.Linter(config.Overrides(
             select=codes, unsafe_fixes=unsafe_fixes, fix_device=fix_device, preview=preview or None))
 
+    def _text(self, tree: cst.Module) -> str:
+        """The file's text as read (writing the tree back would recurse past the stack on
+        code too complex to check); the tree's own when there is no file."""
+        source = files.read(self.context.filename) if self.context.filename else None
+        if isinstance(source, files.SourceFile) and source.notebook is None:
+            return source.text
+        try:
+            return tree.code
+        except RecursionError:
+            raise SkipFile("too deeply nested to check") from None
+
     @staticmethod
     def add_args(arg_parser: argparse.ArgumentParser) -> None:
         arg_parser.add_argument("--unsafe-fixes", dest="unsafe_fixes", action="store_true",
@@ -45,12 +56,17 @@ class FixDevicePlacement(VisitorBasedCodemodCommand):
         arg_parser.add_argument("--preview", action="store_true",
                                 help="also fix possible findings, as torchdev-lint --preview reports them")
 
+    def transform_module(self, tree: cst.Module) -> cst.Module:
+        """One call: the fixes already run to a fixpoint and need none of LibCST's metadata
+        (whose copy of the tree recurses past the stack on code too complex to check)."""
+        return self.transform_module_impl(tree)
+
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
         path = self.context.filename or "<stdin>"
         try:
             if config.excluded(self.linter.settings_for(path), Path(path), defaults=False):
                 raise SkipFile("excluded by the configuration")
-            outcome = self.linter.fix_source(tree.code, path)
+            outcome = self.linter.fix_source(self._text(tree), path)
         except config.UsageError as error:
             raise SkipFile(str(error)) from None
         if outcome.error is not None:
