@@ -55,6 +55,14 @@ def positions(code):
     "if not args.distributed:\n    model = Net().cuda()\nelse:\n    " + START
     + "    model = Net().cuda(args.gpu)\n",
     "if world_size > 1:\n    " + START + "if world_size == 1:\n    model = Net().cuda()\n",
+    # A helper from elsewhere that, by its name, may set the device.
+    START + "device = utils.get_device('cuda')\nmask = torch.ones(2, device='cuda')\n",
+    START + "init_distributed_mode(args)\nmodel = Net().cuda()\n",
+    # Somebody else's init_process_group (a Ray/vLLM stateless group).
+    "from .utils import stateless_init_process_group\ng = stateless_init_process_group(a, p, r, w)\n"
+    "v = torch.tensor([0], device='cuda')\n",
+    # LOCAL_RANK not read from the environment: a test patching it in.
+    "with mock.patch.dict(os.environ, {'LOCAL_RANK': '1'}):\n    device = torch.device('cuda')\n",
     # A group of one process.
     "dist.init_process_group('nccl', rank=0, world_size=1)\nmodel = Net().cuda()\n",
     # Spawned code from another file sets its device there.
@@ -76,6 +84,8 @@ def test_not_flagged(code):
     (START + "model = Net().to('cuda')\n", [(2, 9)]),
     # torchrun's LOCAL_RANK read, no group started in this file.
     ("local_rank = int(os.environ['LOCAL_RANK'])\nmodel = Net().cuda()\n", [(2, 9)]),
+    ("rank = os.environ.get('LOCAL_RANK', '0')\nmodel = Net().cuda()\n", [(2, 9)]),
+    ("rank = int(os.getenv('LOCAL_RANK', 0))\nmodel = Net().cuda()\n", [(2, 9)]),
     # mp.spawn: the spawned function picks GPU 0 in every process.
     ("import torch.multiprocessing as mp\ndef run(rank):\n    x = torch.ones(1).cuda()\n"
      "mp.spawn(run, nprocs=2)\n", [(3, 9)]),

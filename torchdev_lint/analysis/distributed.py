@@ -84,7 +84,7 @@ def starts_group(ctx, node: cst.CSTNode) -> str | None:
     read of torchrun's ``LOCAL_RANK``; None otherwise."""
     if isinstance(node, cst.Call):
         name = ctx.qualified_name(node.func) or dotted_name(node.func) or ""
-        if name.endswith("init_process_group"):
+        if name.startswith("torch.distributed.") and name.endswith(".init_process_group"):
             backend = next((a.value for a in node.args if a.keyword is None or a.keyword.value == "backend"), None)
             if isinstance(backend, cst.SimpleString) and backend.evaluated_value in ("gloo", "mpi"):
                 return None  # a CPU group
@@ -97,9 +97,51 @@ def starts_group(ctx, node: cst.CSTNode) -> str | None:
             if not (isinstance(target, cst.Name) and _defines_function(ctx, target.value)):
                 return None  # the spawned code, and where it sets its device, is in another file
             return "processes are spawned here: each runs the function with its own rank"
-    if isinstance(node, cst.SimpleString) and node.evaluated_value in _RANK_VARIABLES:
+    if isinstance(node, cst.SimpleString) and node.evaluated_value in _RANK_VARIABLES and _reads_environment(ctx):
         return "torchrun starts one process per GPU and says each its LOCAL_RANK"
     return None
+
+
+def _reads_environment(ctx) -> bool:
+    """The string being visited is read from the environment: ``os.environ["LOCAL_RANK"]``,
+    ``os.environ.get("LOCAL_RANK")``, ``os.getenv("LOCAL_RANK")`` (not a key of a dict
+    that a test patches in)."""
+    ancestors = ctx.ancestors
+    if len(ancestors) < 4:
+        return False
+    holder = ancestors[-4] if isinstance(ancestors[-2], cst.Index) else ancestors[-3]
+    if isinstance(holder, cst.Subscript):
+        return (dotted_name(holder.value) or "").endswith("environ")
+    if isinstance(holder, cst.Call):
+        name = dotted_name(holder.func) or ""
+        return name.endswith(("environ.get", "getenv"))
+    return False
+
+
+_HELPER_WORDS = frozenset({"get", "set", "setup", "init", "initialize", "configure"})
+
+
+def may_set_device(ctx, node: cst.CSTNode) -> bool:
+    """A call of a helper from elsewhere that, by its name, may set the process's device:
+    ``utils.get_device(...)``, ``setup_device()``, ``init_distributed_mode(args)``,
+    ``setup_ddp(rank)`` (torchtune's, DeiT's and many others set it inside)."""
+    if not isinstance(node, cst.Call):
+        return False
+    func = node.func
+    if isinstance(func, cst.Attribute):
+        if isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
+            return False  # a method of this file: its body is in sight
+        name = func.attr.value
+    elif isinstance(func, cst.Name):
+        if _defines_function(ctx, func.value):
+            return False
+        name = func.value
+    else:
+        return False
+    if (ctx.qualified_name(func) or "").startswith("torch."):
+        return False
+    said = words(name)
+    return bool(said & _HELPER_WORDS) and bool(said & {"device", "distributed", "dist", "ddp", "gpu", "cuda"})
 
 
 def _defines_function(ctx, name: str) -> bool:

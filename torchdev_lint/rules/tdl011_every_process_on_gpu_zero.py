@@ -21,7 +21,11 @@ class EveryProcessOnGpuZero(Rule):
     `torch.device("cuda")`, `.to("cuda")`, `device="cuda:0"`, or
     `device = "cuda" if ... else "cpu"`, while it never sets each process's device:
     no `torch.cuda.set_device(...)`, `torch.accelerator.set_device_index(...)`,
-    `with torch.cuda.device(...)`, nor `CUDA_VISIBLE_DEVICES`. One finding per file, at the
+    `with torch.cuda.device(...)`, nor `CUDA_VISIBLE_DEVICES`, and no call of a helper from
+    elsewhere whose name says it may set it (`utils.get_device(...)`, `setup_device()`,
+    `init_distributed_mode(args)`, `setup_ddp(rank)`). `LOCAL_RANK` counts where it is read
+    from the environment (`os.environ["LOCAL_RANK"]`, `.get`, `os.getenv`), and
+    `init_process_group` where it is torch's. One finding per file, at the
     first such pick.
 
     In a file that is no entry point (no `if __name__ == "__main__":` block, and the group
@@ -147,7 +151,7 @@ class EveryProcessOnGpuZero(Rule):
     def _visit(self, node: cst.CSTNode) -> None:
         if self.sets_device:
             return
-        if distributed.sets_device(self.ctx, node):
+        if distributed.sets_device(self.ctx, node) or distributed.may_set_device(self.ctx, node):
             self.sets_device = True
             return
         started = distributed.starts_group(self.ctx, node)
