@@ -149,6 +149,12 @@ def test_the_language_server_agrees_and_fixes_as_fix_does(project, tmp_path):
             fixes[name] = actions
 
     in_server(project, scenario)
+    from torchdev_lint import api
+
+    for name in CHECKED[1:]:  # the API fixes as --fix does (the complex file: ValueError)
+        assert api.fix_source((project / name).read_text(), str(project / name)) == (fixed / name).read_text()
+    with pytest.raises(ValueError, match="too complex to check"):
+        api.fix_source(GENERATED, str(project / "pkg" / "generated.py"))
     rows = sorted(
         (name, d.range.start.line + 1, d.range.start.character + 1, d.code or "TDL000")
         for name, diagnostics in published.items() for d in diagnostics)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import torchdev_lint.rules  # noqa: F401  (registers the rules)
 from torchdev_lint import config, files, runner
 from torchdev_lint.analysis import project_index
+from torchdev_lint.cache import detached
 from torchdev_lint.engine import FileResult
 from torchdev_lint.finding import FileError, Finding
 from torchdev_lint.fixer import FixOutcome, fix_to_fixpoint
@@ -92,7 +93,10 @@ class Linter:
         defaults to the file's ``unsafe-fixes`` setting."""
         if unsafe is None:
             unsafe = self.settings_for(path).unsafe_fixes
-        return fix_to_fixpoint(self.check_source(text, path), self.relint(path), unsafe)
+        result = self.check_source(text, path)
+        if result.error is not None:
+            return FixOutcome(text, [], result.error)
+        return fix_to_fixpoint(result, self.relint(path), unsafe)
 
     def job(self) -> runner.Job:
         """What worker processes check each file with (picklable)."""
@@ -124,7 +128,7 @@ def check_paths(
 
 def check_source(text: str, path: str, preview: bool | None = None) -> list[Finding]:
     """The findings in ``text`` as if it were the file ``path`` (its settings, its package)."""
-    return Linter(config.Overrides(preview=preview)).check_source(text, path).findings
+    return [detached(f) for f in Linter(config.Overrides(preview=preview)).check_source(text, path).findings]
 
 
 def fix_source(text: str, path: str, unsafe: bool | None = None) -> str:

@@ -1,6 +1,6 @@
 """``--format sarif``: SARIF 2.1.0, for code-scanning services (GitHub, GitLab, Azure).
 
-Paths are percent-encoded URIs relative to ``%SRCROOT%`` (the configuration's root, given in
+Paths are percent-encoded URIs relative to ``%SRCROOT%`` (the repository root, given in
 ``originalUriBaseIds``), so results stay valid when the checkout moves; files that could not
 be checked are reported as tool execution notifications, not dropped."""
 
