@@ -142,6 +142,42 @@ def test_unsafe_fix_is_labelled_and_fix_all_applies_the_safe_ones(tmp_path):
     in_server(tmp_path, scenario)
 
 
+def test_quick_fixes_one_at_a_time_are_as_safe_as_fix(tmp_path):
+    """The first quick fix adds our default `device`; the next one reuses it, which is as
+    safe as writing the default again: offered as safe, as `--fix` applies both."""
+    text = "import torch\n\nx = torch.zeros(3)\ny = x.cuda()\nz = torch.ones(2).cuda()\n"
+    (tmp_path / "pyproject.toml").write_text(PREVIEW)
+
+    async def scenario(session):
+        uri = session.open(tmp_path / "m.py", text)
+        first = (await session.next_diagnostics(uri))[0]
+        (action,) = await session.actions(uri, first.range, [first], only=[types.CodeActionKind.QuickFix])
+        assert action.is_preferred and "unsafe" not in action.title
+        once = apply(text, action.edit)
+        session.change(uri, 2, once)
+        (second,) = await session.next_diagnostics(uri)
+        (action,) = await session.actions(uri, second.range, [second], only=[types.CodeActionKind.QuickFix])
+        assert action.is_preferred and action.title == "TDL001: Use `.to(device)`"
+        assert apply(once, action.edit).endswith("z = torch.ones(2).to(device)\n")
+
+    in_server(tmp_path, scenario)
+
+
+def test_fix_all_counts_unsafe_fixes_as_unsafe(tmp_path):
+    (tmp_path / "pyproject.toml").write_text(PREVIEW + "unsafe-fixes = true\n")
+    text = "import torch\n\ndef load(p):\n    return torch.load(p)\n"
+
+    async def scenario(session):
+        uri = session.open(tmp_path / "m.py", text)
+        assert [d.code for d in await session.next_diagnostics(uri)] == ["TDL004"]
+        whole = types.Range(start=types.Position(line=0, character=0), end=types.Position(line=4, character=0))
+        (fix_all,) = await session.actions(uri, whole, only=[types.CodeActionKind.SourceFixAll])
+        assert fix_all.title == "torchdev-lint: fix all (1 unsafe fix)"
+        assert "map_location" in apply(text, fix_all.edit)
+
+    in_server(tmp_path, scenario)
+
+
 def test_the_files_pyproject_settings_apply(tmp_path):
     (tmp_path / "pyproject.toml").write_text(PREVIEW + 'ignore = ["TDL004"]\n')
     text = "import torch\nstate = torch.load('a.pt')\nx = torch.zeros(2).cuda()\n"
