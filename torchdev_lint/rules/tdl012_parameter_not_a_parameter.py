@@ -9,9 +9,10 @@ from torchdev_lint.rule import Invalid, Rule, Valid
 
 # torch samplers that take `device=` and `generator=`.
 _SAMPLERS = frozenset({"torch.rand", "torch.randn", "torch.randint", "torch.randperm"})
-# Expressions that need no parentheses as the receiver of a method call.
-_ATOMS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.SimpleString, cst.Integer,
-          cst.Float, cst.List, cst.Tuple, cst.Dict, cst.ListComp, cst.FormattedString)
+# Expressions that need no parentheses as the receiver of a method call (names of LibCST
+# classes: reading them at import would load LibCST, which a run served from the cache avoids).
+_ATOMS = ("Name", "Attribute", "Call", "Subscript", "SimpleString", "Integer", "Float", "List",
+          "Tuple", "Dict", "ListComp", "FormattedString")
 
 
 class ParameterNotAParameter(Rule):
@@ -244,7 +245,7 @@ class ParameterNotAParameter(Rule):
 
 
 def _parenthesized(expr: cst.BaseExpression) -> cst.BaseExpression:
-    if isinstance(expr, _ATOMS) or expr.lpar:
+    if type(expr).__name__ in _ATOMS or expr.lpar:
         return expr
     return expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
 
