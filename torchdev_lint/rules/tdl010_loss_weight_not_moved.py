@@ -176,7 +176,7 @@ class LossWeightNotMoved(Rule):
             self._buffer(node)
             return
         if isinstance(func, cst.Name) and func.value in self.buffer_classes:
-            self._instance(node, self.buffer_classes[func.value])
+            self._assigned(node, self.buffer_classes[func.value])
             return
         if isinstance(func, cst.Attribute) and func.attr.value in _MOVES:
             receiver = code_of(func.value)
@@ -211,15 +211,20 @@ class LossWeightNotMoved(Rule):
         built = moves.made_on_cpu(self.ctx, weight)
         if built is None:
             return
-        parent = self.ctx.ancestors[-2]
-        if isinstance(parent, cst.Attribute):
+        if isinstance(self.ctx.ancestors[-2], cst.Attribute):
             return  # `nn.CrossEntropyLoss(weight=w).to(device)`, or a method of it
+        self._assigned(node, built)
+
+    def _assigned(self, node: cst.Call, built: cst.CSTNode) -> None:
+        """Remember the loss ``node`` when it is assigned to a name or attribute, unless that
+        is an attribute of a module (a submodule, which `model.to()` moves)."""
+        parent = self.ctx.ancestors[-2]
         if not (isinstance(parent, cst.Assign) and len(parent.targets) == 1):
             return
         target = code_of(parent.targets[0].target)
         method = self.ctx.method
         if method is not None and target.startswith(method[2] + ".") and method[0].is_module:
-            return  # a submodule: `model.to()` moves it
+            return
         self.criteria.append(_Criterion(node, built, target, tuple(self.ctx.ancestors)))
 
     def _buffer(self, node: cst.Call) -> None:
@@ -240,14 +245,6 @@ class LossWeightNotMoved(Rule):
         if any(f".{name}.{m}(" in text for m in ("to", "cuda", "type_as")) or f".{name}.device" in text:
             return  # the class moves it (or builds on its device) itself
         self.buffer_classes[info.name] = built
-
-    def _instance(self, node: cst.Call, built: cst.CSTNode) -> None:
-        parent = self.ctx.ancestors[-2]
-        if isinstance(parent, cst.Assign) and len(parent.targets) == 1:
-            target = code_of(parent.targets[0].target)
-            method = self.ctx.method
-            if not (method is not None and target.startswith(method[2] + ".") and method[0].is_module):
-                self.criteria.append(_Criterion(node, built, target, tuple(self.ctx.ancestors)))
 
     def _is_model(self, expr: cst.BaseExpression) -> bool:
         """A module, or something of unknown kind that the code calls a model or net."""
