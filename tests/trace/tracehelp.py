@@ -55,6 +55,7 @@ TRACES.update({
     "TDL005-keep-going": _trace("--mode", "sim", "--keep-going", "testdata/trace/tdl005_bug.py"),
     "ansi": _trace("--mode", "sim", "testdata/trace/crash.py", "ansi"),
     "cpu-program": _trace("--mode", "sim", "testdata/trace/crash.py"),
+    "device-mix": _trace("--mode", "sim", "--single-run", "testdata/trace/device_mix.py"),
 })
 # Run as real subprocesses: the command line end to end (program output on stderr).
 SUBPROCESS = {

@@ -26,6 +26,7 @@ import torch.utils._device as _device_utils
 from torch.overrides import TorchFunctionMode
 
 from torchdev_lint.trace import sim
+from torchdev_lint.trace.kernels import RNN as RNN_TEXT
 from torchdev_lint.trace.text import DEVICE_ERROR
 from torchdev_lint.trace.runtime import CPU, NUMPY_TEXT, Runtime
 from torchdev_lint.trace.sites import frame_site
@@ -85,6 +86,9 @@ class TraceFunctionMode(TorchFunctionMode):
                 handlers[new] = self._new
             handlers[torch.nn.functional.ctc_loss] = self._lengths_on_accelerator
             handlers[torch.ctc_loss] = self._lengths_on_accelerator
+            for name in ("lstm", "gru", "rnn_tanh", "rnn_relu"):
+                handlers[getattr(torch._C._VariableFunctions, name)] = self._rnn
+            handlers[torch._C._VariableFunctions._pad_packed_sequence] = self._pad_packed
         if rt.sim or rt.mode == "cpu-only":
             handlers[TB.type] = self._type
         if rt.mode == "cpu-only":
@@ -148,6 +152,33 @@ class TraceFunctionMode(TorchFunctionMode):
                     self.rt.tag(value, device)
                     kwargs = {**kwargs, name: value}
         return self._call_sim(func, tuple(args), kwargs)
+
+    def _rnn(self, func, args, kwargs):
+        """A recurrent layer: its CUDA code checks the hidden states', then the parameters',
+        devices against the input's (RNN.cpp's check_attributes) in its own words; on the CPU
+        the same mix fails later, inside a cell, as an ordinary mismatch."""
+        rt = self.rt
+        if not rt.keep_going and len(args) > 3:
+            # (input, hx, params, ...) or, packed, (data, batch_sizes, hx, params, ...); hx: a
+            # tensor, or a list of them (an LSTM's h and c)
+            params = 3 if isinstance(args[3], (list, tuple)) else 2
+            hx = args[params - 1]
+            device = rt.dev(args[0])
+            for name, group in (("hidden", hx if isinstance(hx, (list, tuple)) else (hx,)),
+                                ("parameter", args[params])):
+                for t in group:
+                    if isinstance(t, Tensor) and rt.dev(t) != device:
+                        text = RNN_TEXT.format(name=name, input=device, other=rt.dev(t))
+                        devices = sorted({device, rt.dev(t)}, key=lambda d: (d == CPU, d))
+                        sim.report_mismatch(rt, func.__name__, [(0, args[0]), (name, t)], devices, text)
+        return self._call_sim(func, args, kwargs)
+
+    def _pad_packed(self, func, args, kwargs):
+        """The lengths come back on the CPU, like the batch sizes they are made from
+        (PackedSequence.cpp), not on the data's device as the composite's ambient device says."""
+        padded, lengths = self._call_sim(func, args, kwargs)
+        self.rt.tag(lengths, CPU)
+        return padded, lengths
 
     def _call_sim(self, func, args, kwargs):
         """Run ``func`` with its operands' accelerator as the ambient device: code inside it

@@ -31,8 +31,6 @@ from torchdev_lint.trace import sites
 CPU = "cpu"
 ACCEL = "cuda"
 
-# What a mismatch looks like to the user: the TensorIterator wording of a real GPU.
-MISMATCH_TEXT = "Expected all tensors to be on the same device, but found at least two devices, {a} and {b}!"
 NUMPY_TEXT = ("can't convert {dev} device type tensor to numpy. Use Tensor.cpu() to copy the tensor "
               "to host memory first.")
 NO_CUDA_TEXT = "Torch not compiled with CUDA enabled"

@@ -24,21 +24,24 @@ import types
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from torchdev_lint.trace.runtime import CPU, MISMATCH_TEXT, NO_CUDA_TEXT, Runtime, SimulatedDeviceError
+from torchdev_lint.trace import kernels
+from torchdev_lint.trace.runtime import CPU, NO_CUDA_TEXT, Runtime, SimulatedDeviceError
 
 aten = torch.ops.aten
 Tensor = torch.Tensor
 
 # How an op treats its operands' devices (decided once per op overload):
-NORMAL = 0      # all tensor operands must agree (0-dim CPU tensors excepted, as on a GPU)
+NORMAL = 0      # all tensor operands must agree (0-dim CPU tensors excepted, as TensorIterator does)
 SELF_ONLY = 1   # cross-device by design (copy_, _to_copy, set_): only ``self`` decides the output
 IGNORE = 2      # some operands may stay on the CPU (index with CPU indices, lengths...)
+STRICT = 3      # all tensor operands must agree, 0-dim ones too (a CUDA wrapper's device check)
 
 _SELF_ONLY = {"copy_", "_to_copy", "_foreach_copy_", "set_", "lift_fresh", "lift_fresh_copy",
               "_copy_from", "_copy_from_and_resize", "detach", "alias", "_local_scalar_dense",
               "_has_compatible_shallow_copy_type", "is_pinned", "_pin_memory"}
 # op name -> (positions of operands a GPU accepts on the CPU, output positions that stay on CPU,
-#             whether the exemption needs ``self`` on the accelerator)
+#             whether the exemption needs ``self`` on the accelerator); _decide adds the position
+#             of the operand it takes on the CPU only (kernels.CPU_ONLY), or None
 _IGNORE = {
     "index": ((1,), (), True),
     "index_put": ((1,), (), True),
@@ -57,7 +60,9 @@ def _decide(func):
     if name in _SELF_ONLY:
         return SELF_ONLY, None
     if name in _IGNORE:
-        return IGNORE, _IGNORE[name]
+        return IGNORE, (*_IGNORE[name], kernels.CPU_ONLY.get(name))
+    if kernels.checks_devices(name, func._schema.overload_name):
+        return STRICT, None
     return NORMAL, None
 
 
@@ -97,10 +102,14 @@ class SimDispatchMode(TorchDispatchMode):
         skip = ()
         keep_cpu = ()
         if kind == IGNORE:
-            positions, keep_cpu, needs_accel_self = extra
+            positions, keep_cpu, needs_accel_self, cpu_only = extra
             if not needs_accel_self or (args and isinstance(args[0], Tensor)
                                         and getattr(_storage(args[0]), "_tdl_dev", None)):
                 skip = positions
+            if cpu_only is not None and cpu_only < len(args) and isinstance(args[cpu_only], Tensor) \
+                    and getattr(_storage(args[cpu_only]), "_tdl_dev", None):
+                self._not_on_cpu(func, args[cpu_only], cpu_only)
+        strict = kind == STRICT
         # The operands' virtual devices, walked by hand (tree_flatten costs ~9 us an op) and
         # inline (each Python frame costs a trace event too, see coverage.py).
         accel = None
@@ -120,14 +129,14 @@ class SimDispatchMode(TorchDispatchMode):
                     tensors += 1
                     d = getattr(t.untyped_storage(), "_tdl_dev", None)
                     if d is None:
-                        if not has_cpu and t.dim() != 0:
+                        if not has_cpu and (strict or t.dim() != 0):
                             has_cpu = True
                     elif accel is None:
                         accel = d
                     elif d != accel:
                         mixed = True
         except (RuntimeError, NotImplementedError, TypeError, AttributeError):  # tensors without storage
-            accel, has_cpu, mixed, tensors = _gather(args, kwargs, skip)
+            accel, has_cpu, mixed, tensors = _gather(args, kwargs, skip, strict)
         if accel is None:
             out = func(*args, **kwargs)
             if not tensors:
@@ -139,7 +148,7 @@ class SimDispatchMode(TorchDispatchMode):
                         _tag_outputs(fresh, out, ambient, keep_cpu)
             return out
         if has_cpu or mixed:
-            self._mismatch(func, args, kwargs, skip)
+            self._mismatch(func, args, kwargs, skip, strict)
         out = func(*args, **kwargs)
         if len(fresh) == 1 and isinstance(out, Tensor):
             if fresh[0]:
@@ -151,35 +160,69 @@ class SimDispatchMode(TorchDispatchMode):
             _tag_outputs(fresh, out, accel, keep_cpu)
         return out
 
-    def _mismatch(self, func, args, kwargs, skip) -> None:
+    def _mismatch(self, func, args, kwargs, skip, strict) -> None:
         rt = self.rt
-        candidates = []
+        names = [a.name for a in func._schema.arguments]
+        candidates = []  # (position or keyword, argument name, tensor), in the schema's order
         for i, a in enumerate(args):
             if i in skip:
                 continue
             for t in (a if isinstance(a, (list, tuple)) else (a,)):
                 if isinstance(t, Tensor):
-                    candidates.append((i, t))
-        candidates += [(k, t) for k, t in kwargs.items() if isinstance(t, Tensor)]
+                    candidates.append((i, names[i] if i < len(names) else str(i), t))
+        candidates += [(k, k, t) for k, t in kwargs.items() if isinstance(t, Tensor)]
         devices: list[str] = []
-        for _, t in candidates:
+        for _, _, t in candidates:
             d = rt.dev(t)
-            if d not in devices and not (t.dim() == 0 and d == CPU):
+            if d not in devices and (strict or not (t.dim() == 0 and d == CPU)):
                 devices.append(d)
         devices.sort(key=lambda d: (d == CPU, d))  # accelerator first, as CUDA words it
-        operands = describe_operands(rt, candidates, len(devices))
-        op = str(func.overloadpacket)
-        site = rt.site()
-        origins = tuple(sorted({(o["origin"]["kind"], tuple(o["origin"].get("site") or ()))
-                                for o in operands if "origin" in o}))
-        rt.event("mismatch", (op, tuple(site or ()), origins),
-                 op=op, devices=devices, site=site, stack=rt.stack(), operands=operands,
-                 raised=not rt.keep_going)
-        if not rt.keep_going:
-            if "meta" in devices:  # the meta device's own wording
-                other = next(d for d in devices if d != "meta")
-                raise SimulatedDeviceError(f"Tensor on device {other} is not on the expected device meta!")
-            raise SimulatedDeviceError(MISMATCH_TEXT.format(a=devices[0], b=devices[1]))
+        text = gpu_text(rt, func, candidates, devices, strict)
+        report_mismatch(rt, str(func.overloadpacket), [(i, t) for i, _, t in candidates], devices, text)
+
+    def _not_on_cpu(self, func, t, index) -> None:
+        """An operand the CUDA kernel takes on the CPU only is on the accelerator."""
+        device = self.rt.dev(t)
+        text = kernels.CPU_LENGTHS.format(dim=t.dim(), device=device, dtype=type_name(t.dtype))
+        report_mismatch(self.rt, str(func.overloadpacket), [(index, t)], [device, CPU], text)
+
+
+def gpu_text(rt: Runtime, func, candidates, devices: list[str], strict: bool) -> str:
+    """What a GPU says where this op's operands are on ``devices`` (see kernels.py)."""
+    name = func._schema.name.split("::", 1)[-1]
+    named = [(argument, rt.dev(t)) for _, argument, t in candidates]
+    if "meta" in devices:  # the meta device's own wording
+        other = next(d for d in devices if d != "meta")
+        return f"Tensor on device {other} is not on the expected device meta!"
+    if name in kernels.INDEXING and named and any(a == "indices" and d != named[0][1] for a, d in named):
+        return kernels.INDICES.format(device=named[0][1])
+    if name in kernels.MASKED_FILL:
+        found = dict(named)
+        if "mask" in found and found["mask"] != found.get("self"):
+            return kernels.MASK.format(mask=found["mask"], self=found["self"])
+    if strict:
+        text = kernels.named_text(name, func._schema.overload_name, named)
+        if text is not None:
+            return text
+    return kernels.GENERIC.format(a=devices[0], b=devices[1])
+
+
+def report_mismatch(rt: Runtime, op: str, candidates, devices: list[str], text: str) -> None:
+    """Record a device mismatch of ``op`` (an event); unless the run keeps going, raise ``text``."""
+    operands = describe_operands(rt, candidates, len(devices))
+    site = rt.site(2)
+    origins = tuple(sorted({(o["origin"]["kind"], tuple(o["origin"].get("site") or ()))
+                            for o in operands if "origin" in o}))
+    rt.event("mismatch", (op, tuple(site or ()), origins),
+             op=op, devices=devices, site=site, stack=rt.stack(2), operands=operands,
+             raised=not rt.keep_going, message=text)
+    if not rt.keep_going:
+        raise SimulatedDeviceError(text)
+
+
+def type_name(dtype) -> str:
+    """``torch.int64`` -> "Long", as torch's C++ code prints a scalar type."""
+    return LEGACY_NAMES[dtype].removesuffix("Tensor") if dtype in LEGACY_NAMES else str(dtype)
 
 
 def describe_operands(rt: Runtime, candidates, devices: int, limit: int = 8) -> list[dict]:
@@ -207,8 +250,9 @@ def describe_operands(rt: Runtime, candidates, devices: int, limit: int = 8) -> 
     return chosen[:limit]
 
 
-def _gather(args, kwargs, skip):
-    """(first accelerator device, a non-0-dim CPU operand?, two accelerators?, number of tensors).
+def _gather(args, kwargs, skip, strict):
+    """(first accelerator device, a CPU operand (0-dim ones count if ``strict``)?, two accelerators?,
+    number of tensors).
 
     The careful twin of the scan inlined in ``__torch_dispatch__`` (kept inline there because
     each Python frame costs a trace event per op): used when an operand has no storage."""
@@ -231,7 +275,7 @@ def _gather(args, kwargs, skip):
             tensors += 1
             d = getattr(_storage(t), "_tdl_dev", None)
             if d is None:
-                if not has_cpu and t.dim() != 0:
+                if not has_cpu and (strict or t.dim() != 0):
                     has_cpu = True
             elif accel is None:
                 accel = d
