@@ -98,6 +98,21 @@ def test_checkpoint_provenance_decides_tdl004(traced):
     assert "gpu_saved.pt (written before this run, not by it) holds storages saved on cuda:0" in load["evidence"]
 
 
+@pytest.mark.traces("own-tags", "own-tags-cpu-only")
+def test_a_checkpoint_tagged_cuda_by_the_program_itself_is_confirmed_though_this_run_wrote_it(traced):
+    result = traced("own-tags")  # on the simulated GPU, then as a machine without one
+    [load] = result.at(21, "TDL004")
+    assert load["status"] == "confirmed", result.stdout
+    assert "written in this run by torch.save at testdata/trace/tdl004_own_tags.py:17" in load["evidence"]
+
+    plain = traced("own-tags-cpu-only")  # as the plain program runs on a CPU-only machine
+    assert plain.report["runs"][0]["outcome"]["site"]["line"] == 21
+    [load] = plain.at(21, "TDL004")
+    assert load["status"] == "confirmed", plain.stdout
+    assert "fails on a machine without a GPU" in load["evidence"]
+    assert "Attempting to deserialize object on a CUDA device" in load["evidence"]
+
+
 @pytest.mark.traces("meta", "device-errors")
 def test_device_errors_other_than_a_mixed_elementwise_op_confirm_their_findings(traced):
     meta = traced("meta")

@@ -56,6 +56,8 @@ TRACES.update({
     "ansi": _trace("--mode", "sim", "testdata/trace/crash.py", "ansi"),
     "cpu-program": _trace("--mode", "sim", "testdata/trace/crash.py"),
     "device-mix": _trace("--mode", "sim", "--single-run", "testdata/trace/device_mix.py"),
+    "own-tags": _trace("testdata/trace/tdl004_own_tags.py", "{shared}/own_tags.pt"),
+    "own-tags-cpu-only": _trace("--mode", "cpu-only", "testdata/trace/tdl004_own_tags.py", "{shared}/own_tags_cpu.pt"),
 })
 # Run as real subprocesses: the command line end to end (program output on stderr).
 SUBPROCESS = {

@@ -64,11 +64,39 @@ def _stat(path: str) -> tuple[int, int] | None:
     return st.st_size, st.st_mtime_ns
 
 
+def _own_location(rt: Runtime, storage) -> str:
+    """The location torch would tag ``storage`` with by its device (the virtual one in the simulator)."""
+    for s in (storage, getattr(storage, "_untyped_storage", None)):
+        device = getattr(s, "_tdl_dev", None) if s is not None else None
+        if device is not None:
+            return device
+    device = getattr(storage, "device", None)
+    if device is None or device.type != "cuda":
+        return str(device) if device is not None else CPU
+    return f"cuda:{device.index if device.index is not None else torch.cuda.current_device()}"
+
+
 def _install_save(rt: Runtime, patches: Patches) -> None:
     original = torch.save
 
     def save(obj, f, *args, **kwargs):
-        result = original(obj, f, *args, **kwargs)
+        # The location tags the storages' devices do not explain (a tagger of the program's own,
+        # torch.serialization.register_package): such a file is foreign to this run's devices.
+        serialization = torch.serialization
+        location_tag = serialization.location_tag
+        foreign: list[str] = []
+
+        def tag(storage):
+            location = location_tag(storage)
+            if location != _own_location(rt, storage) and location not in foreign:
+                foreign.append(location)
+            return location
+
+        serialization.location_tag = tag
+        try:
+            result = original(obj, f, *args, **kwargs)
+        finally:
+            serialization.location_tag = location_tag
         path = _path_of(f)
         if path is not None and hasattr(f, "flush"):
             f.flush()  # an open file: its size and time as the load will see them
@@ -80,7 +108,7 @@ def _install_save(rt: Runtime, patches: Patches) -> None:
             locations = []
         site = rt.site()
         stat = _stat(path) if path else None
-        entry = {"site": site, "locations": locations, "mode": rt.mode, "file": path,
+        entry = {"site": site, "locations": locations, "mode": rt.mode, "file": path, "foreign": foreign,
                  "size": stat[0] if stat else None, "mtime_ns": stat[1] if stat else None}
         rt.saves[path if path is not None else id(f)] = entry
         rt.event("save", (tuple(site or ()), path or id(f), tuple(locations), stat), **entry)
@@ -97,7 +125,8 @@ def provenance(rt: Runtime, f) -> dict:
     stat = _stat(path) if path else None
     mine = rt.saves.get(path if path is not None else id(f))
     if mine is not None and (path is None or (mine["size"], mine["mtime_ns"]) == stat):
-        return {"by": "this run", "site": mine["site"], "locations": mine["locations"], "mode": rt.mode}
+        return {"by": "this run", "site": mine["site"], "locations": mine["locations"], "mode": rt.mode,
+                "foreign": mine["foreign"]}
     if path is not None and stat is not None:
         earlier = rt.earlier_saves.get((path, *stat))
         if earlier is not None:

@@ -368,7 +368,8 @@ class Judge:
             saved = ", ".join(accel)
             file = self.where.path(e["file"]) if e.get("file") else "the checkpoint"
             origin = e.get("provenance") or {}
-            if origin.get("by") == "this run":
+            foreign = [loc for loc in accel if loc in origin.get("foreign", ())]
+            if origin.get("by") == "this run" and not foreign:
                 return Verdict(NOT_CONFIRMED, f"{e['api']} at {where} read {file}, which torch.save at "
                                               f"{self.where(origin.get('site'))} wrote earlier in this run: saved and "
                                               f"loaded by this run on {saved} (a machine without a GPU saves it on "
@@ -381,8 +382,13 @@ class Judge:
                                               f"{self.where(origin.get('site'))}) with storages on {saved}: the "
                                               "tracer's own file says nothing about the checkpoints the program "
                                               "is given")
-            who = ("written before this run, not by it" if origin.get("by") == "before this run"
-                   else "from a file object")
+            if foreign:
+                who = (f"written in this run by torch.save at {self.where(origin.get('site'))}, with location "
+                       "tags its storages' devices do not explain (the program's own serialization code)")
+            elif origin.get("by") == "before this run":
+                who = "written before this run, not by it"
+            else:
+                who = "from a file object"
             about = f"{file} ({who}) holds storages saved on {saved}"
             if self.run.mode == "cpu-only":
                 if e.get("error"):
