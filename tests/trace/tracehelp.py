@@ -31,6 +31,7 @@ TRACES["TDL003-bug"] = _trace("--mode", "sim", "-m", "testdata.trace.tdl003_bug"
 # tdl004_bug.py loads a checkpoint saved on a GPU before the run (gpu_checkpoint.py writes one
 # with cuda:0 location tags, without the tracer; see Pool._run and DEPENDS).
 TRACES["TDL004-bug"] = _trace("--mode", "sim", "testdata/trace/tdl004_bug.py", "{shared}/gpu_saved.pt")
+TRACES["TDL004-bug-real"] = _trace("--mode", "real", "testdata/trace/tdl004_bug.py", "{shared}/gpu_saved.pt")
 TRACES.update({
     "TDL001-cpu-only": _trace("--mode", "cpu-only", "testdata/trace/tdl001_bug.py"),
     "TDL004-cpu-only": _trace("--mode", "cpu-only", "testdata/trace/tdl004_bug.py", "{shared}/gpu_saved.pt"),
@@ -66,7 +67,8 @@ SUBPROCESS = {
     "gpu-checkpoint": [sys.executable, "testdata/trace/gpu_checkpoint.py", "{shared}/gpu_saved.pt"],
 }
 # runs that need the checkpoint another command writes
-DEPENDS = {"TDL004-cpu-only": "gpu-checkpoint", "TDL004-bug": "gpu-checkpoint", "earlier-save": "roundtrip"}
+DEPENDS = {"TDL004-cpu-only": "gpu-checkpoint", "TDL004-bug": "gpu-checkpoint", "TDL004-bug-real": "gpu-checkpoint",
+           "earlier-save": "roundtrip"}
 
 
 @dataclass
