@@ -2,13 +2,14 @@
 
 `model.to(device)` converts parameters and buffers only, so `mean`, `std` and `mask` stay
 where they were made. On a GPU the first forward after `model.cuda()` fails with
-"Expected all tensors to be on the same device"; here the `meta` device plays the
+"Expected all tensors to be on the same device"; without one the `meta` device plays the
 accelerator (a CPU tensor meeting a meta tensor fails the same way), and a dtype move
 shows the same `Module._apply` path leaving the attributes behind.
 """
 import torch
 import torch.nn as nn
 
+ACCELERATOR = "cuda" if torch.cuda.is_available() else "meta"  # meta stands in for a GPU
 
 class Normalize(nn.Module):
     def __init__(self, mean, std):
@@ -48,7 +49,7 @@ print("buffers:", sorted(name for name, _ in model.named_buffers()))
 print("state_dict:", sorted(model.state_dict()))
 model.to(torch.float32)
 
-model.to("meta")  # stands in for model.to("cuda")
-print("after .to('meta'):", model[0].mean.device, model[1].mask.device)
-out = model(x.to("meta"))
-print("meta forward", out.device, tuple(out.shape))
+model.to(ACCELERATOR)
+print(f"after .to({ACCELERATOR!r}):", model[0].mean.device, model[1].mask.device)
+out = model(x.to(ACCELERATOR))
+print(ACCELERATOR, "forward", out.device, tuple(out.shape))

@@ -3,12 +3,13 @@
 `nn.Module` registers submodules assigned directly as attributes only. The layers in
 `self.blocks` and `self.heads` are missing from `parameters()` (an optimizer never trains
 them) and `state_dict()` (a checkpoint does not save them), `.eval()` leaves their dropout
-on, and `model.to(...)` leaves them behind: a dtype move shows it, and the `meta` device
-stands in for an accelerator (the forward then fails like a CPU/GPU mix).
+on, and `model.to(...)` leaves them behind: a dtype move shows it, and on a GPU (or,
+without one, the `meta` device standing in for it) the forward fails with a device mix.
 """
 import torch
 import torch.nn as nn
 
+ACCELERATOR = "cuda" if torch.cuda.is_available() else "meta"  # meta stands in for a GPU
 
 class MultiTask(nn.Module):
     def __init__(self, dim, tasks):
@@ -37,6 +38,6 @@ model.to(torch.float64)
 print("dtypes after .to(float64):", model.blocks[0].weight.dtype, model.heads["age"][1].weight.dtype)
 model.to(torch.float32)
 
-model.to("meta")  # stands in for model.to("cuda")
-out = model(torch.randn(3, 4, device="meta"))
-print("meta forward:", {task: tuple(value.shape) for task, value in out.items()})
+model.to(ACCELERATOR)
+out = model(torch.randn(3, 4, device=ACCELERATOR))
+print(ACCELERATOR, "forward:", {task: tuple(value.shape) for task, value in out.items()})

@@ -2,12 +2,13 @@
 other device the forward mixes the CPU tensor with the inputs and fails. A CPU-only
 machine has no GPU, so the `meta` device stands in for one: like CUDA, it refuses to mix
 its tensors with CPU tensors ("Tensor on device cpu is not on the expected device meta!")
-and, like CUDA, accepts 0-dim CPU scalars. `torchdev-lint --fix --unsafe-fixes` makes the
+and, like CUDA, accepts 0-dim CPU scalars. Where there is a GPU, the program uses it. `torchdev-lint --fix --unsafe-fixes` makes the
 forward run on both, with the same values on the CPU."""
 
 import torch
 import torch.nn as nn
 
+ACCELERATOR = "cuda" if torch.cuda.is_available() else "meta"
 
 class TinyAttention(nn.Module):
     def __init__(self, dim=8, max_len=16):
@@ -43,5 +44,5 @@ def run(device):
 if __name__ == "__main__":
     out = run("cpu")
     print(f"cpu sum={out.sum().item():.6f}", flush=True)
-    out = run("meta")  # a device other than the CPU, standing in for a GPU
-    print(f"meta shape={tuple(out.shape)}")
+    out = run(ACCELERATOR)
+    print(f"{ACCELERATOR} shape={tuple(out.shape)}")

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from tracehelp import RULE_PROGRAMS
+from tracehelp import RULE_DEMOS, RULE_PROGRAMS
 
 
 def _cuda() -> bool:
@@ -52,3 +52,11 @@ def test_keep_going_on_the_gpu_matches(traced):
     print(f"--- keep_going.py on the GPU ---\n{real.program_output}")
     simulated = traced("keep-going")
     assert {(f["line"], f["code"]) for f in real.confirmed} == {(f["line"], f["code"]) for f in simulated.confirmed}
+
+
+@pytest.mark.parametrize("name", RULE_DEMOS)
+def test_rule_demos_give_the_simulators_verdicts_on_the_gpu(name, traced):
+    real = traced(f"rules-{name}")  # auto mode: the GPU
+    simulated = traced(f"rules-{name}-sim")
+    assert real.report["runs"][0]["mode"] == "real"
+    assert _verdicts(real) == _verdicts(simulated), (real.stdout, simulated.stdout)

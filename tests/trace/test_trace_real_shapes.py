@@ -113,14 +113,21 @@ def test_a_checkpoint_tagged_cuda_by_the_program_itself_is_confirmed_though_this
     assert "Attempting to deserialize object on a CUDA device" in load["evidence"]
 
 
-@pytest.mark.traces("meta", "device-errors")
+@pytest.mark.traces("meta", "rules-tdl008", "device-errors")
 def test_device_errors_other_than_a_mixed_elementwise_op_confirm_their_findings(traced):
     meta = traced("meta")
-    [arange] = meta.at(19, "TDL008")
-    assert arange["status"] == "confirmed", meta.stdout
-    assert "meta" in arange["evidence"] and "tdl008_before.py:20" in arange["evidence"]
+    assert_expected(meta, DATA / "meta_device.py")
+    assert "meta_device.py:15" in meta.at(14, "TDL008")[0]["evidence"]
     assert "Tensor on device cpu is not on the expected device meta!" in meta.report["runs"][0]["outcome"]["message"]
+    assert "nothing to confirm" not in meta.stdout  # the meta device is not the CPU
     assert not [f for f in meta.findings if f["code"] == "TDL100"], meta.stdout
+
+    embedding = traced("rules-tdl008")  # embedding's CUDA code checks its indices in index_select
+    [arange] = embedding.at(20, "TDL008")
+    assert arange["status"] == "confirmed", embedding.stdout
+    assert "aten.embedding at testdata/rules/tdl008_before.py:21" in arange["evidence"]
+    assert embedding.report["runs"][0]["outcome"]["message"].startswith(
+        "Expected all tensors to be on the same device, but got index is on cpu, different from other tensors on cuda:0")
 
     errors = traced("device-errors")
     assert_expected(errors, DATA / "device_errors.py")

@@ -51,7 +51,7 @@ TRACES.update({
     "roundtrip": _trace("--mode", "sim", "--single-run", "testdata/trace/checkpoint_roundtrip.py",
                         "{shared}/roundtrip.pt"),
     "earlier-save": _trace("--mode", "sim", "testdata/trace/tdl004_bug.py", "{shared}/roundtrip.pt"),
-    "meta": _trace("--mode", "sim", "testdata/rules/tdl008_before.py"),
+    "meta": _trace("--mode", "sim", "testdata/trace/meta_device.py"),
     "device-errors": _trace("--mode", "sim", "--keep-going", "--single-run", "testdata/trace/device_errors.py"),
     "TDL005-keep-going": _trace("--mode", "sim", "--keep-going", "testdata/trace/tdl005_bug.py"),
     "ansi": _trace("--mode", "sim", "testdata/trace/crash.py", "ansi"),
@@ -60,6 +60,12 @@ TRACES.update({
     "own-tags": _trace("testdata/trace/tdl004_own_tags.py", "{shared}/own_tags.pt"),
     "own-tags-cpu-only": _trace("--mode", "cpu-only", "testdata/trace/tdl004_own_tags.py", "{shared}/own_tags_cpu.pt"),
 })
+# The rules' demo programs (testdata/rules), as a user traces them (auto: the GPU if there is one);
+# -sim: on the simulated GPU even where there is a real one (tests marked gpu compare the two).
+RULE_DEMOS = ["tdl002", "tdl006", "tdl007", "tdl008", "tdl009"]
+for _name in RULE_DEMOS:
+    TRACES[f"rules-{_name}"] = _trace(f"testdata/rules/{_name}_before.py")
+    TRACES[f"rules-{_name}-sim"] = _trace("--mode", "sim", f"testdata/rules/{_name}_before.py")
 # Run as real subprocesses: the command line end to end (program output on stderr).
 SUBPROCESS = {
     "raise": [sys.executable, "-m", "torchdev_lint", "trace", *_trace("--mode", "sim", "testdata/trace/crash.py", "raise")],

@@ -317,6 +317,8 @@ class TraceFunctionMode(TorchFunctionMode):
         caller = sys._getframe(2)
         target, dtype, memory_format, copy = self._parse_move(func, args, kwargs)
         src = rt.dev(x)
+        if target not in (None, CPU):
+            rt.accelerated = True
         if target is not None and target.startswith("cuda"):
             self._cuda_request(caller, func, target)
             if rt.mode == "cpu-only":  # --keep-going: stay on the CPU
@@ -370,6 +372,8 @@ class TraceFunctionMode(TorchFunctionMode):
     def _device_request(self, func, args, kwargs):
         rt = self.rt
         target = rt.normalize(kwargs["device"])
+        if target not in (None, CPU):
+            rt.accelerated = True
         if target == META and rt.sim:
             out = func(*args, **kwargs)
             self._retag(out, [a for a in args if isinstance(a, Tensor)], META)
@@ -424,8 +428,10 @@ class TraceFunctionMode(TorchFunctionMode):
         if rt.mode != "cpu-only" and caller.f_code.co_filename in rt.users and isinstance(out, Tensor):
             if func in _ALIASING_CONSTRUCTORS and any(out is a for a in args):
                 return out
-            rt.set_origin(out, {"kind": "factory-without-device", "site": frame_site(caller, rt.users),
-                                "what": _constructor_name(func)})
+            site = frame_site(caller, rt.users)
+            rt.set_origin(out, {"kind": "factory-without-device", "site": site, "what": _constructor_name(func)})
+            if rt.accelerated:  # where its CPU result can meet an accelerator's tensors (TDL008)
+                rt.event("factory-while-accelerated", (tuple(site),), site=site)
         return out
 
     # -- numpy ----------------------------------------------------------------------------

@@ -96,7 +96,8 @@ def render_text(traced: list[TracedFinding], runs: list[Run], where: Where, file
         lines.append(f"Traced `{command_line(run)}` {MODE_WORDS.get(run.mode or run.options.mode, run.mode)}"
                      f" (torch {run.torch or '?'}{extra}, {run.seconds:.1f} s)")
         lines.append(f"  the program {outcome_words(run, where)}")
-        if number == 0 and run.error is None and run.mode in ("sim", "real") and not touched_accelerator(run):
+        if (number == 0 and run.error is None and run.mode in ("sim", "real") and not touched_accelerator(run)
+                and not run.of_kind("mismatch")):  # another device (meta) met the CPU's
             lines.append(f"  {CPU_ONLY_WORDS}")
         for limit in run.limits:
             lines.append(f"  limit: {limit}")

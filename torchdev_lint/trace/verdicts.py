@@ -35,6 +35,10 @@ RUNTIME_CODES = (MISMATCH_CODE, NO_GPU_CODE)
 HARDCODED = ("TDL001", "TDL002")
 # Rules whose bug, when it bites, crashes the program at (or through) the finding's own line.
 CRASH_CONFIRMS = ("TDL003", "TDL006", "TDL007", "TDL008", "TDL009")
+# Rules whose bug shows only where tensors are on an accelerator: a run as a machine without a
+# GPU (where every tensor stays on the CPU) cannot tell them, as only it can tell HARDCODED ones
+# (on the simulated GPU, a hardcoded device works).
+ACCELERATOR_ONLY = ("TDL003", "TDL005", "TDL006", "TDL007", "TDL008", "TDL009", MISMATCH_CODE)
 
 # The origin a storage carries -> the rule whose finding explains a mismatch involving it.
 ORIGIN_CODES = {
@@ -219,6 +223,24 @@ class Judge:
         devices = " and ".join(m.get("devices", []))
         return f"; it then met {devices} tensors in {m.get('op')} at {self.where(m.get('site'))}{more}{stop}"
 
+    def can_tell(self, code: str) -> bool:
+        """Whether this run can show ``code``'s bug: hardcoded devices only where CUDA is missing,
+        the accelerator-only rules only where tensors reach an accelerator."""
+        if code in HARDCODED:
+            return self.run.mode == "cpu-only"
+        return code not in ACCELERATOR_ONLY or self.run.mode != "cpu-only"
+
+    def _stopped(self) -> str | None:
+        """How the program stopped before its end ("with TypeError at x.py:3"), or None if it ended."""
+        outcome = self.run.outcome
+        if outcome.get("kind") == "exception":
+            return f"with {outcome.get('type')} at {self.where(outcome.get('site'))}"
+        if outcome.get("kind") == "stopped":
+            return f"when the tracer stopped it ({stop_words(outcome, self.run)})"
+        if self.run.killed or outcome.get("kind") == "interrupted":
+            return "before its end"
+        return None
+
     def _not_reached(self, f, path: str) -> Verdict:
         outcome = self.run.outcome
         why = "this line never ran"
@@ -304,6 +326,10 @@ class Judge:
                     short, full = self._crash_words(crash)
                     return Verdict(CONFIRMED, f"this line ran on a machine without a GPU; `{name}` was then used "
                                               f"at {self.where(crash.get('site'))}, which raises {short}", error=full)
+            stopped = self._stopped()
+            if ran is not None and name and stopped:
+                return Verdict(NOT_REACHED, f"this line ran on a machine without a GPU, but the program stopped "
+                                            f"{stopped} before any use of `{name}`")
             if ran is not None:
                 return Verdict(NOT_CONFIRMED, "this line ran on a machine without a GPU and its device reached no "
                                               "CUDA request (its receiver held no tensors, or the value was not "
@@ -464,10 +490,14 @@ class Judge:
             return Verdict(CONFIRMED, text + self._later_use(mismatches))
         if left:
             e = left[0]
+            moved = (f"{e['attr']} stayed on {e['device']} when {e['move']} at {self.where(e.get('move_site'))} "
+                     f"moved the module to {e['target']}")
+            stopped = self._stopped()
+            if stopped:
+                return Verdict(NOT_REACHED, f"{moved}; the program stopped {stopped} before an op could mix it with "
+                                            f"{e['target']} tensors")
             zero = " (a 0-dim tensor mixes with accelerator tensors in elementwise ops)" if e.get("ndim") == 0 else ""
-            return Verdict(NOT_CONFIRMED, f"{e['attr']} stayed on {e['device']} when {e['move']} at "
-                                          f"{self.where(e.get('move_site'))} moved the module to {e['target']}, but "
-                                          f"no op mixed it with {e['target']} tensors in this run{zero}")
+            return Verdict(NOT_CONFIRMED, f"{moved}, but no op mixed it with {e['target']} tensors in this run{zero}")
         if self.run.executed(path, f.line, f.end_line) is not None:
             return Verdict(NOT_CONFIRMED, f"the {noun} was assigned, but no module move left it on another device "
                                           "in this run")
@@ -487,10 +517,16 @@ class Judge:
             origin = mismatches[0]["origin"]
             text = f"{origin.get('what', 'the factory')} at {self.where(origin.get('site'))} made a cpu tensor (no device=)"
             return Verdict(CONFIRMED, text + self._later_use(mismatches))
-        if self.run.executed(path, f.line, f.end_line) is not None:
+        if self.run.executed(path, f.line, f.end_line) is None:
+            return None
+        if self._at("factory-while-accelerated", f, path):
             return Verdict(NOT_CONFIRMED, "this line ran, but its cpu result never met a tensor on another device "
                                           "in this run")
-        return None
+        stopped = self._stopped()
+        if stopped:
+            return Verdict(NOT_REACHED, f"this line ran only before the program put tensors on another device; it "
+                                        f"stopped {stopped} before running it again")
+        return Verdict(NOT_CONFIRMED, "this line ran only while the program kept its tensors on the CPU")
 
     def _judge_TDL009(self, f, path):
         calls = self._at("numpy", f, path)
@@ -698,10 +734,10 @@ def judge(findings, runs: list[Run], where: Where, runtime_codes=RUNTIME_CODES,
     confirmed: set = set()
     for f in findings:
         path = real_paths[id(f)]
-        verdicts = [j.verdict(f, path) for j in judges] or [Verdict(NOT_REACHED, "the program did not run")]
-        if f.code in HARDCODED:
-            verdicts.reverse()  # ties go to the run as a machine without a GPU: it is the one that can tell
-        best = min(verdicts, key=lambda v: STATUS_ORDER[v.status])
+        verdicts = [(j, j.verdict(f, path)) for j in judges]
+        telling = [v for j, v in verdicts if j.can_tell(f.code)] or [v for _, v in verdicts] or [
+            Verdict(NOT_REACHED, "the program did not run")]
+        best = min(telling, key=lambda v: STATUS_ORDER[v.status])
         if best.status == CONFIRMED:
             confirmed.add((path, f.line))
         data = f.to_json()
@@ -712,9 +748,10 @@ def judge(findings, runs: list[Run], where: Where, runtime_codes=RUNTIME_CODES,
             evidence=best.evidence, mode=best.mode, error=best.error))
     present = {f.code for f in findings}
     seen_sites = set()
+    mismatch_judges = [j for j in judges if j.can_tell(MISMATCH_CODE)] or judges
     for j in judges:
         runtime = []
-        if MISMATCH_CODE in runtime_codes:
+        if MISMATCH_CODE in runtime_codes and j in mismatch_judges:
             runtime += [(MISMATCH_CODE, MISMATCH_NAME, m) for m in j.mismatch_findings(present, by_path, confirmed)]
         if NO_GPU_CODE in runtime_codes:
             runtime += [(NO_GPU_CODE, NO_GPU_NAME, m) for m in j.no_gpu_findings(
