@@ -134,3 +134,28 @@ def test_facts_reach_the_cache_as_they_are_read(tree, monkeypatch):
     read.clear()
     runner.build_index(["src/bad.py", "good.py"], store)
     assert read == []  # everything, the deep file's verdict too, comes from the cache
+
+
+def test_the_lint_does_not_parse_again_what_the_index_parsed(tree, seen, capsys):
+    """A file no rule wants still gets a syntax check: the index's parse of the same text."""
+    plain = tree / "src" / "plain.py"
+    plain.write_text("import os\n\nprint(os.sep)\n")
+    findings(["--no-cache", str(plain)], capsys)
+    assert seen["parse"].count(len(plain.read_text())) == 1
+
+
+def test_the_default_tier_does_not_look_for_preview_findings(tmp_path, monkeypatch, capsys):
+    """Every finding of a preview rule is possible, so only ``--preview`` runs those rules."""
+    from torchdev_lint.rule import Rule
+
+    asked = []
+    for cls in Rule.registry.values():
+        monkeypatch.setattr(cls, "wants", classmethod(lambda cls, source, real=cls.wants: asked.append(cls) or real(source)))
+    path = tmp_path / "model.py"
+    path.write_text("import torch\n\nmodel = torch.nn.Linear(2, 2)\nmodel.cuda()\n")
+    for tier in ([], ["--preview"]):
+        asked.clear()
+        cli.main(["--isolated", "--no-cache", "-q", *tier, str(path)])
+        capsys.readouterr()
+        assert any(cls.preview for cls in asked) == bool(tier)
+        assert {cls.code for cls in asked} >= {"TDL001", "TDL002", "TDL004"}

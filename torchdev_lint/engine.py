@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from torchdev_lint.analysis import project_index
 from torchdev_lint.analysis.context import FileContext
 from torchdev_lint.analysis.tree import child_fields, is_node
 from torchdev_lint import limits, placement
@@ -216,10 +217,17 @@ def lint_source(
     ``index`` is the project index (``analysis/project_index.py``), built once per run by
     the host and shared by every file. Only CERTAIN findings are kept unless ``preview``
     (docs/confidence.md); a ``# noqa`` still counts as used by a finding it hides."""
-    wanted = [cls for cls in rule_classes if cls.wants(source)]
+    unused_wanted = apply_noqa and any(cls.code == UNUSED_NOQA for cls in rule_classes)
+    # Every finding of a preview rule is possible: the default tier would drop them all, so
+    # they are not looked for (unless TDL090 must know which noqa codes they use).
+    running = rule_classes if preview or unused_wanted else [cls for cls in rule_classes if not cls.preview]
+    wanted = [cls for cls in running if cls.wants(source)]
     if not wanted and module is None:
         # No rule needs the tree, but a broken file is still reported: the stdlib parser
-        # checks it at a fraction of LibCST's cost, and LibCST confirms (it knows newer syntax).
+        # checks it at a fraction of LibCST's cost (unless the project index just did), and
+        # LibCST confirms (it knows newer syntax).
+        if project_index.parsed_lately(source):
+            return FileResult(path, source)
         try:
             ast.parse(source)
         except (SyntaxError, ValueError, RecursionError):
@@ -243,7 +251,9 @@ def lint_source(
         return FileResult(path, source, error=FileError(path, "file too deeply nested to check"))
     result = FileResult(path, source, module=module, context=context)
     unused_check = apply_noqa and any(cls.code == UNUSED_NOQA for cls in wanted)
-    if not context.reports and not unused_check:
+    # Positions only for what is kept: a possible finding only shows with `--preview`.
+    reports = context.reports if preview or unused_check else [r for r in context.reports if r.certain]
+    if not reports and not unused_check:
         return result
     try:
         positions = _positions(module)
@@ -251,7 +261,7 @@ def lint_source(
         return FileResult(path, source, error=FileError(path, "file too deeply nested to check"))
     context.positions = positions
     noqa = NoqaMap(source) if apply_noqa else None
-    for report in context.reports:
+    for report in reports:
         where = positions[report.node]
         line, column = where.start.line, where.start.column + 1
         if noqa is not None and noqa.suppresses(line, report.rule.code):

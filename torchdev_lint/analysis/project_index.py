@@ -359,15 +359,32 @@ def _path_text(expr: ast.expr, resolve, depth: int, nesting: int = 0) -> str:
     return "{}"
 
 
-def _own_nodes(scope: ast.AST):
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+
+
+def _children(node: ast.AST) -> list[ast.AST]:
+    """``list(ast.iter_child_nodes(node))``, without its generator per field."""
+    found = []
+    for name in node._fields:
+        value = getattr(node, name, None)
+        if isinstance(value, ast.AST):
+            found.append(value)
+        elif type(value) is list:
+            found.extend(item for item in value if isinstance(item, ast.AST))
+    return found
+
+
+def _own_nodes(scope: ast.AST) -> list[ast.AST]:
     """The nodes of a module's or function's own code (class bodies included), not of
     functions or lambdas defined in it (they are scopes of their own)."""
-    stack = list(ast.iter_child_nodes(scope))
+    nodes = []
+    stack = _children(scope)
     while stack:
         node = stack.pop()
-        yield node
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            stack.extend(ast.iter_child_nodes(node))
+        nodes.append(node)
+        if not isinstance(node, _SCOPES):
+            stack.extend(_children(node))
+    return nodes
 
 
 def _scopes_at(tree: ast.Module, lines: set[int]) -> list[ast.AST]:
@@ -399,15 +416,18 @@ def _read_files(reader: _Reader, tree: ast.Module, lines: set[int]) -> tuple[lis
     others: dict[str, None] = {}
     loads: list[str] = []
     for scope in _scopes_at(tree, lines):
-        nodes = list(_own_nodes(scope))
-        single = {  # `path = <value>`: the value of that one name
-            id(n.targets[0]): n.value for n in nodes
-            if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)
-        }
+        calls = []
+        single = {}  # `path = <value>`: the value of that one name
         assigned: dict[str, list[ast.expr | None]] = {}
-        for node in nodes:  # every binding: loops, `with ... as`, unpacking count, valueless
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                assigned.setdefault(node.id, []).append(single.get(id(node)))
+        for node in _own_nodes(scope):  # an assignment comes before the names it binds
+            kind = type(node)
+            if kind is ast.Call:
+                calls.append(node)
+            elif kind is ast.Name:
+                if type(node.ctx) is ast.Store:  # every binding: loops, `with ... as`, unpacking, valueless
+                    assigned.setdefault(node.id, []).append(single.get(id(node)))
+            elif kind is ast.Assign and len(node.targets) == 1 and type(node.targets[0]) is ast.Name:
+                single[id(node.targets[0])] = node.value
         if not isinstance(scope, ast.Module):
             for arg in ast.walk(scope.args):
                 if isinstance(arg, ast.arg):
@@ -417,9 +437,7 @@ def _read_files(reader: _Reader, tree: ast.Module, lines: set[int]) -> tuple[lis
             values = assigned.get(name, [])
             return values[0] if len(values) == 1 else None
 
-        for node in nodes:
-            if not isinstance(node, ast.Call):
-                continue
+        for node in calls:
             qualified = reader.qualify(node.func)
             if qualified in kinds.TORCH_LOADERS:
                 if len(node.args) < 2 and all(k.arg != "map_location" for k in node.keywords):
@@ -566,6 +584,17 @@ def skipped(path: str, why: str) -> ModuleFacts:
     return ModuleFacts(module_name(full)[0], full, skipped=why)
 
 
+# The texts `read_facts` parsed lately (by length and hash): the lint's syntax check of a file
+# that no rule wants (`engine.lint_source`) need not parse them a second time.
+_PARSED: dict[tuple[int, int], None] = {}
+_PARSED_LIMIT = 4096
+
+
+def parsed_lately(text: str) -> bool:
+    """The stdlib parser accepted ``text`` while the index was read in this process."""
+    return (len(text), hash(text)) in _PARSED
+
+
 def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | None:
     """What one file defines and imports; None when it cannot be read or parsed (the lint
     reports that); no facts but why (``skipped``) when it is over the size or depth budget
@@ -591,6 +620,9 @@ def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | No
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
+    if len(_PARSED) >= _PARSED_LIMIT:
+        del _PARSED[next(iter(_PARSED))]
+    _PARSED[len(text), hash(text)] = None
     facts = ModuleFacts(module_name(full)[0], full, digest=hashlib.blake2b(data, digest_size=12).hexdigest())
     reader = _Reader(facts, os.path.basename(full) == "__init__.py")
     reader.read(tree)

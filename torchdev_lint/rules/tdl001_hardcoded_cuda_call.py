@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from torchdev_lint import fixes
@@ -9,6 +11,8 @@ from torchdev_lint.analysis.imports import dotted_name
 from torchdev_lint.analysis.requirements import of_file
 from torchdev_lint.finding import Applicability, Fix
 from torchdev_lint.rule import Invalid, Rule, Valid
+
+_CUDA_CALL = re.compile(r"\.[\s\\]*cuda[\s\\]*\(")  # `x.cuda(`, `x .cuda (`, across lines
 
 
 class HardcodedCudaCall(Rule):
@@ -196,7 +200,8 @@ class HardcodedCudaCall(Rule):
 
     @classmethod
     def wants(cls, source: str) -> bool:
-        return ".cuda" in source
+        # A call of `.cuda`, not the `torch.cuda` namespace every device check names.
+        return ".cuda" in source and _CUDA_CALL.search(source) is not None
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func

@@ -17,6 +17,7 @@ from torchdev_lint.rule import Invalid, Rule, Valid
 # (Node class names: LibCST runs only once a file is parsed.)
 _NOT_A_PLACEMENT = frozenset({"Comparison", "ComparisonTarget", "Param", "Element", "DictElement",
                               "ListComp", "SetComp", "GeneratorExp", "DictComp"})
+_CUDA_QUOTED = re.compile(r"[\"']cuda")  # "cuda", 'cuda:0', f"cuda:{rank}", r"cuda"
 _DEVICE_KEYWORDS = frozenset({"device", "map_location"})
 # Calls whose first positional argument is a device.
 _DEVICE_FIRST = frozenset({"torch.set_default_device", "torch.Generator", "torch._C.Generator"})
@@ -319,7 +320,8 @@ class HardcodedDeviceString(Rule):
 
     @classmethod
     def wants(cls, source: str) -> bool:
-        return "cuda" in source
+        # Every flag is a string starting with `cuda` (`cuda_string`) or a `current_device()`.
+        return "cuda" in source and (_CUDA_QUOTED.search(source) is not None or "current_device" in source)
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from torchdev_lint import fixes
@@ -254,7 +256,9 @@ class LoadWithoutMapLocation(Rule):
 
     @classmethod
     def wants(cls, source: str) -> bool:
-        return "load" in source and "torch" in source
+        # The word itself (`torch.load`, `from torch import load as L`, `L = torch.load`), not
+        # `download` or `load_state_dict`: half of diffusers' files name those and no loader.
+        return "torch" in source and _LOAD_WORD.search(source) is not None
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
@@ -318,6 +322,7 @@ class LoadWithoutMapLocation(Rule):
         )
 
 
+_LOAD_WORD = re.compile(r"\bload\b")
 # Keys under which checkpoints keep weights.
 _WEIGHT_KEYS = frozenset({"state_dict", "model", "model_state_dict", "params", "params_ema", "net",
                           "weights", "module", "ema", "optimizer", "generator", "discriminator"})
