@@ -43,9 +43,11 @@ OBSERVED = [
      'different from other tensors on cpu (when checking argument in method '
      'wrapper_CUDA___slow_conv2d_forward)'),
     ('numpy of cuda',
-     "TypeError: can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host memory first."),
+     "TypeError: can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host "
+     "memory first."),
     ('numpy of cuda requires grad',
-     "TypeError: can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host memory first."),
+     "TypeError: can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host "
+     "memory first."),
     ('index cuda by cpu long',
      'OK'),
     ('index cpu by cuda long',

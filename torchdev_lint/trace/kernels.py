@@ -18,7 +18,8 @@ import os
 # The wording observed on a GPU (torch 2.11; older releases say "found at least two devices, A and B!
 # (when checking argument for argument NAME in method M)").
 GENERIC = "Expected all tensors to be on the same device, but found at least two devices, {a} and {b}!"
-NAMED = "Expected all tensors to be on the same device, but got {name} is on {device}, different from other tensors on {common}"
+NAMED = ("Expected all tensors to be on the same device, but got {name} is on {device}, different from other "
+         "tensors on {common}")
 METHOD = " (when checking argument in method {method})"
 INDICES = "indices should be either on cpu or on the same device as the indexed tensor ({device})"
 MASK = "expected self and mask to be on the same device, but got mask on {mask} and self on {self}"
@@ -26,11 +27,12 @@ RNN = "Input and {name} tensors are not at the same device, found input tensor a
 CPU_LENGTHS = "'lengths' argument should be a 1D CPU int64 tensor, but got {dim}D {device} {dtype} tensor"
 
 # Ops the simulator sees whole whose CUDA code runs another checked kernel: (that kernel, or None
-# when the kernel depends on the GPU's libraries; its names for this op's arguments).
+# when the kernel depends on the GPU's libraries; its names for this op's arguments, where they
+# differ). The first operand is never named: it sets the device the others must be on.
 COMPOSITES = {
-    "embedding": ("index_select", {"weight": "self", "indices": "index"}),
+    "embedding": ("index_select", {"indices": "index"}),
     "stack": ("cat", {}),
-    "convolution": (None, {"input": "self"}),
+    "convolution": (None, {}),
 }
 INDEXING = {"index", "_unsafe_index", "index_put", "index_put_", "_index_put_impl_", "_unsafe_index_put"}
 MASKED_FILL = {"masked_fill", "masked_fill_"}
@@ -104,14 +106,13 @@ def checks_devices(name: str, overload: str) -> bool:
 def named_text(name: str, overload: str, operands) -> str | None:
     """The checked wrapper's text for ``operands`` [(argument name, device)] in the order it checks
     them; None when the op's wrapper does not check, or the operands agree."""
-    renames = {}
-    inner = name
+    renames: dict[str, str] = {}
     if name in COMPOSITES:
         inner, renames = COMPOSITES[name]
-        method = wrapper(inner, "") if inner else None
+        known = wrapper(inner, "") if inner else None
     else:
-        method = wrapper(name, overload)
-        if method is None or not method[0]:
+        known = wrapper(name, overload)
+        if known is None or not known[0]:
             return None
     common = None
     for argument, device in operands:
@@ -119,6 +120,5 @@ def named_text(name: str, overload: str, operands) -> str | None:
             common = device
         elif device != common:
             text = NAMED.format(name=renames.get(argument, argument), device=device, common=common)
-            return text + METHOD.format(method=method[1]) if method else text
+            return text + METHOD.format(method=known[1]) if known else text
     return None
-
