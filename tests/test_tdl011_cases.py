@@ -63,6 +63,13 @@ def positions(code):
     "v = torch.tensor([0], device='cuda')\n",
     # LOCAL_RANK not read from the environment: a test patching it in.
     "with mock.patch.dict(os.environ, {'LOCAL_RANK': '1'}):\n    device = torch.device('cuda')\n",
+    # Processes that talk through the CPU (RPC, gloo) may share a GPU on purpose.
+    "import torch.multiprocessing as mp\nfrom torch.distributed import rpc\n"
+    "def run(rank):\n    rpc.init_rpc(f'w{rank}', rank=rank, world_size=2)\n    x = torch.ones(1).cuda()\n"
+    "mp.spawn(run, nprocs=2)\n",
+    "import torch.multiprocessing as mp\n"
+    "def run(rank):\n    dist.init_process_group('gloo', rank=rank, world_size=2)\n    x = torch.ones(1).cuda()\n"
+    "mp.spawn(run, nprocs=2)\n",
     # A group of one process.
     "dist.init_process_group('nccl', rank=0, world_size=1)\nmodel = Net().cuda()\n",
     # Spawned code from another file sets its device there.

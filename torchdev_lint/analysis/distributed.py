@@ -102,6 +102,21 @@ def starts_group(ctx, node: cst.CSTNode) -> str | None:
     return None
 
 
+def communicates_on_cpu(ctx, node: cst.CSTNode) -> bool:
+    """``init_process_group("gloo")`` (or ``"mpi"``) or ``rpc.init_rpc(...)``: the processes
+    talk through the CPU, where several of them sharing one GPU raises nothing (pytorch/examples'
+    RPC parameter server runs its trainers on one GPU on purpose)."""
+    if not isinstance(node, cst.Call):
+        return False
+    name = ctx.qualified_name(node.func) or ""
+    if name.startswith("torch.distributed.") and name.endswith(".init_rpc"):
+        return True
+    if name.startswith("torch.distributed.") and name.endswith(".init_process_group"):
+        backend = next((a.value for a in node.args if a.keyword is None or a.keyword.value == "backend"), None)
+        return isinstance(backend, cst.SimpleString) and backend.evaluated_value in ("gloo", "mpi")
+    return False
+
+
 def _reads_environment(ctx) -> bool:
     """The string being visited is read from the environment: ``os.environ["LOCAL_RANK"]``,
     ``os.environ.get("LOCAL_RANK")``, ``os.getenv("LOCAL_RANK")`` (not a key of a dict

@@ -33,7 +33,9 @@ class EveryProcessOnGpuZero(Rule):
     caller in another file may set the device after it returns. `mp.spawn` counts only when
     the function it spawns is defined in the same file.
 
-    It does not flag a `gloo`/`mpi` group (CPU) or one of `world_size=1`, files that import a library that places
+    It does not flag files that start a `gloo`/`mpi` group or RPC (`rpc.init_rpc`): their
+    processes talk through the CPU and may share a GPU on purpose; nor a group of
+    `world_size=1`, files that import a library that places
     each process itself (Accelerate, Lightning, the `transformers` Trainer, Ignite's
     `distributed`, Horovod), device names with an index from the rank
     (`f"cuda:{rank}"`, `torch.device("cuda", local_rank)`, `.cuda(local_rank)`), nor picks
@@ -151,7 +153,8 @@ class EveryProcessOnGpuZero(Rule):
     def _visit(self, node: cst.CSTNode) -> None:
         if self.sets_device:
             return
-        if distributed.sets_device(self.ctx, node) or distributed.may_set_device(self.ctx, node):
+        if (distributed.sets_device(self.ctx, node) or distributed.may_set_device(self.ctx, node)
+                or distributed.communicates_on_cpu(self.ctx, node)):
             self.sets_device = True
             return
         started = distributed.starts_group(self.ctx, node)
