@@ -303,6 +303,46 @@ def test_moved_right():
     assert x.is_cuda
 """
 
+TEST_AUTOCAST = """\
+import pytest
+import torch
+import torch.nn as nn
+
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+
+
+@needs_cuda
+def test_half_inputs_to_a_float_layer():
+    model = nn.Linear(4, 2).cuda()
+    with torch.amp.autocast("cuda"):
+        out = model(torch.randn(3, 4, device="cuda").half())
+    assert out.dtype == torch.float16
+
+
+@needs_cuda
+def test_decorated_bfloat16():
+    model = nn.Linear(4, 2).cuda()
+
+    @torch.autocast("cuda", dtype=torch.bfloat16)
+    def forward(x):
+        return model(x)
+
+    assert forward(torch.randn(3, 4, device="cuda")).dtype == torch.bfloat16
+    assert model(torch.randn(3, 4, device="cuda")).dtype == torch.float32  # autocast is over
+
+
+@needs_cuda
+def test_an_op_the_cpu_autocast_leaves_alone():
+    with torch.amp.autocast("cuda"):
+        out = torch.mv(torch.randn(3, 4, device="cuda").half(), torch.randn(4, device="cuda"))
+    assert out.dtype == torch.float16
+
+
+@needs_cuda
+def test_a_dtype_bug_outside_autocast():
+    torch.mv(torch.randn(3, 4, device="cuda").half(), torch.randn(4, device="cuda"))
+"""
+
 FILES = {
     "mypkg/__init__.py": "",
     "mypkg/model.py": MODEL,
@@ -320,6 +360,7 @@ FILES = {
     "single/test_single.py": TEST_SINGLE,
     "cudabuild/test_cuda_build.py": TEST_CUDA_BUILD,
     "silent/test_silent.py": TEST_SILENT,
+    "amp/test_autocast.py": TEST_AUTOCAST,
 }
 _RUNS: dict = {}
 @pytest.fixture(autouse=True)
@@ -612,6 +653,21 @@ def test_real_cuda_runtime_errors_are_skips_on_a_cuda_build_without_a_gpu(pytest
     for line in (14, 19, 27):
         assert f"SKIPPED [1] cudabuild/test_cuda_build.py:{line}: {reason}" in out, line
     result.stdout.fnmatch_lines(["cudabuild/test_cuda_build.py:32: AssertionError"])  # still a failure
+
+
+def test_cuda_autocast_is_simulated_and_what_it_cannot_be_is_a_labelled_skip(pytester):
+    """autocast("cuda") casts on the simulated GPU as on a real one (the CPU's autocast, same dtype):
+    no false dtype failure. A dtype error under it that the CPU's list of ops leaves (torch.mv) is a
+    skip that says why; the same error outside autocast stays a failure."""
+    result = run(pytester, "--simulate-gpu", "amp", "-v")
+    result.assert_outcomes(passed=2, failed=1, skipped=1)
+    result.stdout.fnmatch_lines_random([
+        "amp/test_autocast.py::test_half_inputs_to_a_float_layer PASSED*",
+        "amp/test_autocast.py::test_decorated_bfloat16 PASSED*",
+        "amp/test_autocast.py::test_a_dtype_bug_outside_autocast FAILED*",
+        "SKIPPED [1] amp/test_autocast.py:31: autocast('cuda') is simulated by the CPU's autocast, which casts "
+        "a different list of ops than a GPU's: this dtype error may be the simulator's",
+    ])
 
 
 def test_an_inner_run_inheriting_xdist_worker_variables_is_no_worker(pytester):

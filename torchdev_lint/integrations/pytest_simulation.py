@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import threading
 import warnings
 
@@ -21,7 +22,7 @@ import torch
 
 from torchdev_lint.integrations.pytest_plugin import SimulatedGPUWarning, wants_simulation
 from torchdev_lint.integrations.pytest_report import ATTRIBUTE, SILENT_CODES, Problem
-from torchdev_lint.trace import runner, session, sites, verdicts
+from torchdev_lint.trace import runner, session, sim, sites, verdicts
 from torchdev_lint.trace.runtime import NO_CUDA_TEXT, NUMPY_TEXT, Runtime, SimulatedDeviceError
 
 STRICT_FAILURE = ("torchdev-lint: this test passed, but a device bug that raises nothing here was confirmed "
@@ -64,6 +65,12 @@ GPU_ONLY_PACKAGES = {"triton", "apex", "flash_attn", "xformers", "pycuda", "cupy
                      "nvidia", "cuda"}
 TRITON = "Triton kernels need a real GPU: they are not simulated"
 SPARSE = "sparse tensors are not simulated: the simulated GPU does not track their device"
+
+# A dtype error where the test entered autocast("cuda"): the CPU's autocast stands in for it and
+# casts a slightly different list of ops (torch.mv, for one, is not on it).
+DTYPE_ERROR = re.compile(r"dtype|scalar type|type \(.*\) should be the same")
+AUTOCAST = ("autocast('cuda') is simulated by the CPU's autocast, which casts a different list of ops than "
+            "a GPU's: this dtype error may be the simulator's")
 
 _TRACER = os.path.dirname(os.path.abspath(runner.__file__)) + os.sep
 OUTCOME_RANK = {"passed": 0, "skipped": 1, "failed": 2}
@@ -272,7 +279,8 @@ class Simulation:
     def _judge_phase(self, item, call, report) -> None:
         excinfo = call.excinfo
         if report.failed and excinfo is not None:
-            reason = not_simulated(excinfo) if self.mode == "sim" else None
+            reason = (not_simulated(excinfo) or self._autocast_limit(item.nodeid, excinfo)) if self.mode == "sim" \
+                else None
             if reason is not None:
                 self.unsupported[item.nodeid] = reason
                 site = self._site(excinfo)
@@ -289,6 +297,13 @@ class Simulation:
             self.outcomes[item.nodeid] = word
         if report.failed:
             self._add_evidence(report, item.nodeid)
+
+    def _autocast_limit(self, owner: str, excinfo) -> str | None:
+        """AUTOCAST, for a dtype error in a test that entered autocast("cuda")."""
+        if DTYPE_ERROR.search(str(excinfo.value)) and any(
+                e["kind"] == "limit" and e.get("what") == sim.AUTOCAST_LIMIT for e in self.recorder.events(owner)):
+            return AUTOCAST
+        return None
 
     def _silent_problems(self, item, report) -> None:
         """A test that passed although a confirmed bug bit silently (TDL003, TDL004, TDL005):

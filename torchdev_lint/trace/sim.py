@@ -561,6 +561,7 @@ def patch_cuda(rt: Runtime, patches: Patches) -> None:
             if hasattr(accelerator, name):
                 patches.set(accelerator, name, value)
 
+    patch_autocast(rt, patches)
     # cuDNN is never acceptable here (the RNN path would warn that torch lacks cuDNN)
     patches.set(torch.backends.cudnn, "is_acceptable", lambda tensor: False)
 
@@ -574,6 +575,38 @@ def patch_cuda(rt: Runtime, patches: Patches) -> None:
     patches.set(torch, "compile", compile)
     # nn.DataParallel scatters through torch._C._scatter (absent on CPU builds): one device anyway.
     patches.set(torch.nn.DataParallel, "forward", lambda self, *a, **k: self.module(*a, **k))
+
+
+AUTOCAST_LIMIT = ("autocast('cuda') ran as the CPU's autocast with the same dtype: the ops it casts are the "
+                  "CPU's list, close to a GPU's but not the same")
+
+
+def patch_autocast(rt: Runtime, patches: Patches) -> None:
+    """``autocast("cuda")`` also enters the CPU's autocast with its dtype: the values are on the
+    CPU, where CUDA's autocast never applies, and code written for it (half inputs to a float
+    layer) would fail with a dtype error a GPU never raises."""
+    autocast = torch.amp.autocast_mode.autocast
+    enter, exit_ = autocast.__enter__, autocast.__exit__
+
+    def __enter__(self):
+        result = enter(self)
+        inner = None
+        if getattr(self, "device", None) == "cuda" and getattr(self, "_enabled", False):
+            rt.limit("autocast", AUTOCAST_LIMIT)
+            inner = autocast("cpu", dtype=self.fast_dtype, cache_enabled=getattr(self, "_cache_enabled", None))
+            inner.__enter__()
+        self.__dict__.setdefault("_tdl_inner", []).append(inner)
+        return result
+
+    def __exit__(self, *exc):
+        inners = self.__dict__.get("_tdl_inner")
+        inner = inners.pop() if inners else None
+        if inner is not None:
+            inner.__exit__(*exc)
+        return exit_(self, *exc)
+
+    patches.set(autocast, "__enter__", __enter__)
+    patches.set(autocast, "__exit__", __exit__)
 
 
 def patch_serialization(rt: Runtime, patches: Patches) -> None:
