@@ -1,8 +1,10 @@
 """The tracer's verdict on TDL010 (a loss whose CPU weight meets device data): the simulated
 GPU run confirms the static finding at the loss's construction, with the operation where the
-weight met the device; after the rule's fix the program runs clean on the simulated GPU.
+weight met the device; after the rule's fix the program runs clean on the simulated GPU. And
+on TDL012 (a moved copy of a new Parameter): the copy is a plain attribute that the module
+move leaves on the CPU, where the forward meets it.
 
-TDL011 and TDL012 have no runtime check yet: their findings get the generic verdict."""
+TDL011 has no runtime check yet: its findings get the generic verdict."""
 
 import importlib.util
 import json
@@ -41,3 +43,21 @@ def test_after_the_fix_the_simulated_gpu_run_is_clean(tmp_path, run_cli):
     status, report = trace(run_cli, program)
     assert status == 0, report
     assert [f for f in report["findings"] if f["code"] in ("TDL010", "TDL100")] == []
+
+
+MOVED = ROOT / "testdata" / "rules" / "tdl012_moved_before.py"
+
+
+def test_sim_confirms_the_parameter_copy_left_behind_and_the_fix(tmp_path, run_cli):
+    program = shutil.copy(MOVED, tmp_path / "program.py")
+    status, report = trace(run_cli, program)
+    assert status != 0
+    (finding,) = [f for f in report["findings"] if f["code"] == "TDL012"]
+    assert (finding["line"], finding["status"]) == (11, "confirmed")
+    assert "stayed on cpu" in finding["evidence"] and "aten.mul" in finding["evidence"]
+
+    status, out, err = run_cli("--isolated", "--preview", "--select", "TDL012", "--fix", program)
+    assert status == 0, out + err
+    status, report = trace(run_cli, program)
+    assert status == 0, report
+    assert [f for f in report["findings"] if f["code"] in ("TDL012", "TDL100")] == []

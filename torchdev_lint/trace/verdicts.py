@@ -569,6 +569,12 @@ class Judge:
                                           "device in this run")
         return None
 
+    def _judge_TDL012(self, f, path):
+        # The copy of a Parameter is a plain tensor attribute: a module move leaves it where
+        # it was made (as TDL006's attributes), and the op that meets it mixes devices.
+        return self._left_behind(f, path, "attribute-left-behind", "unregistered-tensor-attribute",
+                                 "copy of a Parameter")
+
     # -- runtime-only findings ----------------------------------------------------------------
     def mismatch_findings(self, present_codes: set[str], by_path: dict[str, list], confirmed: set) -> list[dict]:
         """Mismatch events that no static finding explains, one per site (cascades grouped).
