@@ -125,14 +125,14 @@ def test_facts_reach_the_cache_as_they_are_read(tree, monkeypatch):
 
     monkeypatch.setattr(project_index, "read_facts", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        runner.build_index(["src/bad.py", "good.py"], store)
+        runner.build_index(["src/bad.py", "good.py"], store).read()  # read on first need
     first = list(read)
     read.clear()
     monkeypatch.setattr(project_index, "read_facts", lambda path, source=None: read.append(path) or real(path, source))
-    runner.build_index(["src/bad.py", "good.py"], store)
+    runner.build_index(["src/bad.py", "good.py"], store).read()
     assert len(first) == 2 and not set(first) & set(read)
     read.clear()
-    runner.build_index(["src/bad.py", "good.py"], store)
+    runner.build_index(["src/bad.py", "good.py"], store).read()
     assert read == []  # everything, the deep file's verdict too, comes from the cache
 
 

@@ -71,6 +71,24 @@ class Cache:
             "error": dataclasses.asdict(error) if error is not None else None,
         })
 
+    def store_run(self, key: str, results: dict[str, tuple[list[Finding], FileError | None]]) -> None:
+        """Every file's findings and error of one run, in one entry (``runner.check_paths``)."""
+        self.put(key, {"files": {
+            path: [[_plain(f) for f in findings], dataclasses.asdict(error) if error is not None else None]
+            for path, (findings, error) in results.items()
+        }})
+
+    def load_run(self, key: str) -> dict[str, tuple[list[Finding], FileError | None]] | None:
+        """What ``store_run`` stored under ``key``; None when absent or unreadable."""
+        data = self.get(key)
+        try:
+            return {
+                path: ([_finding(item) for item in findings], FileError(**error) if error is not None else None)
+                for path, (findings, error) in data["files"].items()
+            }
+        except (KeyError, TypeError, ValueError):
+            return None
+
     def get(self, key: str) -> dict | None:
         """The JSON object stored under ``key``; None when absent or not whole."""
         try:

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 import signal
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -99,7 +101,10 @@ def _crashed(path: str, exitcode: int | None) -> Checked:
             how = f"killed by signal {-exitcode}"
     else:
         how = f"exit status {exitcode}"
-    return Checked(FileResult(path, "", error=FileError(path, f"the checker crashed on this file ({how})")))
+    return Checked(FileResult(path, "", error=FileError(path, f"{_CRASHED} ({how})")))
+
+
+_CRASHED = "the checker crashed on this file"
 
 
 _MISSING = object()
@@ -140,11 +145,18 @@ def index_facts(path: str, cache: Cache | None) -> project_index.ModuleFacts | N
     return facts
 
 
-def build_index(paths: list[str], cache: Cache | None, jobs: int = 1, say=None) -> project_index.ProjectIndex:
+def build_index(paths: list[str], cache: Cache | None, jobs: int = 1, say=None):
     """The run's project index. Facts the cache holds are read here (a pipe round trip to a
     worker costs more than reading one); the rest are read in ``jobs`` processes. ``say``
     (``-v``) is told once about each file over the budget of ``limits.py``, which contributes
-    no facts."""
+    no facts. With a cache, the index is read on its first question (``LazyIndex``): a run
+    whose files are all as they were answers from the cache without it."""
+    if cache is not None:
+        return LazyIndex(paths, cache, jobs, say)
+    return _read_index(paths, cache, jobs, say)
+
+
+def _read_index(paths: list[str], cache: Cache | None, jobs: int, say) -> project_index.ProjectIndex:
 
     def read(wanted: list[str]) -> list:
         known = [_cached_facts(path, cache)[0] for path in wanted] if cache is not None else [_MISSING] * len(wanted)
@@ -160,7 +172,91 @@ def build_index(paths: list[str], cache: Cache | None, jobs: int = 1, say=None) 
     return index
 
 
+def _same(value):
+    return value
+
+
+class LazyIndex:
+    """The project index of ``build_index``, read when it is first asked something. Its
+    ``signature`` says whether the files it would read are as they were (path, size, times,
+    inode), without reading them: a warm run checks that, and every named file's, against
+    one cache entry for the whole run (``check_paths``)."""
+
+    def __init__(self, paths: list[str], cache: Cache | None, jobs: int = 1, say=None) -> None:
+        self._arguments = (list(paths), cache, jobs, say)
+        self._index: project_index.ProjectIndex | None = None
+        self.signature = _stat_signature(project_index.wanted_files(paths))
+
+    def read(self) -> project_index.ProjectIndex:
+        if self._index is None:
+            self._index = _read_index(*self._arguments)
+        return self._index
+
+    def __getattr__(self, name: str):
+        if name.startswith("__") or name in ("_arguments", "_index"):
+            raise AttributeError(name)
+        return getattr(self.read(), name)
+
+    def __reduce__(self):  # worker processes get the index itself
+        return _same, (self.read(),)
+
+
+# A file modified this recently may be modified again within one tick of a coarse file
+# system's clock (1 s on some) and keep its size: a run that sees one stores no whole-run
+# entry (Git's "racily clean" entries), and the next run looks at each file again.
+_RACY_NS = 2_000_000_000
+
+
+def _stat_signature(paths: list[str]) -> str | None:
+    """What ``os.stat`` says of each file (as ruff's cache trusts it); None when one cannot
+    be looked at or was modified in the last two seconds."""
+    parts = []
+    recent = time.time_ns() - _RACY_NS
+    for path in paths:
+        try:
+            info = os.stat(path)
+        except (OSError, ValueError):
+            return None
+        if info.st_mtime_ns > recent:
+            return None
+        parts.append(f"{path}\0{info.st_size}:{info.st_mtime_ns}:{info.st_ctime_ns}:{info.st_ino}")
+    return "\n".join(parts)
+
+
+def _run_key(paths: list[str], job: Job) -> str | None:
+    """The cache key of a whole run: the files' and the index's signatures, each file's
+    rules and settings. None without a cache or where a signature cannot be had."""
+    if job.cache is None or not isinstance(job.index, (LazyIndex, type(None))):
+        return None
+    index = job.index.signature if job.index is not None else ""
+    files_now = _stat_signature(paths)
+    if index is None or files_now is None:
+        return None
+    settings = [(",".join(r.code for r in rules_for(job.rules, job.settings, p)), repr(job.settings.for_path(p)))
+                for p in paths]
+    return job.cache.key("run", index, files_now, repr(settings))
+
+
 def check_paths(paths: list[str], job: Job, jobs: int = 1, on_result=None) -> list[Checked]:
     """Check files in ``jobs`` processes; results in the order of ``paths``. A file that
-    kills its worker process costs that file alone, reported as an error."""
-    return ordered_map(functools.partial(check_path, job=job), paths, jobs, _crashed, on_result)
+    kills its worker process costs that file alone, reported as an error. A run whose files
+    (and the index's) are unchanged since a run stored its results is answered by that one
+    cache entry; otherwise each file's own entry is looked up (``check_path``)."""
+    key = _run_key(paths, job)
+    if key is not None:
+        known = job.cache.load_run(key)
+        if known is not None and set(known) == set(paths):
+            done = []
+            for path in paths:
+                findings, error = known[path]
+                done.append(Checked(FileResult(path, "", findings=findings, error=error), cached=True))
+                if on_result:
+                    on_result(len(done))
+            return done
+    if isinstance(job.index, LazyIndex):  # read once here, not in every worker
+        job = dataclasses.replace(job, index=job.index.read())
+    checked = ordered_map(functools.partial(check_path, job=job), paths, jobs, _crashed, on_result)
+    crashed = any(c.result.error is not None and c.result.error.message.startswith(_CRASHED) for c in checked)
+    if key is not None and not crashed:
+        job.cache.store_run(key, {c.result.path: (c.result.findings, c.result.error) for c in checked})
+    return checked

@@ -963,11 +963,16 @@ def build(paths: list[str], read=None) -> ProjectIndex:
     """The index of ``paths`` and of the rest of each one's package (pre-commit passes a
     few files; their imports reach the files beside them). ``read`` maps a list of files to
     their ``read_facts`` (the CLI's reads them from its cache, in parallel)."""
-    roots = sorted({package_root(path) for path in paths if path.endswith(".py")})
-    wanted = list(dict.fromkeys(
-        os.path.abspath(p) for p in [*(f for root in roots for f in python_files(root)), *paths]
-        if p.endswith(".py")))
+    wanted = wanted_files(paths)
     index = ProjectIndex()
     for path, facts in zip(wanted, read(wanted) if read else map(read_facts, wanted)):
         index.add_facts(path, facts)
     return index
+
+
+def wanted_files(paths: list[str]) -> list[str]:
+    """The files ``build`` reads for ``paths``: them and the rest of each one's package."""
+    roots = sorted({package_root(path) for path in paths if path.endswith(".py")})
+    return list(dict.fromkeys(
+        os.path.abspath(p) for p in [*(f for root in roots for f in python_files(root)), *paths]
+        if p.endswith(".py")))
