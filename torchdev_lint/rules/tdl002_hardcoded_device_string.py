@@ -431,29 +431,12 @@ class HardcodedDeviceString(Rule):
         names = [t.target.value for t in node.targets if isinstance(t.target, cst.Name)]
         if function is None or len(names) != 1:
             return False
-        uses: list[bool] = []
-        mentions = 0
-
-        def enter(child: cst.CSTNode) -> bool:
-            nonlocal mentions
-            if isinstance(child, cst.Call):
-                for arg in child.args:
-                    if isinstance(arg.value, cst.Name) and arg.value.value == names[0]:
-                        uses.append(_takes_device_type(
-                            self.ctx.qualified_name(child.func) or code_of(child.func)))
-            elif isinstance(child, cst.Arg) and child.keyword is not None:
-                tree.walk(child.value, enter)  # not the keyword's own name
-                return False
-            elif isinstance(child, cst.Attribute):
-                tree.walk(child.value, enter)  # not `.device` of something
-                return False
-            elif isinstance(child, cst.Name) and child.value == names[0]:
-                mentions += 1
-            return True
-
-        tree.walk(function.body, enter)
+        calls, mentions = self.ctx.once(("names given to calls", id(function)), lambda: _names_given(function))
+        # Asked now, as the traversal stands: a local name may shadow an import later on.
+        uses = [_takes_device_type(self.ctx.qualified_name(call.func) or code_of(call.func))
+                for call in calls.get(names[0], ())]
         stores = len(self.ctx.bindings(function).get(names[0], ()))
-        return bool(uses) and all(uses) and mentions == len(uses) + stores
+        return bool(uses) and all(uses) and mentions.get(names[0], 0) == len(uses) + stores
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         if node.value is not None and self._binds_device(node):
@@ -624,6 +607,32 @@ def _falls_back(path: Sequence[cst.CSTNode]) -> bool:
         params = {p.name.value for p in [*function.params.params, *function.params.kwonly_params]}
         return any(isinstance(t, cst.Name) and t.value in params for t in targets)
     return False
+
+
+def _names_given(function: cst.FunctionDef) -> tuple[dict[str, list[cst.Call]], dict[str, int]]:
+    """In ``function``'s body, per name: the calls it is handed to (once per argument it
+    is), and how often it is mentioned, not counting keywords' own names or attribute names
+    (``.device`` of something). One walk per function, for every assignment that asks."""
+    calls: dict[str, list[cst.Call]] = {}
+    mentions: dict[str, int] = {}
+
+    def enter(child: cst.CSTNode) -> bool:
+        if isinstance(child, cst.Call):
+            for arg in child.args:
+                if isinstance(arg.value, cst.Name):
+                    calls.setdefault(arg.value.value, []).append(child)
+        elif isinstance(child, cst.Arg) and child.keyword is not None:
+            tree.walk(child.value, enter)  # not the keyword's own name
+            return False
+        elif isinstance(child, cst.Attribute):
+            tree.walk(child.value, enter)  # not `.device` of something
+            return False
+        elif isinstance(child, cst.Name):
+            mentions[child.value] = mentions.get(child.value, 0) + 1
+        return True
+
+    tree.walk(function.body, enter)
+    return calls, mentions
 
 
 def _old_torch_fallback(path: Sequence[cst.CSTNode]) -> bool:
