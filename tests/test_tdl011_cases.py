@@ -128,7 +128,8 @@ def fixed(code):
      START + "local_rank = int(os.environ['LOCAL_RANK'])\ntorch.cuda.set_device(local_rank)\n"
      "model = Net().cuda()\n"),
     # An `args.local_rank` the code already has, inside a function.
-    ("def main(args):\n    " + START + "    model = Net().cuda()\n    return DDP(model, device_ids=[args.local_rank])\n",
+    ("def main(args):\n    " + START
+     + "    model = Net().cuda()\n    return DDP(model, device_ids=[args.local_rank])\n",
      "def main(args):\n    " + START + "    torch.cuda.set_device(args.local_rank)\n    model = Net().cuda()\n"
      "    return DDP(model, device_ids=[args.local_rank])\n"),
     # torchrun's variable read elsewhere in the file.

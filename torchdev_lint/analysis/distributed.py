@@ -27,6 +27,8 @@ _VISIBLE = "CUDA_VISIBLE_DEVICES"
 _PLACING_LIBRARIES = ("accelerate", "lightning", "pytorch_lightning", "transformers.Trainer",
                       "transformers.trainer", "ignite.distributed", "horovod")
 _NOT_PICKS = ("autocast", "GradScaler", "amp.")
+# How a test of a rank says "rank 0 only" or "no group" (spaces removed).
+_SINGLE_RANK_TESTS = ("==0", "in[-1,0]", "in(-1,0)", "in[0,-1]", "in(0,-1)", "<=0", "==-1", "<1")
 _SINGLE_WORDS = frozenset({"main", "master", "zero", "rank0", "leader", "chief"})
 _GROUP_WORDS = frozenset({"distributed", "ddp", "dist", "world", "multi", "multigpu",
                           "parallel", "initialized", "rank", "gpus", "fsdp"})
@@ -60,7 +62,8 @@ def fixed_pick(node: cst.CSTNode, parent: cst.CSTNode | None) -> str | None:
     if isinstance(node, cst.Call):
         func = node.func
         name = dotted_name(func) or ""
-        if isinstance(func, cst.Attribute) and func.attr.value == "cuda" and not node.args and not name.startswith("torch."):
+        if (isinstance(func, cst.Attribute) and func.attr.value == "cuda" and not node.args
+                and not name.startswith("torch.")):
             return "`.cuda()` without an index puts it on the current device"
         if name.endswith("device") and len(node.args) == 1 and _fixed_cuda(node.args[0].value):
             return f"`{code_of(node)}` is the current device"
@@ -215,8 +218,7 @@ def _says_single_process(test: cst.BaseExpression) -> bool:
     said = words(code)
     if said & _SINGLE_WORDS and ("rank" in said or "process" in said or "main" in said or "master" in said):
         return True
-    if "rank" in said and any(t in text for t in ("==0", "in[-1,0]", "in(-1,0)", "in[0,-1]", "in(0,-1)",
-                                                 "<=0", "==-1", "<1")):
+    if "rank" in said and any(t in text for t in _SINGLE_RANK_TESTS):
         return True
     if said & _GROUP_WORDS and (text.startswith("not") or any(t in text for t in ("==1", "<=1", "<2", "==-1"))):
         return True

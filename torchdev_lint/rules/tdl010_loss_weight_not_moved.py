@@ -318,7 +318,8 @@ def _loss_names(module: cst.Module) -> set[str]:
     names: set[str] = set()
     for node in tree.collect(module, cst.Assign):
         value = node.value
-        while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and isinstance(value.func.value, cst.Call):
+        while (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
+               and isinstance(value.func.value, cst.Call)):
             value = value.func.value  # `nn.CrossEntropyLoss(...).to(device)`
         if not isinstance(value, cst.Call):
             continue
@@ -341,4 +342,3 @@ def _statement_and_block(ancestors) -> tuple[cst.CSTNode | None, cst.CSTNode | N
                 return (child, parent) if isinstance(owner, cst.FunctionDef) else (child, None)
             return child, None
     return None, None
-

@@ -72,7 +72,8 @@ class ParameterNotAParameter(Rule):
     code = "TDL012"
     preview = True  # new: first-look precision not measured on enough findings yet
     name = "parameter-not-a-parameter"
-    message = "A move of an `nn.Parameter` returns a plain tensor: it is not registered, trained or moved with the model"
+    message = ("A move of an `nn.Parameter` returns a plain tensor: it is not registered, trained or moved "
+               "with the model")
     fix_title = "Move the tensor inside the `nn.Parameter(...)`"
 
     VALID = [
