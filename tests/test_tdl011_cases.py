@@ -148,6 +148,9 @@ def test_fix_sets_the_device_after_the_start(code, after):
     START + "model = Net().cuda()\n",  # no local rank in sight
     "if dist.init_process_group('nccl') is None:\n    local_rank = 0\nmodel = Net().cuda()\n",
     "import torch.multiprocessing as mp\ndef run(rank):\n    x = torch.ones(1).cuda()\nmp.spawn(run, nprocs=2)\n",
+    # The model is placed before the device could be set: setting it after would not move it.
+    "def main(local_rank):\n    model = Net().cuda()\n    " + START + "    return model\n",
+    START + "device = torch.device('cuda')\nlocal_rank = int(os.environ['LOCAL_RANK'])\n",
 ])
 def test_no_fix_without_a_local_rank_and_a_start_statement(code):
     (finding,) = lint(code).findings

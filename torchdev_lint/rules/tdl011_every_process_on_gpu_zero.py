@@ -55,7 +55,8 @@ class EveryProcessOnGpuZero(Rule):
     ## Fix
     Inserts `torch.cuda.set_device(<local rank>)` right after the group starts (after the
     statement that binds the local rank, if that comes later in the same block), with the
-    local rank the code already has: a `local_rank` name, an `args.local_rank` attribute,
+    local rank the code already has (and no pick of the same function comes before that line):
+    a `local_rank` name, an `args.local_rank` attribute,
     `int(os.environ["LOCAL_RANK"])` where the file reads it, or the rank parameter of the
     function `mp.spawn` runs. Without one of those, or when the group does not start in a
     statement line of its own, no fix is offered.
@@ -149,6 +150,7 @@ class EveryProcessOnGpuZero(Rule):
         self.picks: list[tuple[cst.CSTNode, str, tuple]] = []
         self.sets_device = False
         self.module: cst.Module | None = None
+        self.order: dict[int, int] = {}  # starts and picks (by id) in source order
 
     def _visit(self, node: cst.CSTNode) -> None:
         if self.sets_device:
@@ -159,12 +161,14 @@ class EveryProcessOnGpuZero(Rule):
             return
         started = distributed.starts_group(self.ctx, node)
         if started is not None:
+            self.order[id(node)] = len(self.order)
             self.starts.append((node, started, tuple(self.ctx.ancestors)))
             return
         parent = self.ctx.ancestors[-2] if len(self.ctx.ancestors) > 1 else None
         picked = distributed.fixed_pick(node, parent)
         if picked is not None and not distributed.outside_group(self.ctx.ancestors):
             where = node.value if isinstance(node, cst.Assign) else node
+            self.order[id(where)] = len(self.order)
             self.picks.append((where, picked, tuple(self.ctx.ancestors)))
 
     def visit_Module(self, node: cst.Module) -> None:
@@ -220,7 +224,14 @@ class EveryProcessOnGpuZero(Rule):
         found = self._local_rank(scope, function, block, index)
         if found is None:
             return None
-        rank, index = found
+        rank, at = found
+        # A pick of the same function before the new line would stay on GPU 0: no fix.
+        between = {id(s) for s in block.body[index + 1:at + 1]}
+        if any(distributed.function_of(p[2]) is function and (
+                self.order[id(p[0])] < self.order[id(node)] or any(id(a) in between for a in p[2]))
+               for p in self.picks):
+            return None
+        index = at
         torch_name = self.ctx.imports.local_name_for("torch")
         line = cst.parse_statement(f"{torch_name or 'torch'}.cuda.set_device({rank})\n")
 
