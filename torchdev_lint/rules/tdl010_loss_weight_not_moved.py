@@ -55,9 +55,12 @@ class LossWeightNotMoved(Rule):
     ## Why is this bad?
     A loss keeps its `weight`/`pos_weight` as a buffer; only `criterion.to(device)` moves it.
     On a CPU machine everything is on the CPU and the script works; on a GPU the first loss
-    raises `RuntimeError: Expected all tensors to be on the same device, but found at least
-    two devices, cuda:0 and cpu!` (from `cross_entropy`, `nll_loss` or
-    `binary_cross_entropy_with_logits`).
+    raises a device mismatch: `RuntimeError: Expected all tensors to be on the same device,
+    but got weight is on cpu, different from other tensors on cuda:0 (when checking argument
+    in method wrapper_CUDA_nll_loss_forward)` for `CrossEntropyLoss`/`NLLLoss`, the same
+    complaint from `binary_cross_entropy_with_logits` for `BCEWithLogitsLoss`.
+    `torchdev-lint trace --mode sim` confirms it: the weight's factory, and the operation in
+    the loss where it met the device.
 
     ## Fix
     Where the same block moved a model before the loss is built (`model.to(device)` or

@@ -47,6 +47,10 @@ class ParameterNotAParameter(Rule):
     parameter to the copy raises `TypeError: cannot assign 'torch.cuda.FloatTensor' as
     parameter 'w' (torch.nn.Parameter or None expected)` on a GPU only.
 
+    `torchdev-lint trace --mode sim` confirms the copy left on the CPU by a module move where
+    an operation meets it (a dtype copy such as `.half()`; a `.cuda()` copy is on the device
+    already, and what it lacks, registration and training, raises nothing).
+
     A random generator lives on one device: `torch.randn(3, device="cuda", generator=g)`
     with a CPU `g` raises "Expected a 'cuda' device type for generator but found 'cpu'".
 
