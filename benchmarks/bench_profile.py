@@ -182,7 +182,12 @@ WALK = "traversal, rules and analyses"
 def run_in_process(tree: Path, phases: Phases, profiler: cProfile.Profile | None = None) -> float:
     """One cold ``-j 1 --no-cache`` run of the command line in this process; its CPU time."""
     from torchdev_lint import cli, engine, files, limits, runner
+    from torchdev_lint.analysis import callees, project_index
     from torchdev_lint.analysis import context as context_module
+
+    for memo in ("_MEASURED", "_PARSED"):  # what an earlier run in this process remembers
+        for module in (limits, project_index, callees):
+            getattr(module, memo, {}).clear()
     from torchdev_lint.rule import Rule
 
     walk = engine._Traversal.walk
