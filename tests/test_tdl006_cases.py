@@ -333,3 +333,17 @@ def test_a_kernel_returned_to_an_outer_module_that_only_copies_it():
 def test_a_kernel_returned_to_code_that_may_mix_it(code):
     line = code.splitlines().index("            self.k = torch.from_numpy(np.ones((5, 5)))") + 1
     assert positions(code) == [(line, 13)]
+
+
+@pytest.mark.parametrize("init", [
+    "self.mask = nn.Parameter(torch.ones(n)).double()\n",
+    "self.mask = nn.Parameter(torch.ones(n)).cuda()\n",
+    "p = nn.Parameter(torch.ones(n)).half()\nself.mask = p\n",
+])
+def test_a_moved_new_parameter_is_left_to_tdl012(init):
+    """Registered as a buffer it would never train: TDL012 moves the tensor inside instead."""
+    assert positions(module(init)) == []
+
+
+def test_a_moved_plain_tensor_is_still_flagged():
+    assert positions(module("self.mask = torch.ones(n).double()\n")) == [(7, 9)]

@@ -30,6 +30,12 @@ def is_parameter_call(ctx, expr: cst.BaseExpression | None) -> bool:
     return isinstance(expr, cst.Call) and ctx.qualified_name(expr.func) in PARAMETER_CLASSES
 
 
+def moved_new_parameter(ctx, expr: cst.BaseExpression) -> bool:
+    """``nn.Parameter(t).cuda()``: a copying move of a Parameter built right there."""
+    return (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute)
+            and copying_move(expr) is not None and is_parameter_call(ctx, expr.func.value))
+
+
 def copying_move(call: cst.Call) -> str | None:
     """The method of ``x.<method>(...)`` when it returns a copy of a float32 CPU tensor on a
     machine with an accelerator: ``.cuda()``, ``.to(device)``, ``.half()``; None for

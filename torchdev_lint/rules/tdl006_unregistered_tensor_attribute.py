@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from torchdev_lint.analysis import callees, classes, tree, uses
+from torchdev_lint.analysis import callees, classes, moves, tree, uses
 from torchdev_lint.analysis.classes import self_attribute
 from torchdev_lint.analysis.guards import code_of
 from torchdev_lint.analysis.imports import dotted_name
@@ -393,6 +393,8 @@ class UnregisteredTensorAttribute(Rule):
         origin = self._origin(function, value)
         if isinstance(value, cst.Name) and value.value == "None":
             kind = "none"
+        elif moves.moved_new_parameter(self.ctx, origin):
+            kind = "other"  # TDL012's bug: a buffer would freeze what was meant to train
         elif self.ctx.value_of(value).kind is Kind.TENSOR and not self._not_ours(
             function, origin, self_name
         ):
