@@ -11,6 +11,7 @@ same message. The one liberty: the name of the CUDA wrapper, "(when checking arg
 import re
 
 import pytest
+from tracehelp import DATA
 
 OBSERVED = [
     ('add cpu+cuda',
@@ -205,3 +206,13 @@ def test_the_simulator_does_what_the_gpu_did(case, gpu, printed):
         assert simulated.startswith(gpu), simulated
     elif simulated != gpu:
         assert "conv" in case and simulated == WRAPPER.sub("", gpu), (simulated, gpu)
+
+
+@pytest.mark.traces("device-mix")
+def test_a_refused_0_dim_cpu_operand_is_named_in_the_evidence(traced):
+    result = traced("device-mix")
+    source = (DATA / "device_mix.py").read_text().splitlines()
+    line = next(n for n, text in enumerate(source, 1) if '"clamp cuda min 0-dim cpu"' in text)
+    [mismatch] = result.at(line, "TDL100")
+    assert "mixed cuda:0 and cpu tensors" in mismatch["evidence"]
+    assert "the cpu operand (0-dim) is torch.tensor" in mismatch["evidence"], mismatch["evidence"]

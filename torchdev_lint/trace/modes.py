@@ -487,9 +487,11 @@ class TraceFunctionMode(TorchFunctionMode):
         rt = self.rt
         candidates = [(i, t) for i, a in enumerate(list(args) + list(kwargs.values()))
                       for t in (a if isinstance(a, (list, tuple)) else (a,)) if isinstance(t, Tensor)]
-        devices = sorted({rt.dev(t) for _, t in candidates if not (t.dim() == 0 and t.device.type == "cpu")},
-                         key=lambda d: (d == CPU, d))
-        operands = sim.describe_operands(rt, candidates, len(devices))
+        devices = {rt.dev(t) for _, t in candidates if not (t.dim() == 0 and t.device.type == "cpu")}
+        if len(devices) < 2:  # a CUDA wrapper's check refused a 0-dim CPU tensor (kernels.py)
+            devices = {rt.dev(t) for _, t in candidates}
+        devices = sorted(devices, key=lambda d: (d == CPU, d))
+        operands = sim.describe_operands(rt, candidates, devices)
         op = getattr(func, "__qualname__", None) or getattr(func, "__name__", str(func))
         site = rt.site(3)
         origins = tuple(sorted({(o["origin"]["kind"], tuple(o["origin"].get("site") or ()))

@@ -209,7 +209,7 @@ def gpu_text(rt: Runtime, func, candidates, devices: list[str], strict: bool) ->
 
 def report_mismatch(rt: Runtime, op: str, candidates, devices: list[str], text: str) -> None:
     """Record a device mismatch of ``op`` (an event); unless the run keeps going, raise ``text``."""
-    operands = describe_operands(rt, candidates, len(devices))
+    operands = describe_operands(rt, candidates, devices)
     site = rt.site(2)
     origins = tuple(sorted({(o["origin"]["kind"], tuple(o["origin"].get("site") or ()))
                             for o in operands if "origin" in o}))
@@ -225,10 +225,11 @@ def type_name(dtype) -> str:
     return LEGACY_NAMES[dtype].removesuffix("Tensor") if dtype in LEGACY_NAMES else str(dtype)
 
 
-def describe_operands(rt: Runtime, candidates, devices: int, limit: int = 8) -> list[dict]:
+def describe_operands(rt: Runtime, candidates, devices: list[str], limit: int = 8) -> list[dict]:
     """At most ``limit`` operands of a mismatch, so that every device shows and those with an
     origin (the tensors a finding explains) come first: an optimizer's long lists of
-    parameters must not hide the one CPU state tensor."""
+    parameters must not hide the one CPU state tensor. A 0-dim CPU operand shows only as the
+    CPU side of a mismatch no larger CPU tensor is part of (a CUDA wrapper refuses it)."""
     chosen, seen_devices = [], set()
     described = []
     for index, t in candidates:
@@ -240,8 +241,12 @@ def describe_operands(rt: Runtime, candidates, devices: int, limit: int = 8) -> 
         if "origin" in entry or d not in seen_devices:
             seen_devices.add(d)
             chosen.append(entry)
-        if len(chosen) >= limit and len(seen_devices) >= devices:
+        if len(chosen) >= limit and len(seen_devices) >= len(devices):
             break
+    if CPU in devices and CPU not in seen_devices:
+        scalar = next(((i, t) for i, t in candidates if t.dim() == 0 and rt.dev(t) == CPU), None)
+        if scalar is not None:
+            chosen.insert(0, rt.operand(scalar[1], scalar[0]))
     for entry in described:
         if len(chosen) >= limit:
             break
