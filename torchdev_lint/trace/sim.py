@@ -639,7 +639,10 @@ def patch_serialization(rt: Runtime, patches: Patches) -> None:
         return obj
 
     registry = torch.serialization._package_registry
-    entry = (1, tagger, deserialize)  # priorities must be unique: sort() compares tuples
+    # Priorities must be unique: torch.serialization.register_package sorts the tuples, so a
+    # program's own package of the same priority would compare functions (TypeError). A
+    # fraction no program picks, before torch's own (10 and up) and after a program's 0.
+    entry = (0.5, tagger, deserialize)
     registry.append(entry)
     registry.sort(key=lambda e: e[0])
     patches.on_undo(lambda: registry.remove(entry) if entry in registry else None)
