@@ -124,3 +124,22 @@ def test_the_lazy_index_answers_like_the_index(work):
     import pickle
 
     assert isinstance(pickle.loads(pickle.dumps(lazy)), project_index.ProjectIndex)
+
+
+def test_per_file_ignores_hold_in_the_whole_run_entry(work, counts):
+    write(work / "pyproject.toml", '[tool.torchdev-lint]\npreview = true\nper-file-ignores = {"pkg/load.py" = ["TDL004"]}\n')
+
+    def lint() -> list[tuple[str, str]]:
+        import contextlib
+        import io
+
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            cli.main(["--format", "json", "-j", "1", "--cache-dir", "cache", "pkg"])
+        data = json.loads(out.getvalue())
+        return sorted((Path(f["path"]).name, f["code"]) for f in (data if isinstance(data, list) else data["findings"]))
+
+    first = lint()
+    assert ("load.py", "TDL001") in first and ("load.py", "TDL004") not in first
+    counts.clear()
+    assert lint() == first and counts == Counter()

@@ -232,8 +232,22 @@ def _run_key(paths: list[str], job: Job) -> str | None:
     files_now = _stat_signature(paths)
     if index is None or files_now is None:
         return None
-    settings = [(",".join(r.code for r in rules_for(job.rules, job.settings, p)), repr(job.settings.for_path(p)))
-                for p in paths]
+    by_directory: dict[str, config.Settings] = {}  # settings are found per directory
+    shown: dict[int, tuple[set, str]] = {}  # per settings: the rules they enable, as text
+    settings = []
+    for path in paths:
+        directory = os.path.dirname(path)
+        governing = by_directory.get(directory)
+        if governing is None:
+            governing = by_directory[directory] = job.settings.for_path(path)
+        # `rules_for`, without resolving the path again when no per-file ignores apply.
+        if id(governing) not in shown:
+            shown[id(governing)] = set(governing.rules), repr(governing)
+        enabled, text = shown[id(governing)]
+        ignored = config.ignored_codes(governing, Path(path)) if governing.per_file_ignores else []
+        codes = ",".join(r.code for r in job.rules
+                         if r in enabled and not any(r.code.startswith(c) for c in ignored))
+        settings.append((codes, text))
     return job.cache.key("run", index, files_now, repr(settings))
 
 
