@@ -8,7 +8,6 @@ Each run is a real `python -m pytest` in a child process (the plugin comes in th
 import importlib.metadata
 import os
 import re
-import textwrap
 
 import pytest
 
