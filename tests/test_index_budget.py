@@ -104,6 +104,14 @@ def test_over_budget_files_give_no_facts_and_say_so_once(tree, seen):
     assert len(deep()) not in seen["parse"]  # the deep file was scanned, never parsed
 
 
+def test_verbose_names_each_file_left_out_of_the_index_once(tree, capsys):
+    cli.main(["-v", "--isolated", "--no-cache", "-j", "1", "src/bad.py", "good.py"])
+    said = [line for line in capsys.readouterr().err.splitlines() if "not indexed" in line]
+    assert sorted(Path(line.split(": ")[1]).name for line in said) == ["deep.py", "messages_pb2.py"]
+    cli.main(["--isolated", "--no-cache", "-j", "1", "src/bad.py", "good.py"])
+    assert "not indexed" not in capsys.readouterr().err
+
+
 def test_the_lint_does_not_scan_again_what_the_index_scanned(tree, seen, capsys):
     findings(["--no-cache", "src/bad.py"], capsys)
     bad = len((tree / "src" / "bad.py").read_text())

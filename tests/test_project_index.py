@@ -107,7 +107,7 @@ def test_stdin_with_a_file_name(project, capsys, monkeypatch):
 
 
 def test_flake8_plugin_indexes_the_package_once(project, monkeypatch):
-    monkeypatch.setattr(flake8_plugin, "_indexes", {})
+    monkeypatch.setattr(flake8_plugin, "_linters", {})
     monkeypatch.setattr(flake8_plugin.TorchDevLintChecker, "preview", True)  # as --tdl-preview sets it
     path = str(project / "proj/models/model.py")
     lines = Path(path).read_text().splitlines(keepends=True)
@@ -118,7 +118,8 @@ def test_flake8_plugin_indexes_the_package_once(project, monkeypatch):
     assert found == sorted(EXPECTED)
     other = str(project / "proj/base.py")
     list(flake8_plugin.TorchDevLintChecker(None, Path(other).read_text().splitlines(True), other).run())
-    assert len(flake8_plugin._indexes) == 1
+    (linter,) = flake8_plugin._linters.values()
+    assert len(linter._package_indexes) == 1
 
 
 def test_sibling_script_module(tmp_path, monkeypatch, capsys):

@@ -51,10 +51,11 @@ class Linter:
         """The settings that govern ``path``; ``config.UsageError`` when they are invalid."""
         return self.settings.for_path(path)
 
-    def index_paths(self, paths: list[str]) -> None:
+    def index_paths(self, paths: list[str], say=None) -> None:
         """Index what these files (and the rest of their packages) define, for a run that
-        checks them all: one index, read in ``jobs`` processes and through the cache."""
-        self._run_index = runner.build_index(paths, self.cache, self.jobs)
+        checks them all: one index, read in ``jobs`` processes and through the cache.
+        ``say`` is told about each file too large or complex to index (``-v``)."""
+        self._run_index = runner.build_index(paths, self.cache, self.jobs, say)
 
     def index_for(self, path: str) -> project_index.ProjectIndex | None:
         """The run's index, else the index of ``path``'s package, built on first use."""

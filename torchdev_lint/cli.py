@@ -257,7 +257,8 @@ def _run(args) -> int:
         return EXIT_ERROR if run.errors else EXIT_CLEAN
     linter = api.Linter(settings=settings, cache=_cache(args, base), jobs=_jobs(args))
     # One project index for the run: what every file (and stdin's package) defines.
-    linter.index_paths([*paths, *([args.stdin_filename] if args.stdin_filename else [])])
+    linter.index_paths([*paths, *([args.stdin_filename] if args.stdin_filename else [])],
+                       say=(lambda text: print(f"torchdev-lint: {text}", file=sys.stderr)) if args.verbose else None)
     bar = progress.Progress(len(paths)) if progress.wanted(args.quiet, args.format) else None
     checked = runner.check_paths(paths, linter.job(), linter.jobs, bar.update if bar else None)
     if bar:
