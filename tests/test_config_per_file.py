@@ -116,3 +116,26 @@ def test_the_api_resolves_settings_per_file_too(nested, monkeypatch):
     monkeypatch.chdir(nested)
     findings, errors = api.check_paths(["."], preview=True)
     assert [(f.path, f.code) for f in findings] == [("a.py", "TDL001"), ("pkg/b.py", "TDL004")]
+
+
+def test_each_pyproject_of_a_tree_is_read_once(tmp_path, monkeypatch):
+    """A walk asks for the settings of every directory: a directory without a configuration
+    of its own takes its parent's answer instead of reading every pyproject.toml above it."""
+    from torchdev_lint import config, files
+
+    (tmp_path / "pyproject.toml").write_text('[tool.torchdev-lint]\nignore = ["TDL004"]\n')
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "pyproject.toml").write_text("[project]\nname = 'x'\n")  # not ours
+    for i in range(30):
+        directory = tmp_path / "sub" / f"d{i}" / "deeper"
+        directory.mkdir(parents=True)
+        (directory / "m.py").write_text("x = 1\n")
+    reads = []
+    real = config._read
+    monkeypatch.setattr(config, "_read", lambda path: reads.append(path) or real(path))
+    resolver = config.Resolver()
+    found, errors = files.discover([str(tmp_path)], resolver)
+    assert len(found) == 30 and not errors
+    assert all(resolver.for_path(path).ignore == ["TDL004"] for path in found)
+    assert sorted(reads) == sorted([tmp_path / "pyproject.toml", tmp_path / "sub" / "pyproject.toml",
+                                    tmp_path / "pyproject.toml"])  # found once, loaded once

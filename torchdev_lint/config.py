@@ -6,6 +6,7 @@ is the one answer to "which settings govern this file"; every way in asks it."""
 from __future__ import annotations
 
 import functools
+import os
 import re
 import sys
 from dataclasses import dataclass, field, replace
@@ -277,7 +278,29 @@ def ignored_codes(settings: Settings, path: Path) -> list[str]:
 def excluded(settings: Settings, path: Path, defaults: bool = True) -> bool:
     """The path is excluded by these settings (and by the default excludes, unless named)."""
     patterns = [*DEFAULT_EXCLUDE, *settings.exclude] if defaults else settings.exclude
-    return matches_any(relative_to_root(path, settings.root), patterns, path.resolve().as_posix())
+    if not patterns:
+        return False
+    real = resolved(path)
+    try:
+        relative = real.relative_to(resolved(settings.root)).as_posix()
+    except ValueError:
+        relative = path.as_posix()
+    return matches_any(relative, patterns, real.as_posix())
+
+
+def resolved(path: str | Path) -> Path:
+    """``Path(path).resolve()``, with each directory resolved once: a walk asks it of every
+    file, and resolving follows every component of a deep path."""
+    absolute = os.path.abspath(path)
+    if os.path.islink(absolute):
+        return Path(os.path.realpath(absolute))
+    head, name = os.path.split(absolute)
+    return Path(_real_directory(head), name) if name else Path(_real_directory(absolute))
+
+
+@functools.lru_cache(maxsize=4096)
+def _real_directory(directory: str) -> str:
+    return os.path.realpath(directory)
 
 
 @dataclass
@@ -329,19 +352,33 @@ class Resolver:
         self.fallback = fallback or Path.cwd()  # the root of files no configuration governs
         self._by_directory: dict[Path, Settings] = {}
         self._by_file: dict[Path | None, Settings] = {}
+        self._pyprojects: dict[Path, Path | None] = {}
 
     def for_path(self, path: str | Path) -> Settings:
-        path = Path(path).resolve()
+        path = resolved(path)
         directory = path if path.is_dir() else path.parent
         settings = self._by_directory.get(directory)
         if settings is None:
-            pyproject = find_pyproject(directory)
+            pyproject = self._pyproject_for(directory)
             settings = self._by_file.get(pyproject)
             if settings is None:
                 base = load(pyproject) if pyproject else Settings(root=self.fallback)
                 settings = self._by_file[pyproject] = self.overrides.apply(base)
             self._by_directory[directory] = settings
         return settings
+
+    def _pyproject_for(self, directory: Path) -> Path | None:
+        """``find_pyproject`` one directory at a time: a directory without a configuration of
+        its own has its parent's answer, so each pyproject.toml of a tree is read once."""
+        if directory in self._pyprojects:
+            return self._pyprojects[directory]
+        candidate = directory / "pyproject.toml"
+        if _is_file(candidate) and _section(_read(candidate), candidate) is not None:
+            found = candidate
+        else:
+            found = None if directory.parent == directory else self._pyproject_for(directory.parent)
+        self._pyprojects[directory] = found
+        return found
 
     def __repr__(self) -> str:
         return f"Resolver({self.overrides!r})"
