@@ -24,7 +24,9 @@ from torchdev_lint.trace import cli
 
 
 def _env() -> dict:
-    return {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONWARNINGS": "ignore"}
+    """The repository first, then whatever the caller's PYTHONPATH held (where its libcst may live)."""
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    return {**os.environ, "PYTHONPATH": path, "PYTHONWARNINGS": "ignore"}
 
 
 class Pool:
