@@ -74,7 +74,9 @@ class HardcodedCudaCall(Rule):
     moves nothing.
 
     ## Confidence
-    Certain (shown by default) when the code shows it is meant to run without CUDA: the
+    A preview rule for now: judged on fresh repositories, the findings below were right 0 of 8
+    times, mostly in code that needs CUDA for a reason stated in another function or file.
+    The analysis would call a finding certain when the code shows it is meant to run without CUDA: the
     function takes a device or follows an input's `.device`, its class does, or the file
     chooses the CPU somewhere (`"cuda" if torch.cuda.is_available() else "cpu"`, `--cpu`,
     `--no-cuda`, `--device`, a `--cuda` flag off by default). Possible (`--preview`) in a

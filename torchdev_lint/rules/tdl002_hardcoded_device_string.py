@@ -144,7 +144,8 @@ class HardcodedDeviceString(Rule):
     may differ from the string.
 
     ## Confidence
-    Certain on the same evidence as [TDL001](TDL001.md): the code shows it runs without CUDA
+    A preview rule for now (right 2 of 11 times on fresh repositories). The analysis would call
+    a finding certain on the same evidence as [TDL001](TDL001.md): the code shows it runs without CUDA
     and nothing says it needs CUDA anyway. Possible, besides: a CUDA string with a computed
     index (`f"cuda:{rank}"`, multi-GPU code), a `"cuda"` that is one branch of a choice with
     the CPU or with the caller's device (`"cuda" if backend == "nccl" else "cpu"`,
