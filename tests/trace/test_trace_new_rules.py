@@ -4,7 +4,8 @@ weight met the device; after the rule's fix the program runs clean on the simula
 on TDL012 (a moved copy of a new Parameter): the copy is a plain attribute that the module
 move leaves on the CPU, where the forward meets it.
 
-TDL011 has no runtime check yet: its findings get the generic verdict."""
+A confirmed finding's own failure is not reported a second time as a TDL100 (a device mix no
+finding explains). TDL011 is judged over two ranks: tests/trace/test_trace_tdl011.py."""
 
 import importlib.util
 import json
@@ -33,6 +34,10 @@ def test_sim_confirms_the_loss_weight_left_on_the_cpu(tmp_path, run_cli):
     assert finding["status"] == "confirmed"
     assert "torch.tensor at" in finding["evidence"] and "program.py:15" in finding["evidence"]
     assert "nll_loss" in finding["evidence"]
+    # the crash at :21 is the confirmed finding's: no TDL100 beside it
+    assert [f["code"] for f in report["findings"]] == ["TDL010"], report["findings"]
+    # not a distributed program: one run, no ranks
+    assert len(report["runs"]) == 1 and not any("run as rank" in limit for limit in report["runs"][0]["limits"])
 
 
 def test_after_the_fix_the_simulated_gpu_run_is_clean(tmp_path, run_cli):
@@ -55,6 +60,7 @@ def test_sim_confirms_the_parameter_copy_left_behind_and_the_fix(tmp_path, run_c
     (finding,) = [f for f in report["findings"] if f["code"] == "TDL012"]
     assert (finding["line"], finding["status"]) == (11, "confirmed")
     assert "stayed on cpu" in finding["evidence"] and "aten.mul" in finding["evidence"]
+    assert [f["code"] for f in report["findings"]] == ["TDL012"], report["findings"]  # no TDL100 beside it
 
     status, out, err = run_cli("--isolated", "--preview", "--select", "TDL012", "--fix", program)
     assert status == 0, out + err

@@ -187,6 +187,11 @@ class Judge:
         self.findings = findings
         self.single_run = single_run
         self.explained_requests: set[int] = set()  # cuda-request events a hardcoded finding explains
+        # mismatch events a confirmed finding cites (its bug, not a TDL100 of its own), and
+        # whether one was confirmed by the program's crash
+        self.explained_mismatches: set[int] = set()
+        self.explained_crash = False
+        self._cited: list[int] = []
         self.device_word = {"sim": "the simulated GPU", "real": "the GPU"}.get(run.mode or "", "this machine")
 
     # -- helpers ----------------------------------------------------------------------------
@@ -212,6 +217,9 @@ class Judge:
         return out
 
     def _later_use(self, mismatches: list[dict]) -> str:
+        """Words for where the finding's tensor then met another device; the finding cites them
+        (``verdict`` marks them explained if it is confirmed)."""
+        self._cited += [m["seq"] for m in mismatches if "seq" in m]
         if not mismatches:
             return ""
         m = mismatches[0]
@@ -276,11 +284,15 @@ class Judge:
     # -- per rule ---------------------------------------------------------------------------
     def verdict(self, f, path: str) -> Verdict:
         method: Callable = getattr(self, f"_judge_{f.code}", self._judge_generic)
+        self._cited = []
         verdict = method(f, path)
+        if verdict is not None and verdict.status == CONFIRMED:
+            self.explained_mismatches.update(self._cited)
         if (verdict is None or verdict.status != CONFIRMED) and f.code in CRASH_CONFIRMS:
             crash = self._crash(f, path, DEVICE_ERROR)
             if crash is not None:
                 short, full = self._crash_words(crash)
+                self.explained_crash = True
                 verdict = Verdict(CONFIRMED, f"the program stopped at {self.where(crash.get('site'))}, "
                                              f"through this line, with {short}", error=full)
         if verdict is None:
@@ -581,6 +593,8 @@ class Judge:
         ``confirmed``: the (path, line) of findings already confirmed, whose crash this is."""
 
         def explained(event) -> bool:
+            if event.get("seq") in self.explained_mismatches:  # a confirmed finding's own failure
+                return True
             for operand in event.get("operands", []):
                 origin = operand.get("origin") or {}
                 code = ORIGIN_CODES.get(origin.get("kind"))
@@ -617,7 +631,7 @@ class Judge:
             # an optimizer's state left behind by a move (TDL005) fails in the foreach grouping
             stale_state = full.startswith(FOREACH_PREFIX) and "TDL005" in present_codes and any(
                 e.get("outcome") == "state-left-behind" for e in self.run.of_kind("optimizer-before-move"))
-            if not recorded and not stale_state and where not in confirmed:
+            if not recorded and not stale_state and where not in confirmed and not self.explained_crash:
                 groups[where] = [{"op": None, "site": outcome["site"], "devices": [], "operands": [],
                                   "raised": True, "message": f"{outcome.get('type')}: {sentence(full)}",
                                   "error": f"{outcome.get('type')}: {full}"}]
