@@ -244,6 +244,9 @@ def _trace(args, base, output, out, err, where, static_select, static_ignore, ru
         findings = []
     for error in errors:
         print(f"torchdev-lint: {error}", file=err)
+    if not args.single_run and any(f.code == verdicts.RANKS_CODE for f in findings):
+        # TDL011 shows only between ranks: run the program as torchrun would start two of them
+        runs += _run_ranks(base, output, err)
     hardcoded = any(f.code in verdicts.HARDCODED for f in findings)
     if not args.single_run and runs[0].mode != "cpu-only" and (hardcoded or verdicts.touched_accelerator(runs[0])):
         second = session.Options(**{**base.__dict__, "mode": "cpu-only", "keep_going": True})
@@ -259,6 +262,21 @@ def _trace(args, base, output, out, err, where, static_select, static_ignore, ru
         print(f"torchdev-lint trace: error: {untraceable}", file=err)
         return EXIT_ERROR
     return EXIT_CONFIRMED if any(t.status == verdicts.CONFIRMED for t in traced) else EXIT_CLEAN
+
+
+def _run_ranks(base, output, err):
+    from torchdev_lint.trace import session
+
+    ranks = session.rank_options(base, _free_port())
+    head = ["python", "-m", base.target] if base.module else ["python", base.target]
+    limit = f" (time limit {base.timeout:g} s each)" if base.timeout else ""
+    print(f"torchdev-lint trace: running `{shlex.join([*head, *base.args])}` again as {len(ranks)} ranks of one "
+          f"process group on {len(ranks)} simulated GPUs, for the every-process-on-gpu-zero finding{limit}", file=err)
+    try:
+        err.flush()
+    except (AttributeError, OSError, ValueError):
+        pass
+    return session.run_ranks(ranks, output if output is not None else err)
 
 
 def _run(options, output, err, why: str | None = None):

@@ -41,6 +41,8 @@ def outcome_words(run: Run, where: Where) -> str:
         return text
     if kind == "stopped":
         return f"stopped by the tracer {stop_words(outcome, run)}"
+    if kind == "killed" and outcome.get("reason") == "peer":
+        return "was killed: it was still waiting (in the group's start or a collective) after the other rank ended"
     if kind == "killed":
         return f"killed at the time limit ({run.options.timeout:g} s and a grace period): it did not stop"
     if kind == "interrupted":

@@ -33,6 +33,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--module", action="store_true")
     parser.add_argument("--devices", type=int, default=1)
     parser.add_argument("--saves")
+    parser.add_argument("--ranks", type=int)  # one of the ranks the tracer starts together (TDL011)
     parser.add_argument("target")
     parser.add_argument("args", nargs=argparse.REMAINDER)
     return parser.parse_args(argv)
@@ -127,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     users = sites.UserFiles(options.root, script)
     rt = Runtime(mode, options.keep_going, users, recorder, device_count=options.devices)
     rt.max_steps = options.max_steps
+    rt.ranks = options.ranks
     if options.saves:
         from torchdev_lint.trace.session import read_saves
 

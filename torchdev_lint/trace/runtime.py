@@ -160,6 +160,7 @@ class Runtime:
         self.saves: dict = {}  # realpath (or id of a file object) -> what torch.save wrote in this run
         self.earlier_saves: dict = {}  # (realpath, size, mtime_ns) -> what an earlier traced run wrote
         self.max_steps: int | None = None
+        self.ranks: int | None = None  # the world size, when run as one of the tracer's ranks (TDL011)
         self.accelerated = False  # the program has asked for a device other than the CPU
         self._devices: dict[str, torch.device] = {}
         self.local = threading.local()  # .ambient: see TraceFunctionMode._call_sim

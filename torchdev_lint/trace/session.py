@@ -6,12 +6,14 @@ that on the hard time limit the program and its DataLoader workers are killed to
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -46,6 +48,8 @@ class Options:
     saves: str | None = None  # the registry of files earlier traced runs saved (see record_saves)
     env: dict = field(default_factory=dict)  # extra environment (a torchrun worker's RANK...)
     notes: list = field(default_factory=list)  # limits known before the run (torchrun: rank 0 only)
+    rank: int | None = None  # one of the ranks ``run_ranks`` starts together (TDL011)
+    world_size: int | None = None
 
 
 @dataclass
@@ -100,14 +104,18 @@ def command(options: Options, events: str) -> list[str]:
         cmd.append("--module")
     if options.saves:
         cmd += ["--saves", options.saves]
+    if options.world_size:
+        cmd += ["--ranks", str(options.world_size)]
     cmd += ["--", options.target, *options.args]
     return cmd
 
 
-def run(options: Options, output=None) -> Run:
+def run(options: Options, output=None, peers_done: threading.Event | None = None) -> Run:
     """Run the program once; ``output`` is a file object for its stdout and stderr (None: this
     process's stderr, so the report on stdout stays clean). A file object without a file
-    descriptor (a StringIO) gets the output once the program has ended."""
+    descriptor (a StringIO) gets the output once the program has ended. ``peers_done``: set
+    when another rank of the same group has ended (``run_ranks``); this one then gets
+    ``PEER_GRACE_SECONDS`` more before it is killed (it may wait for that rank for ever)."""
     handle, events = tempfile.mkstemp(prefix="torchdev-lint-trace-", suffix=".jsonl")
     os.close(handle)
     env = {**os.environ, **options.env}
@@ -130,7 +138,15 @@ def run(options: Options, output=None) -> Run:
     )
     try:
         limit = options.timeout + GRACE_SECONDS if options.timeout else None
-        if fileno is None:
+        if peers_done is not None:
+            out = _wait_with_peers(process, fileno is None, limit, peers_done)
+            if out is None:
+                _kill(process)
+                result.killed = True
+                result.outcome = {"kind": "killed", "reason": "peer"}
+            elif fileno is None:
+                sink.write(out.decode(errors="replace"))
+        elif fileno is None:
             out, _ = process.communicate(timeout=limit)
             sink.write(out.decode(errors="replace"))
         else:
@@ -149,6 +165,91 @@ def run(options: Options, output=None) -> Run:
         if options.saves:
             record_saves(options.saves, result)
     return result
+
+
+# A rank whose peer has ended gets this long to end too: it may wait in a collective, or in
+# the group's start, for a rank that will never come.
+PEER_GRACE_SECONDS = 20.0
+_POLL_SECONDS = 0.2
+
+
+def _wait_with_peers(process: subprocess.Popen, piped: bool, limit: float | None,
+                     peers_done: threading.Event) -> bytes | None:
+    """Wait for ``process``; its output when piped (b"" otherwise), None when it must be killed
+    (the time limit, or ``PEER_GRACE_SECONDS`` after a peer rank ended)."""
+    started = time.monotonic()
+    deadline = started + limit if limit else None
+    chunks = b""
+    while True:
+        if peers_done.is_set():
+            since = getattr(peers_done, "when", None) or time.monotonic()
+            grace = since + PEER_GRACE_SECONDS
+            deadline = grace if deadline is None else min(deadline, grace)
+        if deadline is not None and time.monotonic() >= deadline:
+            if piped:
+                with contextlib.suppress(Exception):
+                    process.stdout.close()
+            return None
+        try:
+            if piped:
+                out, _ = process.communicate(timeout=_POLL_SECONDS)
+                return chunks + (out or b"")
+            process.wait(timeout=_POLL_SECONDS)
+            return b""
+        except subprocess.TimeoutExpired:
+            continue
+
+
+RANK_WORLD = 2  # the ranks the tracer starts for TDL011: enough to see two share a device
+
+
+def rank_env(rank: int, world: int, port: int) -> dict:
+    """The environment torchrun gives the worker of ``rank`` on one node."""
+    return {"RANK": str(rank), "LOCAL_RANK": str(rank), "GROUP_RANK": "0", "ROLE_RANK": str(rank),
+            "WORLD_SIZE": str(world), "LOCAL_WORLD_SIZE": str(world), "ROLE_WORLD_SIZE": str(world),
+            "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "TORCHELASTIC_RESTART_COUNT": "0",
+            "TORCHELASTIC_MAX_RESTARTS": "0", "TORCHELASTIC_RUN_ID": "torchdev-lint-trace-ranks"}
+
+
+def rank_options(base: Options, port: int, world: int = RANK_WORLD) -> list[Options]:
+    """The options of each rank of a simulated ``torchrun --nproc-per-node=WORLD`` job of the
+    program: on the simulated GPU with one device per rank, stopping at the first error."""
+    out = []
+    for rank in range(world):
+        fields = {**base.__dict__, "mode": "sim", "keep_going": False, "devices": max(base.devices, world),
+                  "env": {**base.env, **rank_env(rank, world, port)}, "rank": rank, "world_size": world,
+                  "notes": [f"run as rank {rank} of {world} (torchrun's environment: RANK={rank}, "
+                            f"LOCAL_RANK={rank}, WORLD_SIZE={world}), beside the other rank{'s' if world > 2 else ''}, "
+                            f"on {world} simulated GPUs"]}
+        out.append(Options(**fields))
+    return out
+
+
+def run_ranks(options: list[Options], output=None) -> list[Run]:
+    """Run the ranks together (each in its own child, as torchrun would start them); when one
+    ends, the others get ``PEER_GRACE_SECONDS`` more. The runs, in rank order."""
+    peers_done = threading.Event()
+    results: list[Run | None] = [None] * len(options)
+    errors: list[BaseException] = []
+
+    def one(index: int) -> None:
+        try:
+            results[index] = run(options[index], output, peers_done=peers_done)
+        except BaseException as error:  # noqa: BLE001 - re-raised in the caller's thread
+            errors.append(error)
+        finally:
+            if not peers_done.is_set():
+                peers_done.when = time.monotonic()
+                peers_done.set()
+
+    threads = [threading.Thread(target=one, args=(i,), daemon=True) for i in range(len(options))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]
+    return [r for r in results if r is not None]
 
 
 SAVES_KEPT = 1000

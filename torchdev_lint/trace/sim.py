@@ -16,6 +16,7 @@ Private torch APIs used here (checked by tests/trace/test_sim_smoke.py):
 from __future__ import annotations
 
 import contextlib
+import datetime
 import os
 import sys
 import threading
@@ -471,10 +472,19 @@ def patch_cuda(rt: Runtime, patches: Patches) -> None:
     cuda = torch.cuda
     count = rt.device_count
 
-    def set_device(device):
-        index = device if isinstance(device, int) else torch.device(device).index
-        if index is not None and index >= 0:
-            rt.current_index = index
+    def setter(what):
+        def set_device(device):
+            index = device if isinstance(device, int) else torch.device(device).index
+            if index is not None and index >= 0:
+                rt.current_index = index
+                site = rt.site()
+                # which device each rank chose (TDL011)
+                rt.event("set-device", (tuple(site or ()), what, index), site=site, what=f"{what}({index})",
+                         index=index)
+        return set_device
+
+    set_device = setter("torch.cuda.set_device")
+    set_device_index = setter("torch.accelerator.set_device_index")
 
     def properties(device=None):
         return types.SimpleNamespace(
@@ -493,6 +503,9 @@ def patch_cuda(rt: Runtime, patches: Patches) -> None:
             self.prev = rt.current_index
             if self.index is not None and self.index >= 0:
                 rt.current_index = self.index
+                site = rt.site()
+                rt.event("set-device", (tuple(site or ()), "torch.cuda.device", self.index), site=site,
+                         what=f"with torch.cuda.device({self.index})", index=self.index)
 
         def __exit__(self, *exc):
             rt.current_index = self.prev
@@ -558,8 +571,8 @@ def patch_cuda(rt: Runtime, patches: Patches) -> None:
             "current_accelerator": lambda check_available=False: torch.device("cuda"),
             "current_device_index": lambda: rt.current_index,
             "current_device_idx": lambda: rt.current_index,
-            "set_device_index": set_device,
-            "set_device_idx": set_device,
+            "set_device_index": set_device_index,
+            "set_device_idx": set_device_index,
             "current_stream": lambda device=None: _Stream(),
             "synchronize": returning(None),
         }.items():
@@ -659,6 +672,9 @@ def patch_threads(enter_modes, patches: Patches) -> None:
     patches.set(threading.Thread, "run", run)
 
 
+RANK_GROUP_TIMEOUT = 60  # seconds a rank of the tracer's waits in a collective (default: 30 minutes)
+
+
 def patch_distributed(rt: Runtime, patches: Patches) -> None:
     """A one-process world: NCCL (absent from CPU builds, and meaningless on a simulated GPU)
     becomes gloo, which computes the same collectives on the CPU; recorded as a limit."""
@@ -671,16 +687,31 @@ def patch_distributed(rt: Runtime, patches: Patches) -> None:
 
     def init_process_group(backend=None, *args, **kwargs):
         asked = str(backend or "")
+        site = rt.site()
         if "nccl" in asked.lower() and rt.mode == "cpu-only":
             rt.request_cuda(f"init_process_group(backend='{asked}')", None,
                             error=RuntimeError("Distributed package doesn't have NCCL built in"))
         if "nccl" in asked.lower() or not asked:
             backend = "gloo"
         world = kwargs.get("world_size", -1)
-        rt.limit("torch.distributed", f"torch.distributed ran with the gloo backend (asked: {asked or 'default'}) "
-                                      f"in this one process{'' if world in (-1, 1, None) else f' of {world}'}; "
-                                      "collectives and other ranks are not simulated")
-        return original(backend, *args, **kwargs)
+        if rt.ranks:
+            # a rank that waits for one that failed must not wait the default 30 minutes
+            kwargs.setdefault("timeout", datetime.timedelta(seconds=RANK_GROUP_TIMEOUT))
+            rt.limit("torch.distributed", f"torch.distributed ran with the gloo backend (asked: "
+                                          f"{asked or 'default'}) between the {rt.ranks} ranks the tracer started")
+        else:
+            rt.limit("torch.distributed", f"torch.distributed ran with the gloo backend (asked: {asked or 'default'}) "
+                                          f"in this one process{'' if world in (-1, 1, None) else f' of {world}'}; "
+                                          "collectives and other ranks are not simulated")
+        result = original(backend, *args, **kwargs)
+        try:
+            rank, size = dist.get_rank(), dist.get_world_size()
+        except (RuntimeError, ValueError):
+            rank = size = None
+        # each rank's group (TDL011): the judge pairs it with the devices the rank then used
+        rt.event("process-group", (tuple(site or ()),), site=site, backend=asked or None, rank=rank, world=size,
+                 what=f"init_process_group(backend={asked!r})" if asked else "init_process_group()")
+        return result
 
     init_process_group.__wrapped__ = original
     patches.set(c10d, "init_process_group", init_process_group)
@@ -703,8 +734,10 @@ def one_process_ddp(rt: Runtime):
             self.device_ids = list(device_ids) if device_ids else None
             self.output_device = output_device
             self.require_backward_grad_sync = True
-            rt.limit("DistributedDataParallel", "DistributedDataParallel ran as the module it wraps (one "
-                                                "process: the gradient all-reduce is not simulated)")
+            rt.limit("DistributedDataParallel", "DistributedDataParallel ran as the module it wraps (the gradient "
+                                                "all-reduce between ranks is not simulated)" if rt.ranks else
+                     "DistributedDataParallel ran as the module it wraps (one process: the gradient all-reduce is "
+                     "not simulated)")
 
         def forward(self, *inputs, **kwargs):
             if self.device_ids and rt.sim:

@@ -587,6 +587,15 @@ class Judge:
         return self._left_behind(f, path, "attribute-left-behind", "unregistered-tensor-attribute",
                                  "copy of a Parameter")
 
+    def _judge_TDL011(self, f, path):
+        # judged over the ranks' runs together (judge_ranks); a run alone cannot tell
+        if self.run.executed(path, f.line, f.end_line) is None:
+            return None
+        why = ("drop --single-run: the tracer then runs it as two ranks" if self.single_run
+               else "the tracer runs it as two ranks only where a TDL011 finding is selected")
+        return Verdict(NOT_CONFIRMED, f"this line ran in one process; whether the ranks share a device shows only "
+                                      f"when the program runs as several ranks ({why})")
+
     # -- runtime-only findings ----------------------------------------------------------------
     def mismatch_findings(self, present_codes: set[str], by_path: dict[str, list], confirmed: set) -> list[dict]:
         """Mismatch events that no static finding explains, one per site (cascades grouped).
@@ -738,6 +747,69 @@ def stop_words(outcome: dict, run: Run) -> str:
     return reason or "stopped"
 
 
+RANKS_CODE = "TDL011"  # judged over the runs of the ranks together (session.run_ranks)
+
+
+def _rank_stop(run: Run, where: Where) -> str:
+    """How a rank's run ended, in words for evidence ("" if it ended normally)."""
+    outcome = run.outcome
+    if outcome.get("kind") == "killed" and outcome.get("reason") == "peer":
+        return "was stopped while it waited for the other rank, which had ended"
+    stopped = Judge(run, [], where)._stopped()
+    return f"stopped {stopped}" if stopped else ""
+
+
+def judge_ranks(runs: list[Run], where: Where) -> Verdict:
+    """TDL011 over the runs of ranks started together: confirmed when two ranks put tensors or
+    modules on the same device index, with where each one first did; not confirmed when each
+    used its own device; not reached when no rank started a process group or reached a GPU."""
+    runs = sorted(runs, key=lambda r: r.options.rank)
+    world = runs[0].options.world_size or len(runs)
+    words = (f"run as {world} ranks of one process group (torchrun's environment, RANK and LOCAL_RANK "
+             f"0..{world - 1}, on {world} simulated GPUs)")
+    ended = "; ".join(f"rank {r.options.rank} {_rank_stop(r, where)}" for r in runs if _rank_stop(r, where))
+    ended = f" ({ended})" if ended else ""
+    started = {r.options.rank: r.of_kind("process-group") for r in runs if r.of_kind("process-group")}
+    if not started:
+        return Verdict(NOT_REACHED, f"{words}, the program started no process group{ended}", mode="sim")
+    first: dict[int, dict[str, dict]] = {}  # rank -> device -> the rank's first request of it
+    for r in runs:
+        for e in sorted(r.of_kind("cuda-request"), key=lambda e: e["seq"]):
+            target = e.get("target") or ""
+            if target.startswith("cuda"):
+                first.setdefault(r.options.rank, {}).setdefault(target, e)
+    setters = {r.options.rank: r.of_kind("set-device") for r in runs}
+
+    def chose(rank: int) -> str:
+        events = setters.get(rank) or []
+        return f"{events[0]['what']} at {where(events[0].get('site'))}" if events else "no set_device"
+
+    ranks_on: dict[str, list[int]] = {}
+    for rank, devices in sorted(first.items()):
+        for device in devices:
+            ranks_on.setdefault(device, []).append(rank)
+    shared = sorted((d, ranks) for d, ranks in ranks_on.items() if len(ranks) > 1)
+    if shared:
+        device, ranks = shared[0]
+        places = "; ".join(f"rank {rank} first at {first[rank][device]['what']} at "
+                           f"{where(first[rank][device].get('site'))} ({chose(rank)})" for rank in ranks)
+        names = " and ".join(str(rank) for rank in ranks)
+        both = "both" if len(ranks) == 2 else "all"
+        return Verdict(CONFIRMED, f"{words}, ranks {names} {both} put tensors on {device}: {places}; on GPUs they "
+                                  f"would share GPU {device.split(':')[1]} (NCCL: \"Duplicate GPU detected\", or "
+                                  f"out of memory){ended}", mode="sim")
+    if len(first) < 2:
+        if not first:
+            return Verdict(NOT_REACHED, f"{words}, the ranks started the process group but put no tensor or module "
+                                        f"on a GPU{ended}", mode="sim")
+        (rank, devices), = first.items()
+        device, e = next(iter(devices.items()))
+        return Verdict(NOT_REACHED, f"{words}, only rank {rank} reached a GPU ({device}, first at {e['what']} at "
+                                    f"{where(e.get('site'))}){ended}", mode="sim")
+    each = "; ".join(f"rank {rank} on {', '.join(devices)} ({chose(rank)})" for rank, devices in sorted(first.items()))
+    return Verdict(NOT_CONFIRMED, f"{words}, each rank used its own device: {each}{ended}", mode="sim")
+
+
 def judge(findings, runs: list[Run], where: Where, runtime_codes=RUNTIME_CODES,
           single_run: bool = False) -> list[TracedFinding]:
     """Every static finding with its verdict (the most telling over the runs), then the
@@ -752,12 +824,16 @@ def judge(findings, runs: list[Run], where: Where, runtime_codes=RUNTIME_CODES,
     judges = [Judge(r, findings, where, single_run) for r in runs if r.error is None]
     traced: list[TracedFinding] = []
     confirmed: set = set()
+    ranks = [r for r in runs if r.error is None and r.options.rank is not None]
     for f in findings:
         path = real_paths[id(f)]
-        verdicts = [(j, j.verdict(f, path)) for j in judges]
-        telling = [v for j, v in verdicts if j.can_tell(f.code)] or [v for _, v in verdicts] or [
-            Verdict(NOT_REACHED, "the program did not run")]
-        best = min(telling, key=lambda v: STATUS_ORDER[v.status])
+        if f.code == RANKS_CODE and ranks:
+            best = judge_ranks(ranks, where)
+        else:
+            verdicts = [(j, j.verdict(f, path)) for j in judges]
+            telling = [v for j, v in verdicts if j.can_tell(f.code)] or [v for _, v in verdicts] or [
+                Verdict(NOT_REACHED, "the program did not run")]
+            best = min(telling, key=lambda v: STATUS_ORDER[v.status])
         if best.status == CONFIRMED:
             confirmed.add((path, f.line))
         data = f.to_json()
