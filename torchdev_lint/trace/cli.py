@@ -31,7 +31,9 @@ Modes: on a machine with CUDA the program runs on the real GPU; without one, on 
 (values computed on the CPU, placement tracked as on cuda:0). When the program has hardcoded
 CUDA findings (TDL001/TDL002) or used the GPU, it then runs a second time as a machine without
 a GPU would (`cpu-only`, keeping going), to show where it fails there (--single-run: not).
-`-m torch.distributed.run ...` (torchrun) traces its rank-0 worker alone, in a world of one.
+`-m torch.distributed.run ...` (torchrun) traces its rank-0 worker alone, in a world of one; a
+program with a TDL011 finding then also runs as two ranks of one gloo group on two simulated GPUs
+(--single-run: not), to see whether they share a device.
 
 The program's own output goes to standard error (or --program-output); the report goes to
 standard output. Exit status: 0 nothing confirmed, 1 a finding confirmed, 2 usage error or the
