@@ -16,7 +16,8 @@ import torchdev_lint.rules  # noqa: F401  (registers the rules)
 from torchdev_lint.analysis.guards import GUARDS_DOC
 from torchdev_lint.rule import Rule
 
-SECTION_ORDER = ("What it does", "Why is this bad?", "Example", "Fix", "Confidence", "When not to use")
+SECTION_ORDER = ("What it does", "Why is this bad?", "Example", "Fix", "Confidence", "At run time",
+                 "When not to use")
 PREVIEW_CONFIDENCE = (
     "A preview rule: every finding is *possible*, shown and fixed only with `--preview` "
     "(docs/confidence.md). Its first-look precision on repositories it was never tuned on "

@@ -72,6 +72,11 @@ class LossWeightNotMoved(Rule):
     Fix safety: unsafe. The criterion then lives on the model's device; code elsewhere that
     calls it on CPU tensors (an evaluation on the CPU) would now fail the same way.
 
+    ## At run time
+    `torchdev-lint trace` confirms it when the loss's CPU weight meets the other device's
+    tensors where the loss is called, and refutes it when the loss only ever saw CPU data
+    ([trace](../trace.md)).
+
     ## When not to use
     When the criterion only ever sees CPU tensors.
     """

@@ -66,6 +66,12 @@ class EveryProcessOnGpuZero(Rule):
     anything that relied on GPU 0, like a checkpoint loaded with `map_location="cuda:0"`,
     needs a look).
 
+    ## At run time
+    `torchdev-lint trace` runs the program again as two ranks of one process group
+    (torchrun's environment, a gloo group, two simulated GPUs): two ranks putting tensors on
+    the same device index confirm it, with each rank's first use; each rank on its own device
+    refutes it ([trace](../trace.md)).
+
     ## When not to use
     When a launcher gives each process a single visible GPU (`CUDA_VISIBLE_DEVICES` set
     per process outside the code): then `"cuda"` is that process's GPU.

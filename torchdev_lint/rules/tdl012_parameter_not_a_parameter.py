@@ -68,6 +68,11 @@ class ParameterNotAParameter(Rule):
     checkpoint reports it missing. Unsafe elsewhere (an argument of a call, part of an
     expression), where the callee may treat a Parameter differently from a tensor.
 
+    ## At run time
+    `torchdev-lint trace` confirms it when the plain copy stays behind on `model.to()` and
+    meets the other device's tensors in an op; a copy that stayed behind but never mixed is
+    not confirmed ([trace](../trace.md)).
+
     ## When not to use
     When the tensor is meant to be a frozen constant: then register it as a buffer instead;
     the finding still says the Parameter wrapper does nothing.
