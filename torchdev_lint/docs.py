@@ -16,8 +16,9 @@ import torchdev_lint.rules  # noqa: F401  (registers the rules)
 from torchdev_lint.analysis.guards import GUARDS_DOC
 from torchdev_lint.rule import Rule
 
-SECTION_ORDER = ("What it does", "Why is this bad?", "Example", "Fix", "Confidence", "At run time",
-                 "When not to use")
+SECTION_ORDER = ("What it does", "Why is this bad?", "Example", "Fix", "Confidence", "When not to use")
+# Sections a rule may add, placed before the section named with them.
+OPTIONAL_SECTIONS = {"At run time": "When not to use"}
 PREVIEW_CONFIDENCE = (
     "A preview rule: every finding is *possible*, shown and fixed only with `--preview` "
     "(docs/confidence.md). Its first-look precision on repositories it was never tuned on "
@@ -45,7 +46,9 @@ def page(rule: type[Rule]) -> str:
     sections["Example"] = _example(rule)
     if rule.preview:
         sections["Confidence"] = PREVIEW_CONFIDENCE
-    body = "\n\n".join(f"## {title}\n\n{sections[title]}" for title in SECTION_ORDER if title in sections)
+    order = [title for required in SECTION_ORDER for title in
+             [*(extra for extra, before in OPTIONAL_SECTIONS.items() if before == required), required]]
+    body = "\n\n".join(f"## {title}\n\n{sections[title]}" for title in order if title in sections)
     fix = f"Fix: {rule.fix_title}." if rule.fix_title else "No automatic fix."
     return f"# {rule.code}: {rule.name}\n\nMessage: {rule.message}\n\n{fix}\n\n{body}\n"
 
