@@ -109,3 +109,37 @@ def test_judge_ranks_cases():
                        _rank(1, [GROUP], crash)], where)
     assert one.status == NOT_REACHED
     assert "only rank 0 reached a GPU" in one.evidence and "rank 1 stopped with ValueError at t.py:4" in one.evidence
+
+
+def test_interrupting_the_tracer_ends_every_rank(tmp_path):
+    """The ranks run in sessions of their own, so Ctrl-C never reaches them: the tracer itself
+    must end them (else they run on, orphaned, until their time limit)."""
+    import os
+    import signal
+    import sys
+    import threading
+    import time
+
+    from torchdev_lint.trace import session
+
+    waiting = tmp_path / "wait.py"
+    waiting.write_text("import time\ntime.sleep(60)\n")
+    options = session.rank_options(session.Options(target=str(waiting), cwd=str(tmp_path)), port=1)
+    ranks = []
+    real_popen = session.subprocess.Popen
+
+    def remember(*args, **kwargs):
+        process = real_popen([sys.executable, str(waiting)], **{k: v for k, v in kwargs.items()
+                                                                 if k in ("start_new_session", "cwd")})
+        ranks.append(process)
+        return process
+
+    interrupt = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
+    started = time.monotonic()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(session.subprocess, "Popen", remember)
+        interrupt.start()
+        with pytest.raises(KeyboardInterrupt):
+            session.run_ranks(options)
+    assert time.monotonic() - started < 20
+    assert len(ranks) == 2 and all(process.poll() is not None for process in ranks)

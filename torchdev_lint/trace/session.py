@@ -181,7 +181,9 @@ def _wait_with_peers(process: subprocess.Popen, piped: bool, limit: float | None
     deadline = started + limit if limit else None
     chunks = b""
     while True:
-        if peers_done.is_set():
+        if getattr(peers_done, "cancelled", False):  # Ctrl-C in the tracer: end every rank now
+            deadline = time.monotonic()
+        elif peers_done.is_set():
             since = getattr(peers_done, "when", None) or time.monotonic()
             grace = since + PEER_GRACE_SECONDS
             deadline = grace if deadline is None else min(deadline, grace)
@@ -231,6 +233,7 @@ def run_ranks(options: list[Options], output=None) -> list[Run]:
     peers_done = threading.Event()
     results: list[Run | None] = [None] * len(options)
     errors: list[BaseException] = []
+    ended = [threading.Event() for _ in options]
 
     def one(index: int) -> None:
         try:
@@ -241,12 +244,22 @@ def run_ranks(options: list[Options], output=None) -> list[Run]:
             if not peers_done.is_set():
                 peers_done.when = time.monotonic()
                 peers_done.set()
+            ended[index].set()
 
-    threads = [threading.Thread(target=one, args=(i,), daemon=True) for i in range(len(options))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    for index in range(len(options)):
+        threading.Thread(target=one, args=(index,), daemon=True).start()
+    # Waiting on our own events, not Thread.join: a join that Ctrl-C interrupts can leave the
+    # thread marked as ended while it still runs.
+    try:
+        for event in ended:
+            while not event.wait(_POLL_SECONDS):  # a wait with a timeout lets Ctrl-C in
+                pass
+    except KeyboardInterrupt:  # the ranks run in sessions of their own: Ctrl-C never reached them
+        peers_done.cancelled = True
+        peers_done.set()
+        for event in ended:
+            event.wait(10)
+        raise
     if errors:
         raise errors[0]
     return [r for r in results if r is not None]
