@@ -13,6 +13,15 @@ only where the code would otherwise run on a machine without CUDA. Guards and
   that sets ``"cpu"``), or offers a command-line option that turns CUDA off (``--cpu``,
   ``--no-cuda``, ``--device``).
 
+For a load (TDL004, ``library=True``), library code (a module of a package with no
+``__main__`` block and no top-level loop or ``with``: a module that does its work when
+imported is a script) counts when its package shows a CPU path (a ``"cpu"`` literal or a
+function taking a device or ``map_location``, in any of its modules: the project index's
+``package_cpu_path``; the file alone where there is no index). ``needs_cuda_around`` says
+when the code around a load needs CUDA anyway: the blocks that run whenever it runs, up to
+its function, import a CUDA-only library (torch2trt, TensorRT, apex...), call ``.cuda()``
+or use a ``torch.cuda.*Tensor`` type.
+
 A file that needs CUDA anyway says the opposite, and wins: it asserts or exits on
 ``torch.cuda.is_available()``, imports a library that only drives NVIDIA GPUs (apex,
 bitsandbytes, triton, TensorRT, PyCUDA, CuPy) at its top level, or loads a model quantised
@@ -26,6 +35,7 @@ says. Each file's answers are computed once, on the first question.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -313,14 +323,101 @@ class Verdict:
 
 
 def _library(ctx, module: cst.Module) -> Step | None:
-    """A module of an importable package with no ``__main__`` block: library code runs
-    wherever its callers run, machines without CUDA among them."""
+    """A module of an importable package with no ``__main__`` block whose package shows a
+    CPU path: library code runs wherever its callers run, machines without CUDA among them,
+    as its package says it may. A module whose top-level code does its work (a loop, a
+    ``with``: ``for last in Path.cwd().rglob("last.pt"): ...``) is a script kept in a package
+    directory, not library code."""
     path = Path(ctx.path)
     if path.suffix != ".py" or not (path.parent / "__init__.py").is_file():
         return None
-    if "__main__" in ctx.source:
+    if "__main__" in ctx.source or any(isinstance(s, (cst.For, cst.While, cst.With)) for s in module.body):
         return None
-    return module, "library code (a module of a package, no __main__ block): it runs wherever its callers do"
+    facts = _facts(ctx, module)
+    if ctx.index is not None and ctx.path != "-":
+        where = ctx.index.package_cpu_path(ctx.path)
+        if where is None:
+            return None
+        why = f"its package shows a CPU path ({where})"
+    elif facts.device_generic:
+        why = "the module has device-generic code"
+    else:
+        return None
+    return module, f"library code (a module of a package, no __main__ block) runs wherever its callers do: {why}"
+
+
+# Libraries a function or branch imports for CUDA kernels only.
+_LOCAL_GPU_LIBRARIES = GPU_LIBRARIES | {"torch2trt"}
+_CUDA_TENSOR_TYPE = re.compile(r"torch\.cuda\.\w*Tensor")
+
+
+def _imports_gpu_library(statement: cst.CSTNode) -> str | None:
+    if not isinstance(statement, cst.SimpleStatementLine):
+        return None
+    for small in statement.body:
+        names = []
+        if isinstance(small, cst.Import):
+            names = [dotted_name(alias.name) or "" for alias in small.names]
+        elif isinstance(small, cst.ImportFrom) and small.module is not None and not small.relative:
+            names = [dotted_name(small.module) or ""]
+        for name in names:
+            if name.split(".")[0] in _LOCAL_GPU_LIBRARIES:
+                return name.split(".")[0]
+    return None
+
+
+def _cuda_tensor_type(ctx, statement: cst.CSTNode) -> cst.CSTNode | None:
+    """A ``torch.cuda.FloatTensor``-style type a simple statement always uses (both
+    branches of a conditional expression, when in one)."""
+    if not isinstance(statement, cst.SimpleStatementLine):
+        return None
+    found: list[cst.CSTNode] = []
+
+    def is_type(node: cst.CSTNode) -> bool:
+        return isinstance(node, cst.Attribute) and bool(
+            _CUDA_TENSOR_TYPE.fullmatch(ctx.qualified_name(node) or ""))
+
+    def enter(node: cst.CSTNode) -> bool:
+        if found or isinstance(node, (cst.Lambda, cst.BooleanOperation)):
+            return False
+        if isinstance(node, cst.IfExp):
+            if is_type(node.body) and is_type(node.orelse):
+                found.append(node)
+            return False
+        if is_type(node):
+            found.append(node)
+            return False
+        return True
+
+    walk(statement, enter)
+    return found[0] if found else None
+
+
+def needs_cuda_around(ctx, ancestors: Sequence[cst.CSTNode]) -> Step | None:
+    """The code that runs whenever the innermost node of ``ancestors`` runs needs CUDA
+    anyway: a statement of a block around it, up to its function's body (the module's
+    top level for code outside functions), imports a CUDA-only library (``from torch2trt
+    import TRTModule``, apex, TensorRT, PyCUDA, CuPy), calls ``.cuda()`` unconditionally
+    (not in a branch of a conditional expression or the right of ``and``/``or``), or uses a
+    ``torch.cuda.*Tensor`` type. (``torch.cuda`` calls that raise without CUDA are
+    ``requirements.py``'s and ``cuda_scopes``'.)"""
+    for node in reversed(ancestors):
+        if isinstance(node, (cst.IndentedBlock, cst.Module)):
+            for statement in node.body:
+                library = _imports_gpu_library(statement)
+                if library is not None:
+                    return statement, f"the code around it needs CUDA anyway: it imports {library}"
+                used = _cuda_tensor_type(ctx, statement)
+                if used is not None:
+                    return used, f"the code around it needs CUDA anyway: it uses `{code_of(used)}`"
+                for call in requirements.unconditional_calls(statement):
+                    if isinstance(call.func, cst.Attribute) and call.func.attr.value == "cuda" and all(
+                        isinstance(a.value, cst.Integer) for a in call.args
+                    ):
+                        return call, f"the code around it needs CUDA anyway: `{code_of(call)}` always runs"
+        if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            break
+    return None
 
 
 def runs_without_cuda(ctx, ancestors: Sequence[cst.CSTNode], library: bool = False) -> Verdict:

@@ -81,6 +81,13 @@ class ModuleFacts:
     # the process groups it may open: "nccl" for `init_process_group("nccl")`, "other" for
     # any other backend or launcher (`process_groups`)
     groups: list[str] = field(default_factory=list)
+    # where it shows a CPU path (`cpu_path`): "line N" of a `"cpu"` literal or of a def taking
+    # a device or `map_location`; "" when it shows none
+    cpu_path: str = ""
+    # its `torch.save` calls of weights (not of an optimizer's, scheduler's or scaler's state),
+    # as "cpu:N" when the saving function moves tensors to the CPU before line N
+    # (`state_dict[k] = v.cpu()`, `model.cpu()`), "plain:N" otherwise (`weight_saves`)
+    weight_saves: list[str] = field(default_factory=list)
     digest: str = ""  # of the file's bytes: code that follows calls into it depends on them
     # why the file was not read (over the budget of `limits.py`): it contributes no facts
     skipped: str = ""
@@ -500,6 +507,39 @@ def process_groups(tree: ast.Module, text: str) -> list[str]:
     return groups
 
 
+_CPU_PATH = re.compile(
+    r"""["']cpu(?::0)?["']|\bdef\s+\w+\s*\([^)]*\b(?:device|map_location|\w+_device)\b\s*[:=,)]""")
+
+
+def cpu_path(text: str, lines: "_Lines") -> str:
+    """Where the module shows that its code can run on the CPU: a ``"cpu"`` literal (a
+    ``"cuda" if ... else "cpu"`` choice, ``map_location="cpu"``) or a function that takes
+    the device (``def build(cfg, device)``, ``map_location=None``); "" when it shows none."""
+    found = _CPU_PATH.search(text) if "cpu" in text or "device" in text or "map_location" in text else None
+    return f"line {lines.of(found.start())}" if found else ""
+
+
+_NOT_WEIGHTS = re.compile(r"optim|sched|scaler", re.IGNORECASE)
+
+
+def weight_saves(reader: "_Reader", tree: ast.Module) -> list[str]:
+    """The module's ``torch.save`` calls of weights, each "cpu:<line>" when its function (or
+    the module's top-level code) calls ``.cpu()`` before it, else "plain:<line>"."""
+    found: list[str] = []
+    for scope in [tree, *(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))]:
+        saves, moved = [], []
+        for node in _own_nodes(scope):
+            if type(node) is not ast.Call:
+                continue
+            if isinstance(node.func, ast.Attribute) and node.func.attr == "cpu" and not node.args:
+                moved.append(node.lineno)
+            elif reader.qualify(node.func) in kinds.TORCH_SAVERS and node.args:
+                if not _NOT_WEIGHTS.search(ast.unparse(node.args[0])):
+                    saves.append(node.lineno)
+        found += [f"{'cpu' if any(m <= line for m in moved) else 'plain'}:{line}" for line in saves]
+    return found
+
+
 def names_devices(text: str) -> bool:
     """``text`` names a device or moves something to one."""
     return any(word in text for word in _DEVICE_WORDS) or ("mps" in text and _MPS.search(text) is not None)
@@ -633,6 +673,9 @@ def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | No
         facts.saves, facts.other_writes, facts.loads = _read_files(reader, tree, files)
     facts.defs, facts.attributes = attributes(tree, text)
     facts.groups = process_groups(tree, text)
+    facts.cpu_path = cpu_path(text, lines)
+    if "save(" in text:
+        facts.weight_saves = weight_saves(reader, tree)
     devices = _device_lines(text, lines) if names_devices(text) else set()
     facts.names_devices = bool(devices)
     if devices or "load(" in text:
@@ -880,6 +923,43 @@ class ProjectIndex:
             self._memo[key] = tuple(sorted(s for s in self._writers()[0] if self.saved_on_cpu(s)))
         return self._memo[key]
 
+    def saved_names(self) -> tuple[str, ...]:
+        """Every file name (``file_name_shape``) the project's ``torch.save`` calls write."""
+        return tuple(sorted(self._writers()[0]))
+
+    def package_cpu_path(self, path: str) -> str | None:
+        """Where a module of the package holding ``path`` (its outermost package) shows a
+        CPU path (``ModuleFacts.cpu_path``): "<file>:<line>", or None where none does."""
+        prefix = package_root(path) + os.sep
+        key = ("package cpu path", prefix)
+        if key not in self._memo:
+            found = sorted(f"{os.path.relpath(m.path, prefix)}:{m.cpu_path.split()[-1]}"
+                           for modules in self.modules.values() for m in modules
+                           if m.cpu_path and m.path.startswith(prefix))
+            self._memo[key] = found[0] if found else None
+        return self._memo[key]
+
+    def cpu_weights(self) -> str | None:
+        """The project saves its weights as CPU tensors: at least one of its ``torch.save``
+        calls of weights comes after the saving function moved them to the CPU
+        (``state_dict[k] = v.cpu()``), and every other one is in a module that never names a
+        device. Then the checkpoints it wrote (and published) load anywhere. The answer is
+        "<file>:<line>" of such a save, or None."""
+        key = ("cpu weights",)
+        if key not in self._memo:
+            first, others_on_cpu = None, True
+            for modules in self.modules.values():
+                for module in modules:
+                    for entry in module.weight_saves:
+                        kind, _, line = entry.partition(":")
+                        if kind == "cpu":
+                            first = min(first, (module.path, int(line))) if first else (module.path, int(line))
+                        elif module.names_devices:
+                            others_on_cpu = False
+            self._memo[key] = (f"{os.path.basename(first[0])}:{first[1]}"
+                               if first is not None and others_on_cpu else None)
+        return self._memo[key]
+
     def _writers(self) -> tuple[dict[str, list[ModuleFacts]], set[str]]:
         """File name -> the modules whose ``torch.save`` writes it; the names other calls write."""
         key = ("writers",)
@@ -954,6 +1034,9 @@ class ProjectIndex:
         facts.append(("imported by others", tuple(sorted(self.imported_from(full) or ()))))
         facts.append(("imported", self.imported_digest(full)))
         facts.append(("saved on the CPU", self.cpu_saved_names()))
+        facts.append(("saved names", self.saved_names()))
+        facts.append(("package CPU path", self.package_cpu_path(full)))
+        facts.append(("weights saved on the CPU", self.cpu_weights()))
         facts.append(("process groups NCCL only", self.nccl_groups_only(full)))
         facts.append(("defs mentioned elsewhere", tuple(n for n in module.defs if self.mentioned_elsewhere(n, full))))
         return tuple(facts)

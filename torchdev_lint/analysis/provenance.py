@@ -689,3 +689,102 @@ def _into_from_numpy(ctx, call: cst.CSTNode, arg: cst.Arg) -> bool:
         and arg.keyword is None and not arg.star
         and ctx.qualified_name(call.func) == "torch.from_numpy"
     )
+
+
+def _scope_of(ancestors) -> cst.FunctionDef | cst.Module | None:
+    """The innermost function around a node, or the module for top-level code."""
+    function = next((a for a in reversed(ancestors) if isinstance(a, cst.FunctionDef)), None)
+    return function if function is not None else (ancestors[0] if ancestors else None)
+
+
+def _load_shape(ctx, ancestors, call: cst.Call) -> str | None:
+    """The name of the file a load reads (``file_name_shape``), with the scope's single
+    assignments followed (``best = path + "/checkpoint.pth"``)."""
+    target = loaded_file(call)
+    if target is None:
+        return None
+    scope = _scope_of(ancestors)
+    return file_name_shape(_as_ast(target), lambda name: _single_value(ctx, scope, name))
+
+
+def _callee_saves(ctx, module: cst.Module, scope: cst.CSTNode, call: cst.Call, shape: str | None) -> bool:
+    """``call`` reaches a ``torch.save`` of a file named ``shape`` (any file when the name is
+    unknown): a function or class of the same file that saves one, or a project one whose
+    module does (the index's ``saves``); a local bound to an instance of such a class
+    (``early_stopping = EarlyStopping(...)`` then ``early_stopping(loss, model, path)``)."""
+    func = call.func
+    if isinstance(func, cst.Name):
+        sites = ctx.bindings(scope).get(func.value, ())
+        if len(sites) == 1 and isinstance(sites[0], cst.Assign) and isinstance(sites[0].value, cst.Call):
+            func = sites[0].value.func  # an instance: what its class does when called
+    if isinstance(func, cst.Name):
+        for statement in module.body:
+            if isinstance(statement, (cst.FunctionDef, cst.ClassDef)) and statement.name.value == func.value:
+                return any(ctx.qualified_name(c.func) in kinds.TORCH_SAVERS
+                           for c in tree.collect(statement, cst.Call))
+    qualified = ctx.qualified_name(func)
+    found = ctx.index.locate(qualified, ctx.path) if ctx.index is not None and qualified else None
+    if found is None:
+        return False
+    saves = found[0].saves
+    return shape in saves if shape is not None else bool(saves)
+
+
+def saved_earlier_by_callee(ctx, ancestors, call: cst.Call) -> cst.Call | None:
+    """A round trip through a helper of the project: earlier in the same function (or the
+    module's top-level code), a call was handed a variable the loaded path is built from
+    (``early_stopping(loss, model, path)`` then ``torch.load(path + "/checkpoint.pth")``) and
+    reaches a ``torch.save`` of a file of that name (``_callee_saves``). The call, or None."""
+    target = loaded_file(call)
+    scope = _scope_of(ancestors)
+    if scope is None or target is None:
+        return None
+    roots = _roots(target) | (_roots_of_locals(ctx, scope, target) if isinstance(scope, cst.FunctionDef) else set())
+    roots.add(code_of(target))
+    calls = _scope_calls(ctx, scope)
+    position = calls.order.get(id(call), len(calls.order))
+    shape = _load_shape(ctx, ancestors, call)
+    for earlier in calls.calls[:position]:
+        qualified = ctx.qualified_name(earlier.func) or ""
+        if qualified.startswith(_PATH_QUERIES) or qualified in _BUILTINS or qualified in kinds.TORCH_LOADERS:
+            continue
+        if any(code_of(a.value) in roots for a in earlier.args) and _callee_saves(ctx, ancestors[0], scope, earlier, shape):
+            return earlier
+    return None
+
+
+_RESUME = re.compile(r"resume|checkpoint|ckpt", re.IGNORECASE)
+
+
+def resumes_option(ctx, ancestors, call: cst.Call) -> cst.CSTNode | None:
+    """The load reads a path named for resuming (``args.resume``, ``cfg["training"]["resume"]``,
+    a ``checkpoint`` variable, ``opt.ckpt_path``), or runs under a test of such an option
+    (``if args.resume:``): the node that says so, or None. Literal text of the path (a
+    ``"checkpoints/"`` folder) does not count: it names where files go, not an option."""
+    target = loaded_file(call)
+    if target is None:
+        return None
+    found: list[cst.CSTNode] = []
+
+    def enter(node: cst.CSTNode) -> bool:
+        if found:
+            return False
+        if isinstance(node, cst.Name) and _RESUME.search(node.value):
+            found.append(node)
+        elif isinstance(node, cst.Attribute) and _RESUME.search(node.attr.value):
+            found.append(node)
+        elif isinstance(node, cst.SubscriptElement) and isinstance(node.slice, cst.Index) and isinstance(
+                node.slice.value, cst.SimpleString) and _RESUME.search(str(node.slice.value.evaluated_value)):
+            found.append(node)
+        return True
+
+    scope = _scope_of(ancestors)
+    tree.walk(target, enter)
+    if not found and isinstance(target, cst.Name):  # `checkpoint = args.resume` then `torch.load(checkpoint)`
+        for site in ctx.bindings(scope).get(target.value, ()):
+            if isinstance(site, cst.Assign):
+                tree.walk(site.value, enter)
+    for parent, child in zip(ancestors, ancestors[1:]):
+        if not found and isinstance(parent, cst.If) and child is parent.body:
+            tree.walk(parent.test, enter)
+    return found[0] if found else None

@@ -8,7 +8,7 @@ guards of ``guards.py`` do not see either, because no test in the code says so:
   whenever the block does): it opens an NCCL process group, calls a ``torch.cuda`` function
   that raises without a CUDA device (``synchronize``, ``Event``, ``Stream``,
   ``reset_peak_memory_stats``...), imports a library that only drives NVIDIA GPUs
-  (TensorRT, PyCUDA, CuPy), or calls a function of the same file that needs CUDA in the same
+  (TensorRT, torch2trt, PyCUDA, CuPy), or calls a function of the same file that needs CUDA in the same
   way or whose name says it is for CUDA (``with cuda_timer(times):``; ``guards.py`` already
   treats such a function's body as chosen by its caller). At the top level of a module
   this covers the whole file;
@@ -56,7 +56,7 @@ NEEDS_CUDA = frozenset(
     memory_summary nvtx.range_push nvtx.range_pop nvtx.range nvtx.mark""".split()
 )
 # Libraries with no CPU back end: importing one means the code drives an NVIDIA GPU.
-CUDA_LIBRARIES = frozenset({"tensorrt", "pycuda", "cupy", "torch_tensorrt"})
+CUDA_LIBRARIES = frozenset({"tensorrt", "pycuda", "cupy", "torch_tensorrt", "torch2trt"})
 # `to_cuda(batch)`, `move_to_gpu(x)`: a mover, which a device argument would make portable.
 _MOVING_WORDS = frozenset({"to", "move", "moved", "send"})
 
@@ -113,6 +113,9 @@ def _unconditional_calls(statement: cst.CSTNode) -> list[cst.Call]:
     elif isinstance(statement, cst.Try):
         found += _suite_calls(statement.body)
     return found
+
+
+unconditional_calls = _unconditional_calls  # for portability.py's questions
 
 
 def _suite_calls(suite: cst.BaseSuite) -> list[cst.Call]:

@@ -5,7 +5,7 @@ import re
 import libcst as cst
 
 from torchdev_lint import fixes
-from torchdev_lint.analysis import kinds, portability, provenance
+from torchdev_lint.analysis import guards, kinds, portability, provenance, requirements
 from torchdev_lint.analysis.guards import code_of
 from torchdev_lint.analysis.tree import walk
 from torchdev_lint.finding import Applicability, Fix
@@ -188,12 +188,16 @@ class LoadWithoutMapLocation(Rule):
             "state = torch.load(path, map_location=\"cpu\")\n",
             unsafe=True, possible=True,
         ),
-        Invalid(  # a guard in library code: every process of a multi-GPU run loads onto GPU 0
-            "import torch\ndef load(path):\n    if torch.cuda.is_available():\n"
-            "        return torch.load(path)\n",
-            4, 16,
-            "import torch\ndef load(path):\n    if torch.cuda.is_available():\n"
-            "        return torch.load(path, map_location=\"cpu\")\n",
+        Invalid(  # only where CUDA is: no CPU machine runs it, but every process of a multi-GPU job loads onto GPU 0
+            "import torch\ndef restore(model, path, device):\n    if torch.cuda.is_available():\n"
+            "        state = torch.load(path)\n    else:\n"
+            "        state = torch.load(path, map_location='cpu')\n"
+            "    model.load_state_dict(state)\n",
+            4, 17,
+            "import torch\ndef restore(model, path, device):\n    if torch.cuda.is_available():\n"
+            "        state = torch.load(path, map_location=device)\n    else:\n"
+            "        state = torch.load(path, map_location='cpu')\n"
+            "    model.load_state_dict(state)\n",
             unsafe=True, possible=True,
         ),
         Invalid(  # bytes of tensors not moved to the CPU
@@ -307,8 +311,37 @@ class LoadWithoutMapLocation(Rule):
             if save is not None:
                 certain = False  # it may read back what it wrote, on the machine that wrote it
                 steps.append((save, "the same file writes a file of that name: this may read it back"))
+            for step in self._doubts(node, ancestors):
+                certain = False
+                steps.append(step)
             self.report(node, fix=lambda node=node, ancestors=ancestors: self._fix(node, ancestors),
                         evidence=steps, certain=certain)
+
+    def _doubts(self, node: cst.Call, ancestors: tuple[cst.CSTNode, ...]):
+        """What makes a load of tensors that can run without CUDA still uncertain: the code
+        around it needs CUDA anyway, it reads back what a helper saved earlier in the same
+        run, it resumes the script's own checkpoint, or the project saves CPU tensors."""
+        ctx = self.ctx
+        if guards.is_guarded(ancestors, ctx.qualified_name):
+            yield (node, "it only runs where CUDA is wanted or present (a guard, as TDL001's): no CPU-only "
+                         "machine runs it, though every process of a multi-GPU job loads it onto GPU 0")
+        step = portability.needs_cuda_around(ctx, ancestors)
+        if step is None and requirements.of_file(ctx, ancestors[0]).only_on_accelerator(ancestors):
+            step = (node, "the code around it needs CUDA anyway (a CUDA-only library or `torch.cuda` call)")
+        if step is not None:
+            yield step
+        callee = provenance.saved_earlier_by_callee(ctx, ancestors, node)
+        if callee is not None:
+            yield (callee, f"`{code_of(callee.func)}` was handed the same path earlier and saves a file of that "
+                           "name: this reads back what this run wrote")
+        option = provenance.resumes_option(ctx, ancestors, node) if self.saves else None
+        if option is not None:
+            yield (option, f"the file saves its own checkpoints and `{code_of(option)}` resumes one: "
+                           "normally on the machine that wrote it")
+        where = ctx.index.cpu_weights() if ctx.index is not None else None
+        if where is not None:
+            yield (node, f"the project saves its weights as CPU tensors ({where} moves them to the CPU "
+                         "first): its checkpoints load anywhere")
 
     def _fix(self, node: cst.Call, ancestors: tuple[cst.CSTNode, ...]) -> Fix:
         choice, _ = fixes.device_for(self.ctx, ancestors, node)

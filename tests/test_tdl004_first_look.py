@@ -1,0 +1,391 @@
+"""TDL004 after the first look at 37 fresh repositories (benchmarks/precision/results/
+2026-11-26-first-look-45b7431.txt): what stays certain is a script with a CPU path loading
+weights from outside; loads that only run with CUDA, in code that needs CUDA anyway, of a file
+the same run wrote through a helper, resumes of the script's own checkpoints, library code of
+a package that shows no CPU path and loads in a project that saves CPU tensors are possible."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import torchdev_lint.rules  # noqa: F401
+from torchdev_lint import cli
+from torchdev_lint.engine import lint_source
+from torchdev_lint.rule import Rule
+
+TDL004 = Rule.registry["TDL004"]
+
+
+def found(code: str, path: str = "script.py"):
+    """(line, column, confidence) of each TDL004 finding of one file, preview tier included."""
+    result = lint_source(path, textwrap.dedent(code), [TDL004], preview=True)
+    return [(f.line, f.column, f.confidence.value) for f in result.findings]
+
+
+def write(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+
+
+def project_findings(capsys, root: Path) -> list[tuple[str, int, int, str]]:
+    """(file, line, column, confidence) of the TDL004 findings of a run over ``root`` (with
+    the project index), preview tier included."""
+    cli.main(["--format", "json", "--isolated", "--preview", "--no-cache", "--select", "TDL004", str(root)])
+    return sorted(
+        (Path(f["path"]).relative_to(root).as_posix(), f["line"], f["column"], f["confidence"])
+        for f in json.loads(capsys.readouterr().out)
+    )
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+# -- the right shape: a script with a CPU path loading published weights ---------------------
+
+PUBLISHED = """\
+import argparse
+import torch
+parser = argparse.ArgumentParser()
+parser.add_argument("--weights", default="pretrained/detector.pth")
+parser.add_argument("--cpu", action="store_true")
+args = parser.parse_args()
+device = "cpu" if args.cpu else "cuda"
+model = Detector()
+model.load_state_dict(torch.load(args.weights))
+model.to(device)
+"""
+
+
+def test_a_script_with_a_cpu_option_loading_published_weights_is_certain():
+    assert found(PUBLISHED) == [(9, 23, "certain")]
+
+
+def test_published_weights_stay_certain_in_a_project_that_saves_other_files(project, capsys):
+    write(project, {
+        "infer.py": PUBLISHED,
+        "train.py": """\
+            import torch
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+            def train(model, out_dir):
+                torch.save(model.state_dict(), out_dir + "/last.pth")
+        """,
+    })
+    assert project_findings(capsys, project) == [("infer.py", 9, 23, "certain")]
+
+
+def test_a_checkpoint_variable_of_an_inference_script_is_no_resume():
+    # The script saves nothing itself: its checkpoint comes from elsewhere.
+    code = """\
+    import torch
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    checkpoint = "./checkpoint_detector.pth.tar"
+    checkpoint = torch.load(checkpoint)
+    model = checkpoint["model"].to(device)
+    """
+    assert found(code) == [(4, 14, "certain")]
+
+
+# -- 1. a load under a CUDA guard ----------------------------------------------------------
+
+@pytest.mark.parametrize("test", ["torch.cuda.is_available()", "args.cuda", "use_gpu"])
+def test_a_load_under_a_cuda_guard_is_only_possible(test):
+    code = f"""\
+    import torch
+    def restore(model, path, args, use_gpu):
+        if {test}:
+            state = torch.load(path)
+        else:
+            state = torch.load(path, map_location="cpu")
+        model.load_state_dict(state)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    """
+    assert found(code) == [(4, 17, "possible")]
+
+
+def test_a_guarded_load_in_a_module_method_is_only_possible():
+    code = """\
+    import torch
+    class Landmarks(torch.nn.Module):
+        def load_pretrained(self, fname):
+            if torch.cuda.is_available():
+                checkpoint = torch.load(fname)
+            else:
+                checkpoint = torch.load(fname, map_location=torch.device("cpu"))
+            self.load_state_dict(checkpoint["state_dict"])
+    """
+    assert found(code) == [(5, 26, "possible")]
+
+
+def test_the_cpu_branch_of_a_guard_keeps_the_finding():
+    code = """\
+    import torch
+    def restore(model, path):
+        if not torch.cuda.is_available():
+            model.load_state_dict(torch.load(path))
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    """
+    assert found(code) == [(4, 31, "certain")]
+
+
+# -- 2. CUDA-only code around the load ----------------------------------------------------
+
+TRT_BRANCH = """\
+import torch
+class Predictor:
+    def __init__(self, model, trt_file=None, device="cpu"):
+        self.model = model
+        if trt_file is not None:
+            {line}
+            engine = TRTModule()
+            engine.load_state_dict(torch.load(trt_file))
+            {after}
+            self.model = engine
+"""
+
+
+@pytest.mark.parametrize("line, after", [
+    ("from torch2trt import TRTModule", "pass"),
+    ("import tensorrt", "pass"),
+    ("from apex import amp", "pass"),
+    ("pass", "self.model(torch.ones(1, 3, 64, 64).cuda())"),
+])
+def test_a_branch_that_needs_cuda_anyway_is_only_possible(line, after):
+    assert found(TRT_BRANCH.format(line=line, after=after)) == [(8, 36, "possible")]
+
+
+def test_the_same_branch_without_cuda_code_is_certain():
+    assert found(TRT_BRANCH.format(line="pass", after="pass")) == [(8, 36, "certain")]
+
+
+def test_a_cuda_call_only_in_a_conditional_expression_leaves_the_cpu_path():
+    code = TRT_BRANCH.format(line="pass", after="x = x.cuda() if self.use_gpu else x")
+    assert found(code) == [(8, 36, "certain")]
+
+
+def test_a_function_that_uses_cuda_tensor_types_is_only_possible():
+    code = """\
+    import torch
+    def evaluate(model, loader, half, trt_file, device):
+        tensor_type = torch.cuda.HalfTensor if half else torch.cuda.FloatTensor
+        if trt_file is not None:
+            model.load_state_dict(torch.load(trt_file))
+        return [model(x.type(tensor_type)) for x in loader]
+    """
+    assert found(code) == [(5, 31, "possible")]
+
+
+def test_a_function_that_synchronizes_cuda_is_only_possible():
+    code = """\
+    import torch
+    def bench(model, path, device):
+        model.load_state_dict(torch.load(path))
+        torch.cuda.synchronize()
+    """
+    assert found(code) == [(3, 27, "possible")]
+
+
+# -- 3. a round trip through a helper of the project --------------------------------------
+
+EARLY_STOP = {
+    "utils/__init__.py": "",
+    "utils/tools.py": """\
+        import torch
+        class EarlyStopping:
+            def __init__(self, patience=7):
+                self.patience = patience
+            def __call__(self, val_loss, model, path):
+                torch.save(model.state_dict(), path + "/" + "checkpoint.pth")
+    """,
+    "exp/__init__.py": "",
+    "exp/train.py": """\
+        import os
+        import torch
+        from utils.tools import EarlyStopping
+        class Exp:
+            def __init__(self, args):
+                self.device = torch.device("cuda" if args.use_gpu else "cpu")
+            def train(self, setting):
+                path = os.path.join("./checkpoints/", setting)
+                early_stopping = EarlyStopping(patience=3)
+                for epoch in range(10):
+                    early_stopping(self.vali(), self.model, path)
+                best_model_path = path + "/" + "checkpoint.pth"
+                self.model.load_state_dict(torch.load(best_model_path))
+                return self.model
+    """,
+}
+
+
+def test_a_file_a_helper_saved_earlier_in_the_same_function_is_a_round_trip(project, capsys):
+    write(project, EARLY_STOP)
+    assert project_findings(capsys, project) == [("exp/train.py", 13, 36, "possible")]
+
+
+def test_a_same_file_helper_that_saves_is_a_round_trip_too():
+    code = """\
+    import torch
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    def keep_best(model, folder):
+        torch.save(model.state_dict(), folder + "/best_model.pth")
+    def fit(model, folder):
+        keep_best(model, folder)
+        model.load_state_dict(torch.load(folder + "/best_model.pth"))
+    """
+    assert found(code) == [(7, 27, "possible")]
+
+
+def test_a_helper_handed_the_path_after_the_load_is_no_round_trip(project, capsys):
+    files = dict(EARLY_STOP)
+    files["exp/train.py"] = """\
+        import os
+        import torch
+        from utils.tools import EarlyStopping
+        class Exp:
+            def __init__(self, args):
+                self.device = torch.device("cuda" if args.use_gpu else "cpu")
+            def train(self, setting):
+                path = os.path.join("./checkpoints/", setting)
+                early_stopping = EarlyStopping(patience=3)
+                best_model_path = path + "/" + "checkpoint.pth"
+                self.model.load_state_dict(torch.load(best_model_path))
+                for epoch in range(10):
+                    early_stopping(self.vali(), self.model, path)
+                return self.model
+    """
+    write(project, files)
+    assert project_findings(capsys, project) == [("exp/train.py", 11, 36, "certain")]
+
+
+# -- 4. a resume of the script's own checkpoint -------------------------------------------
+
+@pytest.mark.parametrize("path, line, column", [
+    ("args.resume", 10, 27),
+    ('cfg["training"]["resume"]', 10, 27),
+    ("args.checkpoint_path", 10, 27),
+])
+def test_a_resume_of_the_scripts_own_checkpoint_is_only_possible(path, line, column):
+    code = f"""\
+    import argparse
+    import torch
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--resume", default=None)
+    parser.add_argument("--no-cuda", action="store_true")
+    args = parser.parse_args()
+    cfg = load_config(args)
+    model = Net()
+    if args.resume:
+        model.load_state_dict(torch.load({path}))
+    for epoch in range(10):
+        torch.save(model.state_dict(), "last.pth")
+    """
+    assert found(code) == [(line, column, "possible")]
+
+
+def test_a_resume_in_a_script_that_saves_nothing_stays_certain():
+    code = """\
+    import argparse
+    import torch
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--resume", default=None)
+    parser.add_argument("--no-cuda", action="store_true")
+    args = parser.parse_args()
+    model = Net()
+    model.load_state_dict(torch.load(args.resume))
+    """
+    assert found(code) == [(8, 23, "certain")]
+
+
+# -- 5. library code ------------------------------------------------------------------------
+
+BUILDER = """\
+import torch
+def build(model, checkpoint):
+    model.load_state_dict(torch.load(checkpoint))
+    return model
+"""
+
+
+def test_library_code_of_a_package_with_no_cpu_path_is_only_possible(project, capsys):
+    write(project, {"pkg/__init__.py": "", "pkg/build.py": BUILDER,
+                    "pkg/train.py": "def step(model, x):\n    return model(x.cuda())\n"})
+    assert project_findings(capsys, project) == [("pkg/build.py", 3, 27, "possible")]
+
+
+def test_library_code_of_a_package_with_a_cpu_path_is_certain(project, capsys):
+    write(project, {"pkg/__init__.py": "", "pkg/build.py": BUILDER,
+                    "pkg/device.py": 'import torch\nDEVICE = "cuda" if torch.cuda.is_available() else "cpu"\n'})
+    assert project_findings(capsys, project) == [("pkg/build.py", 3, 27, "certain")]
+
+
+def test_a_script_kept_in_a_package_directory_is_no_library_code(project, capsys):
+    write(project, {
+        "pkg/__init__.py": "",
+        "pkg/device.py": 'import torch\nDEVICE = "cuda" if torch.cuda.is_available() else "cpu"\n',
+        "pkg/tools/__init__.py": "",
+        "pkg/tools/relaunch.py": """\
+            # Usage: python pkg/tools/relaunch.py
+            from pathlib import Path
+            import torch
+            for last in Path.cwd().rglob("last.pt"):
+                ckpt = torch.load(last)
+                if ckpt["model"] is None:
+                    continue
+        """,
+    })
+    assert project_findings(capsys, project) == [("pkg/tools/relaunch.py", 5, 12, "possible")]
+
+
+# -- 6. a project that saves CPU tensors ----------------------------------------------------
+
+CPU_SAVER = """\
+import os
+import torch
+class ModelBase:
+    def __init__(self, opt):
+        self.device = torch.device("cuda" if opt["gpu_ids"] else "cpu")
+    def save_network(self, save_dir, network, label):
+        state_dict = network.state_dict()
+        for key, param in state_dict.items():
+            state_dict[key] = param.cpu()
+        torch.save(state_dict, os.path.join(save_dir, label + ".pth"))
+    def save_optimizer(self, save_dir, optimizer, label):
+        torch.save(optimizer.state_dict(), os.path.join(save_dir, label + "_optim.pth"))
+    def load_network(self, load_path, network):
+        network.load_state_dict(torch.load(load_path))
+"""
+TEST_SCRIPT = """\
+import argparse
+import torch
+parser = argparse.ArgumentParser()
+parser.add_argument("--model_path", default="model_zoo/denoiser.pth")
+args = parser.parse_args()
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+model = Denoiser()
+model.load_state_dict(torch.load(args.model_path), strict=True)
+model = model.to(device)
+"""
+
+
+def test_loads_in_a_project_that_saves_its_weights_on_the_cpu_are_only_possible(project, capsys):
+    write(project, {"models/__init__.py": "", "models/model_base.py": CPU_SAVER, "main_test_denoiser.py": TEST_SCRIPT})
+    assert project_findings(capsys, project) == [
+        ("main_test_denoiser.py", 8, 23, "possible"), ("models/model_base.py", 14, 33, "possible")]
+
+
+def test_a_project_that_also_saves_weights_from_a_gpu_keeps_the_finding(project, capsys):
+    write(project, {"models/__init__.py": "", "models/model_base.py": CPU_SAVER, "main_test_denoiser.py": TEST_SCRIPT,
+                    "train_gan.py": """\
+                        import torch
+                        def snapshot(generator):
+                            torch.save(generator.cuda().state_dict(), "generator.pth")
+                    """})
+    assert ("main_test_denoiser.py", 8, 23, "certain") in project_findings(capsys, project)
