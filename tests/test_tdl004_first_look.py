@@ -389,3 +389,20 @@ def test_a_project_that_also_saves_weights_from_a_gpu_keeps_the_finding(project,
                             torch.save(generator.cuda().state_dict(), "generator.pth")
                     """})
     assert ("main_test_denoiser.py", 8, 23, "certain") in project_findings(capsys, project)
+
+
+def test_a_cpu_copy_of_something_else_than_the_saved_weights_says_nothing(project, capsys):
+    write(project, {"train.py": """\
+        import argparse
+        import torch
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--use_cpu", action="store_true")
+        args = parser.parse_args()
+        def main(model, loader, exp_dir):
+            model.load_state_dict(torch.load(args.weights))
+            for x, y in loader:
+                accuracy = (model(x).argmax(1) == y).float().mean().cpu()
+            state = {"model_state_dict": model.state_dict()}
+            torch.save(state, exp_dir + "/best_model.pth")
+    """})
+    assert project_findings(capsys, project) == [("train.py", 7, 27, "certain")]

@@ -522,21 +522,43 @@ def cpu_path(text: str, lines: "_Lines") -> str:
 _NOT_WEIGHTS = re.compile(r"optim|sched|scaler", re.IGNORECASE)
 
 
+def _root_name(node: ast.AST) -> str | None:
+    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _moves_to_cpu(node: ast.AST) -> bool:
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "cpu"
+               and not n.args for n in ast.walk(node))
+
+
 def weight_saves(reader: "_Reader", tree: ast.Module) -> list[str]:
-    """The module's ``torch.save`` calls of weights, each "cpu:<line>" when its function (or
-    the module's top-level code) calls ``.cpu()`` before it, else "plain:<line>"."""
+    """The module's ``torch.save`` calls of weights, each "cpu:<line>" when what it saves was
+    moved to the CPU first: in the saved expression (``{k: v.cpu() ...}``,
+    ``model.cpu().state_dict()``), by an earlier assignment to the saved name
+    (``state_dict[key] = param.cpu()``) or a ``model.cpu()`` statement on it; else
+    "plain:<line>". A ``.cpu()`` of something else (a metric) says nothing."""
     found: list[str] = []
     for scope in [tree, *(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))]:
-        saves, moved = [], []
-        for node in _own_nodes(scope):
-            if type(node) is not ast.Call:
-                continue
-            if isinstance(node.func, ast.Attribute) and node.func.attr == "cpu" and not node.args:
-                moved.append(node.lineno)
-            elif reader.qualify(node.func) in kinds.TORCH_SAVERS and node.args:
-                if not _NOT_WEIGHTS.search(ast.unparse(node.args[0])):
-                    saves.append(node.lineno)
-        found += [f"{'cpu' if any(m <= line for m in moved) else 'plain'}:{line}" for line in saves]
+        nodes = _own_nodes(scope)
+        saves = [n for n in nodes if type(n) is ast.Call and n.args and reader.qualify(n.func) in kinds.TORCH_SAVERS
+                 and not _NOT_WEIGHTS.search(ast.unparse(n.args[0]))]
+        if not saves:
+            continue
+        moved: list[tuple[str, int]] = []  # (name, line) moved to the CPU
+        for node in nodes:
+            if isinstance(node, ast.Assign) and _moves_to_cpu(node.value):
+                moved += [(name, node.lineno) for t in node.targets if (name := _root_name(t)) is not None]
+            elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and isinstance(
+                    node.value.func, ast.Attribute) and node.value.func.attr == "cpu":
+                name = _root_name(node.value.func.value)
+                if name is not None:
+                    moved.append((name, node.lineno))
+        for save in saves:
+            root = _root_name(save.args[0])
+            cpu = _moves_to_cpu(save.args[0]) or any(n == root and line <= save.lineno for n, line in moved)
+            found.append(f"{'cpu' if cpu else 'plain'}:{save.lineno}")
     return found
 
 
