@@ -71,8 +71,9 @@ class LoadWithoutMapLocation(Rule):
     or a guard): such a test runs in one process on the project's own GPU machines, where a
     fixture saved on the CPU and one saved on a GPU both load. What is left is narrow: a
     fixture saved on CUDA read by a runner with another accelerator (MPS, XPU), or saved
-    on a GPU index the runner lacks. Library code under a guard is still flagged: there,
-    every process of a multi-GPU job loads the checkpoint onto GPU 0.
+    on a GPU index the runner lacks. Code other than tests under a guard is still flagged,
+    as possible only (see Confidence): there, every process of a multi-GPU job loads the
+    checkpoint onto GPU 0.
 
     ## Why is this bad?
     Without `map_location`, every tensor is restored to the device it was saved from. A
@@ -92,13 +93,44 @@ class LoadWithoutMapLocation(Rule):
     one they were saved from.
 
     ## Confidence
-    Certain when the load can run without CUDA (as for [TDL001](TDL001.md); library code, a
-    module of a package with no `__main__` block, counts too: it runs wherever its callers
-    do) and the file holds tensors (the object goes into `load_state_dict` or another loading
-    function, is read under a checkpoint key such as `["state_dict"]`, or is used as a
-    module). Possible: a file of plain objects, a learning-rate scheduler's or gradient
-    scaler's state, a path the same file also writes (a round trip), any load in a notebook
-    that saves checkpoints, test code.
+    Certain when the load can run without CUDA (as for [TDL001](TDL001.md): the function
+    takes a device, or the file offers a CPU option or fallback; library code too, a module of
+    a package with no `__main__` block and no top-level loop or `with`, when its package shows
+    a CPU path: a `"cpu"` literal or a function taking `device` or `map_location` in any of its
+    modules) and the file holds tensors (the object goes into `load_state_dict` or another
+    loading function, is read under a checkpoint key such as `["state_dict"]`, or is used as
+    a module): a script with `--cpu` loading `torch.load(args.weights)`, published weights
+    trained on a GPU.
+
+    Possible: a file of plain objects, a learning-rate scheduler's or gradient scaler's
+    state, a path the same file also writes (a round trip), any load in a notebook that saves
+    checkpoints, test code; and, since the first look at 37 fresh repositories
+    (`benchmarks/precision/`):
+
+    - a load that only runs where CUDA is wanted or present (`if torch.cuda.is_available():`,
+      `if args.cuda:`, `if use_gpu:`, the guards of TDL001), often beside an `else:` that
+      passes `map_location`: no CPU-only machine runs it;
+    - a load in code that needs CUDA anyway: a block that runs whenever the load does, up to
+      its function, imports a CUDA-only library (`from torch2trt import TRTModule`,
+      TensorRT, apex, PyCUDA, CuPy), calls `.cuda()` unconditionally, uses a
+      `torch.cuda.FloatTensor`-style type or calls a `torch.cuda` function that raises
+      without CUDA (`torch.cuda.synchronize()`);
+    - a round trip through a helper: earlier in the same function a call was handed a
+      variable the path is built from and reaches a `torch.save` of a file of that name (a
+      function or class of the same file, or a project module the index says writes it):
+      `early_stopping(loss, model, path)` then `torch.load(path + "/checkpoint.pth")`;
+    - a resume of the script's own checkpoint: the file calls `torch.save`, and the path is
+      named for resuming (`args.resume`, `cfg["training"]["resume"]`, a `checkpoint`
+      variable, or the load is under `if args.resume:`): normally read on the machine that
+      wrote it;
+    - any load of weights in a project that saves its weights as CPU tensors (a
+      `torch.save` of what was moved to the CPU first, `state_dict[k] = v.cpu()`, with
+      every other save of weights in code that never names a device): its checkpoints, the
+      published ones too, load anywhere.
+
+    Not seen: a file of the loaded name that the project writes in another run (an
+    inference script loading what its training script saves stays certain: that is how
+    GPU-trained checkpoints get published).
 
     ## When not to use
     When checkpoints are always produced and consumed on identical single-GPU machines.
