@@ -41,13 +41,15 @@ def entries(cache):
 
 
 def test_second_run_comes_from_the_cache_with_the_same_output(tmp_path):
+    # In the preview tier, where the tree's findings are: all of them are possible.
     work = tree(tmp_path)
-    first, second = lint(work), lint(work)
+    first, second = lint(work, "--preview"), lint(work, "--preview")
     assert first.returncode == second.returncode == 1
     assert set(how_checked(first).values()) == {"checked"}
     assert set(how_checked(second).values()) == {"cached"}
     assert how_checked(first).keys() == how_checked(second).keys()
-    assert json.loads(second.stdout) == json.loads(first.stdout) == json.loads(lint(work, cache=None).stdout)
+    assert json.loads(second.stdout) == json.loads(first.stdout) == json.loads(
+        lint(work, "--preview", cache=None).stdout)
     assert json.loads(first.stdout)  # the tree has findings: they came back from the cache
 
 
@@ -65,14 +67,15 @@ def test_cache_is_ignored_by_git_and_off_with_no_cache(tmp_path):
 
 
 def test_editing_one_file_checks_only_that_file_again(tmp_path):
+    # In the preview tier: the added .cuda() is a preview rule's finding.
     work = tree(tmp_path)
-    lint(work)
+    lint(work, "--preview")
     train = work / "project" / "train.py"
     train.write_text(train.read_text() + "\nextra = torch.zeros(3).cuda()\n")
-    after = lint(work)
+    after = lint(work, "--preview")
     rechecked = {path for path, how in how_checked(after).items() if how == "checked"}
     assert rechecked == {os.path.join("project", "train.py")}
-    assert json.loads(after.stdout) == json.loads(lint(work, cache=None).stdout)
+    assert json.loads(after.stdout) == json.loads(lint(work, "--preview", cache=None).stdout)
     assert any(f["path"].endswith("train.py") and f["line"] == train.read_text().count("\n")
                for f in json.loads(after.stdout))
 
@@ -96,8 +99,10 @@ def test_two_concurrent_runs_sharing_a_cache_agree(tmp_path):
     work = tree(tmp_path)
     for copy in range(8):  # enough files for the two runs to overlap in time
         shutil.copytree(work / "rules", work / f"more{copy}")
-    expected = json.loads(lint(work, cache=None).stdout)
-    command = [sys.executable, "-m", "torchdev_lint", "--isolated", "--format", "json", "-j", "1",
+    # In the preview tier, where the copies of rules/ have findings.
+    expected = json.loads(lint(work, "--preview", cache=None).stdout)
+    assert expected
+    command = [sys.executable, "-m", "torchdev_lint", "--isolated", "--preview", "--format", "json", "-j", "1",
                "--cache-dir", "shared", "."]
     runs = [subprocess.Popen(command, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True, env=ENV) for _ in range(2)]
@@ -106,7 +111,7 @@ def test_two_concurrent_runs_sharing_a_cache_agree(tmp_path):
     assert json.loads(outputs[0][0]) == json.loads(outputs[1][0]) == expected
     for entry in entries(work / "shared"):
         json.loads(entry.read_text())  # every entry whole
-    warm = lint(work, cache=work / "shared")
+    warm = lint(work, "--preview", cache=work / "shared")
     assert set(how_checked(warm).values()) == {"cached"}
     assert json.loads(warm.stdout) == expected
 

@@ -13,9 +13,10 @@ import pytest
 from conftest import ROOT
 
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "TORCHDEV_LINT_DAEMON": "0"}
-# Certain findings: the file falls back to the CPU, so its hardcoded CUDA call is a bug.
-MODEL = ("import torch\n\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
-         "model = torch.nn.Linear(2, 2)\nmodel.cuda()\n")
+# A certain finding, shown by default: the file falls back to the CPU, so its load of weights it
+# never saves, without map_location, is a bug.
+MODEL = ("import sys\nimport torch\n\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+         "model = torch.nn.Linear(2, 2)\nmodel.load_state_dict(torch.load(sys.argv[1]))\n")
 BROKEN = "def f(:\n    pass\n"
 
 
@@ -100,4 +101,4 @@ def test_a_file_that_cannot_be_checked_is_annotated_in_each_ci_format(repository
     # JSON keeps its contract (an array of findings): the file is named on standard error.
     as_json = run("json", ".", cwd=package)
     assert as_json.returncode == 2 and "broken.py:1:7: error: syntax error" in as_json.stderr
-    assert [f["code"] for f in json.loads(as_json.stdout)] == ["TDL001"]
+    assert [f["code"] for f in json.loads(as_json.stdout)] == ["TDL004"]

@@ -20,7 +20,8 @@ from torchdev_lint import launcher
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="the resident checker needs POSIX")
 
-# The file chooses the CPU where CUDA is missing, so its hardcoded "cuda"s are certain findings.
+# The file chooses the CPU where CUDA is missing, so its hardcoded "cuda"s are bugs: findings of
+# preview rules (TDL001, TDL002), shown with --preview, whose fixes are safe.
 BUG = ("import torch\n\nDEVICE = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
        "model = torch.nn.Linear(2, 2)\nmodel.cuda()\nx = torch.zeros(3, device='cuda')\n")
 SERVED = "checked by the resident process"
@@ -106,9 +107,10 @@ def served_and_alone(args, env, cwd, **kwargs):
 @pytest.mark.parametrize("args", [
     ["--no-cache", "bug.py"],
     ["--no-cache", "--format", "json", "."],
-    ["--no-cache", "--select", "TDL002", "--statistics", "bug.py"],
+    ["--no-cache", "--preview", "bug.py"],
+    ["--no-cache", "--preview", "--select", "TDL002", "--statistics", "bug.py"],
     ["--no-cache", "broken.py", "bug.py", "missing.py"],
-    ["--no-cache", "--diff", "bug.py"],
+    ["--no-cache", "--preview", "--diff", "bug.py"],
     ["--bogus-option"],
     ["--version"],
     ["--explain", "TDL001"],
@@ -121,8 +123,8 @@ def test_a_served_run_prints_and_exits_as_one_made_in_process(checker, args):
 
 def test_standard_input_reaches_the_served_run(checker):
     project, _, env = checker
-    served, alone = served_and_alone(["--no-cache", "--fix", "--stdin-filename", "x.py", "-"], env, project,
-                                     input=BUG.encode())
+    served, alone = served_and_alone(["--no-cache", "--preview", "--fix", "--stdin-filename", "x.py", "-"], env,
+                                     project, input=BUG.encode())
     assert served == alone
     assert b"torch.zeros(3, device='cpu')" not in served[1] and b".cuda()" not in served[1]
 
@@ -136,7 +138,7 @@ def test_a_closed_standard_input_is_closed_in_the_served_run(checker):
 
 def test_the_served_run_reads_the_callers_directory_environment_and_settings(checker, tmp_path):
     _, _, env = checker
-    (tmp_path / "pyproject.toml").write_text("[tool.torchdev-lint]\nignore = ['TDL001']\n")
+    (tmp_path / "pyproject.toml").write_text("[tool.torchdev-lint]\npreview = true\nignore = ['TDL001']\n")
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "m.py").write_text(BUG)
     served, alone = served_and_alone(["--no-cache", "pkg/m.py"], {**env, "FORCE_COLOR": "1"}, tmp_path)
@@ -150,8 +152,8 @@ def test_fix_through_the_checker_writes_what_the_command_writes(checker, tmp_pat
         (tmp_path / name).mkdir()
         (tmp_path / name / "m.py").write_text(BUG)
         (tmp_path / name / "m.py").chmod(0o640)
-    served = command(["-v", "--fix", "m.py"], env, tmp_path / "served")
-    alone = command(["--no-daemon", "--fix", "m.py"], env, tmp_path / "alone")
+    served = command(["-v", "--preview", "--fix", "m.py"], env, tmp_path / "served")
+    alone = command(["--no-daemon", "--preview", "--fix", "m.py"], env, tmp_path / "alone")
     assert SERVED.encode() in served[2] and served[0] == alone[0] == 0
     assert (tmp_path / "served" / "m.py").read_text() == (tmp_path / "alone" / "m.py").read_text() != BUG
     assert stat.S_IMODE((tmp_path / "served" / "m.py").stat().st_mode) == 0o640
@@ -238,11 +240,11 @@ def test_a_runtime_directory_too_deep_for_a_socket_moves_to_a_short_private_one(
     assert short.parent.name == f"torchdev-lint-{os.getuid()}"
     assert where(runtime) == short  # the same one each time, so runs find its checker
     try:
-        rc, out, err = command(["-v", "--no-cache", "bug.py"], env, tmp_path)
+        rc, out, err = command(["-v", "--no-cache", "--preview", "bug.py"], env, tmp_path)
         assert rc == 1 and b"TDL001" in out
         assert f"torchdev-lint: the runtime directory {runtime} is too deep for a socket path; using {short}" \
             in err.decode()
-        served_run(["--no-cache", "bug.py"], env, tmp_path)
+        served_run(["--no-cache", "--preview", "bug.py"], env, tmp_path)
         for directory in (short, short.parent):
             info = directory.lstat()
             assert stat.S_ISDIR(info.st_mode) and stat.S_IMODE(info.st_mode) == 0o700
@@ -280,7 +282,7 @@ def test_no_checker_is_started_or_used_on_ci_or_when_turned_off(tmp_path, settin
     env.pop("CI", None)
     env.update({key: value for key, value in setting.items() if key != "args"})
     for _ in range(2):
-        rc, out, err = command([*setting.get("args", []), "-v", "--no-cache", "bug.py"], env, tmp_path)
+        rc, out, err = command([*setting.get("args", []), "-v", "--no-cache", "--preview", "bug.py"], env, tmp_path)
         assert rc == 1 and b"TDL001" in out and SERVED.encode() not in err
     time.sleep(0.5)
     assert not sockets(runtime)
@@ -335,7 +337,8 @@ def _status_pid(env, cwd):
 def test_a_served_run_loads_neither_libcst_nor_the_command_line_here(checker):
     project, _, env = checker
     process = subprocess.run([sys.executable, "-X", "importtime", "-m", "torchdev_lint", "-v", "--no-cache",
-                              "bug.py"], cwd=project, env=env, capture_output=True, text=True, timeout=180)
+                              "--preview", "bug.py"], cwd=project, env=env, capture_output=True, text=True,
+                             timeout=180)
     imported = [line.rsplit("|", 1)[-1].strip() for line in process.stderr.splitlines()
                 if line.startswith("import time:")]
     assert SERVED in process.stderr and process.returncode == 1 and "TDL001" in process.stdout

@@ -8,20 +8,39 @@ SPEC = importlib.util.spec_from_file_location("precision", ROOT / "benchmarks" /
 precision = importlib.util.module_from_spec(SPEC)
 SPEC.loader.exec_module(precision)
 
-FALLBACK = 'import torch\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n'
+# A script with a CPU path that loads weights it never saves: its loads are certain TDL004
+# findings, in the default tier; the hardcoded .cuda() is a preview rule's (TDL001).
+SCRIPT = """\
+import argparse
+import torch
+device = "cuda" if torch.cuda.is_available() else "cpu"
+parser = argparse.ArgumentParser()
+parser.add_argument("--weights")
+args = parser.parse_args()
+model = torch.nn.Linear(2, 2)
+model.load_state_dict(torch.load(args.weights))
+"""
+EXTRA = """\
+head = torch.nn.Linear(2, 2)
+head.load_state_dict(torch.load(args.weights + ".head"))
+
+
+def warm_up():
+    return torch.zeros(1).cuda()
+"""
 
 
 def setup(tmp_path, monkeypatch, labels):
     checkout = tmp_path / "repos" / "someone+demo"
     checkout.mkdir(parents=True)
-    (checkout / "a.py").write_text(FALLBACK + "x = torch.zeros(1).cuda()\ny = torch.ones(1).cuda()\n")
-    (checkout / "b.py").write_text(FALLBACK + "z = torch.zeros(1).cuda()\n")
+    (checkout / "a.py").write_text(SCRIPT + EXTRA)  # TDL004 at 8 and 10, TDL001 at 14
+    (checkout / "b.py").write_text(SCRIPT)  # TDL004 at 8
     registry = tmp_path / "registry.tsv"
     registry.write_text("repo\tcommit\trole\tfirst_used\tjudged_with\tnote\nsomeone/demo\tabc\tfirst-look\t-\t-\t-\n")
     table = tmp_path / "labels"
     table.mkdir()
     rows = ["\t".join(precision.LABEL_COLUMNS)]
-    rows += [f"someone/demo\tabc\t{path}\t\t{line}\tTDL001\t{verdict}\twhy" for path, line, verdict in labels]
+    rows += [f"someone/demo\tabc\t{path}\t\t{line}\t{code}\t{verdict}\twhy" for path, line, code, verdict in labels]
     (table / "someone+demo.tsv").write_text("\n".join(rows) + "\n")
     monkeypatch.setattr(precision, "REGISTRY", registry)
     monkeypatch.setattr(precision, "LABELS", table)
@@ -29,10 +48,10 @@ def setup(tmp_path, monkeypatch, labels):
 
 
 def test_report_counts_verdicts_and_never_counts_an_unjudged_finding_as_right(tmp_path, monkeypatch, capsys):
-    setup(tmp_path, monkeypatch, [("a.py", 3, "right"), ("a.py", 4, "wrong")])
+    setup(tmp_path, monkeypatch, [("a.py", 8, "TDL004", "right"), ("a.py", 10, "TDL004", "wrong")])
     precision.main(["report", str(tmp_path / "repos")])
-    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("TDL001"))
-    assert row.split() == ["TDL001", "1", "1", "0", "1", "0.50", "0.50"]
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("TDL004"))
+    assert row.split() == ["TDL004", "1", "1", "0", "1", "0.50", "0.50"]
 
 
 def test_judge_prints_every_default_finding_with_an_empty_verdict(tmp_path, monkeypatch, capsys):
@@ -40,8 +59,14 @@ def test_judge_prints_every_default_finding_with_an_empty_verdict(tmp_path, monk
     precision.main(["judge", str(checkout), "someone/demo", "--commit", "abc"])
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split("\t") == precision.LABEL_COLUMNS
+    # the default tier: certain TDL004 findings, not the preview rule's TDL001
     assert [tuple(line.split("\t")[2:7]) for line in lines[1:]] == [
-        ("a.py", "", "3", "TDL001", ""), ("a.py", "", "4", "TDL001", ""), ("b.py", "", "3", "TDL001", "")]
+        ("a.py", "", "8", "TDL004", ""), ("a.py", "", "10", "TDL004", ""), ("b.py", "", "8", "TDL004", "")]
+    precision.main(["judge", str(checkout), "someone/demo", "--commit", "abc", "--preview"])
+    lines = capsys.readouterr().out.splitlines()
+    assert [tuple(line.split("\t")[2:7]) for line in lines[1:]] == [
+        ("a.py", "", "8", "TDL004", ""), ("a.py", "", "10", "TDL004", ""), ("a.py", "", "14", "TDL001", ""),
+        ("b.py", "", "8", "TDL004", "")]
 
 
 def test_a_seeded_sample_is_the_same_every_time():

@@ -42,6 +42,14 @@ needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reas
 def test_the_readme_main_job_finds_the_bundled_bugs():
     status, out, err = run(script("torchdev-lint"), "--no-cache", "testdata/", cwd=ROOT)
     assert status == 1 and err == "", err
+    # the default tier: certain TDL004 findings only (TDL001 is a preview rule)
+    findings = [line for line in out.splitlines() if line.startswith("testdata/")]
+    assert findings and all(" TDL004 " in line for line in findings), out
+    assert " TDL001 " not in out and "(possible)" not in out, out
+    assert out.splitlines()[-1].startswith("Found ")
+    # the README's next command shows the rest: the hardcoded .cuda() calls of train.py
+    status, out, err = run(script("torchdev-lint"), "--no-cache", "--preview", "testdata/", cwd=ROOT)
+    assert status == 1 and err == "", err
     assert "testdata/project/train.py:" in out and " TDL001 " in out
     assert out.splitlines()[-1].startswith("Found ")
 
@@ -66,11 +74,32 @@ def test_fix_makes_the_bundled_project_train_here(tmp_path):
 
 
 def test_flake8_reports_the_rules(tmp_path):
-    # the file has a CPU path, so the finding is certain: flake8 reports it by default
-    (tmp_path / "bug.py").write_text('import torch\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n'
-                                     "model = torch.nn.Linear(2, 2)\nmodel.cuda()\n")
+    # the file has a CPU path and loads weights it never saves, so the finding is certain:
+    # flake8 reports it by default
+    (tmp_path / "bug.py").write_text(textwrap.dedent("""\
+        import argparse
+        import torch
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--weights")
+        args = parser.parse_args()
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        model = torch.nn.Linear(2, 2)
+        model.load_state_dict(torch.load(args.weights))
+        model.to(device)
+
+
+        def warm_up():
+            return torch.zeros(2).cuda()
+        """))
     status, out, err = run(script("flake8"), "--select", "TDL", "bug.py", cwd=tmp_path)
-    assert status == 1 and out.startswith("bug.py:4:1: TDL001 "), out + err
+    assert status == 1 and out.splitlines() == [
+        "bug.py:8:23: TDL004 `torch.load` without `map_location`: tensors go back to the device they were saved from"
+    ], out + err
+    # the preview rules report too where asked: the hardcoded .cuda(), marked possible
+    status, out, err = run(script("flake8"), "--select", "TDL", "--tdl-preview", "bug.py", cwd=tmp_path)
+    assert status == 1 and out.splitlines()[0].startswith("bug.py:8:23: TDL004 "), out + err
+    assert out.splitlines()[1].startswith("bug.py:13:12: TDL001 ") and out.splitlines()[1].endswith(
+        "(possible)"), out + err
 
 
 @needs_torch
