@@ -406,3 +406,29 @@ def test_a_cpu_copy_of_something_else_than_the_saved_weights_says_nothing(projec
             torch.save(state, exp_dir + "/best_model.pth")
     """})
     assert project_findings(capsys, project) == [("train.py", 7, 27, "certain")]
+
+
+def test_a_directory_of_checkpoints_is_no_resume_option():
+    code = """\
+    import argparse
+    import torch
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--checkpoint_dir", default="checkpoints/base")
+    parser.add_argument("--no-cuda", action="store_true")
+    args = parser.parse_args()
+    model = Net()
+    model.load_state_dict(torch.load(args.checkpoint_dir + "/model.pth"))
+    torch.save(model.state_dict(), "merged.pth")
+    """
+    assert found(code) == [(8, 23, "certain")]
+
+
+def test_a_package_that_follows_the_device_of_its_values_shows_a_cpu_path(project, capsys):
+    write(project, {"pkg/__init__.py": "", "pkg/build.py": BUILDER,
+                    "pkg/model.py": """\
+                        import torch
+                        class Net(torch.nn.Module):
+                            def embed(self, x):
+                                return x.to(self.mean.device) - self.mean
+                    """})
+    assert project_findings(capsys, project) == [("pkg/build.py", 3, 27, "certain")]

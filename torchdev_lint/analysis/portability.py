@@ -322,16 +322,23 @@ class Verdict:
     steps: tuple[Step, ...]
 
 
+def is_library_module(ctx, module: cst.Module) -> bool:
+    """A module of an importable package (an ``__init__.py`` beside it) with no ``__main__``
+    block and no top-level loop or ``with``: code its importers call, not a script."""
+    path = Path(ctx.path)
+    if path.suffix != ".py" or not (path.parent / "__init__.py").is_file():
+        return False
+    return "__main__" not in ctx.source and not any(
+        isinstance(s, (cst.For, cst.While, cst.With)) for s in module.body)
+
+
 def _library(ctx, module: cst.Module) -> Step | None:
     """A module of an importable package with no ``__main__`` block whose package shows a
     CPU path: library code runs wherever its callers run, machines without CUDA among them,
     as its package says it may. A module whose top-level code does its work (a loop, a
     ``with``: ``for last in Path.cwd().rglob("last.pt"): ...``) is a script kept in a package
     directory, not library code."""
-    path = Path(ctx.path)
-    if path.suffix != ".py" or not (path.parent / "__init__.py").is_file():
-        return None
-    if "__main__" in ctx.source or any(isinstance(s, (cst.For, cst.While, cst.With)) for s in module.body):
+    if not is_library_module(ctx, module):
         return None
     facts = _facts(ctx, module)
     if ctx.index is not None and ctx.path != "-":

@@ -508,13 +508,16 @@ def process_groups(tree: ast.Module, text: str) -> list[str]:
 
 
 _CPU_PATH = re.compile(
-    r"""["']cpu(?::0)?["']|\bdef\s+\w+\s*\([^)]*\b(?:device|map_location|\w+_device)\b\s*[:=,)]""")
+    r"""["']cpu(?::0)?["']|\bdef\s+\w+\s*\([^)]*\b(?:device|map_location|\w+_device)\b\s*[:=,)]"""
+    r"""|\w(?<!\bself)\.device\b(?!\s*=(?!=))""")
 
 
 def cpu_path(text: str, lines: "_Lines") -> str:
     """Where the module shows that its code can run on the CPU: a ``"cpu"`` literal (a
-    ``"cuda" if ... else "cpu"`` choice, ``map_location="cpu"``) or a function that takes
-    the device (``def build(cfg, device)``, ``map_location=None``); "" when it shows none."""
+    ``"cuda" if ... else "cpu"`` choice, ``map_location="cpu"``), a function that takes
+    the device (``def build(cfg, device)``, ``map_location=None``) or code that follows the
+    device of a value (``x.to(self.pixel_mean.device)``; not ``self.device``, which a class
+    may set from a literal); "" when it shows none."""
     found = _CPU_PATH.search(text) if "cpu" in text or "device" in text or "map_location" in text else None
     return f"line {lines.of(found.start())}" if found else ""
 

@@ -753,14 +753,25 @@ def saved_earlier_by_callee(ctx, ancestors, call: cst.Call) -> cst.Call | None:
     return None
 
 
-_RESUME = re.compile(r"resume|checkpoint|ckpt", re.IGNORECASE)
+# Words of a name for the checkpoint a run resumes from: `resume` in any name; `checkpoint`
+# or `ckpt` alone or with words that name a file (`checkpoint_path`, `ckpt_file`), not a
+# directory of models (`checkpoint_dir`) or another program's file (`trainer_ckpt`).
+_CHECKPOINT_WORDS = frozenset({"checkpoint", "ckpt"})
+_FILE_WORDS = frozenset({"path", "file", "filename", "fname", "name", "load", "from", "last", "latest"})
+
+
+def _names_resume(text: str) -> bool:
+    words = {w for w in re.split(r"[^a-z0-9]+", text.lower()) if w}
+    return any(w.startswith("resum") for w in words) or (
+        bool(words & _CHECKPOINT_WORDS) and words <= _CHECKPOINT_WORDS | _FILE_WORDS)
 
 
 def resumes_option(ctx, ancestors, call: cst.Call) -> cst.CSTNode | None:
     """The load reads a path named for resuming (``args.resume``, ``cfg["training"]["resume"]``,
-    a ``checkpoint`` variable, ``opt.ckpt_path``), or runs under a test of such an option
-    (``if args.resume:``): the node that says so, or None. Literal text of the path (a
-    ``"checkpoints/"`` folder) does not count: it names where files go, not an option."""
+    a ``checkpoint`` variable, ``opt.ckpt_path``; not ``checkpoint_dir``), or runs under a
+    test of such an option (``if args.resume:``): the node that says so, or None. Literal
+    text of the path (a ``"checkpoints/"`` folder) does not count: it names where files go,
+    not an option."""
     target = loaded_file(call)
     if target is None:
         return None
@@ -769,12 +780,12 @@ def resumes_option(ctx, ancestors, call: cst.Call) -> cst.CSTNode | None:
     def enter(node: cst.CSTNode) -> bool:
         if found:
             return False
-        if isinstance(node, cst.Name) and _RESUME.search(node.value):
+        if isinstance(node, cst.Name) and _names_resume(node.value):
             found.append(node)
-        elif isinstance(node, cst.Attribute) and _RESUME.search(node.attr.value):
+        elif isinstance(node, cst.Attribute) and _names_resume(node.attr.value):
             found.append(node)
         elif isinstance(node, cst.SubscriptElement) and isinstance(node.slice, cst.Index) and isinstance(
-                node.slice.value, cst.SimpleString) and _RESUME.search(str(node.slice.value.evaluated_value)):
+                node.slice.value, cst.SimpleString) and _names_resume(str(node.slice.value.evaluated_value)):
             found.append(node)
         return True
 

@@ -366,7 +366,8 @@ class LoadWithoutMapLocation(Rule):
         if callee is not None:
             yield (callee, f"`{code_of(callee.func)}` was handed the same path earlier and saves a file of that "
                            "name: this reads back what this run wrote")
-        option = provenance.resumes_option(ctx, ancestors, node) if self.saves else None
+        script = self.saves and not portability.is_library_module(ctx, ancestors[0])
+        option = provenance.resumes_option(ctx, ancestors, node) if script else None
         if option is not None:
             yield (option, f"the file saves its own checkpoints and `{code_of(option)}` resumes one: "
                            "normally on the machine that wrote it")
