@@ -96,8 +96,8 @@ class LoadWithoutMapLocation(Rule):
     Certain when the load can run without CUDA (as for [TDL001](TDL001.md): the function
     takes a device, or the file offers a CPU option or fallback; library code too, a module of
     a package with no `__main__` block and no top-level loop or `with`, when its package shows
-    a CPU path: a `"cpu"` literal or a function taking `device` or `map_location` in any of its
-    modules) and the file holds tensors (the object goes into `load_state_dict` or another
+    a CPU path: a `"cpu"` literal, a function taking `device` or `map_location`, or code that
+    follows the device of a value, `x.to(self.mean.device)`, in any of its modules) and the file holds tensors (the object goes into `load_state_dict` or another
     loading function, is read under a checkpoint key such as `["state_dict"]`, or is used as
     a module): a script with `--cpu` loading `torch.load(args.weights)`, published weights
     trained on a GPU.
@@ -119,10 +119,11 @@ class LoadWithoutMapLocation(Rule):
       variable the path is built from and reaches a `torch.save` of a file of that name (a
       function or class of the same file, or a project module the index says writes it):
       `early_stopping(loss, model, path)` then `torch.load(path + "/checkpoint.pth")`;
-    - a resume of the script's own checkpoint: the file calls `torch.save`, and the path is
-      named for resuming (`args.resume`, `cfg["training"]["resume"]`, a `checkpoint`
-      variable, or the load is under `if args.resume:`): normally read on the machine that
-      wrote it;
+    - a resume of the script's own checkpoint: a script (not library code) calls
+      `torch.save`, and the path is named for resuming (`args.resume`,
+      `cfg["training"]["resume"]`, a `checkpoint` or `ckpt_path` variable; not a
+      `checkpoint_dir`), or the load is under `if args.resume:`: normally read on the machine
+      that wrote it;
     - any load of weights in a project that saves its weights as CPU tensors (a
       `torch.save` of what was moved to the CPU first, `state_dict[k] = v.cpu()`, with
       every other save of weights in code that never names a device): its checkpoints, the
