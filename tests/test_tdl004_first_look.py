@@ -156,7 +156,6 @@ class Predictor:
     ("from torch2trt import TRTModule", "pass"),
     ("import tensorrt", "pass"),
     ("from apex import amp", "pass"),
-    ("pass", "self.model(torch.ones(1, 3, 64, 64).cuda())"),
 ])
 def test_a_branch_that_needs_cuda_anyway_is_only_possible(line, after):
     assert found(TRT_BRANCH.format(line=line, after=after)) == [(8, 36, "possible")]
@@ -164,6 +163,15 @@ def test_a_branch_that_needs_cuda_anyway_is_only_possible(line, after):
 
 def test_the_same_branch_without_cuda_code_is_certain():
     assert found(TRT_BRANCH.format(line="pass", after="pass")) == [(8, 36, "certain")]
+
+
+def test_a_bare_cuda_call_beside_the_load_is_the_other_rules_bug_not_a_need_for_cuda():
+    # The class takes a device: the `.cuda()` is TDL001's finding, so it cannot also be the
+    # reason the load needs CUDA anyway (the two rules would contradict each other).
+    code = TRT_BRANCH.format(line="pass", after="self.model(torch.ones(1, 3, 64, 64).cuda())")
+    assert found(code) == [(8, 36, "certain")]
+    tdl001 = lint_source("script.py", textwrap.dedent(code), [Rule.registry["TDL001"]], preview=True)
+    assert [f.line for f in tdl001.findings] == [9]
 
 
 def test_a_cuda_call_only_in_a_conditional_expression_leaves_the_cpu_path():

@@ -404,10 +404,10 @@ def needs_cuda_around(ctx, ancestors: Sequence[cst.CSTNode]) -> Step | None:
     """The code that runs whenever the innermost node of ``ancestors`` runs needs CUDA
     anyway: a statement of a block around it, up to its function's body (the module's
     top level for code outside functions), imports a CUDA-only library (``from torch2trt
-    import TRTModule``, apex, TensorRT, PyCUDA, CuPy), calls ``.cuda()`` unconditionally
-    (not in a branch of a conditional expression or the right of ``and``/``or``), or uses a
-    ``torch.cuda.*Tensor`` type. (``torch.cuda`` calls that raise without CUDA are
-    ``requirements.py``'s and ``cuda_scopes``'.)"""
+    import TRTModule``, apex, TensorRT, PyCUDA, CuPy) or uses a ``torch.cuda.*Tensor`` type.
+    (``torch.cuda`` calls that raise without CUDA are ``requirements.py``'s and
+    ``cuda_scopes``'.) A bare ``.cuda()`` does not count: in code that runs without CUDA it is
+    TDL001's bug, not a reason the code needs CUDA."""
     for node in reversed(ancestors):
         if isinstance(node, (cst.IndentedBlock, cst.Module)):
             for statement in node.body:
@@ -417,11 +417,6 @@ def needs_cuda_around(ctx, ancestors: Sequence[cst.CSTNode]) -> Step | None:
                 used = _cuda_tensor_type(ctx, statement)
                 if used is not None:
                     return used, f"the code around it needs CUDA anyway: it uses `{code_of(used)}`"
-                for call in requirements.unconditional_calls(statement):
-                    if isinstance(call.func, cst.Attribute) and call.func.attr.value == "cuda" and all(
-                        isinstance(a.value, cst.Integer) for a in call.args
-                    ):
-                        return call, f"the code around it needs CUDA anyway: `{code_of(call)}` always runs"
         if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
             break
     return None
