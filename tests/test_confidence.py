@@ -34,8 +34,23 @@ def default(code: str, rule, path: str = "t.py"):
 
 
 # -- TDL001/TDL002: evidence that the code runs without CUDA --------------------------------
+# Both are preview rules until their first-look precision earns the default (every finding
+# then shows as possible). These tests pin the analysis's verdict as the default tier would
+# show it: the rule is put in the default tier for the test.
 
-def test_a_file_that_falls_back_to_the_cpu_makes_cuda_call_certain_with_its_evidence():
+@pytest.fixture
+def in_default_tier(monkeypatch):
+    for rule in (TDL001, TDL002):
+        monkeypatch.setattr(rule, "preview", False)
+
+
+def test_a_preview_rule_reports_every_finding_as_possible_and_hides_it_by_default():
+    code = "import torch\n" + FALLBACK + "def f(x):\n    return x.cuda()\n"
+    assert found(code, TDL001) == [(4, 12, "possible")]
+    assert default(code, TDL001) == []
+
+
+def test_a_file_that_falls_back_to_the_cpu_makes_cuda_call_certain_with_its_evidence(in_default_tier):
     code = "import torch\n" + FALLBACK + "def f(x):\n    return x.cuda()\n"
     (finding,) = lint_source("t.py", code, [TDL001]).findings
     assert (finding.line, finding.column, finding.confidence) == (4, 12, Confidence.CERTAIN)
@@ -44,13 +59,13 @@ def test_a_file_that_falls_back_to_the_cpu_makes_cuda_call_certain_with_its_evid
     assert "runs without CUDA" in step.message
 
 
-def test_a_script_with_no_cpu_path_is_possible_only():
+def test_a_script_with_no_cpu_path_is_possible_only(in_default_tier):
     code = "import torch\nmodel = torch.nn.Linear(2, 2).cuda()\n"
     assert found(code, TDL001) == [(2, 9, "possible")]
     assert default(code, TDL001) == []
 
 
-def test_a_device_parameter_makes_the_function_device_generic():
+def test_a_device_parameter_makes_the_function_device_generic(in_default_tier):
     code = """\
     import torch
     def sample(model, n, current_device):
@@ -60,7 +75,7 @@ def test_a_device_parameter_makes_the_function_device_generic():
     assert found(code, TDL001) == [(3, 9, "certain")]
 
 
-def test_the_device_of_an_input_makes_a_module_device_generic():
+def test_the_device_of_an_input_makes_a_module_device_generic(in_default_tier):
     code = """\
     import torch
     class Generator(torch.nn.Module):
@@ -72,7 +87,7 @@ def test_the_device_of_an_input_makes_a_module_device_generic():
     assert found(code, TDL001) == [(6, 16, "certain")]
 
 
-def test_the_device_of_a_value_the_function_moved_itself_is_no_evidence():
+def test_the_device_of_a_value_the_function_moved_itself_is_no_evidence(in_default_tier):
     code = """\
     import torch
     def extract(loader):
@@ -85,7 +100,7 @@ def test_the_device_of_a_value_the_function_moved_itself_is_no_evidence():
 
 @pytest.mark.parametrize("exit_call", ["quit('needs 2 GPUs')", "exit(1)", "sys.exit(1)",
                                        "raise SystemExit('no GPU')"])
-def test_a_script_that_exits_without_gpus_has_no_default_finding(exit_call):
+def test_a_script_that_exits_without_gpus_has_no_default_finding(exit_call, in_default_tier):
     code = f"""\
     import sys
     import torch
@@ -96,7 +111,7 @@ def test_a_script_that_exits_without_gpus_has_no_default_finding(exit_call):
     assert default(code, TDL001) == []
 
 
-def test_an_exit_only_when_the_user_asked_for_cuda_leaves_the_cpu_path():
+def test_an_exit_only_when_the_user_asked_for_cuda_leaves_the_cpu_path(in_default_tier):
     code = """\
     import argparse
     import torch
@@ -111,7 +126,7 @@ def test_an_exit_only_when_the_user_asked_for_cuda_leaves_the_cpu_path():
     assert found(code, TDL001) == [(9, 18, "certain")]
 
 
-def test_a_function_that_times_with_cuda_events_in_a_loop_is_for_gpus():
+def test_a_function_that_times_with_cuda_events_in_a_loop_is_for_gpus(in_default_tier):
     code = "import torch\n" + FALLBACK + textwrap.dedent("""\
     def bench(model, xs):
         total = 0.0
@@ -125,7 +140,7 @@ def test_a_function_that_times_with_cuda_events_in_a_loop_is_for_gpus():
     assert default(code, TDL001) == []
 
 
-def test_a_dataparallel_subclass_runs_where_gpus_are():
+def test_a_dataparallel_subclass_runs_where_gpus_are(in_default_tier):
     code = "import torch\nimport torch.nn as nn\n" + FALLBACK + textwrap.dedent("""\
     class Parallel(nn.DataParallel):
         def scatter(self, x):
@@ -135,12 +150,12 @@ def test_a_dataparallel_subclass_runs_where_gpus_are():
 
 
 @pytest.mark.parametrize("library", ["apex", "bitsandbytes as bnb", "triton"])
-def test_a_file_that_imports_a_gpu_library_at_the_top_is_for_gpus(library):
+def test_a_file_that_imports_a_gpu_library_at_the_top_is_for_gpus(library, in_default_tier):
     code = f"import torch\nimport {library}\n" + FALLBACK + "def f(x):\n    return x.cuda()\n"
     assert found(code, TDL001) == [(5, 12, "possible")]
 
 
-def test_an_optional_gpu_library_leaves_the_cpu_path():
+def test_an_optional_gpu_library_leaves_the_cpu_path(in_default_tier):
     code = "import torch\n" + FALLBACK + textwrap.dedent("""\
     try:
         import apex
@@ -152,7 +167,7 @@ def test_an_optional_gpu_library_leaves_the_cpu_path():
     assert found(code, TDL001) == [(8, 12, "certain")]
 
 
-def test_a_model_loaded_in_8_bits_needs_cuda():
+def test_a_model_loaded_in_8_bits_needs_cuda(in_default_tier):
     code = """\
     import torch
     from transformers import AutoModelForCausalLM
@@ -163,7 +178,7 @@ def test_a_model_loaded_in_8_bits_needs_cuda():
     assert found(code, TDL002) == [(5, 23, "possible")]
 
 
-def test_a_count_of_gpus_already_falls_back():
+def test_a_count_of_gpus_already_falls_back(in_default_tier):
     code = """\
     import torch
     def place(rank, num_devices):
@@ -172,12 +187,12 @@ def test_a_count_of_gpus_already_falls_back():
     assert default(code, TDL002) == []
 
 
-def test_a_computed_cuda_index_is_multi_gpu_code_and_only_possible():
+def test_a_computed_cuda_index_is_multi_gpu_code_and_only_possible(in_default_tier):
     code = "import torch\n" + FALLBACK + 'def place(x, k):\n    return x.to("cuda:" + str(k))\n'
     assert [c for _, _, c in found(code, TDL002)] == ["possible"]
 
 
-def test_the_old_torch_fallback_of_torch_accelerator_is_only_possible():
+def test_the_old_torch_fallback_of_torch_accelerator_is_only_possible(in_default_tier):
     code = """\
     import torch
     def train(model, device):
@@ -188,7 +203,7 @@ def test_the_old_torch_fallback_of_torch_accelerator_is_only_possible():
     assert [c for _, _, c in found(code, TDL002)] == ["possible"]
 
 
-def test_test_code_is_never_certain():
+def test_test_code_is_never_certain(in_default_tier):
     code = "import torch\n" + FALLBACK + "def test_move():\n    assert torch.ones(1).cuda().sum() == 1\n"
     assert [c for _, _, c in found(code, TDL001, path="tests/test_move.py")] == ["possible"]
 
@@ -379,24 +394,28 @@ def test_configured_preview_and_no_preview(tmp_path, run_cli):
     assert status == 2 and "'preview' must be true or false" in err
 
 
+LOAD_SCRIPT = ("import sys\nimport torch\n" + FALLBACK + "model = torch.nn.Linear(2, 2)\n"
+               "model.load_state_dict(torch.load(sys.argv[1]))\n")
+
+
 def test_json_and_sarif_carry_confidence_and_evidence(tmp_path, run_cli):
-    (tmp_path / "m.py").write_text("import torch\n" + FALLBACK + "x = torch.zeros(1).cuda()\n")
+    (tmp_path / "m.py").write_text(LOAD_SCRIPT)
     _, out, _ = run_cli("--isolated", "--format", "json", "m.py", cwd=tmp_path)
     (finding,) = json.loads(out)
-    assert finding["confidence"] == "certain"
-    assert finding["evidence"] == [{"path": "m.py", "line": 2, "column": 10, "cell": None,
-                                    "message": finding["evidence"][0]["message"]}]
+    assert (finding["code"], finding["confidence"]) == ("TDL004", "certain")
+    assert finding["evidence"][0] == {"path": "m.py", "line": 3, "column": 10, "cell": None,
+                                      "message": finding["evidence"][0]["message"]}
     _, out, _ = run_cli("--isolated", "--format", "sarif", "m.py", cwd=tmp_path)
     (result,) = json.loads(out)["runs"][0]["results"]
     assert result["properties"] == {"confidence": "certain"}
-    (related,) = result["relatedLocations"]
-    assert related["physicalLocation"]["region"]["startLine"] == 2
+    assert [r["physicalLocation"]["region"]["startLine"] for r in result["relatedLocations"]] == [
+        e["line"] for e in finding["evidence"]]
 
 
 def test_show_evidence_prints_each_step(tmp_path, run_cli):
-    (tmp_path / "m.py").write_text("import torch\n" + FALLBACK + "x = torch.zeros(1).cuda()\n")
+    (tmp_path / "m.py").write_text(LOAD_SCRIPT)
     _, out, _ = run_cli("--isolated", "--show-evidence", "--format", "concise", "m.py", cwd=tmp_path)
-    assert out.splitlines()[1].startswith("  = evidence: m.py:2:10: the file runs without CUDA")
+    assert out.splitlines()[1].startswith("  = evidence: m.py:3:10: the file runs without CUDA")
 
 
 def test_flake8_agrees_on_the_tier(tmp_path):
