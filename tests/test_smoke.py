@@ -128,3 +128,22 @@ def test_the_pytest_plugin_runs_a_suite_on_the_simulated_gpu(tmp_path):
                            "test_two.py", cwd=tmp_path)
     assert status == 1, out + err
     assert "1 failed, 1 passed" in out and "Expected all tensors to be on the same device" in out
+
+
+@needs_torch
+@pytest.mark.skipif(gpu_available(), reason="crashes only on a machine without a GPU")
+def test_the_default_fix_makes_the_bundled_predict_script_run_here(tmp_path):
+    """The default output's finding in the bundled project is real: GPU-saved weights crash the
+    script on this machine, and the safe fix that plain `--fix` applies makes it run."""
+    project = shutil.copytree(ROOT / "testdata" / "project", tmp_path / "project")
+    env = {"PYTHONPATH": str(project)}
+    status, _, err = run(sys.executable, ROOT / "testdata" / "make_gpu_checkpoint.py", "release.pt", cwd=project,
+                         env=env)
+    assert status == 0, err
+    predict = [sys.executable, "predict.py", "release.pt"]
+    status, _, err = run(*predict, cwd=project, env=env)
+    assert status != 0 and "CUDA" in err
+    status, out, err = run(script("torchdev-lint"), "--isolated", "--no-cache", "--fix", "predict.py", cwd=project)
+    assert status == 0 and "Fixed 1 problem" in out, out + err
+    status, out, err = run(*predict, cwd=project, env=env)
+    assert status == 0 and out.startswith("["), err

@@ -87,8 +87,9 @@ class LoadWithoutMapLocation(Rule):
     (`device`, `self.device`, `args.device`...), or `map_location="cpu"` where none is at
     hand.
 
-    Fix safety: safe when the loaded object goes straight into `load_state_dict(...)`,
-    which copies the values onto the module's own devices wherever they were loaded.
+    Fix safety: safe when the loaded object (or one entry of it, `torch.load(f)["model"]`)
+    goes straight into `load_state_dict(...)`, which copies the values onto the module's own
+    devices wherever they were loaded.
     Unsafe otherwise: tensors used directly now land on the chosen device instead of the
     one they were saved from.
 
@@ -196,6 +197,12 @@ class LoadWithoutMapLocation(Rule):
             3, 27,
             "import torch\ndef restore(model, path, device):\n"
             "    model.load_state_dict(torch.load(path, map_location=device))\n",
+        ),
+        Invalid(  # one entry of the checkpoint goes straight into load_state_dict: a safe fix too
+            "import torch\ndef restore(model, path, device):\n    model.load_state_dict(torch.load(path)['model'])\n",
+            3, 27,
+            "import torch\ndef restore(model, path, device):\n"
+            "    model.load_state_dict(torch.load(path, map_location=device)['model'])\n",
         ),
         Invalid(  # the same dataset saving tensors its caller gave it: they may be on any device
             "import os\nimport torch\nclass Digits:\n"
@@ -381,7 +388,7 @@ class LoadWithoutMapLocation(Rule):
         choice, _ = fixes.device_for(self.ctx, ancestors, node)
         device = fixes.expression(choice.code if choice.existing else '"cpu"')
         applicability = (
-            Applicability.SAFE if _feeds_load_state_dict(ancestors) else Applicability.UNSAFE
+            Applicability.SAFE if _state_dict_call(ancestors) is not None else Applicability.UNSAFE
         )
         return Fix(
             applicability,
@@ -403,8 +410,9 @@ def _weights_use(ancestors, node: cst.Call) -> tuple[cst.CSTNode, str] | None:
     checkpoint key (``ckpt["state_dict"]``), used as a module (``net.eval()``, ``net(x)``) or
     handed to a function that loads it. A file of plain objects or arrays, or a learning-rate
     scheduler's state, holds no device."""
-    if _feeds_load_state_dict(ancestors) and not _schedules(ancestors[-3].func.value):
-        return ancestors[-3], "the loaded tensors are weights: they go into load_state_dict"
+    loader = _state_dict_call(ancestors)
+    if loader is not None and not _schedules(loader.func.value):
+        return loader, "the loaded tensors are weights: they go into load_state_dict"
     parent = ancestors[-2] if len(ancestors) > 1 else None  # ancestors end with the call itself
     key = _weight_key(parent) if isinstance(parent, cst.Subscript) and parent.value is node else None
     if key is not None:
@@ -468,14 +476,17 @@ def _weight_key(subscript: cst.Subscript) -> str | None:
     return None
 
 
-def _feeds_load_state_dict(ancestors) -> bool:
-    """``m.load_state_dict(torch.load(...))``: the call is the direct argument."""
-    if len(ancestors) < 3:
-        return False
-    outer, arg = ancestors[-3], ancestors[-2]
-    return (
-        isinstance(outer, cst.Call)
-        and isinstance(arg, cst.Arg)
-        and isinstance(outer.func, cst.Attribute)
-        and outer.func.attr.value == "load_state_dict"
-    )
+def _state_dict_call(ancestors) -> cst.Call | None:
+    """The ``m.load_state_dict(...)`` call that the load's result goes straight into:
+    ``m.load_state_dict(torch.load(...))``, or one entry of it, ``m.load_state_dict(
+    torch.load(...)["model"])`` (the rest of the loaded object is dropped at once)."""
+    inner = len(ancestors) - 2
+    if inner >= 1 and isinstance(ancestors[inner], cst.Subscript) and ancestors[inner].value is ancestors[-1]:
+        inner -= 1
+    if inner < 1:
+        return None
+    outer, arg = ancestors[inner - 1], ancestors[inner]
+    if (isinstance(outer, cst.Call) and isinstance(arg, cst.Arg) and isinstance(outer.func, cst.Attribute)
+            and outer.func.attr.value == "load_state_dict"):
+        return outer
+    return None
