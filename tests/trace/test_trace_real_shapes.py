@@ -200,3 +200,15 @@ def test_torchrun_command_lines_are_read_as_their_worker():
     assert (launch.target, launch.module, launch.args) == ("pkg.train", True, ["--local-rank=0"])
     assert cli.launch_of("train", True, ["x.py"]) is None
     assert cli.launch_of(str(ROOT / "torchrun"), False, ["--standalone", "x.py"]).target == "x.py"
+
+
+def test_a_program_that_fails_before_using_a_gpu_is_not_called_cpu_only(tmp_path):
+    program = tmp_path / "needs_torchrun.py"
+    program.write_text("import os\nimport torch\nrank = int(os.environ['RANK'])\nprint(torch.ones(2).cuda())\n")
+    out, err = io.StringIO(), io.StringIO()
+    cli.main(["--mode", "sim", "--program-output", str(tmp_path / "out.txt"), str(program)],
+             stdout=out, stderr=err, cwd=str(tmp_path))
+    text = out.getvalue()
+    assert "  the program raised KeyError at needs_torchrun.py:3" in text
+    assert "  the program stopped before it used a GPU: this run confirms nothing\n" in text
+    assert "ran on the CPU only" not in text

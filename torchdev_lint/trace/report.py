@@ -10,6 +10,7 @@ from torchdev_lint.trace.verdicts import (CONFIRMED, NOT_CONFIRMED, NOT_REACHED,
                                           stop_words, touched_accelerator, unsupported)
 
 CPU_ONLY_WORDS = "the program ran on the CPU only: nothing to confirm"
+STOPPED_EARLY_WORDS = "the program stopped before it used a GPU: this run confirms nothing"
 
 MODE_WORDS = {
     "sim": "on a simulated GPU (values computed on the CPU, placement tracked as on cuda:0)",
@@ -100,7 +101,8 @@ def render_text(traced: list[TracedFinding], runs: list[Run], where: Where, file
         lines.append(f"  the program {outcome_words(run, where)}")
         if (number == 0 and run.error is None and run.mode in ("sim", "real") and not touched_accelerator(run)
                 and not run.of_kind("mismatch")):  # another device (meta) met the CPU's
-            lines.append(f"  {CPU_ONLY_WORDS}")
+            ended_well = run.outcome.get("kind") == "exit" and run.outcome.get("status", 0) == 0
+            lines.append(f"  {CPU_ONLY_WORDS if ended_well else STOPPED_EARLY_WORDS}")
         for limit in run.limits:
             lines.append(f"  limit: {limit}")
     if files:
