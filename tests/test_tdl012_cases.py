@@ -159,3 +159,19 @@ def test_fix_makes_the_parameter_trainable(tmp_path, run_cli):
     after = run()
     assert "parameters: ['gamma']" in after and "leaf: True" in after
     assert "gamma: [1.0, 1.0, 1.0]" not in after  # the optimizer now trains it
+
+
+def test_a_frozen_parameter_used_once_is_a_constant_but_kept_it_is_the_bug():
+    used_once = """\
+    class PositionalEncoding(nn.Module):
+        def forward(self, x):
+            return x + nn.Parameter(self.pe, requires_grad=False).to(self.device)
+    """
+    assert positions(used_once) == []
+    kept = """\
+    class PositionalEncoding(nn.Module):
+        def __init__(self, pe, device):
+            super().__init__()
+            self.pe = nn.Parameter(pe, requires_grad=False).to(device)
+    """
+    assert positions(kept) == [(4, 19)]

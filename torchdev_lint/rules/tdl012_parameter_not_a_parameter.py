@@ -86,6 +86,8 @@ class ParameterNotAParameter(Rule):
     fix_title = "Move the tensor inside the `nn.Parameter(...)`"
 
     VALID = [
+        Valid("import torch.nn as nn\nclass PE(nn.Module):\n    def forward(self, x):\n"
+              "        return x + nn.Parameter(self.pe, requires_grad=False).to(x.device)\n"),
         Valid("import torch\nimport torch.nn as nn\nclass M(nn.Module):\n    def __init__(self):\n"
               "        super().__init__()\n        self.w = nn.Parameter(torch.zeros(3).cuda())\n"),
         Valid("import torch\nimport torch.nn as nn\nclass M(nn.Module):\n    def __init__(self):\n"
@@ -174,6 +176,8 @@ class ParameterNotAParameter(Rule):
         if isinstance(parent, cst.Arg) and moves.is_parameter_call(self.ctx, self.ctx.ancestors[-3]):
             return  # wrapped again: `nn.Parameter(nn.Parameter(t).cuda())`
         built = node.func.value
+        if _frozen(built) and not isinstance(parent, (cst.Assign, cst.AnnAssign, cst.Return)):
+            return  # a constant used once, `x + nn.Parameter(pe, requires_grad=False).to(d)`: nothing to train or keep
         self.report(
             node,
             f"`.{method}()` of a new `nn.Parameter` returns a plain tensor copy: it is not "
@@ -279,3 +283,10 @@ def _inside_fix(node: cst.Call, parent: cst.CSTNode | None) -> Fix | None:
         return inner.with_changes(args=args, lpar=updated.lpar, rpar=updated.rpar)
 
     return Fix(Applicability.SAFE if whole else Applicability.UNSAFE, [(node, edit)])
+
+
+def _frozen(built: cst.CSTNode) -> bool:
+    """``nn.Parameter(t, requires_grad=False)``: a parameter nobody means to train."""
+    return isinstance(built, cst.Call) and any(
+        a.keyword is not None and a.keyword.value == "requires_grad"
+        and isinstance(a.value, cst.Name) and a.value.value == "False" for a in built.args)
