@@ -440,3 +440,171 @@ def test_a_package_that_follows_the_device_of_its_values_shows_a_cpu_path(projec
                                 return x.to(self.mean.device) - self.mean
                     """})
     assert project_findings(capsys, project) == [("pkg/build.py", 3, 27, "certain")]
+
+
+# -- round trips the ninth batch showed (results/2026-11-26-first-look-1ae38a1.txt) ----------
+
+TEMPLATE_SCRIPT = """\
+import torch
+device = "cuda" if torch.cuda.is_available() else "cpu"
+for epoch in range(10):
+    train(model)
+    torch.save(model.state_dict(), {saved})
+model.load_state_dict(torch.load({loaded}))
+"""
+
+
+@pytest.mark.parametrize("saved, loaded", [
+    ("'{}.pkl'.format(epoch)", "'{}.pkl'.format(best_epoch)"),
+    ('f"{epoch}.pkl"', "'{}.pkl'.format(best)"),
+    ("'%d.pkl' % epoch", "'%d.pkl' % best"),
+    ('os.path.join(out, f"ckpt_{epoch}.pt")', 'os.path.join(out, f"ckpt_{best}.pt")'),
+])
+def test_a_name_template_the_script_saves_with_is_a_round_trip(saved, loaded):
+    code = TEMPLATE_SCRIPT.format(saved=saved, loaded=loaded)
+    assert found(code) == [(6, 23, "possible")]
+
+
+@pytest.mark.parametrize("loaded", [
+    "'{}.pth'.format(best_epoch)",  # other literal text: another family of files
+    "args.weights",  # no template
+    'os.path.join(args.pretrained, f"ckpt_{best}.pt")',  # the template under another directory
+])
+def test_another_template_or_directory_stays_certain(loaded):
+    code = TEMPLATE_SCRIPT.format(saved='os.path.join(out, f"ckpt_{epoch}.pt")' if "ckpt" in loaded
+                                  else "'{}.pkl'.format(epoch)", loaded=loaded)
+    assert found(code) == [(6, 23, "certain")]
+
+
+SAVE_HELPER = """\
+    import torch
+    from pathlib import Path
+    def save_model(model, target_dir, model_name):
+        path = Path(target_dir)
+        path.mkdir(exist_ok=True)
+        torch.save(obj=model.state_dict(), f=path / model_name)
+"""
+
+
+@pytest.mark.parametrize("load", [
+    'model.load_state_dict(torch.load("models/effnet.pth"))',
+    'best = "models/effnet.pth"\nmodel.load_state_dict(torch.load(best))',
+])
+def test_a_file_a_project_helper_saved_earlier_is_a_round_trip(project, capsys, load):
+    write(project, {"utils.py": SAVE_HELPER, "run.py": (
+        "import torch\nimport utils\n"
+        'device = "cuda" if torch.cuda.is_available() else "cpu"\n'
+        "model = Net().to(device)\n"
+        'utils.save_model(model=model, target_dir="models", model_name="effnet.pth")\n'
+        + load + "\n")})
+    line = 6 if load.startswith("model") else 7
+    assert project_findings(capsys, project) == [("run.py", line, 23, "possible")]
+
+
+def test_a_project_helper_handed_a_template_of_the_name_is_a_round_trip(project, capsys):
+    write(project, {"utils.py": SAVE_HELPER, "run.py": """\
+        import torch
+        from utils import save_model
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        for name in ["effnetb0", "effnetb2"]:
+            for epochs in [5, 10]:
+                save_name = f"07_{name}_{epochs}_epochs.pth"
+                save_model(model=train(name, epochs), target_dir="models", model_name=save_name)
+        model.load_state_dict(torch.load("models/07_effnetb2_10_epochs.pth"))
+    """})
+    assert project_findings(capsys, project) == [("run.py", 8, 23, "possible")]
+
+
+@pytest.mark.parametrize("helper, load", [
+    # the helper saves, but was handed another name
+    ('utils.save_model(model=model, target_dir="models", model_name="effnet.pth")',
+     'model.load_state_dict(torch.load("pretrained/resnet.pth"))'),
+    # the helper was handed the name, but saves nothing
+    ('utils.show(model, "models/effnet.pth")', 'model.load_state_dict(torch.load("models/effnet.pth"))'),
+])
+def test_a_helper_that_did_not_save_that_file_leaves_the_load_certain(project, capsys, helper, load):
+    write(project, {"utils.py": SAVE_HELPER + "    def show(model, name):\n        print(model, name)\n",
+                    "run.py": (
+        "import torch\nimport utils\n"
+        'device = "cuda" if torch.cuda.is_available() else "cpu"\n'
+        "model = Net().to(device)\n" + helper + "\n" + load + "\n")})
+    assert project_findings(capsys, project) == [("run.py", 6, 23, "certain")]
+
+
+EARLY_STOPPING = """\
+    import torch
+    class EarlyStopping:
+        def __call__(self, loss, model, path):
+            torch.save(model.state_dict(), path + '/' + 'checkpoint.pth')
+"""
+
+EXPERIMENT = """\
+    import os
+    import torch
+    from tools import EarlyStopping
+    class Exp:
+        def __init__(self, args):
+            self.args = args
+            self.device = torch.device("cuda" if args.use_gpu else "cpu")
+        def train(self, setting):
+            path = os.path.join(self.args.checkpoints, setting)
+            early_stopping = EarlyStopping()
+            for epoch in range(self.args.epochs):
+                early_stopping(self.validate(), self.model, path)
+        def predict(self, setting):
+            path = os.path.join(self.args.checkpoints, setting)
+            best_model_path = path + '/' + '{name}'
+            self.model.load_state_dict(torch.load(best_model_path))
+"""
+
+
+def test_a_file_another_method_of_the_class_writes_is_a_round_trip(project, capsys):
+    write(project, {"tools.py": EARLY_STOPPING, "exp.py": EXPERIMENT.replace("{name}", "checkpoint.pth")})
+    assert project_findings(capsys, project) == [("exp.py", 16, 36, "possible")]
+
+
+def test_a_method_that_saves_directly_is_a_round_trip_too():
+    code = EXPERIMENT.replace("{name}", "checkpoint.pth").replace(
+        "early_stopping(self.validate(), self.model, path)",
+        "torch.save(self.model.state_dict(), path + '/' + 'checkpoint.pth')")
+    assert found(code) == [(16, 36, "possible")]
+
+
+def test_a_file_of_another_name_than_the_class_writes_stays_certain(project, capsys):
+    write(project, {"tools.py": EARLY_STOPPING, "exp.py": EXPERIMENT.replace("{name}", "pretrained.pth")})
+    assert project_findings(capsys, project) == [("exp.py", 16, 36, "certain")]
+
+
+@pytest.mark.parametrize("move", [
+    "v.to('cpu')", "v.to(torch.device('cpu'))", "v.to(device='cpu')", "v.cpu()",
+])
+def test_weights_moved_to_the_cpu_with_to_count_as_cpu_saves(project, capsys, move):
+    write(project, {
+        "infer.py": PUBLISHED,
+        "train.py": f"""\
+            import torch
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+            def save(decoder, path):
+                state_dict = decoder.state_dict()
+                for k, v in state_dict.items():
+                    state_dict[k] = {move}
+                torch.save(state_dict, path)
+        """,
+    })
+    assert project_findings(capsys, project) == [("infer.py", 9, 23, "possible")]
+
+
+def test_a_move_to_another_device_is_no_cpu_save(project, capsys):
+    write(project, {
+        "infer.py": PUBLISHED,
+        "train.py": """\
+            import torch
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+            def save(decoder, path):
+                state_dict = decoder.state_dict()
+                for k, v in state_dict.items():
+                    state_dict[k] = v.to(torch.device('cuda'))
+                torch.save(state_dict, path)
+        """,
+    })
+    assert project_findings(capsys, project) == [("infer.py", 9, 23, "certain")]

@@ -88,6 +88,9 @@ class ModuleFacts:
     # as "cpu:N" when the saving function moves tensors to the CPU before line N
     # (`state_dict[k] = v.cpu()`, `model.cpu()`), "plain:N" otherwise (`weight_saves`)
     weight_saves: list[str] = field(default_factory=list)
+    # its top-level functions and classes whose code calls `torch.save` (`saving_defs`): a
+    # call of one may write any file it is handed the name of
+    saving_defs: list[str] = field(default_factory=list)
     digest: str = ""  # of the file's bytes: code that follows calls into it depends on them
     # why the file was not read (over the budget of `limits.py`): it contributes no facts
     skipped: str = ""
@@ -332,6 +335,27 @@ def file_name_shape(expr: ast.expr, resolve, depth: int = 0) -> str | None:
     return name if re.search(r"[A-Za-z0-9]", stem.replace("{}", "")) else None
 
 
+def path_template(expr: ast.expr, resolve) -> str:
+    """The whole path a path expression names, with ``{}`` for the parts only known when it
+    runs: ``'{}.pkl'.format(epoch)``, ``f"{epoch}.pkl"`` and ``'%d.pkl' % epoch`` all give
+    ``{}.pkl``."""
+    return _PLACEHOLDERS.sub("{}", _path_text(expr, resolve, 0)).replace("\\", "/")
+
+
+def template_names(template: str, name: str) -> bool:
+    """``name`` is one of the files ``template`` (``path_template``) names: the same text, or
+    the template's literal parts in order with anything in place of each ``{}``
+    (``07_{}_{}_epochs.pth`` names ``07_effnetb2_data_10_epochs.pth``). A template whose
+    stem spells nothing but its placeholders (``{}.pth``) names no particular file."""
+    if template == name:
+        return True
+    stem = template.rsplit(".", 1)[0] if "." in template else template
+    if "{}" not in template or not re.search(r"[A-Za-z0-9]", stem.replace("{}", "")):
+        return False
+    pattern = ".+".join(re.escape(part) for part in template.split("{}"))
+    return re.fullmatch(pattern, name) is not None
+
+
 def _path_text(expr: ast.expr, resolve, depth: int, nesting: int = 0) -> str:
     if nesting > _MAX_NESTING:
         return "{}"  # `"a" + "b" + ...` thousands deep: no file name is spelled so
@@ -350,7 +374,8 @@ def _path_text(expr: ast.expr, resolve, depth: int, nesting: int = 0) -> str:
             return _PRINTF.sub("{}", left)
     if isinstance(expr, ast.Call):
         func = _dotted(expr.func) or ""
-        last = func.rsplit(".", 1)[-1]
+        # `'{}.pkl'.format(epoch)`: a method of a literal, which has no dotted name
+        last = expr.func.attr if isinstance(expr.func, ast.Attribute) else func.rsplit(".", 1)[-1]
         args = [a for a in expr.args if not isinstance(a, ast.Starred)]
         if last == "format" and isinstance(expr.func, ast.Attribute) and isinstance(expr.func.value, ast.Constant):
             return _FIELD.sub("{}", str(expr.func.value.value))
@@ -532,8 +557,23 @@ def _root_name(node: ast.AST) -> str | None:
 
 
 def _moves_to_cpu(node: ast.AST) -> bool:
-    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "cpu"
-               and not n.args for n in ast.walk(node))
+    """``node`` moves something to the CPU: ``.cpu()``, ``.to("cpu")``, ``.to(torch.device("cpu"))``,
+    ``.to(device="cpu")``."""
+    return any(isinstance(n, ast.Call) and _is_cpu_move(n) for n in ast.walk(node))
+
+
+def _is_cpu_move(call: ast.Call) -> bool:
+    if not isinstance(call.func, ast.Attribute):
+        return False
+    if call.func.attr == "cpu":
+        return not call.args
+    if call.func.attr != "to":
+        return False
+    first = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "device"), None)
+    if isinstance(first, ast.Call) and (_dotted(first.func) or "").rsplit(".", 1)[-1] == "device" \
+            and len(first.args) == 1:
+        first = first.args[0]  # `torch.device("cpu")`
+    return isinstance(first, ast.Constant) and first.value == "cpu"
 
 
 def weight_saves(reader: "_Reader", tree: ast.Module) -> list[str]:
@@ -553,8 +593,7 @@ def weight_saves(reader: "_Reader", tree: ast.Module) -> list[str]:
         for node in nodes:
             if isinstance(node, ast.Assign) and _moves_to_cpu(node.value):
                 moved += [(name, node.lineno) for t in node.targets if (name := _root_name(t)) is not None]
-            elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and isinstance(
-                    node.value.func, ast.Attribute) and node.value.func.attr == "cpu":
+            elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and _is_cpu_move(node.value):
                 name = _root_name(node.value.func.value)
                 if name is not None:
                     moved.append((name, node.lineno))
@@ -563,6 +602,14 @@ def weight_saves(reader: "_Reader", tree: ast.Module) -> list[str]:
             cpu = _moves_to_cpu(save.args[0]) or any(n == root and line <= save.lineno for n, line in moved)
             found.append(f"{'cpu' if cpu else 'plain'}:{save.lineno}")
     return found
+
+
+def saving_defs(reader: "_Reader", tree: ast.Module) -> list[str]:
+    """The module's top-level functions and classes whose code calls ``torch.save``
+    (``def save_model(model, target_dir, model_name): torch.save(..., target_dir / model_name)``)."""
+    return [node.name for node in tree.body
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            and any(type(n) is ast.Call and reader.qualify(n.func) in kinds.TORCH_SAVERS for n in ast.walk(node))]
 
 
 def names_devices(text: str) -> bool:
@@ -701,6 +748,7 @@ def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | No
     facts.cpu_path = cpu_path(text, lines)
     if "save(" in text:
         facts.weight_saves = weight_saves(reader, tree)
+        facts.saving_defs = saving_defs(reader, tree)
     devices = _device_lines(text, lines) if names_devices(text) else set()
     facts.names_devices = bool(devices)
     if devices or "load(" in text:
@@ -823,6 +871,12 @@ class ProjectIndex:
         from outside the project or one no module defines."""
         found = self._find(qualified, origin)
         return None if found is None or found[0] == "external" else found
+
+    def saves_when_called(self, qualified: str, origin: str | None = None) -> bool:
+        """``qualified`` is a project function or class whose code calls ``torch.save``
+        (``ModuleFacts.saving_defs``)."""
+        found = self.locate(qualified, origin)
+        return found is not None and found[1] in found[0].saving_defs
 
     def imported_digest(self, path: str) -> str:
         """One digest of the project modules ``path`` imports from (directly): analyses

@@ -15,7 +15,7 @@ import libcst as cst
 from torchdev_lint.analysis import kinds, tree
 from torchdev_lint.analysis.guards import code_of, is_guarded
 from torchdev_lint.analysis.classes import methods
-from torchdev_lint.analysis.project_index import file_name_shape
+from torchdev_lint.analysis.project_index import file_name_shape, path_template, template_names
 
 # Methods that write checkpoints or models the test then reads back: `scripted.save(f)`,
 # `trainer.save_checkpoint(p)`, `trainer.fit(model)` (its checkpoint callback).
@@ -88,10 +88,37 @@ def same_file_named(save: cst.Call, load: cst.Call) -> bool:
     loaded = loaded_file(load)
     if saved is None or loaded is None:
         return False
+    family = _family(saved)
+    if family is not None and family == _family(loaded):
+        return True  # `'{}.pkl'.format(epoch)` then `'{}.pkl'.format(best_epoch)`
     (saved_names, saved_texts), (loaded_names, loaded_texts) = _path_words(saved), _path_words(loaded)
     if saved_names or loaded_names:
         return bool(saved_names & loaded_names)
     return bool(saved_texts & loaded_texts)
+
+
+_JOINS = frozenset({"os.path.join", "osp.join", "path.join"})
+
+
+def _family(expr: cst.BaseExpression) -> tuple[tuple[str, ...], str] | None:
+    """The family of files a path expression names when its file name is a template:
+    literal text with parts only known when it runs (``'{}.pkl'.format(epoch)``,
+    ``f"ckpt_{e}.pt"``, ``'%d.pkl' % epoch``), under a directory spelled the same
+    (``os.path.join(d, ...)``, ``d / ...``) or none: (the directory's code, the template).
+    Two paths of one family name the same files whatever the arguments; a directory that
+    is itself filled in when it runs (``f"{out}/ckpt_{e}.pt"``) is not compared: None."""
+    directory: tuple[str, ...] = ()
+    node = expr
+    if isinstance(node, cst.Call) and code_of(node.func) in _JOINS and len(node.args) >= 2 \
+            and all(a.keyword is None and not a.star for a in node.args):
+        directory, node = tuple(code_of(a.value) for a in node.args[:-1]), node.args[-1].value
+    elif isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide):
+        directory, node = (code_of(node.left),), node.right
+    template = path_template(_as_ast(node), lambda name: None)
+    folder, _, name = template.rpartition("/")
+    if "{}" in folder or "{}" not in name or not re.search(r"[A-Za-z0-9]", name.replace("{}", "")):
+        return None
+    return directory, template
 
 
 def loaded_file(call: cst.Call) -> cst.BaseExpression | None:
@@ -799,3 +826,70 @@ def resumes_option(ctx, ancestors, call: cst.Call) -> cst.CSTNode | None:
         if not found and isinstance(parent, cst.If) and child is parent.body:
             tree.walk(parent.test, enter)
     return found[0] if found else None
+
+
+def saved_earlier_by_project_helper(ctx, ancestors, call: cst.Call) -> cst.Call | None:
+    """A round trip through a project function that saves: earlier in the same function
+    (or the module's, a notebook's, top-level code) a call of a project function or class
+    whose code calls ``torch.save`` (the index's ``saving_defs``) was handed the name of
+    the file the load reads (``save_model(m, target_dir="models", model_name="effnet.pth")``
+    then ``torch.load("models/effnet.pth")``; a template of it, ``f"effnet_{n}.pth"``, too).
+    The call, or None."""
+    target = loaded_file(call)
+    scope = _scope_of(ancestors)
+    if ctx.index is None or scope is None or target is None:
+        return None
+
+    def resolve(name: str) -> ast.expr | None:
+        return _single_value(ctx, scope, name)
+
+    loaded = path_template(_as_ast(target), resolve).rsplit("/", 1)[-1]
+    if "{}" in loaded or not re.search(r"[A-Za-z0-9]", loaded):
+        return None  # no file name spelled
+    calls = _scope_calls(ctx, scope)
+    position = calls.order.get(id(call), len(calls.order))
+    for earlier in calls.calls[:position]:
+        qualified = ctx.qualified_name(earlier.func)
+        if not qualified or qualified.startswith(_PATH_QUERIES) or qualified in _BUILTINS:
+            continue
+        names = [path_template(_as_ast(a.value), resolve).rsplit("/", 1)[-1] for a in earlier.args]
+        if any(template_names(n, loaded) for n in names) and ctx.index.saves_when_called(qualified, ctx.path):
+            return earlier
+    return None
+
+
+def written_by_another_method(ctx, ancestors, call: cst.Call) -> cst.Call | None:
+    """A load in a method of a class another method of which writes a file of that name
+    (``file_name_shape``, ``checkpoint.pth`` of ``path + "/" + "checkpoint.pth"``): with
+    ``torch.save``, or through a helper of the file or the project that saves one
+    (``early_stopping(loss, self.model, path)``, ``_callee_saves``). One object trains
+    and then predicts from the checkpoint it wrote: a round trip. The save, or None."""
+    index = next((i for i in range(len(ancestors) - 1, -1, -1) if isinstance(ancestors[i], cst.FunctionDef)), None)
+    klass = ancestors[index - 2] if index is not None and index >= 2 else None
+    if not isinstance(klass, cst.ClassDef):
+        return None  # not in a method (asked after the file was read: from the ancestors)
+    shape = _load_shape(ctx, ancestors, call)
+    if shape is None:
+        return None
+    loading = ancestors[index]
+    return ctx.once(("provenance: class writes", id(klass), id(loading), shape),
+                    lambda: _class_writes(ctx, ancestors[0], klass, shape, loading))
+
+
+def _class_writes(ctx, module: cst.Module, klass: cst.ClassDef, shape: str, loading) -> cst.Call | None:
+    for function, _ in methods(klass):
+        if function is loading:
+            continue
+        for c in _scope_calls(ctx, function).calls[:_MAX_SAVES * 4]:
+            qualified = ctx.qualified_name(c.func) or ""
+            if qualified in kinds.TORCH_SAVERS:
+                written = [a.value for a in c.args if a.keyword is None][1:2] or [
+                    a.value for a in c.args if a.keyword and a.keyword.value == "f"]
+                if written and file_name_shape(
+                        _as_ast(written[0]), lambda name: _single_value(ctx, function, name)) == shape:
+                    return c
+            elif not (qualified.startswith(_PATH_QUERIES) or qualified in _BUILTINS
+                      or qualified in kinds.TORCH_LOADERS) and c.args \
+                    and _callee_saves(ctx, module, function, c, shape):
+                return c
+    return None

@@ -128,7 +128,17 @@ class LoadWithoutMapLocation(Rule):
     - any load of weights in a project that saves its weights as CPU tensors (a
       `torch.save` of what was moved to the CPU first, `state_dict[k] = v.cpu()`, with
       every other save of weights in code that never names a device): its checkpoints, the
-      published ones too, load anywhere.
+      published ones too, load anywhere (`.cpu()`, `.to("cpu")` and
+      `.to(torch.device("cpu"))` alike);
+    - since the first look at 17 more: a path of the same name template as a save of the
+      same file (identical literal parts, any arguments: `'{}.pkl'.format(epoch)` saved,
+      `'{}.pkl'.format(best_epoch)` loaded; `f"ckpt_{e}.pt"` under the same directory
+      expression); a file an earlier call of a project function that calls `torch.save`
+      was handed the name of (`save_model(m, target_dir="models", model_name="net.pth")`
+      then `torch.load("models/net.pth")`, or a name that fits the template handed, in a
+      script or a notebook); a load in a method of a class another method of which writes
+      a file of that name, directly or through a helper that saves one (`train()` hands
+      `path` to `early_stopping`, `predict()` loads `path + "/checkpoint.pth"`).
 
     Not seen: a file of the loaded name that the project writes in another run (an
     inference script loading what its training script saves stays certain: that is how
@@ -374,6 +384,14 @@ class LoadWithoutMapLocation(Rule):
         if callee is not None:
             yield (callee, f"`{code_of(callee.func)}` was handed the same path earlier and saves a file of that "
                            "name: this reads back what this run wrote")
+        helper = provenance.saved_earlier_by_project_helper(ctx, ancestors, node) if callee is None else None
+        if helper is not None:
+            yield (helper, f"`{code_of(helper.func)}` saves with torch.save and was handed the name of this "
+                           "file earlier: this reads back what this run wrote")
+        writer = provenance.written_by_another_method(ctx, ancestors, node)
+        if writer is not None:
+            yield (writer, "another method of the same class writes a file of that name: the object may "
+                           "read back what it wrote, on the machine that wrote it")
         script = self.saves and not portability.is_library_module(ctx, ancestors[0])
         option = provenance.resumes_option(ctx, ancestors, node) if script else None
         if option is not None:
