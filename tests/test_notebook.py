@@ -80,3 +80,21 @@ def test_syntax_error_in_a_cell_names_the_cell(tmp_path, run_cli):
     write_notebook(tmp_path / "bad.ipynb", data)
     status, _, err = run_cli("--isolated", "bad.ipynb", cwd=tmp_path)
     assert status == 2 and "bad.ipynb:cell 2:" in err and "syntax error" in err
+
+
+def test_a_timed_cell_is_python_and_its_fix_keeps_the_magic(tmp_path, run_cli):
+    data = {**NOTEBOOK, "cells": [
+        {"cell_type": "code", "execution_count": 1, "metadata": {}, "outputs": [],
+         "source": ["%%time\n", "import torch\n", "y = torch.zeros(3).cuda()"]},
+        {"cell_type": "code", "execution_count": 2, "metadata": {}, "outputs": [],
+         "source": ["%%writefile train.py\n", "x = torch.zeros(3).cuda()"]},
+    ]}
+    write_notebook(tmp_path / "timed.ipynb", data)
+    status, out, err = run_cli("--isolated", "--preview", "--select", "TDL001", "--format", "json",
+                               "timed.ipynb", cwd=tmp_path)
+    assert status == 1, err
+    assert [(f["cell"], f["line"], f["column"]) for f in json.loads(out)] == [(1, 3, 5)]
+    run_cli("--isolated", "--preview", "--select", "TDL001", "--fix", "timed.ipynb", cwd=tmp_path)
+    cells = json.loads((tmp_path / "timed.ipynb").read_text(encoding="utf-8"))["cells"]
+    assert cells[0]["source"][0] == "%%time\n" and ".cuda()" not in "".join(cells[0]["source"])
+    assert cells[1]["source"] == data["cells"][1]["source"]

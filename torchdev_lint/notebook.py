@@ -21,6 +21,9 @@ from torchdev_lint.lines import split as split_lines
 
 _MAGIC = re.compile(r"^\s*[%!?]|^\s*[\w.]+\?{1,2}\s*$|^\s*[\w.]+(\s*,\s*[\w.]+)*\s*=\s*[%!]")
 _PLACEHOLDER = "pass"
+# Cell magics whose body is the kernel's own Python (`%%time` runs the cell and times it);
+# any other (`%%bash`, `%%writefile`, `%%html`) holds something else and is skipped.
+_PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun"})
 
 
 class NotebookError(ValueError):
@@ -60,7 +63,7 @@ class Notebook:
             if not isinstance(cell, dict) or cell.get("cell_type") != "code":
                 continue
             source = _cell_source(cell, index)
-            if source.lstrip().startswith("%%"):
+            if source.lstrip().startswith("%%") and not _python_cell_magic(source):
                 continue
             for text, line in _masked(source.split("\n"), index):
                 pieces.append(text)
@@ -141,6 +144,13 @@ def _masked(lines: list[str], cell: int):
         yield continuing + _PLACEHOLDER, _Line(cell, number, line, tail)
         if not line.endswith("\\"):
             continuing = None
+
+
+def _python_cell_magic(source: str) -> bool:
+    """A cell that starts with a cell magic running its body as Python (the magic's line is
+    then masked like any other IPython line)."""
+    name = source.lstrip()[2:].split(None, 1)[0] if source.lstrip()[2:].strip() else ""
+    return name in _PYTHON_CELL_MAGICS
 
 
 def _language(data: dict) -> str:
