@@ -111,6 +111,14 @@ def test_every_rule_same_findings_as_cli(examples):
     assert {row[3] for row in expected} == {c for c, r in Rule.registry.items() if not r.opt_in}
 
 
+def test_the_default_tier_same_findings_as_cli():
+    # the rules' examples share one directory, whose saves make every load there possible: the
+    # bundled project holds certain findings of the default tier
+    expected = cli_findings("testdata/project")
+    assert [row[3] for row in expected] == ["TDL004"]
+    assert flake8_findings(flake8("--select", "TDL", "testdata/project")) == expected
+
+
 def test_columns_are_those_the_user_sees(tmp_path):
     # flake8 adds 1 to a plugin's column: the plugin must yield 0-based offsets
     (tmp_path / "a.py").write_text("import torch\ntorch.zeros(1).cuda()\ns = 'é'; torch.ones(1).cuda()\n", encoding="utf-8")
