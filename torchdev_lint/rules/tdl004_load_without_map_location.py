@@ -98,8 +98,8 @@ class LoadWithoutMapLocation(Rule):
     takes a device, or the file offers a CPU option or fallback; library code too, a module of
     a package with no `__main__` block and no top-level loop or `with`, when its package shows
     a CPU path: a `"cpu"` literal, a function taking `device` or `map_location`, or code that
-    follows the device of a value, `x.to(self.mean.device)`, in any of its modules) and the file holds tensors (the object goes into `load_state_dict` or another
-    loading function, is read under a checkpoint key such as `["state_dict"]`, or is used as
+    follows the device of a value, `x.to(self.mean.device)`, in any of its modules) and the
+    file holds tensors (the object goes into `load_state_dict` or another loading function, is read under a checkpoint key such as `["state_dict"]`, or is used as
     a module): a script with `--cpu` loading `torch.load(args.weights)`, published weights
     trained on a GPU.
 
@@ -113,9 +113,9 @@ class LoadWithoutMapLocation(Rule):
       passes `map_location`: no CPU-only machine runs it;
     - a load in code that needs CUDA anyway: a block that runs whenever the load does, up to
       its function, imports a CUDA-only library (`from torch2trt import TRTModule`,
-      TensorRT, apex, PyCUDA, CuPy), calls `.cuda()` unconditionally, uses a
-      `torch.cuda.FloatTensor`-style type or calls a `torch.cuda` function that raises
-      without CUDA (`torch.cuda.synchronize()`);
+      TensorRT, apex, PyCUDA, CuPy), uses a `torch.cuda.FloatTensor`-style type or calls a
+      `torch.cuda` function that raises without CUDA (`torch.cuda.synchronize()`); a bare
+      `.cuda()` does not count: where the code runs without CUDA it is TDL001's finding;
     - a round trip through a helper: earlier in the same function a call was handed a
       variable the path is built from and reaches a `torch.save` of a file of that name (a
       function or class of the same file, or a project module the index says writes it):
