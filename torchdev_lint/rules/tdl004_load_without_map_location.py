@@ -99,8 +99,8 @@ class LoadWithoutMapLocation(Rule):
     a package with no `__main__` block and no top-level loop or `with`, when its package shows
     a CPU path: a `"cpu"` literal, a function taking `device` or `map_location`, or code that
     follows the device of a value, `x.to(self.mean.device)`, in any of its modules) and the
-    file holds tensors (the object goes into `load_state_dict` or another loading function, is read under a checkpoint key such as `["state_dict"]`, or is used as
-    a module): a script with `--cpu` loading `torch.load(args.weights)`, published weights
+    file holds tensors (the object goes into `load_state_dict` or another loading function,
+    is read under a checkpoint key such as `["state_dict"]`, or is used as a module): a script with `--cpu` loading `torch.load(args.weights)`, published weights
     trained on a GPU.
 
     Possible: a file of plain objects, a learning-rate scheduler's or gradient scaler's
