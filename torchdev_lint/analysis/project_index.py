@@ -1003,8 +1003,11 @@ class ProjectIndex:
         return self._memo[key]
 
     def saved_names(self) -> tuple[str, ...]:
-        """Every file name (``file_name_shape``) the project's ``torch.save`` calls write."""
-        return tuple(sorted(self._writers()[0]))
+        """Every file name (``file_name_shape``) the project's ``torch.save`` calls write, and
+        the functions and classes that call it: what a load's round trip through a project
+        helper depends on (a cache key part, ``facts_for``)."""
+        defs = sorted((m.path, d) for modules in self.modules.values() for m in modules for d in m.saving_defs)
+        return (*sorted(self._writers()[0]), *(f"{path}:{name}" for path, name in defs))
 
     def package_cpu_path(self, path: str) -> str | None:
         """Where a module of the package holding ``path`` (its outermost package) shows a

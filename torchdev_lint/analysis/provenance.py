@@ -128,6 +128,19 @@ def loaded_file(call: cst.Call) -> cst.BaseExpression | None:
     return None
 
 
+def saved_file(call: cst.Call) -> cst.BaseExpression | None:
+    """The file a ``torch.save(obj, f)`` writes: ``f=``, or its second positional argument."""
+    positional = [a.value for a in call.args if a.keyword is None]
+    return next((a.value for a in call.args if a.keyword and a.keyword.value == "f"),
+                positional[1] if len(positional) > 1 else None)
+
+
+def _may_write(qualified: str) -> bool:
+    """A call that may write the file it is handed: not a path query (``os.path.exists``)
+    nor a builtin (``print``, ``len``)."""
+    return not (qualified.startswith(_PATH_QUERIES) or qualified in _BUILTINS)
+
+
 def written_here(ctx, call: cst.Call) -> bool:
     """The file ``call`` loads was written earlier by the same function, or by the
     module's top-level code for a load there (``torch.save(x, p)`` then ``torch.load(p)``:
@@ -199,8 +212,7 @@ class _ScopeCalls:
         if self._handed is None:
             self._handed = {}
             for index, c in enumerate(self.calls):
-                qualified = ctx.qualified_name(c.func) or ""
-                if qualified.startswith(_PATH_QUERIES) or qualified in _BUILTINS:
+                if not _may_write(ctx.qualified_name(c.func) or ""):
                     continue
                 for arg in c.args:
                     self._handed.setdefault(code_of(arg.value), index)
@@ -436,8 +448,7 @@ def _saved_data_paths(ctx, klass: cst.ClassDef) -> frozenset[str]:
         facts = _MethodFacts(method) if saves else None
         for save in saves:
             args = [a.value for a in save.args if a.keyword is None]
-            destination = next((a.value for a in save.args if a.keyword and a.keyword.value == "f"),
-                               args[1] if len(args) > 1 else None)
+            destination = saved_file(save)
             if destination is None or not args:
                 continue
             if isinstance(destination, cst.Name):
@@ -773,7 +784,7 @@ def saved_earlier_by_callee(ctx, ancestors, call: cst.Call) -> cst.Call | None:
     shape = _load_shape(ctx, ancestors, call)
     for earlier in calls.calls[:position]:
         qualified = ctx.qualified_name(earlier.func) or ""
-        if qualified.startswith(_PATH_QUERIES) or qualified in _BUILTINS or qualified in kinds.TORCH_LOADERS:
+        if not _may_write(qualified) or qualified in kinds.TORCH_LOADERS:
             continue
         if any(code_of(a.value) in roots for a in earlier.args) and _callee_saves(ctx, ancestors[0], scope, earlier, shape):
             return earlier
@@ -850,7 +861,7 @@ def saved_earlier_by_project_helper(ctx, ancestors, call: cst.Call) -> cst.Call 
     position = calls.order.get(id(call), len(calls.order))
     for earlier in calls.calls[:position]:
         qualified = ctx.qualified_name(earlier.func)
-        if not qualified or qualified.startswith(_PATH_QUERIES) or qualified in _BUILTINS:
+        if not qualified or not _may_write(qualified):
             continue
         names = [path_template(_as_ast(a.value), resolve).rsplit("/", 1)[-1] for a in earlier.args]
         if any(template_names(n, loaded) for n in names) and ctx.index.saves_when_called(qualified, ctx.path):
@@ -883,13 +894,11 @@ def _class_writes(ctx, module: cst.Module, klass: cst.ClassDef, shape: str, load
         for c in _scope_calls(ctx, function).calls[:_MAX_SAVES * 4]:
             qualified = ctx.qualified_name(c.func) or ""
             if qualified in kinds.TORCH_SAVERS:
-                written = [a.value for a in c.args if a.keyword is None][1:2] or [
-                    a.value for a in c.args if a.keyword and a.keyword.value == "f"]
-                if written and file_name_shape(
-                        _as_ast(written[0]), lambda name: _single_value(ctx, function, name)) == shape:
+                written = saved_file(c)
+                if written is not None and file_name_shape(
+                        _as_ast(written), lambda name: _single_value(ctx, function, name)) == shape:
                     return c
-            elif not (qualified.startswith(_PATH_QUERIES) or qualified in _BUILTINS
-                      or qualified in kinds.TORCH_LOADERS) and c.args \
+            elif _may_write(qualified) and qualified not in kinds.TORCH_LOADERS and c.args \
                     and _callee_saves(ctx, module, function, c, shape):
                 return c
     return None
