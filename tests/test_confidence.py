@@ -221,7 +221,8 @@ def test_a_load_in_a_lone_script_is_possible_though_it_holds_weights():
     result = lint_source("pkg/build.py", textwrap.dedent(code), [TDL004], preview=True)
     (finding,) = result.findings
     assert finding.confidence is Confidence.POSSIBLE  # no package here: a lone script
-    assert [s.line for s in finding.evidence] == [4]
+    assert [s.line for s in finding.evidence] == [4, 3]  # weights, and whose file is it?
+    assert "nothing in the project saves weights" in finding.evidence[1].message
 
 
 def test_a_package_module_load_is_certain_where_the_module_shows_a_cpu_path(tmp_path):
@@ -232,10 +233,10 @@ def test_a_package_module_load_is_certain_where_the_module_shows_a_cpu_path(tmp_
     # Linted alone (no project index): only the module itself can show a CPU path.
     (finding,) = lint_source(str(package / "build.py"), code, [TDL004], preview=True).findings
     assert finding.confidence is Confidence.POSSIBLE
-    code += "def place(model, device):\n    return model.to(device)\n"
+    code += "def export(model, device, out):\n    torch.save(model.to(device).state_dict(), out)\n"
     (finding,) = lint_source(str(package / "build.py"), code, [TDL004]).findings
     assert finding.confidence is Confidence.CERTAIN
-    assert [s.line for s in finding.evidence] == [1, 3]
+    assert [s.line for s in finding.evidence] == [1, 3, 3]  # CPU path, weights, saved from a device
 
 
 def test_a_file_of_plain_objects_is_only_possible():
@@ -395,7 +396,8 @@ def test_configured_preview_and_no_preview(tmp_path, run_cli):
 
 
 LOAD_SCRIPT = ("import sys\nimport torch\n" + FALLBACK + "model = torch.nn.Linear(2, 2)\n"
-               "model.load_state_dict(torch.load(sys.argv[1]))\n")
+               "model.load_state_dict(torch.load(sys.argv[1]))\n"
+               "def export(out):\n    torch.save(model.to(device).state_dict(), out)\n")
 
 
 def test_json_and_sarif_carry_confidence_and_evidence(tmp_path, run_cli):

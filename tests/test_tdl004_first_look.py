@@ -14,16 +14,40 @@ import pytest
 
 import torchdev_lint.rules  # noqa: F401
 from torchdev_lint import cli
+from torchdev_lint.analysis import project_index
 from torchdev_lint.engine import lint_source
 from torchdev_lint.rule import Rule
 
 TDL004 = Rule.registry["TDL004"]
 
 
+# A project's training code: it saves weights from the device it is given, so the
+# checkpoints the project writes (and publishes) can hold GPU tensors.
+TRAINER = {"trainer.py": """\
+    import torch
+    def snapshot(model, device, out):
+        torch.save(model.to(device).state_dict(), out)
+"""}
+
+
 def found(code: str, path: str = "script.py"):
-    """(line, column, confidence) of each TDL004 finding of one file, preview tier included."""
-    result = lint_source(path, textwrap.dedent(code), [TDL004], preview=True)
+    """(line, column, confidence) of each TDL004 finding of one file beside the project's
+    ``TRAINER`` (in its index), preview tier included."""
+    code = textwrap.dedent(code)
+    index = project_index.ProjectIndex()
+    index.add(path, code)
+    index.add("trainer.py", textwrap.dedent(TRAINER["trainer.py"]))
+    result = lint_source(path, code, [TDL004], preview=True, index=index)
     return [(f.line, f.column, f.confidence.value) for f in result.findings]
+
+
+def reasons(code: str, path: str = "script.py") -> list[str]:
+    """The evidence of the one TDL004 finding of ``found``'s file, each step's message."""
+    code = textwrap.dedent(code)
+    index = project_index.ProjectIndex()
+    index.add(path, code)
+    (finding,) = lint_source(path, code, [TDL004], preview=True, index=index).findings
+    return [step.message for step in finding.evidence]
 
 
 def write(root: Path, files: dict[str, str]) -> None:
@@ -33,12 +57,13 @@ def write(root: Path, files: dict[str, str]) -> None:
         path.write_text(textwrap.dedent(text))
 
 
-def project_findings(capsys, root: Path) -> list[tuple[str, int, int, str]]:
+def project_findings(capsys, root: Path, evidence: bool = False) -> list[tuple]:
     """(file, line, column, confidence) of the TDL004 findings of a run over ``root`` (with
-    the project index), preview tier included."""
+    the project index), preview tier included; with ``evidence``, each step's message too."""
     cli.main(["--format", "json", "--isolated", "--preview", "--no-cache", "--select", "TDL004", str(root)])
     return sorted(
-        (Path(f["path"]).relative_to(root).as_posix(), f["line"], f["column"], f["confidence"])
+        (Path(f["path"]).relative_to(root).as_posix(), f["line"], f["column"], f["confidence"],
+         *([[e["message"] for e in f["evidence"]]] if evidence else []))
         for f in json.loads(capsys.readouterr().out)
     )
 
@@ -330,7 +355,8 @@ def test_library_code_of_a_package_with_no_cpu_path_is_only_possible(project, ca
 
 def test_library_code_of_a_package_with_a_cpu_path_is_certain(project, capsys):
     write(project, {"pkg/__init__.py": "", "pkg/build.py": BUILDER,
-                    "pkg/device.py": 'import torch\nDEVICE = "cuda" if torch.cuda.is_available() else "cpu"\n'})
+                    "pkg/device.py": 'import torch\nDEVICE = "cuda" if torch.cuda.is_available() else "cpu"\n',
+                    **TRAINER})
     assert project_findings(capsys, project) == [("pkg/build.py", 3, 27, "certain")]
 
 
@@ -428,7 +454,7 @@ def test_a_directory_of_checkpoints_is_no_resume_option():
     model.load_state_dict(torch.load(args.checkpoint_dir + "/model.pth"))
     torch.save(model.state_dict(), "merged.pth")
     """
-    assert found(code) == [(8, 23, "certain")]
+    assert not any("resumes" in step for step in reasons(code))
 
 
 def test_a_package_that_follows_the_device_of_its_values_shows_a_cpu_path(project, capsys):
@@ -438,7 +464,7 @@ def test_a_package_that_follows_the_device_of_its_values_shows_a_cpu_path(projec
                         class Net(torch.nn.Module):
                             def embed(self, x):
                                 return x.to(self.mean.device) - self.mean
-                    """})
+                    """, **TRAINER})
     assert project_findings(capsys, project) == [("pkg/build.py", 3, 27, "certain")]
 
 
@@ -470,10 +496,10 @@ def test_a_name_template_the_script_saves_with_is_a_round_trip(saved, loaded):
     "args.weights",  # no template
     'os.path.join(args.pretrained, f"ckpt_{best}.pt")',  # the template under another directory
 ])
-def test_another_template_or_directory_stays_certain(loaded):
+def test_another_template_or_directory_is_another_file(loaded):
     code = TEMPLATE_SCRIPT.format(saved='os.path.join(out, f"ckpt_{epoch}.pt")' if "ckpt" in loaded
                                   else "'{}.pkl'.format(epoch)", loaded=loaded)
-    assert found(code) == [(6, 23, "certain")]
+    assert not any("writes a file of that name" in step for step in reasons(code))
 
 
 SAVE_HELPER = """\
@@ -522,13 +548,15 @@ def test_a_project_helper_handed_a_template_of_the_name_is_a_round_trip(project,
     # the helper was handed the name, but saves nothing
     ('utils.show(model, "models/effnet.pth")', 'model.load_state_dict(torch.load("models/effnet.pth"))'),
 ])
-def test_a_helper_that_did_not_save_that_file_leaves_the_load_certain(project, capsys, helper, load):
+def test_a_helper_that_did_not_save_that_file_makes_no_round_trip(project, capsys, helper, load):
     write(project, {"utils.py": SAVE_HELPER + "    def show(model, name):\n        print(model, name)\n",
                     "run.py": (
         "import torch\nimport utils\n"
         'device = "cuda" if torch.cuda.is_available() else "cpu"\n'
         "model = Net().to(device)\n" + helper + "\n" + load + "\n")})
-    assert project_findings(capsys, project) == [("run.py", 6, 23, "certain")]
+    ((path, line, _, _, steps),) = project_findings(capsys, project, evidence=True)
+    assert (path, line) == ("run.py", 6)
+    assert not any("this run wrote" in step for step in steps)
 
 
 EARLY_STOPPING = """\
@@ -571,7 +599,8 @@ def test_a_method_that_saves_directly_is_a_round_trip_too():
 
 
 def test_a_file_of_another_name_than_the_class_writes_stays_certain(project, capsys):
-    write(project, {"tools.py": EARLY_STOPPING, "exp.py": EXPERIMENT.replace("{name}", "pretrained.pth")})
+    write(project, {"tools.py": EARLY_STOPPING, "exp.py": EXPERIMENT.replace("{name}", "pretrained.pth").replace(
+        "best_model_path = path + '/' + 'pretrained.pth'", "best_model_path = self.args.pretrained"), **TRAINER})
     assert project_findings(capsys, project) == [("exp.py", 16, 36, "certain")]
 
 
@@ -608,3 +637,133 @@ def test_a_move_to_another_device_is_no_cpu_save(project, capsys):
         """,
     })
     assert project_findings(capsys, project) == [("infer.py", 9, 23, "certain")]
+
+
+# -- evidence that the file can hold accelerator tensors (eleventh batch) --------------------
+
+def test_published_weights_of_a_project_that_never_saves_from_a_device_are_possible():
+    (finding,) = lint_source("infer.py", PUBLISHED, [TDL004], preview=True).findings
+    assert finding.confidence.value == "possible"
+    assert any("nothing in the project saves weights" in step.message for step in finding.evidence)
+
+
+def test_a_checkpoint_helper_called_by_gpu_training_is_evidence(project, capsys):
+    write(project, {
+        "infer.py": PUBLISHED,
+        "checkpoint.py": """\
+            import torch
+            def save_checkpoint(path, model, optimizer):
+                torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict()}, path)
+        """,
+        "train.py": """\
+            from checkpoint import save_checkpoint
+            def main(model, optimizer, args):
+                model.cuda()
+                save_checkpoint(args.out, model, optimizer)
+        """,
+    })
+    ((path, line, _, confidence, steps),) = project_findings(capsys, project, evidence=True)
+    assert (path, line, confidence) == ("infer.py", 9, "certain")
+    assert any("checkpoint.py:3" in step for step in steps)
+
+
+def test_an_optimizer_state_alone_is_no_evidence_of_weights(project, capsys):
+    write(project, {"infer.py": PUBLISHED, "train.py": """\
+        import torch
+        def main(model, optimizer, args):
+            model.cuda()
+            torch.save(optimizer.state_dict(), args.out)
+    """})
+    assert project_findings(capsys, project) == [("infer.py", 9, 23, "possible")]
+
+
+INFER = """\
+import argparse
+import torch
+def main(model, path{default}):
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model.load_state_dict(torch.load({loaded}))
+    model.to(device)
+"""
+
+
+@pytest.mark.parametrize("default, loaded", [
+    ("", '"pretrained/resnet50.pth"'),  # a literal the project never writes
+    ("", 'os.path.join(path, "imagenet_{}.pth".format(depth))'),  # a template of one
+    ('="weights/hubert_soft.pt"', "path"),  # the literal default of the parameter it comes from
+])
+def test_a_file_the_project_never_writes_is_possible(project, capsys, default, loaded):
+    write(project, {"infer.py": INFER.format(default=default, loaded=loaded), **TRAINER})
+    ((path, _, _, confidence, steps),) = project_findings(capsys, project, evidence=True)
+    assert (path, confidence) == ("infer.py", "possible")
+    assert any("no code of the project writes a file named" in step for step in steps)
+
+
+@pytest.mark.parametrize("saved, loaded", [
+    ('f"{out}/best.pth"', '"checkpoints/best.pth"'),
+    ('os.path.join(out, "best_{}.pth".format(epoch))', '"checkpoints/best_12.pth"'),
+])
+def test_a_file_the_project_writes_from_a_device_is_certain(project, capsys, saved, loaded):
+    write(project, {"infer.py": INFER.format(default="", loaded=loaded), "train.py": f"""\
+        import torch
+        def snapshot(model, device, out, epoch):
+            torch.save(model.to(device).state_dict(), {saved})
+    """})
+    assert project_findings(capsys, project) == [("infer.py", 5, 27, "certain")]
+
+
+def test_a_parameter_reassigned_in_the_body_is_not_its_default(project, capsys):
+    write(project, {"infer.py": INFER.format(default='="weights/x.pt"', loaded="path").replace(
+        "    device =", "    path = resolve(path)\n    device ="), **TRAINER})
+    assert project_findings(capsys, project) == [("infer.py", 6, 27, "certain")]
+
+
+TRAINER_START = """\
+import torch
+def train(model, args, device):
+    model.load_state_dict(torch.load(args.init))
+    {loop}
+        torch.save(model.to(device).state_dict(), args.out)
+"""
+
+
+@pytest.mark.parametrize("loop", ["for epoch in range(args.epochs):", "while True:"])
+def test_a_load_in_code_that_saves_checkpoints_in_a_loop_is_a_trainers_start(loop):
+    assert found(TRAINER_START.format(loop=loop)) == [(3, 27, "possible")]
+    assert any("a trainer's start point" in step for step in reasons(TRAINER_START.format(loop=loop)))
+
+
+def test_a_converter_that_saves_once_is_no_trainer():
+    code = TRAINER_START.format(loop="if True:")
+    assert found(code) == [(3, 27, "certain")]
+
+
+def test_a_trainer_in_another_function_leaves_the_load_certain():
+    code = TRAINER_START.format(loop="for epoch in range(args.epochs):").replace(
+        "    model.load_state_dict(torch.load(args.init))\n", "    pass\n") + (
+        "def evaluate(model, args, device):\n    model.load_state_dict(torch.load(args.weights))\n")
+    assert found(code) == [(7, 27, "certain")]
+
+
+RECEIVER = """\
+import torch
+def restore(model, other, path, device):
+    model.load_state_dict(torch.load(path))
+    {after}
+"""
+
+
+@pytest.mark.parametrize("after", ["model.cuda()", "model = model.cuda().eval()", 'model.to("cuda:0")'])
+def test_weights_going_into_a_module_moved_to_cuda_anyway_are_possible(after):
+    code = RECEIVER.format(after=after)
+    assert found(code) == [(3, 27, "possible")]
+    assert any("is moved to CUDA whatever happens" in step for step in reasons(code))
+
+
+@pytest.mark.parametrize("after", [
+    "other.cuda()",  # another object: TDL001's business
+    "if args.cuda:\n        model.cuda()",  # only when asked
+    "model.to(device)",  # follows the chosen device
+])
+def test_no_unconditional_cuda_move_of_the_receiver_leaves_the_load_certain(after):
+    assert found(RECEIVER.format(after=after)) == [(3, 27, "certain")]

@@ -422,6 +422,35 @@ def needs_cuda_around(ctx, ancestors: Sequence[cst.CSTNode]) -> Step | None:
     return None
 
 
+def moved_to_cuda_anyway(ancestors: Sequence[cst.CSTNode], receiver: str) -> Step | None:
+    """``receiver`` (code: the module that loaded weights go into) is moved with a bare
+    ``.cuda()`` or ``.to("cuda")`` by a statement that runs whenever the innermost node of
+    ``ancestors`` does: one of a block around it, up to its function's body. That very
+    object goes to CUDA whatever the load does, so the code needs CUDA anyway. (A ``.cuda()``
+    of anything else is TDL001's business, not a reason.)"""
+    for node in reversed(ancestors):
+        if isinstance(node, (cst.IndentedBlock, cst.Module)):
+            for statement in node.body:
+                if not isinstance(statement, cst.SimpleStatementLine):
+                    continue
+                for call in collect(statement, cst.Call, skip=(cst.Lambda,)):
+                    if isinstance(call.func, cst.Attribute) and code_of(call.func.value) == receiver \
+                            and _to_cuda(call):
+                        return call, f"`{receiver}` is moved to CUDA whatever happens: the code needs CUDA anyway"
+        if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            break
+    return None
+
+
+def _to_cuda(call: cst.Call) -> bool:
+    """``x.cuda()``, ``x.cuda(0)``, ``x.to("cuda")``, ``x.to("cuda:0")``."""
+    method = call.func.attr.value
+    if method == "cuda":
+        return all(a.keyword is None for a in call.args)
+    first = call.args[0].value if method == "to" and call.args else None
+    return isinstance(first, cst.SimpleString) and str(first.evaluated_value).split(":")[0] == "cuda"
+
+
 def runs_without_cuda(ctx, ancestors: Sequence[cst.CSTNode], library: bool = False) -> Verdict:
     """Whether code at ``ancestors`` (the flagged node's, module first) is meant to run
     on machines without CUDA, with the evidence. ``library``: a module of a package counts

@@ -586,7 +586,7 @@ def weight_saves(reader: "_Reader", tree: ast.Module) -> list[str]:
     for scope in [tree, *(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))]:
         nodes = _own_nodes(scope)
         saves = [n for n in nodes if type(n) is ast.Call and n.args and reader.qualify(n.func) in kinds.TORCH_SAVERS
-                 and not _NOT_WEIGHTS.search(ast.unparse(n.args[0]))]
+                 and not _NOT_WEIGHTS.search(_root_name(n.args[0]) or "")]
         if not saves:
             continue
         moved: list[tuple[str, int]] = []  # (name, line) moved to the CPU
@@ -1042,6 +1042,35 @@ class ProjectIndex:
                                if first is not None and others_on_cpu else None)
         return self._memo[key]
 
+    def device_weights(self) -> str | None:
+        """Where the project saves weights that may be on an accelerator: a ``torch.save`` of
+        weights not moved to the CPU first ("plain" in ``weight_saves``) in a module that may
+        place tensors on devices (it, a project module it uses, or one that imports it names a
+        device: not ``_writes_from_cpu``). The checkpoints it writes, those it publishes too,
+        can then hold accelerator tensors. "<file>:<line>" of the first such save, or None."""
+        key = ("device weights",)
+        if key not in self._memo:
+            found = sorted((m.path, int(entry.partition(":")[2]))
+                           for modules in self.modules.values() for m in modules
+                           for entry in m.weight_saves
+                           if entry.startswith("plain:") and not self._writes_from_cpu(m))
+            self._memo[key] = f"{os.path.basename(found[0][0])}:{found[0][1]}" if found else None
+        return self._memo[key]
+
+    def writes_file(self, shape: str) -> bool:
+        """Some code of the project writes a file named ``shape`` (``file_name_shape``): a
+        ``torch.save`` or another writer (a copy, ``accelerator.save``), of the same name or
+        of a template that names it (``best_{}.pth`` and ``best_model.pth``), either way."""
+        writers, others = self._writers()
+        return any(written == shape or template_names(written, shape) or template_names(shape, written)
+                   for written in (*writers, *others))
+
+    def written_names(self) -> tuple[str, ...]:
+        """Every file name the project writes, by ``torch.save`` or otherwise: what
+        ``writes_file`` depends on (a cache key part)."""
+        writers, others = self._writers()
+        return tuple(sorted({*writers, *others}))
+
     def _writers(self) -> tuple[dict[str, list[ModuleFacts]], set[str]]:
         """File name -> the modules whose ``torch.save`` writes it; the names other calls write."""
         key = ("writers",)
@@ -1119,6 +1148,8 @@ class ProjectIndex:
         facts.append(("saved names", self.saved_names()))
         facts.append(("package CPU path", self.package_cpu_path(full)))
         facts.append(("weights saved on the CPU", self.cpu_weights()))
+        facts.append(("weights saved from a device", self.device_weights()))
+        facts.append(("written names", self.written_names()))
         facts.append(("process groups NCCL only", self.nccl_groups_only(full)))
         facts.append(("defs mentioned elsewhere", tuple(n for n in module.defs if self.mentioned_elsewhere(n, full))))
         return tuple(facts)

@@ -15,7 +15,9 @@ import libcst as cst
 from torchdev_lint.analysis import kinds, tree
 from torchdev_lint.analysis.guards import code_of, is_guarded
 from torchdev_lint.analysis.classes import methods
-from torchdev_lint.analysis.project_index import file_name_shape, path_template, template_names
+from torchdev_lint.analysis.project_index import (
+    ProjectIndex, file_name_shape, path_template, read_facts, template_names,
+)
 
 # Methods that write checkpoints or models the test then reads back: `scripted.save(f)`,
 # `trainer.save_checkpoint(p)`, `trainer.fit(model)` (its checkpoint callback).
@@ -837,6 +839,75 @@ def resumes_option(ctx, ancestors, call: cst.Call) -> cst.CSTNode | None:
         if not found and isinstance(parent, cst.If) and child is parent.body:
             tree.walk(parent.test, enter)
     return found[0] if found else None
+
+
+def saves_in_a_loop(ctx, ancestors) -> cst.Call | None:
+    """The code that loads also saves checkpoints in a loop: the function around the load
+    (a script's top-level code, for a load there) calls ``torch.save``, a ``save``/
+    ``save_checkpoint`` method or a project function that saves, in a ``for``/``while`` body:
+    a trainer, writing a checkpoint per epoch. What it loads (its own resume, the model to
+    fine-tune, a teacher) it reads where it trains. A converter, which loads one file and
+    saves another once, is not one. The save, or None."""
+    scope = _scope_of(ancestors)
+    if scope is None:
+        return None
+    return ctx.once(("provenance: saves in a loop", id(scope)), lambda: _saves_in_a_loop(ctx, scope))
+
+
+def _saves_in_a_loop(ctx, scope: cst.FunctionDef | cst.Module) -> cst.Call | None:
+    nested = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+    body = scope.body if isinstance(scope, cst.FunctionDef) else scope
+    for loop in tree.collect(body, (cst.For, cst.While), skip=nested):
+        for call in tree.collect(loop, cst.Call, skip=nested):
+            qualified = ctx.qualified_name(call.func)
+            method = call.func.attr.value if isinstance(call.func, cst.Attribute) else None
+            if qualified in kinds.TORCH_SAVERS or method in ("save", "save_checkpoint") or (
+                    qualified and _project(ctx).saves_when_called(qualified, ctx.path)):
+                return call
+    return None
+
+
+def _project(ctx) -> ProjectIndex:
+    """The project index; for a file checked alone, an index of that one file: what the code
+    in sight writes and where."""
+    if ctx.index is not None:
+        return ctx.index
+
+    def alone() -> ProjectIndex:
+        index = ProjectIndex()
+        index.add_facts(ctx.path, read_facts(ctx.path, ctx.source))
+        return index
+
+    return ctx.once(("provenance: the file as its project",), alone)
+
+
+def weights_saved_from_a_device(ctx) -> str | None:
+    """Where the project saves weights from code that may place them on an accelerator
+    ("<file>:<line>", the index's ``device_weights``): the evidence that checkpoints it
+    writes, or publishes, can hold accelerator tensors. None: nothing in sight does, and a
+    file it loads comes from elsewhere, saved on a device the code does not show."""
+    return _project(ctx).device_weights()
+
+
+def never_written(ctx, ancestors, call: cst.Call) -> str | None:
+    """The load reads a file the project never writes: its name is spelled in the code (a
+    literal, a template, or the literal default of the parameter the path comes from:
+    ``def __init__(self, path="pretrain/hubert.pt")``) and no ``torch.save`` or other writer
+    of the project names it. A release or a download, saved on a device the code does not
+    show. The name, or None."""
+    shape = _load_shape(ctx, ancestors, call)
+    target = loaded_file(call)
+    scope = _scope_of(ancestors)
+    if shape is None and isinstance(target, cst.Name) and isinstance(scope, cst.FunctionDef):
+        param = next((p for p in (*scope.params.params, *scope.params.kwonly_params)
+                      if p.name.value == target.value), None)
+        sites = ctx.bindings(scope).get(target.value, ())
+        default = param.default if param is not None and all(s is param.name for s in sites) else None
+        if isinstance(default, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)):
+            shape = file_name_shape(_as_ast(default), lambda name: None)
+    if shape is None or _project(ctx).writes_file(shape):
+        return None
+    return shape
 
 
 def saved_earlier_by_project_helper(ctx, ancestors, call: cst.Call) -> cst.Call | None:

@@ -11,6 +11,8 @@ from torchdev_lint.analysis.tree import walk
 from torchdev_lint.finding import Applicability, Fix
 from torchdev_lint.rule import Invalid, Rule, Valid
 
+# The examples' training code: it saves weights from the device it is given.
+_EXPORT = "import torch\ndef export(model, device, out):\n    torch.save(model.to(device).state_dict(), out)\n"
 
 
 class LoadWithoutMapLocation(Rule):
@@ -100,8 +102,12 @@ class LoadWithoutMapLocation(Rule):
     a CPU path: a `"cpu"` literal, a function taking `device` or `map_location`, or code that
     follows the device of a value, `x.to(self.mean.device)`, in any of its modules) and the
     file holds tensors (the object goes into `load_state_dict` or another loading function,
-    is read under a checkpoint key such as `["state_dict"]`, or is used as a module): a script with `--cpu` loading `torch.load(args.weights)`, published weights
-    trained on a GPU.
+    is read under a checkpoint key such as `["state_dict"]`, or is used as a module) and the
+    tensors can be on an accelerator: the project saves weights (a `state_dict()`, a model, a
+    checkpoint dict) with `torch.save` from code that places tensors on devices (the saving
+    module, a project module it uses, or one that imports it names a device) without moving
+    them to the CPU first. A script with `--cpu` loading `torch.load(args.weights)` in a
+    project whose training saves from the GPU: its checkpoints, published ones included.
 
     Possible: a file of plain objects, a learning-rate scheduler's or gradient scaler's
     state, a path the same file also writes (a round trip), any load in a notebook that saves
@@ -140,9 +146,23 @@ class LoadWithoutMapLocation(Rule):
       a file of that name, directly or through a helper that saves one (`train()` hands
       `path` to `early_stopping`, `predict()` loads `path + "/checkpoint.pth"`).
 
+    - since the first look at 20 more (`benchmarks/precision/`, the tenth batch: most
+      findings were debatable, files of unknown origin): a project that never saves weights
+      from code on a device (the file comes from elsewhere, saved on a device the code does
+      not show: a pretrained release, a converter's output); a file whose name the code
+      spells (a literal, a template, the literal default of the parameter the path comes
+      from, `def __init__(self, path="pretrain/hubert.pt")`) and that no code of the project
+      writes (a release or a download); a load in code that saves checkpoints in a loop (the
+      same function, or a script's top-level code: a trainer's start point, its resume or
+      the model it fine-tunes, read where it trains; a converter that saves once is no
+      trainer); weights going into a module that a statement always run with the load moves
+      to CUDA (`model.load_state_dict(torch.load(p))` then `model.cuda()`: the code needs
+      CUDA anyway).
+
     Not seen: a file of the loaded name that the project writes in another run (an
     inference script loading what its training script saves stays certain: that is how
-    GPU-trained checkpoints get published).
+    GPU-trained checkpoints get published); a file the project writes from the GPU that
+    is never published or copied to another machine.
 
     ## When not to use
     When checkpoints are always produced and consumed on identical single-GPU machines.
@@ -202,17 +222,48 @@ class LoadWithoutMapLocation(Rule):
               "inputs = torch.from_numpy(data[3:, :-1])\ntargets = torch.from_numpy(data[3:, 1:])\n"),
     ]
     INVALID = [
-        Invalid(  # certain: the caller chooses the device, and the file holds weights
-            "import torch\ndef restore(model, path, device):\n    model.load_state_dict(torch.load(path))\n",
-            3, 27,
-            "import torch\ndef restore(model, path, device):\n"
+        Invalid(  # certain: the caller chooses the device, the file holds weights, and the
+            # project saves weights from a device: its checkpoints can hold GPU tensors
+            _EXPORT + "def restore(model, path, device):\n    model.load_state_dict(torch.load(path))\n",
+            5, 27,
+            _EXPORT + "def restore(model, path, device):\n"
             "    model.load_state_dict(torch.load(path, map_location=device))\n",
         ),
         Invalid(  # one entry of the checkpoint goes straight into load_state_dict: a safe fix too
-            "import torch\ndef restore(model, path, device):\n    model.load_state_dict(torch.load(path)['model'])\n",
+            _EXPORT + "def restore(model, path, device):\n    model.load_state_dict(torch.load(path)['model'])\n",
+            5, 27,
+            _EXPORT + "def restore(model, path, device):\n"
+            "    model.load_state_dict(torch.load(path, map_location=device)['model'])\n",
+        ),
+        Invalid(  # possible: nothing in sight saves weights from a device; whose file is it?
+            "import torch\ndef restore(model, path, device):\n    model.load_state_dict(torch.load(path))\n",
             3, 27,
             "import torch\ndef restore(model, path, device):\n"
-            "    model.load_state_dict(torch.load(path, map_location=device)['model'])\n",
+            "    model.load_state_dict(torch.load(path, map_location=device))\n", possible=True,
+        ),
+        Invalid(  # possible: a file the project never writes (a release, a download)
+            _EXPORT + "def backbone(model, device, path='pretrained/resnet50.pth'):\n"
+            "    model.load_state_dict(torch.load(path))\n",
+            5, 27,
+            _EXPORT + "def backbone(model, device, path='pretrained/resnet50.pth'):\n"
+            "    model.load_state_dict(torch.load(path, map_location=device))\n", possible=True,
+        ),
+        Invalid(  # possible: a trainer's start point, read where it trains
+            "import torch\ndef train(model, args, device):\n    model.load_state_dict(torch.load(args.init))\n"
+            "    for epoch in range(args.epochs):\n        torch.save(model.to(device).state_dict(), args.out)\n",
+            3, 27,
+            "import torch\ndef train(model, args, device):\n"
+            "    model.load_state_dict(torch.load(args.init, map_location=device))\n"
+            "    for epoch in range(args.epochs):\n        torch.save(model.to(device).state_dict(), args.out)\n",
+            possible=True,
+        ),
+        Invalid(  # possible: the module the weights go into goes to CUDA anyway
+            _EXPORT + "def restore(model, path, device):\n    model.load_state_dict(torch.load(path))\n"
+            "    model.cuda()\n",
+            5, 27,
+            _EXPORT + "def restore(model, path, device):\n"
+            "    model.load_state_dict(torch.load(path, map_location=device))\n    model.cuda()\n",
+            possible=True,
         ),
         Invalid(  # the same dataset saving tensors its caller gave it: they may be on any device
             "import os\nimport torch\nclass Digits:\n"
@@ -355,29 +406,46 @@ class LoadWithoutMapLocation(Rule):
                 certain = False  # a file of plain objects or arrays holds no device
             else:
                 steps.append(weights)
+                origin = provenance.weights_saved_from_a_device(self.ctx)
+                if origin is not None:
+                    steps.append((node, f"the project saves weights from code that places tensors on devices "
+                                        f"({origin}): its checkpoints can hold accelerator tensors"))
             save = next((s for s in self.saves if provenance.same_file_named(s, node)), None)
             if save is None and self.ctx.path.endswith(".ipynb"):
                 save = self.checkpoint_writer  # a notebook is one session: it reads what it wrote
             if save is not None:
                 certain = False  # it may read back what it wrote, on the machine that wrote it
                 steps.append((save, "the same file writes a file of that name: this may read it back"))
-            for step in self._doubts(node, ancestors):
+            for step in self._doubts(node, ancestors, weights):
                 certain = False
                 steps.append(step)
             self.report(node, fix=lambda node=node, ancestors=ancestors: self._fix(node, ancestors),
                         evidence=steps, certain=certain)
 
-    def _doubts(self, node: cst.Call, ancestors: tuple[cst.CSTNode, ...]):
-        """What makes a load of tensors that can run without CUDA still uncertain: the code
-        around it needs CUDA anyway, it reads back what a helper saved earlier in the same
-        run, it resumes the script's own checkpoint, or the project saves CPU tensors."""
+    def _doubts(self, node: cst.Call, ancestors: tuple[cst.CSTNode, ...], weights):
+        """What makes a load of tensors that can run without CUDA still uncertain: nothing
+        shows the file can hold accelerator tensors (the project never saves weights from
+        code on a device, or never writes a file of that name), the code around it needs
+        CUDA anyway, it reads back what a helper saved earlier in the same run, it is a
+        trainer's start point, or the project saves CPU tensors."""
         ctx = self.ctx
+        if weights is not None and provenance.weights_saved_from_a_device(ctx) is None:
+            yield (node, "nothing in the project saves weights from code that places tensors on devices: "
+                         "the file comes from elsewhere, saved on a device the code does not show")
+        foreign = provenance.never_written(ctx, ancestors, node)
+        if foreign is not None:
+            yield (node, f"no code of the project writes a file named `{foreign}`: it comes from elsewhere "
+                         "(a release, a download), saved on a device the code does not show")
         if guards.is_guarded(ancestors, ctx.qualified_name):
             yield (node, "it only runs where CUDA is wanted or present (a guard, as TDL001's): no CPU-only "
                          "machine runs it, though every process of a multi-GPU job loads it onto GPU 0")
         step = portability.needs_cuda_around(ctx, ancestors)
         if step is None and requirements.of_file(ctx, ancestors[0]).only_on_accelerator(ancestors):
             step = (node, "the code around it needs CUDA anyway (a CUDA-only library or `torch.cuda` call)")
+        if step is not None:
+            yield step
+        receiver = _receiver(weights)
+        step = portability.moved_to_cuda_anyway(ancestors, receiver) if receiver is not None else None
         if step is not None:
             yield step
         callee = provenance.saved_earlier_by_callee(ctx, ancestors, node)
@@ -397,6 +465,10 @@ class LoadWithoutMapLocation(Rule):
         if option is not None:
             yield (option, f"the file saves its own checkpoints and `{code_of(option)}` resumes one: "
                            "normally on the machine that wrote it")
+        trainer = provenance.saves_in_a_loop(ctx, ancestors)
+        if trainer is not None:
+            yield (trainer, "the code that loads it saves checkpoints in a loop: a trainer's start point (its "
+                            "resume, a model to fine-tune), read where it trains")
         where = ctx.index.cpu_weights() if ctx.index is not None else None
         if where is not None:
             yield (node, f"the project saves its weights as CPU tensors ({where} moves them to the CPU "
@@ -476,6 +548,15 @@ def _weights_use(ancestors, node: cst.Call) -> tuple[cst.CSTNode, str] | None:
 
     walk(scope, enter)
     return found[0] if found else None
+
+
+def _receiver(weights: tuple[cst.CSTNode, str] | None) -> str | None:
+    """The code of the module the loaded weights go into (``model`` of
+    ``model.load_state_dict(...)``, a loaded module used as one), or None."""
+    node = weights[0] if weights is not None else None
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+        return code_of(node.func.value)
+    return None
 
 
 def _schedules(receiver: cst.BaseExpression) -> bool:
