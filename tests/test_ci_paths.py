@@ -13,10 +13,11 @@ import pytest
 from conftest import ROOT
 
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "TORCHDEV_LINT_DAEMON": "0"}
-# A certain finding, shown by default: the file falls back to the CPU, so its load of weights it
-# never saves, without map_location, is a bug.
+# A certain finding, shown by default: the file falls back to the CPU, and its load of weights
+# (which its export saves from the GPU) without map_location fails on a machine without one.
 MODEL = ("import sys\nimport torch\n\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
-         "model = torch.nn.Linear(2, 2)\nmodel.load_state_dict(torch.load(sys.argv[1]))\n")
+         "model = torch.nn.Linear(2, 2)\nmodel.load_state_dict(torch.load(sys.argv[1]))\n"
+         "def export(out):\n    torch.save(model.to(device).state_dict(), out)\n")
 BROKEN = "def f(:\n    pass\n"
 
 

@@ -8,8 +8,9 @@ SPEC = importlib.util.spec_from_file_location("precision", ROOT / "benchmarks" /
 precision = importlib.util.module_from_spec(SPEC)
 SPEC.loader.exec_module(precision)
 
-# A script with a CPU path that loads weights it never saves: its loads are certain TDL004
-# findings, in the default tier; the hardcoded .cuda() is a preview rule's (TDL001).
+# A script with a CPU path that loads weights, in a project whose training saves them from the
+# GPU (TRAIN): its loads are certain TDL004 findings, in the default tier; the hardcoded .cuda()
+# is a preview rule's (TDL001).
 SCRIPT = """\
 import argparse
 import torch
@@ -19,6 +20,11 @@ parser.add_argument("--weights")
 args = parser.parse_args()
 model = torch.nn.Linear(2, 2)
 model.load_state_dict(torch.load(args.weights))
+"""
+TRAIN = """\
+import torch
+def snapshot(model, device, out):
+    torch.save(model.to(device).state_dict(), out)
 """
 EXTRA = """\
 head = torch.nn.Linear(2, 2)
@@ -35,6 +41,7 @@ def setup(tmp_path, monkeypatch, labels):
     checkout.mkdir(parents=True)
     (checkout / "a.py").write_text(SCRIPT + EXTRA)  # TDL004 at 8 and 10, TDL001 at 14
     (checkout / "b.py").write_text(SCRIPT)  # TDL004 at 8
+    (checkout / "train.py").write_text(TRAIN)
     registry = tmp_path / "registry.tsv"
     registry.write_text("repo\tcommit\trole\tfirst_used\tjudged_with\tnote\nsomeone/demo\tabc\tfirst-look\t-\t-\t-\n")
     table = tmp_path / "labels"

@@ -767,3 +767,77 @@ def test_weights_going_into_a_module_moved_to_cuda_anyway_are_possible(after):
 ])
 def test_no_unconditional_cuda_move_of_the_receiver_leaves_the_load_certain(after):
     assert found(RECEIVER.format(after=after)) == [(3, 27, "certain")]
+
+
+# -- what the twelfth batch showed (results/2026-11-26-first-look-da54707.txt) ----------------
+
+def test_a_name_template_of_suffixes_only_names_no_particular_file(project, capsys):
+    write(project, {"infer.py": INFER.format(default="", loaded='"hifigan/generator_LJSpeech.pth.tar"'),
+                    "train.py": """\
+        import torch
+        def snapshot(model, device, step):
+            torch.save(model.to(device).state_dict(), "{}.pth.tar".format(step))
+    """})
+    ((_, _, _, confidence, steps),) = project_findings(capsys, project, evidence=True)
+    assert confidence == "possible"
+    assert any("no code of the project writes a file named `generator_LJSpeech.pth.tar`" in s for s in steps)
+
+
+@pytest.mark.parametrize("use, confidence", [
+    ("recall = data['params'].recThrs", "possible"),  # COCOeval's parameters: an object, no state dict
+    ("model.load_state_dict(data['params'])", "certain"),  # BasicSR's weights
+])
+def test_an_entry_read_as_an_object_holds_no_weights(use, confidence):
+    code = f"""\
+    import torch
+    def plot(model, f, device):
+        data = torch.load(f)
+        {use}
+    """
+    assert found(code) == [(3, 12, confidence)]
+
+
+LOSS = """\
+import torch
+class IDLoss(torch.nn.Module):
+    def __init__(self, path):
+        super().__init__()
+        self.net = Backbone()
+        self.net.load_state_dict(torch.load(path))
+"""
+
+
+@pytest.mark.parametrize("cpu_path, confidence", [
+    ('state = torch.load(p, map_location="cpu")', "possible"),  # where a file lands: no CPU path
+    ('state = torch.load(p, map_location=torch.device("cpu"))', "possible"),
+    ('DEVICE = torch.device("cuda")', "possible"),  # a device built, not one followed
+    ('state = torch.load(p, map_location=None if torch.cuda.is_available() else "cpu")', "certain"),
+    ("y = x.to(w.device)", "certain"),  # follows the device of a value
+])
+def test_what_shows_a_package_cpu_path(project, capsys, cpu_path, confidence):
+    write(project, {"pkg/__init__.py": "", "pkg/loss.py": LOSS, "pkg/io.py": f"import torch\n{cpu_path}\n",
+                    **TRAINER})
+    assert project_findings(capsys, project) == [("pkg/loss.py", 6, 34, confidence)]
+
+
+def test_library_code_whose_users_all_run_on_cuda_is_possible(project, capsys):
+    write(project, {"pkg/__init__.py": "", "pkg/loss.py": LOSS,
+                    "pkg/io.py": 'import torch\nDEVICE = "cuda" if torch.cuda.is_available() else "cpu"\n',
+                    "coach.py": """\
+                        from pkg import loss
+                        class Coach:
+                            def __init__(self, opts):
+                                self.device = "cuda:0"
+                                self.id_loss = loss.IDLoss(opts.ir_se50).to(self.device)
+                    """, **TRAINER})
+    ((path, _, _, confidence, steps),) = project_findings(capsys, project, evidence=True)
+    assert (path, confidence) == ("pkg/loss.py", "possible")
+    assert any("(coach.py) show no CPU path" in step for step in steps)
+    # another user that offers the CPU makes it certain again
+    write(project, {"infer.py": """\
+        import torch
+        from pkg.loss import IDLoss
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        scorer = IDLoss("ir_se50.pth").to(device)
+    """})
+    assert project_findings(capsys, project) == [("pkg/loss.py", 6, 34, "certain")]

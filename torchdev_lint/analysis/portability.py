@@ -353,6 +353,19 @@ def _library(ctx, module: cst.Module) -> Step | None:
     return module, f"library code (a module of a package, no __main__ block) runs wherever its callers do: {why}"
 
 
+def _users_on_cuda(ctx, module: cst.Module) -> Step | None:
+    """Library code whose users in the project (the modules that import it and place
+    tensors) all show no CPU path: it runs where they do, on CUDA, whatever the rest of its
+    package shows (a training loss imported only by a trainer that hardcodes ``"cuda:0"``)."""
+    if ctx.index is None or ctx.path == "-":
+        return None
+    where, users = ctx.index.users_cpu_path(ctx.path)
+    if where is not None or not users:
+        return None
+    return module, (f"library code, but the project modules that use it and place tensors ({', '.join(users)}) "
+                    "show no CPU path: it runs where they do, on CUDA")
+
+
 # Libraries a function or branch imports for CUDA kernels only.
 _LOCAL_GPU_LIBRARIES = GPU_LIBRARIES | {"torch2trt"}
 _CUDA_TENSOR_TYPE = re.compile(r"torch\.cuda\.\w*Tensor")
@@ -476,5 +489,6 @@ def runs_without_cuda(ctx, ancestors: Sequence[cst.CSTNode], library: bool = Fal
         return Verdict(True, (facts.cpu_choice,))
     step = _library(ctx, module) if library else None
     if step is not None:
-        return Verdict(True, (step,))
+        doubt = _users_on_cuda(ctx, module)
+        return Verdict(False, (doubt,)) if doubt is not None else Verdict(True, (step,))
     return Verdict(False, ())

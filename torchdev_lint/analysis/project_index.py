@@ -331,8 +331,17 @@ def file_name_shape(expr: ast.expr, resolve, depth: int = 0) -> str | None:
     assigned, if any. None when nothing of the name is written in the code (``{}.pt``)."""
     text = _PLACEHOLDERS.sub("{}", _path_text(expr, resolve, depth))
     name = text.replace("\\", "/").rsplit("/", 1)[-1]
-    stem = name.rsplit(".", 1)[0] if "." in name else name
-    return name if re.search(r"[A-Za-z0-9]", stem.replace("{}", "")) else None
+    return name if re.search(r"[A-Za-z0-9]", _stem(name).replace("{}", "")) else None
+
+
+_SUFFIX = re.compile(r"\.[A-Za-z0-9]{1,5}$")
+
+
+def _stem(name: str) -> str:
+    """A file name without its suffixes: ``{}.pth.tar`` -> ``{}``, ``ckpt_{}.pt`` -> ``ckpt_{}``."""
+    while _SUFFIX.search(name) and _SUFFIX.sub("", name):
+        name = _SUFFIX.sub("", name)
+    return name
 
 
 def path_template(expr: ast.expr, resolve) -> str:
@@ -349,8 +358,7 @@ def template_names(template: str, name: str) -> bool:
     stem spells nothing but its placeholders (``{}.pth``) names no particular file."""
     if template == name:
         return True
-    stem = template.rsplit(".", 1)[0] if "." in template else template
-    if "{}" not in template or not re.search(r"[A-Za-z0-9]", stem.replace("{}", "")):
+    if "{}" not in template or not re.search(r"[A-Za-z0-9]", _stem(template).replace("{}", "")):
         return False
     pattern = ".+".join(re.escape(part) for part in template.split("{}"))
     return re.fullmatch(pattern, name) is not None
@@ -534,7 +542,7 @@ def process_groups(tree: ast.Module, text: str) -> list[str]:
 
 _CPU_PATH = re.compile(
     r"""["']cpu(?::0)?["']|\bdef\s+\w+\s*\([^)]*\b(?:device|map_location|\w+_device)\b\s*[:=,)]"""
-    r"""|\w(?<!\bself)\.device\b(?!\s*=(?!=))""")
+    r"""|\w(?<!\bself)\.device\b(?!\s*=(?!=)|\s*\()""")
 
 
 def cpu_path(text: str, lines: "_Lines") -> str:
@@ -543,8 +551,17 @@ def cpu_path(text: str, lines: "_Lines") -> str:
     the device (``def build(cfg, device)``, ``map_location=None``) or code that follows the
     device of a value (``x.to(self.pixel_mean.device)``; not ``self.device``, which a class
     may set from a literal); "" when it shows none."""
-    found = _CPU_PATH.search(text) if "cpu" in text or "device" in text or "map_location" in text else None
-    return f"line {lines.of(found.start())}" if found else ""
+    if not ("cpu" in text or "device" in text or "map_location" in text):
+        return ""
+    for found in _CPU_PATH.finditer(text):
+        if not _MAPS_TO.search(text, max(0, found.start() - 40), found.start()):
+            return f"line {lines.of(found.start())}"
+    return ""
+
+
+# `map_location="cpu"`, `map_location=torch.device("cpu")`: where a file's tensors land, which
+# code that only runs on CUDA also chooses (to load on the CPU first), not a CPU path.
+_MAPS_TO = re.compile(r"map_location\s*=\s*(?:torch\.)?(?:device\(\s*)?$")
 
 
 _NOT_WEIGHTS = re.compile(r"optim|sched|scaler", re.IGNORECASE)
@@ -1042,6 +1059,32 @@ class ProjectIndex:
                                if first is not None and others_on_cpu else None)
         return self._memo[key]
 
+    def users_cpu_path(self, path: str) -> tuple[str | None, tuple[str, ...]]:
+        """How the project code that uses the module at ``path`` places tensors: the modules
+        that import it, directly or through modules that name no device (a package's
+        ``__init__`` re-exporting it), and name a device themselves. The answer: where the
+        first of them shows a CPU path (``cpu_path``, "<file>:<line>") or None, and their
+        file names. None with names: every user that places tensors runs on CUDA only, as far
+        as the project shows; no names: its callers are out of sight."""
+        full = os.path.abspath(path)
+        key = ("users cpu path", full)
+        if key not in self._memo:
+            reached, todo, where, users = {full}, [full], [], set()
+            while todo:
+                for importer in self._importers().get(todo.pop(), ()):
+                    if importer.path in reached:
+                        continue
+                    reached.add(importer.path)
+                    if not importer.names_devices:
+                        todo.append(importer.path)
+                        continue
+                    users.add(os.path.basename(importer.path))
+                    if importer.cpu_path:
+                        where.append((importer.path, int(importer.cpu_path.split()[-1])))
+            first = min(where) if where else None
+            self._memo[key] = (f"{os.path.basename(first[0])}:{first[1]}" if first else None, tuple(sorted(users)))
+        return self._memo[key]
+
     def device_weights(self) -> str | None:
         """Where the project saves weights that may be on an accelerator: a ``torch.save`` of
         weights not moved to the CPU first ("plain" in ``weight_saves``) in a module that may
@@ -1149,6 +1192,7 @@ class ProjectIndex:
         facts.append(("package CPU path", self.package_cpu_path(full)))
         facts.append(("weights saved on the CPU", self.cpu_weights()))
         facts.append(("weights saved from a device", self.device_weights()))
+        facts.append(("users' CPU path", self.users_cpu_path(full)))
         facts.append(("written names", self.written_names()))
         facts.append(("process groups NCCL only", self.nccl_groups_only(full)))
         facts.append(("defs mentioned elsewhere", tuple(n for n in module.defs if self.mentioned_elsewhere(n, full))))

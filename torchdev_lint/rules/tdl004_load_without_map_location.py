@@ -7,6 +7,7 @@ import libcst as cst
 from torchdev_lint import fixes
 from torchdev_lint.analysis import guards, kinds, portability, provenance, requirements
 from torchdev_lint.analysis.guards import code_of
+from torchdev_lint.analysis import tree
 from torchdev_lint.analysis.tree import walk
 from torchdev_lint.finding import Applicability, Fix
 from torchdev_lint.rule import Invalid, Rule, Valid
@@ -99,10 +100,14 @@ class LoadWithoutMapLocation(Rule):
     Certain when the load can run without CUDA (as for [TDL001](TDL001.md): the function
     takes a device, or the file offers a CPU option or fallback; library code too, a module of
     a package with no `__main__` block and no top-level loop or `with`, when its package shows
-    a CPU path: a `"cpu"` literal, a function taking `device` or `map_location`, or code that
-    follows the device of a value, `x.to(self.mean.device)`, in any of its modules) and the
+    a CPU path: a `"cpu"` literal (not the value of `map_location=`, which says where a file's
+    tensors land, and which code that only runs on CUDA chooses too), a function taking
+    `device` or `map_location`, or code that follows the device of a value,
+    `x.to(self.mean.device)`, in any of its modules; and unless every project module that
+    uses it and places tensors shows no CPU path) and the
     file holds tensors (the object goes into `load_state_dict` or another loading function,
-    is read under a checkpoint key such as `["state_dict"]`, or is used as a module) and the
+    is read under a checkpoint key such as `["state_dict"]`, not read as an object as in
+    COCOeval's `data["params"].recThrs`, or is used as a module) and the
     tensors can be on an accelerator: the project saves weights (a `state_dict()`, a model, a
     checkpoint dict) with `torch.save` from code that places tensors on devices (the saving
     module, a project module it uses, or one that imports it names a device) without moving
@@ -157,7 +162,9 @@ class LoadWithoutMapLocation(Rule):
       the model it fine-tunes, read where it trains; a converter that saves once is no
       trainer); weights going into a module that a statement always run with the load moves
       to CUDA (`model.load_state_dict(torch.load(p))` then `model.cuda()`: the code needs
-      CUDA anyway).
+      CUDA anyway); since the first look at 28 more (the twelfth batch): library code whose
+      users in the project (the modules that import it and place tensors) all show no CPU
+      path, such as a training loss built only by a trainer that hardcodes `"cuda:0"`.
 
     Not seen: a file of the loaded name that the project writes in another run (an
     inference script loading what its training script saves stays certain: that is how
@@ -497,14 +504,18 @@ _MODULE_METHODS = frozenset({"eval", "train", "parameters", "state_dict", "to", 
 def _weights_use(ancestors, node: cst.Call) -> tuple[cst.CSTNode, str] | None:
     """Where the loaded object shows it holds tensors: it goes into ``load_state_dict``
     (directly, or through the name it is bound to in the same function), is read under a
-    checkpoint key (``ckpt["state_dict"]``), used as a module (``net.eval()``, ``net(x)``) or
+    checkpoint key (``ckpt["state_dict"]``, not an entry read as an object:
+    ``data["params"].recThrs``), used as a module (``net.eval()``, ``net(x)``) or
     handed to a function that loads it. A file of plain objects or arrays, or a learning-rate
     scheduler's state, holds no device."""
     loader = _state_dict_call(ancestors)
     if loader is not None and not _schedules(loader.func.value):
         return loader, "the loaded tensors are weights: they go into load_state_dict"
     parent = ancestors[-2] if len(ancestors) > 1 else None  # ancestors end with the call itself
-    key = _weight_key(parent) if isinstance(parent, cst.Subscript) and parent.value is node else None
+    grandparent = ancestors[-3] if len(ancestors) > 2 else None
+    read_as_object = isinstance(grandparent, cst.Attribute) and grandparent.value is parent
+    key = _weight_key(parent) if isinstance(parent, cst.Subscript) and parent.value is node \
+        and not read_as_object else None
     if key is not None:
         return parent, f"the loaded object holds weights under {key}"
     if not (isinstance(parent, cst.Assign) and parent.value is node and len(parent.targets) == 1
@@ -513,6 +524,8 @@ def _weights_use(ancestors, node: cst.Call) -> tuple[cst.CSTNode, str] | None:
     name = parent.targets[0].target.value
     scope = next((a for a in reversed(ancestors) if isinstance(a, cst.FunctionDef)), ancestors[0])
     found: list[tuple[cst.CSTNode, str]] = []
+    # `data["params"].recThrs`: an entry read as an object (COCOeval's parameters), no state dict
+    objects = {id(a.value) for a in tree.collect(scope, cst.Attribute) if isinstance(a.value, cst.Subscript)}
 
     def reads(expr: cst.CSTNode) -> bool:
         hit = False
@@ -540,7 +553,8 @@ def _weights_use(ancestors, node: cst.Call) -> tuple[cst.CSTNode, str] | None:
                 found.append((child, "the loaded object is a module: it is called"))
             elif "load" in child.func.value.lower() and any(reads(a.value) for a in child.args):
                 found.append((child, f"the loaded tensors are weights: they go into `{child.func.value}`"))
-        if isinstance(child, cst.Subscript) and isinstance(child.value, cst.Name) and child.value.value == name:
+        if isinstance(child, cst.Subscript) and isinstance(child.value, cst.Name) and child.value.value == name \
+                and id(child) not in objects:
             key = _weight_key(child)
             if key is not None:
                 found.append((child, f"the loaded object holds weights under {key}"))
