@@ -841,3 +841,10 @@ def test_library_code_whose_users_all_run_on_cuda_is_possible(project, capsys):
         scorer = IDLoss("ir_se50.pth").to(device)
     """})
     assert project_findings(capsys, project) == [("pkg/loss.py", 6, 34, "certain")]
+
+
+def test_the_evidence_names_the_saving_file_from_the_project_root(project, capsys):
+    write(project, {"infer.py": PUBLISHED, "backup/train.py": TRAINER["trainer.py"]})
+    ((_, _, _, confidence, steps),) = project_findings(capsys, project, evidence=True)
+    assert confidence == "certain"
+    assert any("(backup/train.py:3)" in step for step in steps)

@@ -1055,9 +1055,19 @@ class ProjectIndex:
                             first = min(first, (module.path, int(line))) if first else (module.path, int(line))
                         elif module.names_devices:
                             others_on_cpu = False
-            self._memo[key] = (f"{os.path.basename(first[0])}:{first[1]}"
+            self._memo[key] = (f"{self._shown(first[0])}:{first[1]}"
                                if first is not None and others_on_cpu else None)
         return self._memo[key]
+
+    def _shown(self, path: str) -> str:
+        """``path`` as evidence names it: from the folder that holds every indexed file, so
+        that `train.py` and `backup/train.py` stay apart."""
+        root = self._memo.get(("root",))
+        if root is None:
+            paths = [m.path for modules in self.modules.values() for m in modules]
+            root = self._memo[("root",)] = os.path.dirname(os.path.commonpath(paths)) if len(paths) == 1 \
+                else os.path.commonpath(paths)
+        return os.path.relpath(path, root).replace(os.sep, "/")
 
     def users_cpu_path(self, path: str) -> tuple[str | None, tuple[str, ...]]:
         """How the project code that uses the module at ``path`` places tensors: the modules
@@ -1078,11 +1088,11 @@ class ProjectIndex:
                     if not importer.names_devices:
                         todo.append(importer.path)
                         continue
-                    users.add(os.path.basename(importer.path))
+                    users.add(self._shown(importer.path))
                     if importer.cpu_path:
                         where.append((importer.path, int(importer.cpu_path.split()[-1])))
             first = min(where) if where else None
-            self._memo[key] = (f"{os.path.basename(first[0])}:{first[1]}" if first else None, tuple(sorted(users)))
+            self._memo[key] = (f"{self._shown(first[0])}:{first[1]}" if first else None, tuple(sorted(users)))
         return self._memo[key]
 
     def device_weights(self) -> str | None:
@@ -1097,7 +1107,7 @@ class ProjectIndex:
                            for modules in self.modules.values() for m in modules
                            for entry in m.weight_saves
                            if entry.startswith("plain:") and not self._writes_from_cpu(m))
-            self._memo[key] = f"{os.path.basename(found[0][0])}:{found[0][1]}" if found else None
+            self._memo[key] = f"{self._shown(found[0][0])}:{found[0][1]}" if found else None
         return self._memo[key]
 
     def writes_file(self, shape: str) -> bool:
