@@ -347,6 +347,10 @@ def build(model, checkpoint):
 """
 
 
+# Code that runs and uses the package's builder (a script outside the package).
+RUNNER = {"run.py": "from pkg.build import build\n"}
+
+
 def test_library_code_of_a_package_with_no_cpu_path_is_only_possible(project, capsys):
     write(project, {"pkg/__init__.py": "", "pkg/build.py": BUILDER,
                     "pkg/train.py": "def step(model, x):\n    return model(x.cuda())\n"})
@@ -356,7 +360,7 @@ def test_library_code_of_a_package_with_no_cpu_path_is_only_possible(project, ca
 def test_library_code_of_a_package_with_a_cpu_path_is_certain(project, capsys):
     write(project, {"pkg/__init__.py": "", "pkg/build.py": BUILDER,
                     "pkg/device.py": 'import torch\nDEVICE = "cuda" if torch.cuda.is_available() else "cpu"\n',
-                    **TRAINER})
+                    **RUNNER, **TRAINER})
     assert project_findings(capsys, project) == [("pkg/build.py", 3, 27, "certain")]
 
 
@@ -464,7 +468,7 @@ def test_a_package_that_follows_the_device_of_its_values_shows_a_cpu_path(projec
                         class Net(torch.nn.Module):
                             def embed(self, x):
                                 return x.to(self.mean.device) - self.mean
-                    """, **TRAINER})
+                    """, **RUNNER, **TRAINER})
     assert project_findings(capsys, project) == [("pkg/build.py", 3, 27, "certain")]
 
 
@@ -816,7 +820,7 @@ class IDLoss(torch.nn.Module):
 ])
 def test_what_shows_a_package_cpu_path(project, capsys, cpu_path, confidence):
     write(project, {"pkg/__init__.py": "", "pkg/loss.py": LOSS, "pkg/io.py": f"import torch\n{cpu_path}\n",
-                    **TRAINER})
+                    "score.py": "from pkg.loss import IDLoss\n", **TRAINER})
     assert project_findings(capsys, project) == [("pkg/loss.py", 6, 34, confidence)]
 
 
@@ -848,3 +852,60 @@ def test_the_evidence_names_the_saving_file_from_the_project_root(project, capsy
     ((_, _, _, confidence, steps),) = project_findings(capsys, project, evidence=True)
     assert confidence == "certain"
     assert any("(backup/train.py:3)" in step for step in steps)
+
+
+# -- what the thirteenth batch showed (results/2026-11-27-first-look-5d7d2f8.txt) -------------
+
+TRAINER_CLASS = """\
+import numpy as np
+import torch
+class ModelTrainer:
+    def __init__(self, net, chkp_path, on_gpu=True):
+        self.device = torch.device("cuda:0" if on_gpu and torch.cuda.is_available() else "cpu")
+        net.to(self.device)
+        checkpoint = torch.load(chkp_path)
+        net.load_state_dict(checkpoint["model_state_dict"])
+    def train(self, net, loader, epochs):
+        for epoch in range(epochs):
+            {write}
+"""
+
+
+@pytest.mark.parametrize("write, confidence", [
+    ("self._save_checkpoint(epoch)", "possible"),  # a trainer class: its start point
+    ("save_model(net, epoch, path='checkpoints')", "possible"),
+    ("torch.save(net.state_dict(), f'chkp_{epoch}.tar')", "possible"),
+    ("np.save(f'probs_{epoch}.npy', net.probs)", "certain"),  # a tester's results, no checkpoint
+    ("image.save(f'pred_{epoch}.png')", "certain"),
+    ("plt.savefig(f'loss_{epoch}.png')", "certain"),
+])
+def test_a_class_that_writes_checkpoints_in_a_loop_is_a_trainer(write, confidence):
+    assert found(TRAINER_CLASS.format(write=write)) == [(7, 22, confidence)]
+
+
+COPY = """\
+import torch
+class Backbone(torch.nn.Module):
+    def load_param(self, trained_path):
+        param_dict = torch.load(trained_path)
+        for k in param_dict["state_dict"]:
+            self.state_dict()[k].copy_(param_dict["state_dict"][k])
+"""
+
+
+def test_a_package_module_that_no_running_code_imports_is_possible(project, capsys):
+    write(project, {
+        "models/__init__.py": "",
+        "models/used/__init__.py": "from .make_model import Backbone\n",
+        "models/used/make_model.py": COPY,
+        "models/old_copy/__init__.py": "from .make_model import Backbone\n",
+        "models/old_copy/make_model.py": COPY,
+        "models/device.py": 'import torch\nDEVICE = "cuda" if torch.cuda.is_available() else "cpu"\n',
+        "test.py": "import torch\nfrom models.used import Backbone\n"
+                   'device = "cuda" if torch.cuda.is_available() else "cpu"\nnet = Backbone().to(device)\n',
+        **TRAINER,
+    })
+    found_ = project_findings(capsys, project, evidence=True)
+    assert [(path, confidence) for path, _, _, confidence, _ in found_] == [
+        ("models/old_copy/make_model.py", "possible"), ("models/used/make_model.py", "certain")]
+    assert any("nothing in the project imports" in step for step in found_[0][4])

@@ -356,10 +356,15 @@ def _library(ctx, module: cst.Module) -> Step | None:
 def _users_on_cuda(ctx, module: cst.Module) -> Step | None:
     """Library code whose users in the project (the modules that import it and place
     tensors) all show no CPU path: it runs where they do, on CUDA, whatever the rest of its
-    package shows (a training loss imported only by a trainer that hardcodes ``"cuda:0"``)."""
+    package shows (a training loss imported only by a trainer that hardcodes ``"cuda:0"``).
+    Or library code nothing in the project imports but its package's ``__init__``: dead code
+    (a copy of a model package), or code whose callers are out of sight."""
     if ctx.index is None or ctx.path == "-":
         return None
-    where, users = ctx.index.users_cpu_path(ctx.path)
+    where, users, used = ctx.index.users_cpu_path(ctx.path)
+    if not used:
+        return module, ("library code that nothing in the project imports (but its package's __init__): dead "
+                        "code, or callers out of sight, whatever its package shows")
     if where is not None or not users:
         return None
     return module, (f"library code, but the project modules that use it and place tensors ({', '.join(users)}) "

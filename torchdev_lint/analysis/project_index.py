@@ -1069,13 +1069,16 @@ class ProjectIndex:
                 else os.path.commonpath(paths)
         return os.path.relpath(path, root).replace(os.sep, "/")
 
-    def users_cpu_path(self, path: str) -> tuple[str | None, tuple[str, ...]]:
+    def users_cpu_path(self, path: str) -> tuple[str | None, tuple[str, ...], bool]:
         """How the project code that uses the module at ``path`` places tensors: the modules
         that import it, directly or through modules that name no device (a package's
         ``__init__`` re-exporting it), and name a device themselves. The answer: where the
-        first of them shows a CPU path (``cpu_path``, "<file>:<line>") or None, and their
-        file names. None with names: every user that places tensors runs on CUDA only, as far
-        as the project shows; no names: its callers are out of sight."""
+        first of them shows a CPU path (``cpu_path``, "<file>:<line>") or None; their file
+        names (None with names: every user that places tensors runs on CUDA only, as far as
+        the project shows; no names: its callers are out of sight); and whether code that
+        runs imports it, directly or through other modules: a script or module outside any
+        package, or a test (no: nothing in the project uses it, as for an unused copy of a
+        model package)."""
         full = os.path.abspath(path)
         key = ("users cpu path", full)
         if key not in self._memo:
@@ -1092,8 +1095,23 @@ class ProjectIndex:
                     if importer.cpu_path:
                         where.append((importer.path, int(importer.cpu_path.split()[-1])))
             first = min(where) if where else None
-            self._memo[key] = (f"{self._shown(first[0])}:{first[1]}" if first else None, tuple(sorted(users)))
+            self._memo[key] = (f"{self._shown(first[0])}:{first[1]}" if first else None, tuple(sorted(users)),
+                               self._run_from(full))
         return self._memo[key]
+
+    def _run_from(self, full: str) -> bool:
+        """Code that runs imports the module at ``full``, directly or through other modules:
+        one outside any package (a script, or a module beside the scripts) or a test."""
+        reached, todo = {full}, [full]
+        while todo:
+            for importer in self._importers().get(todo.pop(), ()):
+                name = os.path.basename(importer.path)
+                if not module_name(importer.path)[1] or name.startswith(("test", "conftest")):
+                    return True
+                if importer.path not in reached:
+                    reached.add(importer.path)
+                    todo.append(importer.path)
+        return False
 
     def device_weights(self) -> str | None:
         """Where the project saves weights that may be on an accelerator: a ``torch.save`` of

@@ -842,16 +842,33 @@ def resumes_option(ctx, ancestors, call: cst.Call) -> cst.CSTNode | None:
 
 
 def saves_in_a_loop(ctx, ancestors) -> cst.Call | None:
-    """The code that loads also saves checkpoints in a loop: the function around the load
-    (a script's top-level code, for a load there) calls ``torch.save``, a ``save``/
-    ``save_checkpoint`` method or a project function that saves, in a ``for``/``while`` body:
-    a trainer, writing a checkpoint per epoch. What it loads (its own resume, the model to
-    fine-tune, a teacher) it reads where it trains. A converter, which loads one file and
-    saves another once, is not one. The save, or None."""
+    """The code that loads belongs to a trainer: the function around the load (a script's
+    top-level code, for a load there), or another method of its class, writes checkpoints in
+    a ``for``/``while`` body (``torch.save``, a call named for writing one,
+    ``self._save_checkpoint(epoch)``, ``save_model(net, ...)``, or a project function that
+    saves), one per epoch. What a trainer loads (its own resume, the model to fine-tune, a
+    teacher) it reads where it trains. A converter, which loads one file and saves another
+    once, is not one. The save, or None."""
     scope = _scope_of(ancestors)
     if scope is None:
         return None
-    return ctx.once(("provenance: saves in a loop", id(scope)), lambda: _saves_in_a_loop(ctx, scope))
+    scopes = [scope]
+    if isinstance(scope, cst.FunctionDef):
+        klass = next((a for a in reversed(ancestors) if isinstance(a, (cst.ClassDef, cst.FunctionDef))
+                      and a is not scope), None)
+        if isinstance(klass, cst.ClassDef) and any(m is scope for m, _ in methods(klass)):
+            scopes = [m for m, _ in methods(klass)]
+    for each in scopes:
+        save = ctx.once(("provenance: saves in a loop", id(each)), lambda each=each: _saves_in_a_loop(ctx, each))
+        if save is not None:
+            return save
+    return None
+
+
+# Names of calls that write a checkpoint: `save_model`, `self._save_checkpoint`, `save_networks`;
+# not `savefig`, `save_image`, `save_args`, nor gradient `checkpoint(...)`. A plain `save` only
+# on `self` (`image.save(path)`, `np.save` write no checkpoint).
+_CHECKPOINT_SAVER = re.compile(r"^_*save_?(model|checkpoint|ckpt|network|net|state|weight)\w*$", re.IGNORECASE)
 
 
 def _saves_in_a_loop(ctx, scope: cst.FunctionDef | cst.Module) -> cst.Call | None:
@@ -860,8 +877,10 @@ def _saves_in_a_loop(ctx, scope: cst.FunctionDef | cst.Module) -> cst.Call | Non
     for loop in tree.collect(body, (cst.For, cst.While), skip=nested):
         for call in tree.collect(loop, cst.Call, skip=nested):
             qualified = ctx.qualified_name(call.func)
-            method = call.func.attr.value if isinstance(call.func, cst.Attribute) else None
-            if qualified in kinds.TORCH_SAVERS or method in ("save", "save_checkpoint") or (
+            name = call.func.attr.value if isinstance(call.func, cst.Attribute) else (
+                call.func.value if isinstance(call.func, cst.Name) else "")
+            on_self = isinstance(call.func, cst.Attribute) and code_of(call.func.value) == "self"
+            if qualified in kinds.TORCH_SAVERS or _CHECKPOINT_SAVER.search(name) or (on_self and name == "save") or (
                     qualified and _project(ctx).saves_when_called(qualified, ctx.path)):
                 return call
     return None

@@ -164,7 +164,13 @@ class LoadWithoutMapLocation(Rule):
       to CUDA (`model.load_state_dict(torch.load(p))` then `model.cuda()`: the code needs
       CUDA anyway); since the first look at 28 more (the twelfth batch): library code whose
       users in the project (the modules that import it and place tensors) all show no CPU
-      path, such as a training loss built only by a trainer that hardcodes `"cuda:0"`.
+      path, such as a training loss built only by a trainer that hardcodes `"cuda:0"`;
+      since the first look at 30 more (the thirteenth batch): library code that no code that
+      runs imports (a script, a module outside any package, or a test; directly or through
+      other modules), such as an unused copy of a model package; and a load in a class
+      another method of which writes checkpoints in a loop (a trainer class resuming or
+      fine-tuning: `self._save_checkpoint(epoch)`, `save_model(net, ...)`, `torch.save`; not
+      `np.save`, `image.save` or `savefig`).
 
     Not seen: a file of the loaded name that the project writes in another run (an
     inference script loading what its training script saves stays certain: that is how
