@@ -30,23 +30,26 @@ TRAINER = {"trainer.py": """\
 """}
 
 
+def lint_beside(files: dict[str, str], path: str = "script.py"):
+    """The TDL004 findings, preview tier included, of ``path`` in a project index that also
+    holds ``files`` (name -> code)."""
+    code = textwrap.dedent(files[path])
+    index = project_index.ProjectIndex()
+    for name, text in files.items():
+        index.add(name, textwrap.dedent(text))
+    return lint_source(path, code, [TDL004], preview=True, index=index).findings
+
+
 def found(code: str, path: str = "script.py"):
     """(line, column, confidence) of each TDL004 finding of one file beside the project's
-    ``TRAINER`` (in its index), preview tier included."""
-    code = textwrap.dedent(code)
-    index = project_index.ProjectIndex()
-    index.add(path, code)
-    index.add("trainer.py", textwrap.dedent(TRAINER["trainer.py"]))
-    result = lint_source(path, code, [TDL004], preview=True, index=index)
-    return [(f.line, f.column, f.confidence.value) for f in result.findings]
+    ``TRAINER`` (in its index)."""
+    return [(f.line, f.column, f.confidence.value) for f in lint_beside({path: code, **TRAINER}, path)]
 
 
 def reasons(code: str, path: str = "script.py") -> list[str]:
-    """The evidence of the one TDL004 finding of ``found``'s file, each step's message."""
-    code = textwrap.dedent(code)
-    index = project_index.ProjectIndex()
-    index.add(path, code)
-    (finding,) = lint_source(path, code, [TDL004], preview=True, index=index).findings
+    """The evidence of the one TDL004 finding of a file in a project of its own, each step's
+    message."""
+    (finding,) = lint_beside({path: code}, path)
     return [step.message for step in finding.evidence]
 
 

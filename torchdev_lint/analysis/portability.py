@@ -361,10 +361,10 @@ def _users_on_cuda(ctx, module: cst.Module) -> Step | None:
     (a copy of a model package), or code whose callers are out of sight."""
     if ctx.index is None or ctx.path == "-":
         return None
-    where, users, used = ctx.index.users_cpu_path(ctx.path)
-    if not used:
+    if not ctx.index.run_from(ctx.path):
         return module, ("library code that nothing in the project imports (but its package's __init__): dead "
                         "code, or callers out of sight, whatever its package shows")
+    where, users = ctx.index.users_cpu_path(ctx.path)
     if where is not None or not users:
         return None
     return module, (f"library code, but the project modules that use it and place tensors ({', '.join(users)}) "

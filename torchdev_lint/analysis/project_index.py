@@ -1069,16 +1069,13 @@ class ProjectIndex:
                 else os.path.commonpath(paths)
         return os.path.relpath(path, root).replace(os.sep, "/")
 
-    def users_cpu_path(self, path: str) -> tuple[str | None, tuple[str, ...], bool]:
+    def users_cpu_path(self, path: str) -> tuple[str | None, tuple[str, ...]]:
         """How the project code that uses the module at ``path`` places tensors: the modules
         that import it, directly or through modules that name no device (a package's
         ``__init__`` re-exporting it), and name a device themselves. The answer: where the
         first of them shows a CPU path (``cpu_path``, "<file>:<line>") or None; their file
         names (None with names: every user that places tensors runs on CUDA only, as far as
-        the project shows; no names: its callers are out of sight); and whether code that
-        runs imports it, directly or through other modules: a script or module outside any
-        package, or a test (no: nothing in the project uses it, as for an unused copy of a
-        model package)."""
+        the project shows; no names: its callers are out of sight)."""
         full = os.path.abspath(path)
         key = ("users cpu path", full)
         if key not in self._memo:
@@ -1095,13 +1092,14 @@ class ProjectIndex:
                     if importer.cpu_path:
                         where.append((importer.path, int(importer.cpu_path.split()[-1])))
             first = min(where) if where else None
-            self._memo[key] = (f"{self._shown(first[0])}:{first[1]}" if first else None, tuple(sorted(users)),
-                               self._run_from(full))
+            self._memo[key] = (f"{self._shown(first[0])}:{first[1]}" if first else None, tuple(sorted(users)))
         return self._memo[key]
 
-    def _run_from(self, full: str) -> bool:
-        """Code that runs imports the module at ``full``, directly or through other modules:
-        one outside any package (a script, or a module beside the scripts) or a test."""
+    def run_from(self, path: str) -> bool:
+        """Code that runs imports the module at ``path``, directly or through other modules:
+        one outside any package (a script, or a module beside the scripts) or a test. No:
+        nothing in the project uses it, as for an unused copy of a model package."""
+        full = os.path.abspath(path)
         reached, todo = {full}, [full]
         while todo:
             for importer in self._importers().get(todo.pop(), ()):
@@ -1221,6 +1219,7 @@ class ProjectIndex:
         facts.append(("weights saved on the CPU", self.cpu_weights()))
         facts.append(("weights saved from a device", self.device_weights()))
         facts.append(("users' CPU path", self.users_cpu_path(full)))
+        facts.append(("imported by code that runs", self.run_from(full)))
         facts.append(("written names", self.written_names()))
         facts.append(("process groups NCCL only", self.nccl_groups_only(full)))
         facts.append(("defs mentioned elsewhere", tuple(n for n in module.defs if self.mentioned_elsewhere(n, full))))

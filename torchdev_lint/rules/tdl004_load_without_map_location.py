@@ -7,8 +7,7 @@ import libcst as cst
 from torchdev_lint import fixes
 from torchdev_lint.analysis import guards, kinds, portability, provenance, requirements
 from torchdev_lint.analysis.guards import code_of
-from torchdev_lint.analysis import tree
-from torchdev_lint.analysis.tree import walk
+from torchdev_lint.analysis.tree import collect, walk
 from torchdev_lint.finding import Applicability, Fix
 from torchdev_lint.rule import Invalid, Rule, Valid
 
@@ -531,7 +530,7 @@ def _weights_use(ancestors, node: cst.Call) -> tuple[cst.CSTNode, str] | None:
     scope = next((a for a in reversed(ancestors) if isinstance(a, cst.FunctionDef)), ancestors[0])
     found: list[tuple[cst.CSTNode, str]] = []
     # `data["params"].recThrs`: an entry read as an object (COCOeval's parameters), no state dict
-    objects = {id(a.value) for a in tree.collect(scope, cst.Attribute) if isinstance(a.value, cst.Subscript)}
+    objects = {id(a.value) for a in collect(scope, cst.Attribute) if isinstance(a.value, cst.Subscript)}
 
     def reads(expr: cst.CSTNode) -> bool:
         hit = False
