@@ -91,7 +91,6 @@ class HardcodedCudaCall(Rule):
     """
 
     code = "TDL001"
-    preview = True  # first-look precision below 0.9 (benchmarks/precision/): 0 right of 8 judged on the fifth and sixth fresh batches
     name = "hardcoded-cuda-call"
     message = "`.cuda()` hardcodes a CUDA device: this line fails on machines without one"
     fix_title = "Use `.to(device)`"

@@ -164,7 +164,6 @@ class HardcodedDeviceString(Rule):
     """
 
     code = "TDL002"
-    preview = True  # first-look precision below 0.9 (benchmarks/precision/): 2 right, 7 wrong, 2 debatable on the third to sixth fresh batches
     name = "hardcoded-device-string"
     message = "`\"cuda\"` hardcodes a CUDA device: this line fails on machines without one"
     fix_title = "Use a device chosen at run time"

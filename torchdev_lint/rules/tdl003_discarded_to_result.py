@@ -63,7 +63,6 @@ class DiscardedToResult(Rule):
     """
 
     code = "TDL003"
-    preview = True  # first-look precision below 0.9 (benchmarks/precision/): 0 right of 4 judged
     name = "discarded-to-result"
     message = "Result of a tensor move is discarded: `Tensor.to()` is not in place"
     fix_title = "Assign the result back"

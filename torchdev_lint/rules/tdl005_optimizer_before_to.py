@@ -70,7 +70,6 @@ class OptimizerBeforeTo(Rule):
     """
 
     code = "TDL005"
-    preview = True  # first-look precision below 0.9 (benchmarks/precision/)
     name = "optimizer-before-to"
     message = "Optimizer built from the model's parameters before the model is moved"
     fix_title = "Build the optimizer after the move"
