@@ -98,9 +98,16 @@ PAIRS = [
     pytest.param(
         "import torch\ndef main(args):\n    model = Net()\n    opt = torch.optim.Adagrad(model.parameters())\n"
         "    print(opt)\n    model.to(args.device)\n",
+        "import torch\ndef main(args):\n    model = Net()\n    model.to(args.device)\n"
+        "    opt = torch.optim.Adagrad(model.parameters())\n    print(opt)\n",
+        id="optimizer-read-in-between-the-move-goes-first",
+    ),
+    pytest.param(
         "import torch\ndef main(args):\n    model = Net()\n    opt = torch.optim.Adagrad(model.parameters())\n"
-        "    print(opt)\n    model.to(args.device)\n",
-        id="optimizer-read-in-between-is-not-moved",
+        "    print(opt)\n    args.device = pick()\n    model.to(args.device)\n",
+        "import torch\ndef main(args):\n    model = Net()\n    opt = torch.optim.Adagrad(model.parameters())\n"
+        "    print(opt)\n    args.device = pick()\n    model.to(args.device)\n",
+        id="optimizer-read-and-device-set-in-between-is-not-moved",
     ),
 ]
 

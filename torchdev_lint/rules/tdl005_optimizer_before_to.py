@@ -13,6 +13,13 @@ from torchdev_lint.finding import Applicability, Fix
 from torchdev_lint.rule import Invalid, Rule, Valid
 
 _PARAMETER_METHODS = ("parameters", "named_parameters")
+_MOVE_METHODS = ("to", "cuda", "to_empty")
+_WATCHED_METHODS = ("step", "load_state_dict", *_MOVE_METHODS)
+# torch.optim's optimizers that build per-parameter state when constructed (the others
+# build it lazily at the first step).
+_STATEFUL_CONSTRUCTORS = frozenset({"Adagrad"})
+# The `torch.__future__` switch under which `Module.to` makes new parameter objects.
+_NEW_PARAMETERS_SWITCH = "set_overwrite_module_params_on_conversion(True)"
 
 
 @dataclass
@@ -26,6 +33,9 @@ class _Optimizer:
     ancestors: tuple[cst.CSTNode, ...]
     stepped: bool = False
     fixable: bool = True
+    # What gives the optimizer state before the move: (node, what it shows). State built on
+    # the parameters' old device stays there when the model moves.
+    state: list[tuple[cst.CSTNode, str]] = field(default_factory=list)
     # Where the model moves before any step; the fix goes after the last of them.
     moves: list[tuple[cst.CSTNode, ...]] = field(default_factory=list)
 
@@ -38,35 +48,45 @@ class OptimizerBeforeTo(Rule):
     torch.optim.AdamW`, an `optimizer_cls` parameter, `getattr(torch.optim, name)`) built
     from `M.parameters()`, `M.named_parameters()`, param groups or a `filter(...)` of them
     (directly or through a name: `params = list(M.parameters())`), when the same function
-    or module body later moves `M` with `M.to(...)` or `M.cuda()` and no `opt.step()`
-    happens in between.
+    or module body later moves `M` with `M.to(...)`, `M.cuda()` or `M.to_empty(...)` and no
+    `opt.step()` happens in between.
 
     It does not flag optimizers built after the move, moves of another model, a move in
     another function, or a move after training (e.g. `model.cpu()` before export, after
     `opt.step()` ran).
 
     ## Why is this bad?
-    The PyTorch docs say to move a model before building its optimizer. With default flags
-    `Module.to` keeps each `Parameter` object and swaps its data, so SGD and Adam happen to
-    keep working; but any optimizer state that exists before the move (Adagrad builds it in
-    its constructor, a `load_state_dict` or `step()` before the move builds it too) stays
-    on the old device and the first `step()` fails with a device mismatch. With
-    `torch.__future__.set_swap_module_params_on_conversion(True)` or modules that replace
-    their parameters, the optimizer keeps updating tensors the model no longer uses.
+    `Module.to` keeps each `Parameter` object and swaps its data, so an optimizer built
+    before the move updates the moved parameters, but any **state** it holds before the move
+    stays on the old device: a resume's `optimizer.load_state_dict(...)` casts the loaded
+    state to the parameters' device of that moment, and `Adagrad` builds its state in its
+    constructor. The first `step()` after the move then mixes devices and fails. A move that
+    makes **new parameter objects** (`to_empty`, an XLA device, or
+    `torch.__future__.set_overwrite_module_params_on_conversion(True)`) leaves the optimizer
+    updating tensors the model no longer uses: training silently does nothing.
+
+    ## Confidence
+    Certain when the analysis sees the failure path: state given to the optimizer before the
+    move (`load_state_dict`, a stateful constructor), or a move that makes new parameters.
+    Otherwise possible (`--preview`): the optimizer holds no state yet and keeps working; the
+    order is still the one PyTorch documents, and a later change that loads state first
+    breaks it. `--show-evidence` names the state and the move.
 
     ## Fix
-    Moves the optimizer construction, and statements that only depend on it (such as a
-    scheduler built from it), to just after the move, when they are statements of the same
-    block and nothing in between reads them or changes what they read. Otherwise (also
-    when the parameters were gathered in a name before the move) the finding is reported
-    without a fix.
+    Moves the model's move to just before the optimizer is built, when it is one statement
+    (`model.to(device)`, `model = model.to(device)`) of the same block and nothing in between
+    rebinds the model or what the move reads: the state loaded afterwards lands on the
+    parameters' new device. Otherwise moves the optimizer construction, and statements that
+    only depend on it (a scheduler built from it), to just after the move, when nothing in
+    between reads them or changes what they read. Otherwise (also when the parameters were
+    gathered in a name before the move) the finding is reported without a fix.
 
     Fix safety: unsafe. Statements are reordered; code in between with side effects that
-    the construction relied on cannot be fully ruled out.
+    depend on where the model is cannot be fully ruled out.
 
     ## When not to use
     When the optimizer is known to keep no state until its first step and the project
-    never swaps parameters on conversion.
+    never makes new parameters on conversion.
     """
 
     code = "TDL005"
@@ -84,6 +104,10 @@ class OptimizerBeforeTo(Rule):
               "def run(model):\n    model.to(device)\n"),
         Valid("import torch\ndef main(model, other):\n    params = list(other.parameters())\n"
               "    opt = torch.optim.SGD(params, lr=0.1)\n    model.cuda()\n"),
+        # A resume in the documented order: moved, then built, then its state loaded.
+        Valid("import torch\ndef resume(model, path, device):\n    model.to(device)\n"
+              "    opt = torch.optim.Adam(model.parameters())\n"
+              "    opt.load_state_dict(torch.load(path, map_location=device)['opt'])\n"),
     ]
     INVALID = [
         Invalid(
@@ -97,21 +121,42 @@ class OptimizerBeforeTo(Rule):
             "train(model, optimizer, scheduler)\n",
             unsafe=True,
         ),
+        # A resume: the loaded state lands on the CPU, the parameters then move.
         Invalid(
-            "from torch import optim\ndef main(net):\n"
-            "    opt = optim.AdamW([{'params': net.parameters()}], lr=1e-3)\n"
-            "    print(opt)\n    net = net.to(device)\n",
-            3, 11,
-            None,
+            "import torch\ndef resume(model, path, device):\n"
+            "    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)\n"
+            "    ckpt = torch.load(path, map_location='cpu')\n"
+            "    model.load_state_dict(ckpt['model'])\n"
+            "    optimizer.load_state_dict(ckpt['optimizer'])\n"
+            "    # to the GPU\n    model = model.to(device)\n    return model, optimizer\n",
+            3, 17,
+            "import torch\ndef resume(model, path, device):\n"
+            "    # to the GPU\n    model = model.to(device)\n"
+            "    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)\n"
+            "    ckpt = torch.load(path, map_location='cpu')\n"
+            "    model.load_state_dict(ckpt['model'])\n"
+            "    optimizer.load_state_dict(ckpt['optimizer'])\n    return model, optimizer\n",
+            unsafe=True,
         ),
+        # A wrapper built in `__init__`.
         Invalid(
-            "import torch\nclass Trainer:\n    def setup(self):\n"
-            "        self.opt = torch.optim.SGD(filter(lambda p: p.requires_grad, "
-            "self.model.parameters()), lr=0.1)\n        self.model.cuda()\n",
-            4, 20,
-            "import torch\nclass Trainer:\n    def setup(self):\n        self.model.cuda()\n"
-            "        self.opt = torch.optim.SGD(filter(lambda p: p.requires_grad, "
-            "self.model.parameters()), lr=0.1)\n",
+            "import torch\nclass Trainer:\n    def __init__(self, model, state):\n"
+            "        self.model = model\n        self.opt = torch.optim.Adam(self.model.parameters())\n"
+            "        self.opt.load_state_dict(state)\n        self.model.cuda()\n",
+            5, 20,
+            "import torch\nclass Trainer:\n    def __init__(self, model, state):\n"
+            "        self.model = model\n        self.model.cuda()\n"
+            "        self.opt = torch.optim.Adam(self.model.parameters())\n"
+            "        self.opt.load_state_dict(state)\n",
+            unsafe=True,
+        ),
+        # `to_empty` makes new parameters: the optimizer would update the old ones.
+        Invalid(
+            "import torch\ndef build(model):\n    opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+            "    model.to_empty(device='cuda')\n    return opt\n",
+            3, 11,
+            "import torch\ndef build(model):\n    model.to_empty(device='cuda')\n"
+            "    opt = torch.optim.SGD(model.parameters(), lr=0.1)\n    return opt\n",
             unsafe=True,
         ),
         Invalid(
@@ -124,6 +169,16 @@ class OptimizerBeforeTo(Rule):
             "    opt = torch.optim.Adagrad(model.parameters())\n    train(model, opt)\n",
             unsafe=True,
         ),
+        # No state before the move: the optimizer keeps working, the order is fragile.
+        Invalid(
+            "from torch import optim\ndef main(net):\n"
+            "    opt = optim.AdamW([{'params': net.parameters()}], lr=1e-3)\n"
+            "    print(opt)\n    net = net.to(device)\n",
+            3, 11,
+            "from torch import optim\ndef main(net):\n    net = net.to(device)\n"
+            "    opt = optim.AdamW([{'params': net.parameters()}], lr=1e-3)\n    print(opt)\n",
+            unsafe=True, possible=True,
+        ),
         Invalid(
             "import torch\ndef main(model, name):\n"
             "    opt = getattr(torch.optim, name)(model.parameters(), lr=0.1)\n"
@@ -131,19 +186,19 @@ class OptimizerBeforeTo(Rule):
             3, 11,
             "import torch\ndef main(model, name):\n    model.to(device)\n"
             "    opt = getattr(torch.optim, name)(model.parameters(), lr=0.1)\n    return opt\n",
-            unsafe=True,
+            unsafe=True, possible=True,
         ),
         Invalid(
             "def main(model, optimizer_cls):\n    params = list(model.parameters())\n"
             "    opt = optimizer_cls(params, lr=0.1)\n    model.cuda()\n    return opt\n",
             3, 11,
-            None,
+            None, possible=True,
         ),
     ]
 
     @classmethod
     def wants(cls, source: str) -> bool:
-        return "parameters()" in source and (".to(" in source or ".cuda(" in source)
+        return "parameters()" in source and any(f".{m}(" in source for m in _MOVE_METHODS)
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
@@ -172,21 +227,12 @@ class OptimizerBeforeTo(Rule):
             )
             and self.ctx.value_of(node).kind is Kind.OPTIMIZER
         ):
-            lists = self.parameter_lists.get(id(self._scope()), {})
-            model = _model_of_parameters(node, lists)
-            if model is not None:
-                # Parameters gathered in a name earlier: moving the construction alone would
-                # leave that list behind the move, so no fix is offered.
-                self.pending.append(
-                    _Optimizer(node, model, _assigned_name(self.ctx.ancestors), self._scope(),
-                               tuple(self.ctx.ancestors),
-                               fixable=_model_of_parameters(node, {}) is not None)
-                )
+            self._built(node, name)
             return
         if not isinstance(func, cst.Attribute):
             return
         method = func.attr.value
-        if method not in ("step", "to", "cuda"):
+        if method not in _WATCHED_METHODS:
             return
         receiver = code_of(func.value)
         if method == "step":
@@ -194,20 +240,61 @@ class OptimizerBeforeTo(Rule):
             for optimizer in self.pending:
                 if optimizer.name in stepped:
                     optimizer.stepped = True
-        elif method in ("to", "cuda") and self.ctx.value_of(func.value).kind is not Kind.TENSOR:
-            scope = self._scope()
+        elif method == "load_state_dict":
             for optimizer in self.pending:
-                if optimizer.model != receiver or optimizer.scope is not scope or optimizer.stepped:
-                    continue
-                optimizer.moves.append(tuple(self.ctx.ancestors))
-                if len(optimizer.moves) == 1:
-                    self.moved.append(optimizer)
-                    self.report(
-                        optimizer.call,
-                        f"Optimizer built from `{receiver}` parameters before "
-                        f"`{code_of(node)}` moves the model: build it after the move",
-                        fix=lambda o=optimizer: _reorder_fix(o, self.reordered),
-                    )
+                if optimizer.name == receiver and not optimizer.moves:
+                    optimizer.state.append(
+                        (node, f"`{code_of(node)}` gives the optimizer state on the parameters' "
+                               "device of the moment"))
+        elif self.ctx.value_of(func.value).kind is not Kind.TENSOR:
+            self._moved(node, receiver, method)
+
+    def _built(self, node: cst.Call, name: str) -> None:
+        lists = self.parameter_lists.get(id(self._scope()), {})
+        model = _model_of_parameters(node, lists)
+        if model is None:
+            return
+        # Parameters gathered in a name earlier: moving the construction alone would
+        # leave that list behind the move, so that fix is not offered.
+        optimizer = _Optimizer(node, model, _assigned_name(self.ctx.ancestors), self._scope(),
+                               tuple(self.ctx.ancestors),
+                               fixable=_model_of_parameters(node, {}) is not None)
+        qualified = self.ctx.qualified_name(node.func) or name
+        if qualified.rsplit(".", 1)[-1] in _STATEFUL_CONSTRUCTORS:
+            optimizer.state.append(
+                (node, f"`{qualified.rsplit('.', 1)[-1]}` builds its state in its constructor, "
+                       "on the parameters' device of the moment"))
+        self.pending.append(optimizer)
+
+    def _moved(self, node: cst.Call, receiver: str, method: str) -> None:
+        scope = self._scope()
+        for optimizer in self.pending:
+            if optimizer.model != receiver or optimizer.scope is not scope or optimizer.stepped:
+                continue
+            optimizer.moves.append(tuple(self.ctx.ancestors))
+            if len(optimizer.moves) > 1:
+                continue
+            self.moved.append(optimizer)
+            move = code_of(node)
+            replaces = _replaces_parameters(self.ctx, node, method)
+            if optimizer.state:
+                evidence = [*optimizer.state, (node, f"`{move}` moves the parameters; the "
+                            "state stays behind and the next `step()` mixes devices")]
+            elif replaces:
+                evidence = [(node, f"`{move}` {replaces}: the optimizer keeps updating the "
+                            "old ones")]
+            else:
+                evidence = [(node, f"`{move}` keeps each parameter object and swaps its data, "
+                            "and the optimizer holds no state yet: it updates the moved "
+                            "parameters (a bug once state is loaded or built before the move)")]
+            self.report(
+                optimizer.call,
+                f"Optimizer built from `{receiver}` parameters before "
+                f"`{move}` moves the model: build it after the move",
+                fix=lambda o=optimizer: _hoist_move_fix(o, self.reordered) or _reorder_fix(o, self.reordered),
+                evidence=evidence,
+                certain=bool(optimizer.state or replaces),
+            )
 
     def leave_Assign(self, node: cst.Assign) -> None:
         if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
@@ -239,6 +326,18 @@ class OptimizerBeforeTo(Rule):
         # Fixes are built after this: each asks whether its block has another reordering,
         # counted once here rather than by a look at every other report (quadratic).
         self.reordered.update(id(_block_of(o.ancestors)) for o in self.moved)
+
+
+def _replaces_parameters(ctx, move: cst.Call, method: str) -> str | None:
+    """How ``move`` makes new parameter objects (which an optimizer built before it never
+    sees), or None when it swaps the data of the existing ones (``Module.to``'s default)."""
+    if method == "to_empty":
+        return "makes new parameter objects"
+    if ctx.mentions(_NEW_PARAMETERS_SWITCH):
+        return f"makes new parameter objects (the file calls `{_NEW_PARAMETERS_SWITCH}`)"
+    if any("xla" in code_of(a.value).lower() for a in move.args):
+        return "moves to an XLA device, which makes new parameter objects"
+    return None
 
 
 def _model_of_parameters(call: cst.Call, lists: dict[str, str]) -> str | None:
@@ -316,6 +415,52 @@ def _names(statement: cst.CSTNode) -> _Names:
     visitor = _Names()
     visitor.read(statement)
     return visitor
+
+
+def _hoist_move_fix(optimizer: _Optimizer, reordered: Counter) -> Fix | None:
+    """Move the model's one move (``model.to(device)`` or ``model = model.to(device)``) to just
+    before the optimizer is built, so that the optimizer, and any state loaded into it, sees
+    the parameters where they will be used. Only when the move is a statement of the same
+    block and nothing in between rebinds the model or what the move reads."""
+    if len(optimizer.moves) != 1 or not optimizer.fixable:
+        return None
+    block = _block_of(optimizer.ancestors)
+    if block is None or reordered[id(block)] > 1 or _block_of(optimizer.moves[0]) is not block:
+        return None
+    first = _statement_in(block, optimizer.ancestors)
+    last = _statement_in(block, optimizer.moves[0])
+    if first is None or last is None or not _is_move_statement(block.body[last], optimizer.model):
+        return None
+    move = _names(block.body[last])
+    reads = move.reads - {optimizer.model}
+    for statement in block.body[first:last]:
+        names = _names(statement)
+        if names.writes & (reads | {optimizer.model}):
+            return None
+
+    def hoist(updated: cst.CSTNode) -> cst.CSTNode:
+        body = list(updated.body)
+        body.insert(first, body.pop(last))  # with its own comments
+        return updated.with_changes(body=body)
+
+    return Fix(Applicability.UNSAFE, [(block, hoist)])
+
+
+def _is_move_statement(statement: cst.CSTNode, model: str) -> bool:
+    """``model.to(...)``, ``model.cuda(...)`` or ``model = model.to(...)`` alone on a line."""
+    if not (isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1):
+        return False
+    small = statement.body[0]
+    if isinstance(small, cst.Assign):
+        if [code_of(t.target) for t in small.targets] != [model]:
+            return False
+        call = small.value
+    elif isinstance(small, cst.Expr):
+        call = small.value
+    else:
+        return False
+    return (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
+            and call.func.attr.value in ("to", "cuda") and code_of(call.func.value) == model)
 
 
 def _reorder_fix(optimizer: _Optimizer, reordered: Counter) -> Fix | None:
