@@ -34,23 +34,22 @@ def default(code: str, rule, path: str = "t.py"):
 
 
 # -- TDL001/TDL002: evidence that the code runs without CUDA --------------------------------
-# Both are preview rules until their first-look precision earns the default (every finding
-# then shows as possible). These tests pin the analysis's verdict as the default tier would
-# show it: the rule is put in the default tier for the test.
-
-@pytest.fixture
-def in_default_tier(monkeypatch):
-    for rule in (TDL001, TDL002):
-        monkeypatch.setattr(rule, "preview", False)
-
+# Both are default rules: each finding's own verdict decides whether it shows.
 
 def test_a_preview_rule_reports_every_finding_as_possible_and_hides_it_by_default():
-    code = "import torch\n" + FALLBACK + "def f(x):\n    return x.cuda()\n"
-    assert found(code, TDL001) == [(4, 12, "possible")]
-    assert default(code, TDL001) == []
+    code = """\
+    import torch
+    import torch.nn as nn
+    class Net(nn.Module):
+        def forward(self, x):
+            return x + torch.zeros(3)
+    """
+    (finding,) = lint_source("t.py", textwrap.dedent(code), [TDL008], preview=True).findings
+    assert finding.confidence is Confidence.POSSIBLE
+    assert lint_source("t.py", textwrap.dedent(code), [TDL008]).findings == []
 
 
-def test_a_file_that_falls_back_to_the_cpu_makes_cuda_call_certain_with_its_evidence(in_default_tier):
+def test_a_file_that_falls_back_to_the_cpu_makes_cuda_call_certain_with_its_evidence():
     code = "import torch\n" + FALLBACK + "def f(x):\n    return x.cuda()\n"
     (finding,) = lint_source("t.py", code, [TDL001]).findings
     assert (finding.line, finding.column, finding.confidence) == (4, 12, Confidence.CERTAIN)
@@ -59,13 +58,13 @@ def test_a_file_that_falls_back_to_the_cpu_makes_cuda_call_certain_with_its_evid
     assert "runs without CUDA" in step.message
 
 
-def test_a_script_with_no_cpu_path_is_possible_only(in_default_tier):
+def test_a_script_with_no_cpu_path_is_possible_only():
     code = "import torch\nmodel = torch.nn.Linear(2, 2).cuda()\n"
     assert found(code, TDL001) == [(2, 9, "possible")]
     assert default(code, TDL001) == []
 
 
-def test_a_device_parameter_makes_the_function_device_generic(in_default_tier):
+def test_a_device_parameter_makes_the_function_device_generic():
     code = """\
     import torch
     def sample(model, n, current_device):
@@ -75,7 +74,7 @@ def test_a_device_parameter_makes_the_function_device_generic(in_default_tier):
     assert found(code, TDL001) == [(3, 9, "certain")]
 
 
-def test_the_device_of_an_input_makes_a_module_device_generic(in_default_tier):
+def test_the_device_of_an_input_makes_a_module_device_generic():
     code = """\
     import torch
     class Generator(torch.nn.Module):
@@ -87,7 +86,7 @@ def test_the_device_of_an_input_makes_a_module_device_generic(in_default_tier):
     assert found(code, TDL001) == [(6, 16, "certain")]
 
 
-def test_the_device_of_a_value_the_function_moved_itself_is_no_evidence(in_default_tier):
+def test_the_device_of_a_value_the_function_moved_itself_is_no_evidence():
     code = """\
     import torch
     def extract(loader):
@@ -100,7 +99,7 @@ def test_the_device_of_a_value_the_function_moved_itself_is_no_evidence(in_defau
 
 @pytest.mark.parametrize("exit_call", ["quit('needs 2 GPUs')", "exit(1)", "sys.exit(1)",
                                        "raise SystemExit('no GPU')"])
-def test_a_script_that_exits_without_gpus_has_no_default_finding(exit_call, in_default_tier):
+def test_a_script_that_exits_without_gpus_has_no_default_finding(exit_call):
     code = f"""\
     import sys
     import torch
@@ -111,7 +110,7 @@ def test_a_script_that_exits_without_gpus_has_no_default_finding(exit_call, in_d
     assert default(code, TDL001) == []
 
 
-def test_an_exit_only_when_the_user_asked_for_cuda_leaves_the_cpu_path(in_default_tier):
+def test_an_exit_only_when_the_user_asked_for_cuda_leaves_the_cpu_path():
     code = """\
     import argparse
     import torch
@@ -126,7 +125,7 @@ def test_an_exit_only_when_the_user_asked_for_cuda_leaves_the_cpu_path(in_defaul
     assert found(code, TDL001) == [(9, 18, "certain")]
 
 
-def test_a_function_that_times_with_cuda_events_in_a_loop_is_for_gpus(in_default_tier):
+def test_a_function_that_times_with_cuda_events_in_a_loop_is_for_gpus():
     code = "import torch\n" + FALLBACK + textwrap.dedent("""\
     def bench(model, xs):
         total = 0.0
@@ -140,7 +139,7 @@ def test_a_function_that_times_with_cuda_events_in_a_loop_is_for_gpus(in_default
     assert default(code, TDL001) == []
 
 
-def test_a_dataparallel_subclass_runs_where_gpus_are(in_default_tier):
+def test_a_dataparallel_subclass_runs_where_gpus_are():
     code = "import torch\nimport torch.nn as nn\n" + FALLBACK + textwrap.dedent("""\
     class Parallel(nn.DataParallel):
         def scatter(self, x):
@@ -150,12 +149,12 @@ def test_a_dataparallel_subclass_runs_where_gpus_are(in_default_tier):
 
 
 @pytest.mark.parametrize("library", ["apex", "bitsandbytes as bnb", "triton"])
-def test_a_file_that_imports_a_gpu_library_at_the_top_is_for_gpus(library, in_default_tier):
+def test_a_file_that_imports_a_gpu_library_at_the_top_is_for_gpus(library):
     code = f"import torch\nimport {library}\n" + FALLBACK + "def f(x):\n    return x.cuda()\n"
     assert found(code, TDL001) == [(5, 12, "possible")]
 
 
-def test_an_optional_gpu_library_leaves_the_cpu_path(in_default_tier):
+def test_an_optional_gpu_library_leaves_the_cpu_path():
     code = "import torch\n" + FALLBACK + textwrap.dedent("""\
     try:
         import apex
@@ -167,7 +166,7 @@ def test_an_optional_gpu_library_leaves_the_cpu_path(in_default_tier):
     assert found(code, TDL001) == [(8, 12, "certain")]
 
 
-def test_a_model_loaded_in_8_bits_needs_cuda(in_default_tier):
+def test_a_model_loaded_in_8_bits_needs_cuda():
     code = """\
     import torch
     from transformers import AutoModelForCausalLM
@@ -178,7 +177,7 @@ def test_a_model_loaded_in_8_bits_needs_cuda(in_default_tier):
     assert found(code, TDL002) == [(5, 23, "possible")]
 
 
-def test_a_count_of_gpus_already_falls_back(in_default_tier):
+def test_a_count_of_gpus_already_falls_back():
     code = """\
     import torch
     def place(rank, num_devices):
@@ -187,12 +186,12 @@ def test_a_count_of_gpus_already_falls_back(in_default_tier):
     assert default(code, TDL002) == []
 
 
-def test_a_computed_cuda_index_is_multi_gpu_code_and_only_possible(in_default_tier):
+def test_a_computed_cuda_index_is_multi_gpu_code_and_only_possible():
     code = "import torch\n" + FALLBACK + 'def place(x, k):\n    return x.to("cuda:" + str(k))\n'
     assert [c for _, _, c in found(code, TDL002)] == ["possible"]
 
 
-def test_the_old_torch_fallback_of_torch_accelerator_is_only_possible(in_default_tier):
+def test_the_old_torch_fallback_of_torch_accelerator_is_only_possible():
     code = """\
     import torch
     def train(model, device):
@@ -203,7 +202,7 @@ def test_the_old_torch_fallback_of_torch_accelerator_is_only_possible(in_default
     assert [c for _, _, c in found(code, TDL002)] == ["possible"]
 
 
-def test_test_code_is_never_certain(in_default_tier):
+def test_test_code_is_never_certain():
     code = "import torch\n" + FALLBACK + "def test_move():\n    assert torch.ones(1).cuda().sum() == 1\n"
     assert [c for _, _, c in found(code, TDL001, path="tests/test_move.py")] == ["possible"]
 
@@ -323,8 +322,8 @@ def test_a_dict_of_tensors_batch_entry():
             batch["input_ids"].to(device)
             model(**batch)
     """
-    assert found(code, TDL003) == [(3, 9, "possible")]  # TDL003 is a preview rule
-    assert default(code, TDL003) == []
+    assert found(code, TDL003) == [(3, 9, "certain")]
+    assert default(code, TDL003) == [(3, 9)]
 
 
 def test_a_loop_copy_of_a_dict_value_gets_no_fix():

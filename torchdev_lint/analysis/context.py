@@ -280,6 +280,11 @@ class FileContext:
         of it say (``x.view(-1)``: a tensor; ``net.eval()``: a module; both: unknown)."""
         value = self.value_of(expr)
         function = self.function
+        if value == kinds.UNKNOWN and isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Name):
+            # `batch[key]` of a parameter the function uses as a batch: one of its tensors
+            if self.value_by_use(expr.value).kind is Kind.BATCH:
+                return kinds.TENSOR
+            return value
         if value != kinds.UNKNOWN or not isinstance(expr, cst.Name) or function is None:
             return value
         params = function.params
@@ -539,6 +544,18 @@ class FileContext:
         ):
             self._bind_target(target.elements[0].value, kinds.UNKNOWN)
             target, iterable = target.elements[1].value, iterable.args[0].value
+        mapping = _mapping_view(iterable)
+        if mapping is not None and self.value_of(mapping[0]).kind is Kind.BATCH:
+            # `for k, v in batch.items()` / `for v in batch.values()`: the batch's tensors
+            batch = self.value_of(mapping[0])
+            tensor = Value(Kind.TENSOR, batch.maybe_accelerator)
+            if mapping[1] == "values":
+                self._bind_target(target, tensor)
+                return
+            if isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2:
+                self._bind_target(target.elements[0].value, kinds.UNKNOWN)
+                self._bind_target(target.elements[1].value, tensor)
+                return
         self._bind_target(target, self._element_value(iterable))
 
     def _element_value(self, iterable: cst.BaseExpression) -> Value:
@@ -650,3 +667,11 @@ _LEAVE = {
     "ClassDef": FileContext._leave_definition,
     "Lambda": FileContext._leave_lambda,
 }
+
+
+def _mapping_view(iterable: cst.BaseExpression) -> tuple[cst.BaseExpression, str] | None:
+    """``(batch, "items")`` for ``batch.items()`` (or ``values``), else None."""
+    if (isinstance(iterable, cst.Call) and not iterable.args and isinstance(iterable.func, cst.Attribute)
+            and iterable.func.attr.value in ("items", "values")):
+        return iterable.func.value, iterable.func.attr.value
+    return None

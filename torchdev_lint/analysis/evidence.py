@@ -32,7 +32,9 @@ MODULE_USES = frozenset(
 
 
 def kind_by_use(function: cst.FunctionDef, name: str) -> kinds.Value:
-    """TENSOR or MODULE if the uses of ``name`` in ``function`` all point one way."""
+    """TENSOR, MODULE or BATCH if the uses of ``name`` in ``function`` all point one way.
+    A mapping unpacked into a call's keywords (``model(**batch)``) is a batch: a dict of
+    modules or of settings is not spread into a call that also moves its entries."""
     seen: set[Kind] = set()
 
     def enter(node: cst.CSTNode) -> bool:
@@ -43,9 +45,12 @@ def kind_by_use(function: cst.FunctionDef, name: str) -> kinds.Value:
                     seen.add(Kind.TENSOR)
                 elif attr in MODULE_USES:
                     seen.add(Kind.MODULE)
-        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Name):
-            if node.func.value == name:
+        elif isinstance(node, cst.Call):
+            if isinstance(node.func, cst.Name) and node.func.value == name:
                 seen.add(Kind.MODULE)  # called: a module (or any callable), never a tensor
+            if any(a.star == "**" and isinstance(a.value, cst.Name) and a.value.value == name
+                   for a in node.args):
+                seen.add(Kind.BATCH)
         return True
 
     walk(function.body, enter)
@@ -53,4 +58,6 @@ def kind_by_use(function: cst.FunctionDef, name: str) -> kinds.Value:
         return kinds.TENSOR
     if seen == {Kind.MODULE}:
         return kinds.MODULE
+    if seen == {Kind.BATCH}:
+        return kinds.Value(Kind.BATCH)
     return kinds.UNKNOWN

@@ -84,35 +84,35 @@ class DiscardedToResult(Rule):
         Invalid(
             "import torch\nx = torch.randn(4, 4)\nx.to('cuda')\n",
             3, 1,
-            "import torch\nx = torch.randn(4, 4)\nx = x.to('cuda')\n", possible=True,
+            "import torch\nx = torch.randn(4, 4)\nx = x.to('cuda')\n",
         ),
         Invalid(
             "for step, (images, labels) in enumerate(train_loader):\n"
             "    images.to(device)  # move the batch\n    loss = model(images)\n",
             2, 5,
             "for step, (images, labels) in enumerate(train_loader):\n"
-            "    images = images.to(device)  # move the batch\n    loss = model(images)\n", possible=True,
+            "    images = images.to(device)  # move the batch\n    loss = model(images)\n",
         ),
         Invalid(
             "import torch.nn as nn\nclass Net(nn.Module):\n    def forward(self, x, mask=None):\n"
             "        mask.cpu()\n        return x\n",
             4, 9,
             "import torch.nn as nn\nclass Net(nn.Module):\n    def forward(self, x, mask=None):\n"
-            "        mask = mask.cpu()\n        return x\n", possible=True,
+            "        mask = mask.cpu()\n        return x\n",
         ),
         Invalid(
             "import torch\nclass Buf:\n    def __init__(self):\n        self.w = torch.ones(2)\n"
             "    def move(self, d):\n        self.w.to(d)\n",
             6, 9,
             "import torch\nclass Buf:\n    def __init__(self):\n        self.w = torch.ones(2)\n"
-            "    def move(self, d):\n        self.w = self.w.to(d)\n", possible=True,
+            "    def move(self, d):\n        self.w = self.w.to(d)\n",
         ),
         Invalid(
             "from typing import Optional\nfrom torch import Tensor\n\n"
             "def f(x: Optional[Tensor], device):\n    x.to(device)\n",
             5, 5,
             "from typing import Optional\nfrom torch import Tensor\n\n"
-            "def f(x: Optional[Tensor], device):\n    x = x.to(device)\n", possible=True,
+            "def f(x: Optional[Tensor], device):\n    x = x.to(device)\n",
         ),
         Invalid(  # a module's parameter: assigning the moved copy back raises (unsafe)
             "import torch\nimport torch.nn as nn\nclass Net(nn.Module):\n"
@@ -124,14 +124,14 @@ class DiscardedToResult(Rule):
             "    def __init__(self):\n        super().__init__()\n"
             "        self.w = nn.Parameter(torch.zeros(2))\n"
             "    def place(self, d):\n        self.w = self.w.to(d)\n",
-            unsafe=True, possible=True,
+            unsafe=True,
         ),
         Invalid(
             "def flatten(x, device):\n    n = x.size(0)\n    x.to(device)\n"
             "    return x.view(n, -1)\n",
             3, 5,
             "def flatten(x, device):\n    n = x.size(0)\n    x = x.to(device)\n"
-            "    return x.view(n, -1)\n", possible=True,
+            "    return x.view(n, -1)\n",
         ),
     ]
 
@@ -141,6 +141,9 @@ class DiscardedToResult(Rule):
 
     def visit_Expr(self, node: cst.Expr) -> None:
         call = node.value
+        if isinstance(call, (cst.DictComp, cst.ListComp)):
+            self._dropped_comprehension(call)
+            return
         if not (
             isinstance(call, cst.Call)
             and isinstance(call.func, cst.Attribute)
@@ -163,7 +166,50 @@ class DiscardedToResult(Rule):
             # a Parameter cannot be replaced by the plain tensor `.to()` returns
             risky = own or receivers.may_be_parameter(self.ctx, receiver)
             fix = Fix(Applicability.UNSAFE if risky else Applicability.SAFE, [(node, _assign_back)])
-        self.report(call, fix=fix, evidence=evidence)
+        placed = call.func.attr.value != "cpu" and (
+            self.ctx.value_by_use(receiver).maybe_accelerator or self._built_placed(receiver))
+        if placed:
+            # Built on, or moved to, a device already: the move may do nothing (dead code).
+            evidence += ((receiver, f"`{code_of(receiver)}` is already placed on a device the "
+                                    "code chose: the move may do nothing"),)
+        self.report(call, fix=fix, evidence=evidence, certain=not placed)
+
+
+    def _built_placed(self, receiver: cst.BaseExpression) -> bool:
+        """Every binding of the name in its scope gives it a device: ``device=`` (not the
+        CPU) or a kept move."""
+        if not isinstance(receiver, cst.Name):
+            return False
+        scope = self.ctx.function or self.ctx.ancestors[0]
+        sites = self.ctx.bindings(scope).get(receiver.value, [])
+        return bool(sites) and all(
+            isinstance(site, cst.Assign) and isinstance(site.value, cst.Call) and _places(site.value)
+            for site in sites)
+
+    def _dropped_comprehension(self, comp: cst.DictComp | cst.ListComp) -> None:
+        """``{k: v.to(device) for k, v in batch.items()}`` as a statement: every moved
+        tensor is dropped with the dict it was put in."""
+        element = comp.value if isinstance(comp, cst.DictComp) else comp.elt
+        if not (isinstance(element, cst.Call) and isinstance(element.func, cst.Attribute)
+                and element.func.attr.value in _MOVES and comp.for_in.inner_for_in is None):
+            return
+        iterable = comp.for_in.iter
+        source = (iterable.func.value if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Attribute)
+                  and iterable.func.attr.value in ("items", "values") else iterable)
+        if self.ctx.value_by_use(source).kind is not Kind.BATCH:
+            return
+        self.report(element, evidence=(
+            (comp, f"the moved tensors of `{code_of(source)}` go into a "
+                   f"{'dict' if isinstance(comp, cst.DictComp) else 'list'} that nothing keeps"),))
+
+
+def _places(call: cst.Call) -> bool:
+    """``torch.randn(..., device=d)`` with ``d`` not the CPU, or ``x.to(d)``/``x.cuda()``."""
+    if isinstance(call.func, cst.Attribute) and call.func.attr.value in ("to", "cuda"):
+        return call.func.attr.value == "cuda" or not (
+            call.args and "cpu" in code_of(call.args[0].value))
+    device = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "device"), None)
+    return device is not None and "cpu" not in code_of(device)
 
 
 def _dead_loop_copy(ancestors, receiver: cst.BaseExpression) -> bool:
