@@ -4,7 +4,7 @@
     python action/run.py check     # torchdev-lint --format github [and --format sarif]
 
 Inputs arrive as environment variables (INPUT_ARGS, INPUT_SRC, INPUT_VERSION, INPUT_SARIF,
-INPUT_SARIF_FILE); ``args`` and ``src`` are split like a shell would (quotes respected).
+INPUT_SARIF_FILE, INPUT_TARGET_DEVICES); ``args`` and ``src`` are split like a shell would (quotes respected).
 
 torchdev-lint is not on PyPI yet, so ``version`` never names a PyPI release: empty installs
 the action's own revision, a path or URL ending in ``.whl`` installs that built wheel, and
@@ -55,6 +55,9 @@ def check_commands(env: dict[str, str]) -> list[list[str]]:
     """The SARIF run first (its findings never fail the step), then the annotations run,
     whose exit status is the step's: 1 for findings, 2 for files that could not be checked."""
     args = shlex.split(env.get("INPUT_ARGS", ""))
+    targets = env.get("INPUT_TARGET_DEVICES", "").strip()
+    if targets:
+        args = ["--target-devices", targets, *args]
     src = shlex.split(env.get("INPUT_SRC", "").strip() or ".")
     commands = []
     if env.get("INPUT_SARIF", "false").strip().lower() == "true":

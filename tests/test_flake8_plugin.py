@@ -112,10 +112,13 @@ def test_every_rule_same_findings_as_cli(examples):
 
 
 def test_the_default_tier_same_findings_as_cli():
-    # the rules' examples share one directory, whose saves make every load there possible: the
-    # bundled project holds certain findings of the default tier
+    # the README's job: the bundled project's hardcoded `.cuda()` calls (its train.py offers
+    # `--cuda`, off by default) are certain, and flake8 shows what the CLI shows
     expected = cli_findings("testdata/project")
-    assert [row[3] for row in expected] == ["TDL004"]
+    hardcoded = [(row[0], row[1]) for row in expected if row[3] == "TDL001"]
+    assert hardcoded == [(os.path.join("testdata", "project", "train.py"), 28),
+                         (os.path.join("testdata", "project", "train.py"), 39)]
+    assert {row[3] for row in expected} >= {"TDL001", "TDL003", "TDL004", "TDL005"}
     assert flake8_findings(flake8("--select", "TDL", "testdata/project")) == expected
 
 

@@ -28,10 +28,10 @@ BUGGY = """\
 import torch
 
 x = torch.zeros(3).cuda()
+device = "cuda" if torch.cuda.is_available() else "cpu"
 """
-# BUGGY has no CPU path, so its finding is possible since confidence tiers: the scratch
-# project asks for the preview tier, as the hooks read its pyproject.toml.
-PYPROJECT = "[tool.torchdev-lint]\npreview = true\n"
+# BUGGY chooses the CPU where there is no GPU: its hardcoded `.cuda()` is certain, in the
+# default tier the hooks show with no settings.
 
 
 @pytest.fixture
@@ -48,8 +48,7 @@ def repo(tmp_path) -> tuple[Path, dict]:
     work = tmp_path / "work"
     work.mkdir()
     (work / "bug.py").write_text(BUGGY)
-    (work / "pyproject.toml").write_text(PYPROJECT)
-    for command in (["init", "-q"], ["add", "bug.py", "pyproject.toml"],
+    for command in (["init", "-q"], ["add", "bug.py"],
                     ["commit", "-q", "--no-gpg-sign", "-m", "buggy"]):
         subprocess.run(["git", *command], cwd=work, env=env, check=True, capture_output=True)
     return work, env
@@ -101,3 +100,26 @@ def test_check_fails_fix_rewrites_then_both_pass(repo):
     assert second.returncode == 0, second.stdout + second.stderr
     assert second.stdout.count("Passed") == 2 and "Failed" not in second.stdout
     assert (work / "bug.py").read_text() == fixed
+
+
+def test_the_check_hook_shows_what_the_cli_shows_on_the_bundled_project(tmp_path, repo):
+    """The README's job through pre-commit, default tier: the same findings as the CLI."""
+    work, env = repo
+    project = work / "project"
+    shutil.copytree(ROOT / "testdata" / "project", project)
+    subprocess.run(["git", "add", "project"], cwd=work, env=env, check=True)
+    hook = subprocess.run(
+        [sys.executable, "-m", "pre_commit", "try-repo", str(ROOT), "torchdev-lint", "--files",
+         *sorted(str(p.relative_to(work)) for p in project.glob("*.py")), "--color", "never"],
+        cwd=work, env=env, capture_output=True, text=True, timeout=540,
+    )
+    cli = subprocess.run(
+        [sys.executable, "-m", "torchdev_lint", "--no-daemon", "--output-format", "concise", "project"],
+        cwd=work, env=env, capture_output=True, text=True,
+    )
+    assert hook.returncode == cli.returncode == 1, hook.stdout + hook.stderr
+    shown = sorted(line for line in cli.stdout.splitlines() if ": TDL" in line)
+    assert any(": TDL001 " in line and "train.py:28:" in line for line in shown)
+    for line in shown:  # the hook's text output carries each concise line's location and message
+        location, message = line.split(" ", 1)
+        assert location in hook.stdout and message.split(" ", 1)[1][:40] in hook.stdout

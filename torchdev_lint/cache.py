@@ -39,6 +39,21 @@ def tool_fingerprint() -> str:
     return digest.hexdigest()
 
 
+# One file's findings, its error, and (hidden, set_aside): the possible findings the
+# default output does not show (engine.FileResult).
+Stored = tuple[list[Finding], "FileError | None", tuple[int, int]]
+
+
+def _plain_stored(stored: Stored) -> list:
+    findings, error, hidden = stored
+    return [[_plain(f) for f in findings], dataclasses.asdict(error) if error is not None else None, list(hidden)]
+
+
+def _stored(findings, error, hidden) -> Stored:
+    return ([_finding(item) for item in findings], FileError(**error) if error is not None else None,
+            (int(hidden[0]), int(hidden[1])))
+
+
 class Cache:
     def __init__(self, directory: str | os.PathLike, fingerprint: str) -> None:
         self.directory = Path(directory)
@@ -55,37 +70,28 @@ class Cache:
     def _entry(self, key: str) -> Path:
         return self.directory / _LAYOUT / key[:2] / f"{key}.json"
 
-    def load(self, key: str) -> tuple[list[Finding], FileError | None] | None:
-        """The stored findings and error for ``key``; None when absent or unreadable."""
+    def load(self, key: str) -> Stored | None:
+        """The stored findings, error and hidden counts for ``key``; None when absent or
+        unreadable."""
         data = self.get(key)
         try:
-            findings = [_finding(item) for item in data["findings"]]
-            error = FileError(**data["error"]) if data["error"] is not None else None
-        except (KeyError, TypeError):
+            return _stored(data["findings"], data["error"], data["hidden"])
+        except (KeyError, TypeError, ValueError):
             return None
-        return findings, error
 
-    def store(self, key: str, findings: list[Finding], error: FileError | None) -> None:
-        self.put(key, {
-            "findings": [_plain(f) for f in findings],
-            "error": dataclasses.asdict(error) if error is not None else None,
-        })
+    def store(self, key: str, stored: Stored) -> None:
+        self.put(key, dict(zip(("findings", "error", "hidden"), _plain_stored(stored))))
 
-    def store_run(self, key: str, results: dict[str, tuple[list[Finding], FileError | None]]) -> None:
-        """Every file's findings and error of one run, in one entry (``runner.check_paths``)."""
-        self.put(key, {"files": {
-            path: [[_plain(f) for f in findings], dataclasses.asdict(error) if error is not None else None]
-            for path, (findings, error) in results.items()
-        }})
+    def store_run(self, key: str, results: dict[str, Stored]) -> None:
+        """Every file's findings, error and hidden counts of one run, in one entry
+        (``runner.check_paths``)."""
+        self.put(key, {"files": {path: _plain_stored(stored) for path, stored in results.items()}})
 
-    def load_run(self, key: str) -> dict[str, tuple[list[Finding], FileError | None]] | None:
+    def load_run(self, key: str) -> dict[str, Stored] | None:
         """What ``store_run`` stored under ``key``; None when absent or unreadable."""
         data = self.get(key)
         try:
-            return {
-                path: ([_finding(item) for item in findings], FileError(**error) if error is not None else None)
-                for path, (findings, error) in data["files"].items()
-            }
+            return {path: _stored(*entry) for path, entry in data["files"].items()}
         except (KeyError, TypeError, ValueError):
             return None
 

@@ -50,6 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--unsafe-fixes", action="store_true", help="also apply unsafe fixes")
     parser.add_argument("--fix-device", help="how fixes spell the default device: cuda-or-cpu (the default) "
                         "or accelerator (torch.accelerator: CUDA, MPS, XPU..., else the CPU)")
+    parser.add_argument("--target-devices", metavar="DEVICES",
+                        help="the machines the code must run on, e.g. cpu,cuda (a CUDA-only line is then "
+                        "certain) or cuda (portability findings off); auto (the default) infers it per file")
     preview = parser.add_mutually_exclusive_group()
     preview.add_argument("--preview", action="store_true", default=None,
                          help="also report possible findings: those whose evidence is incomplete, and "
@@ -191,6 +194,8 @@ def _overrides(args) -> config.Overrides:
         unsafe_fixes=args.unsafe_fixes,
         fix_device=config.check_fix_device(args.fix_device, "--fix-device") if args.fix_device else None,
         preview=args.preview,
+        target_devices=("configured" if args.target_devices is None
+                        else config.target_devices(args.target_devices, "--target-devices")),
     )
 
 
@@ -229,6 +234,7 @@ def _show_settings(settings: config.Settings, path: str) -> str:
         f"unsafe-fixes: {str(settings.unsafe_fixes).lower()}",
         f"fix-device: {settings.fix_device}",
         f"preview: {str(settings.preview).lower()}",
+        f"target-devices: {','.join(settings.target_devices) if settings.target_devices else 'auto'}",
     ]
     return "\n".join(lines)
 
@@ -364,6 +370,7 @@ def _report(args, run: Run, findings: list[Finding], sources: int, out, unsafe: 
         errors=run.errors, root=run.root, unsafe_fixes=unsafe,
         concise=style == "concise" or args.quiet, color=output.text.use_color(out),
         source_line=run.source_line, show_evidence=args.show_evidence,
+        hidden=sum(r.hidden for r in run.results), set_aside=sum(r.set_aside for r in run.results),
     )
     if args.statistics and fmt == "text":
         rendered = output.text.statistics(findings, context)

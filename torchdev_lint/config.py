@@ -41,6 +41,8 @@ class Settings:
     unsafe_fixes: bool = False
     fix_device: str = CUDA_OR_CPU  # how fixes spell the default device (analysis/devices.py)
     preview: bool = False  # also report POSSIBLE findings (docs/confidence.md)
+    # The machines the code must run on (docs/confidence.md); None: inferred per file (auto).
+    target_devices: tuple[str, ...] | None = None
     root: Path = field(default_factory=Path.cwd)  # what patterns are relative to
     source: Path | None = None  # the pyproject.toml they came from
 
@@ -54,7 +56,7 @@ class Settings:
 
 
 _KEYS = {"select", "ignore", "extend-select", "exclude", "extend-exclude", "per-file-ignores",
-         "unsafe-fixes", "fix-device", "extend", "preview"}
+         "unsafe-fixes", "fix-device", "extend", "preview", "target-devices"}
 
 
 def find_pyproject(start: Path) -> Path | None:
@@ -122,6 +124,8 @@ def load(pyproject: Path | None, _seen: tuple[Path, ...] = ()) -> Settings:
             setattr(settings, key.replace("-", "_"), value)
         elif key == "fix-device":
             settings.fix_device = check_fix_device(value, f"{pyproject}: 'fix-device'")
+        elif key == "target-devices":
+            settings.target_devices = target_devices(value, f"{pyproject}: 'target-devices'")
         elif key == "per-file-ignores":
             if not isinstance(value, dict):
                 raise UsageError(f"{pyproject}: 'per-file-ignores' must be a table, not {_type(value)}")
@@ -180,6 +184,23 @@ def check_fix_device(value, origin: str) -> str:
         choices = " or ".join(f'"{d}"' for d in FIX_DEVICES)
         raise UsageError(f"{origin} must be {choices}, not {value!r}")
     return value
+
+
+TARGET_DEVICES = ("cpu", "cuda", "mps", "xpu", "xla", "rocm")
+AUTO = "auto"
+
+
+def target_devices(value, origin: str) -> tuple[str, ...] | None:
+    """``["cpu", "cuda"]``, ``"cpu,cuda"`` or ``"auto"`` (None: inferred per file)."""
+    if value == AUTO or value == [AUTO]:
+        return None
+    items = [v.strip().lower() for v in value.split(",")] if isinstance(value, str) else value
+    if not isinstance(items, list) or not items or not all(isinstance(v, str) for v in items):
+        raise UsageError(f'{origin} must be "auto" or a list of devices such as ["cpu", "cuda"], not {value!r}')
+    unknown = [v for v in items if v not in TARGET_DEVICES]
+    if unknown:
+        raise UsageError(f"{origin}: unknown device {unknown[0]!r} (known: {', '.join(TARGET_DEVICES)}, or auto)")
+    return tuple(dict.fromkeys(items))
 
 
 def split_codes(text: str) -> list[str]:
@@ -316,6 +337,7 @@ class Overrides:
     unsafe_fixes: bool = False
     fix_device: str | None = None
     preview: bool | None = None  # --preview / --no-preview; None keeps the configured value
+    target_devices: tuple[str, ...] | None | str = "configured"  # --target-devices; "configured" keeps it
 
     def apply(self, settings: Settings) -> Settings:
         # An explicit --select replaces the configured selection, its ignores included.
@@ -329,6 +351,8 @@ class Overrides:
             unsafe_fixes=settings.unsafe_fixes or self.unsafe_fixes,
             fix_device=self.fix_device or settings.fix_device,
             preview=settings.preview if self.preview is None else self.preview,
+            target_devices=(settings.target_devices if self.target_devices == "configured"
+                            else self.target_devices),
         )
         check_settings(result)
         return result

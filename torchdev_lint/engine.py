@@ -30,6 +30,8 @@ class FileResult:
     error: FileError | None = None
     module: cst.Module | None = None  # kept for the fixer
     context: FileContext | None = None
+    hidden: int = 0  # possible findings the default output does not show
+    set_aside: int = 0  # of those, portability findings in code judged CUDA-only (auto)
 
 
 class _Traversal:
@@ -210,13 +212,15 @@ def lint_source(
     index=None,
     fix_device: str | None = None,
     preview: bool = False,
+    target_devices: tuple[str, ...] | None = None,
 ) -> FileResult:
     """Check one file's text with the given rules. ``apply_noqa=False`` keeps findings that a
     ``# noqa`` comment suppresses, for hosts that apply their own (the flake8 plugin);
     ``module`` is the text's tree when a host has already parsed it (the LibCST codemod);
     ``index`` is the project index (``analysis/project_index.py``), built once per run by
     the host and shared by every file. Only CERTAIN findings are kept unless ``preview``
-    (docs/confidence.md); a ``# noqa`` still counts as used by a finding it hides."""
+    (docs/confidence.md); a ``# noqa`` still counts as used by a finding it hides.
+    ``target_devices``: the machines the code must run on; None infers it per file."""
     unused_wanted = apply_noqa and any(cls.code == UNUSED_NOQA for cls in rule_classes)
     # Every finding of a preview rule is possible: the default tier would drop them all, so
     # they are not looked for (unless TDL090 must know which noqa codes they use).
@@ -242,6 +246,7 @@ def lint_source(
     context = FileContext(path, source, index)
     if fix_device is not None:
         context.fix_device = fix_device  # how fixes spell the default device (analysis/devices.py)
+    context.target_devices = target_devices
     rules = [cls(context) for cls in wanted]
     try:
         _Traversal(context, rules).walk(module)
@@ -253,6 +258,12 @@ def lint_source(
     unused_check = apply_noqa and any(cls.code == UNUSED_NOQA for cls in wanted)
     # Positions only for what is kept: a possible finding only shows with `--preview`.
     reports = context.reports if preview or unused_check else [r for r in context.reports if r.certain]
+    hidden = [] if preview else [r for r in context.reports if not r.certain]
+    if hidden and reports is not context.reports:
+        if apply_noqa and "noqa" in source:
+            reports = context.reports  # counted below, unless a noqa comment suppresses it
+        else:
+            result.hidden, result.set_aside = len(hidden), sum(r.set_aside for r in hidden)
     if not reports and not unused_check:
         return result
     try:
@@ -267,6 +278,8 @@ def lint_source(
         if noqa is not None and noqa.suppresses(line, report.rule.code):
             continue
         if not (report.certain or preview):
+            result.hidden += 1
+            result.set_aside += report.set_aside
             continue
         fix = report.fix() if callable(report.fix) else report.fix
         result.findings.append(

@@ -13,7 +13,8 @@ What stays with flake8, so that it behaves as flake8 users expect:
 * which files are checked (``--exclude``, ``--extend-exclude``, ``--filename``) and ``-j``.
 
 The tier is the CLI's: certain findings only, possible ones too with ``--tdl-preview``
-(or ``tdl-preview = true`` in flake8's configuration), marked ``(possible)`` as in the CLI.
+(or ``tdl-preview = true`` in flake8's configuration), marked ``(possible)`` as in the CLI;
+``--tdl-target-devices cpu,cuda`` (``tdl-target-devices``) is the CLI's ``--target-devices``.
 
 ``[tool.torchdev-lint]`` in pyproject.toml is the CLI's configuration and is not read here;
 docs/integrations.md gives the flake8 equivalent of each setting.
@@ -31,14 +32,17 @@ PARSE_ERROR_CODE = CHECK_ERROR_CODE
 _linters: dict = {}  # tier -> the Linter (imported on first use), its package indexes kept
 
 
-def _linter(preview: bool):
-    """The shared entry point, with flake8's settings: every rule, this tier; flake8 itself
-    selects codes, applies ``noqa`` and picks files."""
-    linter = _linters.get(preview)
+def _linter(preview: bool, target_devices: str):
+    """The shared entry point, with flake8's settings: every rule, this tier, these target
+    devices (``cpu,cuda`` or ``auto``); flake8 itself selects codes, applies ``noqa`` and
+    picks files."""
+    linter = _linters.get((preview, target_devices))
     if linter is None:
         from torchdev_lint import api, config
 
-        linter = _linters[preview] = api.Linter(settings=config.Settings(preview=preview))
+        settings = config.Settings(
+            preview=preview, target_devices=config.target_devices(target_devices, "--tdl-target-devices"))
+        linter = _linters[preview, target_devices] = api.Linter(settings=settings)
     return linter
 
 
@@ -51,22 +55,34 @@ class TorchDevLintChecker:
     name = "torchdev-lint"
     version = __version__
     preview = False
+    target_devices = "auto"
 
     @classmethod
     def add_options(cls, manager) -> None:
         manager.add_option("--tdl-preview", action="store_true", parse_from_config=True,
                            help="torchdev-lint: also report possible findings (docs/confidence.md)")
+        manager.add_option("--tdl-target-devices", default="auto", parse_from_config=True,
+                           help="torchdev-lint: the machines the code must run on, e.g. cpu,cuda "
+                           "(default: auto, inferred per file)")
 
     @classmethod
     def parse_options(cls, options) -> None:
         cls.preview = bool(getattr(options, "tdl_preview", False))
+        cls.target_devices = getattr(options, "tdl_target_devices", None) or "auto"
+        if cls.target_devices != "auto":  # checked now, one line, not a traceback per file
+            from torchdev_lint import config
+
+            try:
+                config.target_devices(cls.target_devices, "--tdl-target-devices")
+            except config.UsageError as error:
+                raise SystemExit(f"flake8: {error}") from None
 
     def __init__(self, tree, lines: list[str], filename: str) -> None:
         self.lines = lines
         self.filename = filename
 
     def run(self):
-        linter = _linter(self.preview)
+        linter = _linter(self.preview, self.target_devices)
         source = "".join(self.lines)
         if not any(cls.wants(source) for cls in linter.rules):
             # flake8 has parsed the file already, so there is no syntax error to report

@@ -73,10 +73,13 @@ class Rule:
         return textwrap.dedent(cls.__doc__ or "").strip()
 
     def report(self, node: cst.CSTNode, message: str | None = None, fix: Fix | None = None, *,
-               evidence=(), certain: bool = True) -> None:
+               evidence=(), certain: bool = True, set_aside: bool = False) -> None:
         """``evidence``: (node, what it shows) steps saying why the finding holds;
-        ``certain=False`` when part of that path is out of the analysis's sight."""
-        self.ctx.report(self, node, message or self.message, fix, evidence, certain and not self.preview)
+        ``certain=False`` when part of that path is out of the analysis's sight;
+        ``set_aside`` when only the code's unknown intent (no machine without CUDA shown)
+        keeps it possible."""
+        self.ctx.report(self, node, message or self.message, fix, evidence, certain and not self.preview,
+                        set_aside)
 
     def end_of_file(self) -> None:
         """Called once after the traversal, for rules that decide with the whole file seen."""

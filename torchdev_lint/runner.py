@@ -38,7 +38,8 @@ def check_source(
     """Check one file's text: the result keeps its tree, for hosts that go on to fix it.
     ``apply_noqa=False`` keeps what ``# noqa`` hides, for hosts that apply their own (flake8)."""
     governing = settings.for_path(source.path)
-    options = {"fix_device": governing.fix_device, "preview": governing.preview, "apply_noqa": apply_noqa}
+    options = {"fix_device": governing.fix_device, "preview": governing.preview, "apply_noqa": apply_noqa,
+               "target_devices": governing.target_devices}
     if index is not None:
         options["index"] = index
     return lint_file(source, rules_for(rules, settings, source.path), **options)
@@ -63,6 +64,15 @@ class Checked:
     cached: bool = False
 
 
+def _to_cache(result: FileResult):
+    return result.findings, result.error, (result.hidden, result.set_aside)
+
+
+def _from_cache(path: str, stored) -> FileResult:
+    findings, error, (hidden, set_aside) = stored
+    return FileResult(path, "", findings=findings, error=error, hidden=hidden, set_aside=set_aside)
+
+
 def _index_facts(index, path: str) -> str:
     """What the file's findings may depend on in the project index, for its cache key."""
     if index is None:
@@ -84,12 +94,12 @@ def check_path(path: str, job: Job) -> Checked:
         )
         hit = job.cache.load(key)
         if hit is not None:
-            findings, error = hit
-            return Checked(FileResult(path, "", findings=findings, error=error), cached=True)
+            return Checked(_from_cache(path, hit), cached=True)
     result = check_source(source, job.rules, job.settings, job.index)
-    light = FileResult(path, "", findings=[detached(f) for f in result.findings], error=result.error)
+    light = FileResult(path, "", findings=[detached(f) for f in result.findings], error=result.error,
+                       hidden=result.hidden, set_aside=result.set_aside)
     if key is not None:
-        job.cache.store(key, light.findings, light.error)
+        job.cache.store(key, _to_cache(light))
     return Checked(light)
 
 
@@ -262,8 +272,7 @@ def check_paths(paths: list[str], job: Job, jobs: int = 1, on_result=None) -> li
         if known is not None and set(known) == set(paths):
             done = []
             for path in paths:
-                findings, error = known[path]
-                done.append(Checked(FileResult(path, "", findings=findings, error=error), cached=True))
+                done.append(Checked(_from_cache(path, known[path]), cached=True))
                 if on_result:
                     on_result(len(done))
             return done
@@ -272,5 +281,5 @@ def check_paths(paths: list[str], job: Job, jobs: int = 1, on_result=None) -> li
     checked = ordered_map(functools.partial(check_path, job=job), paths, jobs, _crashed, on_result)
     crashed = any(c.result.error is not None and c.result.error.message.startswith(_CRASHED) for c in checked)
     if key is not None and not crashed:
-        job.cache.store_run(key, {c.result.path: (c.result.findings, c.result.error) for c in checked})
+        job.cache.store_run(key, {c.result.path: _to_cache(c.result) for c in checked})
     return checked

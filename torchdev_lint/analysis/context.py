@@ -62,6 +62,9 @@ class Report:
     # Why the finding holds: (node, what it shows) steps, located by the engine.
     evidence: tuple[tuple[cst.CSTNode, str], ...] = ()
     certain: bool = True
+    # Possible only because the code shows no machine without CUDA (target-devices auto):
+    # `--target-devices cpu,cuda` makes it certain.
+    set_aside: bool = False
 
 
 class FileContext:
@@ -89,6 +92,7 @@ class FileContext:
         self._mentions_devices: bool | None = None
         self._bindings: dict[int, dict] = {}
         self.fix_device = devices.CUDA_OR_CPU  # `fix-device`: how fixes spell the default device
+        self.target_devices: tuple[str, ...] | None = None  # `target-devices`; None: auto
         self._by_use: dict[tuple[int, str], Value] = {}
         self._memo: dict[int, Value] | None = None  # during one value_of question
         self.shared: dict[object, object] = {}  # whole-file analyses rules share, built on first need
@@ -301,8 +305,10 @@ class FileContext:
         value = self._lookup_local(name)
         return value if value is not None else kinds.UNKNOWN
 
-    def report(self, rule: Rule, node: cst.CSTNode, message: str, fix, evidence=(), certain=True) -> None:
-        self.reports.append(Report(rule, node, message, tuple(self.ancestors), fix, tuple(evidence), certain))
+    def report(self, rule: Rule, node: cst.CSTNode, message: str, fix, evidence=(), certain=True,
+               set_aside=False) -> None:
+        self.reports.append(Report(rule, node, message, tuple(self.ancestors), fix, tuple(evidence), certain,
+                                   set_aside and not certain))
 
     # -- internals ---------------------------------------------------------------------
 

@@ -58,6 +58,8 @@ _GPU_ONLY_WRAPPERS = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.Data
 _CPU_OPTIONS = frozenset({"--cpu", "--no-cuda", "--no_cuda", "--device", "--use-cpu", "--use_cpu"})
 _OPT_IN_GPU_OPTIONS = frozenset({"--cuda", "--gpu", "--use_cuda", "--use-cuda", "--use_gpu", "--use-gpu"})
 _AVAILABILITY = frozenset({"is_available", "device_count"})
+# `target-devices` entries that have CUDA (ROCm builds answer to "cuda" too).
+_CUDA_TARGETS = frozenset({"cuda", "rocm"})
 
 
 @dataclass
@@ -320,6 +322,10 @@ class Verdict:
 
     certain: bool
     steps: tuple[Step, ...]
+    # No machine without CUDA is shown or declared: a finding set aside by `auto`.
+    unknown_intent: bool = False
+    # `target-devices` names CUDA machines only: portability findings are off.
+    off: bool = False
 
 
 def is_library_module(ctx, module: cst.Module) -> bool:
@@ -476,6 +482,9 @@ def runs_without_cuda(ctx, ancestors: Sequence[cst.CSTNode], library: bool = Fal
     module = ancestors[0]
     if not isinstance(module, cst.Module):
         return Verdict(False, ())
+    targets = ctx.target_devices
+    if targets is not None and all(t in _CUDA_TARGETS for t in targets):
+        return Verdict(False, (), off=True)
     facts = _facts(ctx, module)
     if facts.cuda_only is not None:
         return Verdict(False, (facts.cuda_only,))
@@ -486,6 +495,9 @@ def runs_without_cuda(ctx, ancestors: Sequence[cst.CSTNode], library: bool = Fal
     function = next((a for a in reversed(ancestors) if isinstance(a, cst.FunctionDef)), None)
     if provenance.is_test_function(ctx, function):
         return Verdict(False, ())
+    if targets is not None:
+        machines = ", ".join(t for t in targets if t not in _CUDA_TARGETS)
+        return Verdict(True, ((module, f"target-devices names {machines}: the code must run without CUDA"),))
     for scope in reversed(ancestors):
         step = facts.device_generic.get(scope)
         if step is not None:
@@ -496,4 +508,6 @@ def runs_without_cuda(ctx, ancestors: Sequence[cst.CSTNode], library: bool = Fal
     if step is not None:
         doubt = _users_on_cuda(ctx, module)
         return Verdict(False, (doubt,)) if doubt is not None else Verdict(True, (step,))
-    return Verdict(False, ())
+    return Verdict(False, ((module, "judged CUDA-only (target-devices auto): nothing here chooses the CPU, "
+                                    "offers a CPU option or takes a device; --target-devices cpu,cuda "
+                                    "says it must run without CUDA"),), unknown_intent=True)

@@ -18,6 +18,8 @@ class OutputContext:
     concise: bool = False  # text: one line per finding, no code frame
     color: bool = False
     show_evidence: bool = False  # text: the evidence steps under each finding
+    hidden: int = 0  # possible findings the run did not show (`--preview` shows them)
+    set_aside: int = 0  # of those, portability findings in code judged CUDA-only
     # The source line a finding starts on, for code frames (None when unknown).
     source_line: Callable[[Finding], str | None] = lambda finding: None
 

@@ -85,8 +85,8 @@ def summary(findings: list[Finding], checked: int, context: OutputContext | None
     if not findings:
         if unchecked:
             return f"No problems found in {_plural(checked - unchecked, 'file')} checked; " \
-                   f"{_plural(unchecked, 'file')} could not be checked."
-        return f"All checks passed ({_plural(checked, 'file')} checked)."
+                   f"{_plural(unchecked, 'file')} could not be checked.{_hidden(context)}"
+        return f"All checks passed ({_plural(checked, 'file')} checked).{_hidden(context)}"
     files = len({f.path for f in findings})
     line = f"Found {_plural(len(findings), 'problem')} in {_plural(files, 'file')}."
     if unchecked:
@@ -98,7 +98,18 @@ def summary(findings: list[Finding], checked: int, context: OutputContext | None
     if hidden:
         line += f" {UNSAFE_MARK} {hidden} hidden fix{'es' if hidden != 1 else ''} " \
                 f"can be enabled with `--unsafe-fixes`."
-    return line
+    return line + _hidden(context)
+
+
+def _hidden(context: OutputContext) -> str:
+    """What the default output left out, and how to ask for it."""
+    if not context.hidden:
+        return ""
+    text = f"\n{_plural(context.hidden, 'possible finding')} not shown (`--preview`)"
+    if context.set_aside:
+        text += (f"; {context.set_aside} of them in code judged CUDA-only "
+                 "(`--target-devices cpu,cuda` if it must run without CUDA)")
+    return text + "."
 
 
 def _unchecked(errors: list[FileError]) -> int:

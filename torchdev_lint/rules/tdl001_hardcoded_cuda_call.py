@@ -220,8 +220,10 @@ class HardcodedCudaCall(Rule):
         for node, ancestors in self.candidates:
             if not requirements.only_on_accelerator(ancestors):
                 verdict = portability.runs_without_cuda(self.ctx, ancestors)
+                if verdict.off:
+                    continue
                 self.report(node, fix=lambda node=node, ancestors=ancestors: self._fix(node, ancestors),
-                            evidence=verdict.steps, certain=verdict.certain)
+                            evidence=verdict.steps, certain=verdict.certain, set_aside=verdict.unknown_intent)
 
     def _fix(self, node: cst.Call, ancestors: tuple[cst.CSTNode, ...]) -> Fix:
         moved = code_of(node.func.value)

@@ -544,11 +544,14 @@ class HardcodedDeviceString(Rule):
         text = code_of(literal)
         message = self.message.replace('"cuda"', text if len(text) <= 40 else text[:37] + "...")
         verdict = portability.runs_without_cuda(self.ctx, path)
+        if verdict.off:
+            return
         # `f"cuda:{i}"` picks one of several GPUs: multi-GPU code, whose CPU path we cannot see
         indexed = not isinstance(literal, (cst.SimpleString, cst.ConcatenatedString))
         self.report(literal, message, fix=lambda: self._fix(literal, path, keep, device_call),
                     evidence=verdict.steps, certain=verdict.certain and not indexed
-                    and not _old_torch_fallback(path) and not _falls_back(path))
+                    and not _old_torch_fallback(path) and not _falls_back(path),
+                    set_aside=verdict.unknown_intent and not indexed)
 
     def _fix(self, literal, path, keep: bool, device_call: cst.Call | None) -> Fix | None:
         torch_name = self.ctx.torch_name

@@ -412,10 +412,12 @@ class LoadWithoutMapLocation(Rule):
     def end_of_file(self) -> None:
         for node, ancestors in self.candidates:
             verdict = portability.runs_without_cuda(self.ctx, ancestors, library=True)
-            steps, certain = list(verdict.steps), verdict.certain
+            if verdict.off:
+                continue
+            steps, sure = list(verdict.steps), True  # sure: the rest of the path holds
             weights = _weights_use(ancestors, node)
             if weights is None:
-                certain = False  # a file of plain objects or arrays holds no device
+                sure = False  # a file of plain objects or arrays holds no device
             else:
                 steps.append(weights)
                 origin = provenance.weights_saved_from_a_device(self.ctx)
@@ -426,13 +428,14 @@ class LoadWithoutMapLocation(Rule):
             if save is None and self.ctx.path.endswith(".ipynb"):
                 save = self.checkpoint_writer  # a notebook is one session: it reads what it wrote
             if save is not None:
-                certain = False  # it may read back what it wrote, on the machine that wrote it
+                sure = False  # it may read back what it wrote, on the machine that wrote it
                 steps.append((save, "the same file writes a file of that name: this may read it back"))
             for step in self._doubts(node, ancestors, weights):
-                certain = False
+                sure = False
                 steps.append(step)
             self.report(node, fix=lambda node=node, ancestors=ancestors: self._fix(node, ancestors),
-                        evidence=steps, certain=certain)
+                        evidence=steps, certain=verdict.certain and sure,
+                        set_aside=verdict.unknown_intent and sure)
 
     def _doubts(self, node: cst.Call, ancestors: tuple[cst.CSTNode, ...], weights):
         """What makes a load of tensors that can run without CUDA still uncertain: nothing
