@@ -331,3 +331,26 @@ def test_a_dataset_that_saves_what_it_downloaded_and_loads_it_back_is_not_flagge
 def test_a_class_that_saves_data_it_did_not_build_itself_keeps_the_finding(old, new):
     assert old in DATASET
     assert positions(DATASET.replace(old, new)) == [(18, 46)]
+
+
+def test_a_round_trip_through_file_handles_is_possible():
+    """`with open(p, "wb") as f: torch.save(m, f)` then `with open(p, "rb") as f: torch.load(f)`
+    in one script reads back what the run wrote, on the machine that wrote it."""
+    code = """\
+    import argparse, os
+    import torch
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cuda", action="store_true")
+    args = parser.parse_args()
+    model = torch.nn.Linear(2, 2).to("cuda" if args.cuda else "cpu")
+    def train():
+        with open(os.path.join(args.work_dir, "model.pt"), "wb") as f:
+            torch.save(model, f)
+    train()
+    with open(os.path.join(args.work_dir, "model.pt"), "rb") as f:
+        model = torch.load(f)
+    model.load_state_dict(model.state_dict())
+    """
+    (finding,) = lint_source("train.py", textwrap.dedent(code), [RULE], preview=True).findings
+    assert finding.confidence.value == "possible"
+    assert any(step.line == 9 and "writes a file of that name" in step.message for step in finding.evidence)

@@ -15,6 +15,7 @@ import libcst as cst
 from torchdev_lint.analysis import kinds, tree
 from torchdev_lint.analysis.guards import code_of, is_guarded
 from torchdev_lint.analysis.classes import methods
+from torchdev_lint.analysis.imports import dotted_name
 from torchdev_lint.analysis.project_index import (
     ProjectIndex, file_name_shape, path_template, read_facts, template_names,
 )
@@ -81,13 +82,15 @@ def _path_words(expr: cst.CSTNode) -> tuple[set[str], set[str]]:
     return names - _PATH_NOISE, texts
 
 
-def same_file_named(save: cst.Call, load: cst.Call) -> bool:
+def same_file_named(save: cst.Call, load: cst.Call, opened: dict[int, cst.BaseExpression] | None = None) -> bool:
     """A save and a load of the same path: built from the same variable (``ckpt_path``), or
     of the same literal (``"model.pt"``) when neither names a directory of its own. A resume
     from ``args.resume_dir/"optimizer.pt"`` of what a run saved to ``output_dir/"optimizer.pt"``
-    reads another run's file, maybe another machine's."""
-    saved = save.args[1].value if len(save.args) > 1 else None
-    loaded = loaded_file(load)
+    reads another run's file, maybe another machine's. ``opened``: the path a save's or a
+    load's file handle was opened on (``with open(path, "wb") as f``), by the call's id."""
+    opened = opened or {}
+    saved = opened.get(id(save)) or (save.args[1].value if len(save.args) > 1 else None)
+    loaded = opened.get(id(load)) or loaded_file(load)
     if saved is None or loaded is None:
         return False
     family = _family(saved)
@@ -121,6 +124,21 @@ def _family(expr: cst.BaseExpression) -> tuple[tuple[str, ...], str] | None:
     if "{}" in folder or "{}" not in name or not re.search(r"[A-Za-z0-9]", name.replace("{}", "")):
         return None
     return directory, template
+
+
+def opened_path(ancestors, handle: cst.BaseExpression | None) -> cst.BaseExpression | None:
+    """The path ``handle`` was opened on by an enclosing ``with open(path, ...) as handle``."""
+    if not isinstance(handle, cst.Name):
+        return None
+    for node in reversed(ancestors):
+        if isinstance(node, cst.With):
+            for item in node.items:
+                opener = item.item
+                if (item.asname is not None and isinstance(item.asname.name, cst.Name)
+                        and item.asname.name.value == handle.value and isinstance(opener, cst.Call)
+                        and dotted_name(opener.func) in ("open", "io.open") and opener.args):
+                    return opener.args[0].value
+    return None
 
 
 def loaded_file(call: cst.Call) -> cst.BaseExpression | None:

@@ -381,12 +381,14 @@ class LoadWithoutMapLocation(Rule):
         super().__init__(ctx)
         self.candidates: list[tuple[cst.Call, tuple[cst.CSTNode, ...]]] = []
         self.saves: list[cst.Call] = []
+        self.opened: dict[int, cst.BaseExpression] = {}  # a save's or load's handle -> its path
         self.checkpoint_writer: cst.Call | None = None  # any call that saves or checkpoints
 
     def visit_Call(self, node: cst.Call) -> None:
         qualified = self.ctx.qualified_name(node.func)
         if qualified in kinds.TORCH_SAVERS:
             self.saves.append(node)
+            self._note_handle(node, provenance.saved_file(node))
         if self.checkpoint_writer is None and any(w in code_of(node.func).lower() for w in ("save", "checkpoint")):
             self.checkpoint_writer = node
         if qualified not in kinds.TORCH_LOADERS:
@@ -408,6 +410,12 @@ class LoadWithoutMapLocation(Rule):
         ):
             return
         self.candidates.append((node, ancestors))
+        self._note_handle(node, provenance.loaded_file(node))
+
+    def _note_handle(self, call: cst.Call, handle: cst.BaseExpression | None) -> None:
+        path = provenance.opened_path(self.ctx.ancestors, handle)
+        if path is not None:
+            self.opened[id(call)] = path
 
     def end_of_file(self) -> None:
         for node, ancestors in self.candidates:
@@ -424,7 +432,7 @@ class LoadWithoutMapLocation(Rule):
                 if origin is not None:
                     steps.append((node, f"the project saves weights from code that places tensors on devices "
                                         f"({origin}): its checkpoints can hold accelerator tensors"))
-            save = next((s for s in self.saves if provenance.same_file_named(s, node)), None)
+            save = next((s for s in self.saves if provenance.same_file_named(s, node, self.opened)), None)
             if save is None and self.ctx.path.endswith(".ipynb"):
                 save = self.checkpoint_writer  # a notebook is one session: it reads what it wrote
             if save is not None:
