@@ -6,15 +6,19 @@ process that has LibCST and every rule loaded and forks a fresh copy of itself f
 The copy runs the ordinary command line in the caller's directory, with the caller's
 arguments, environment, umask and standard streams (the descriptors themselves travel over
 the socket), so a run it serves is the same run the command would have made itself: only
-the imports are already done.
+the imports are already done. What a process may do and see cannot be handed over (ids and
+groups, capabilities, namespaces, resource limits: ``context``), so a checker serves only a
+caller whose context, as the kernel tells it, is its own.
 
 This module is all the command loads on that path, so it imports nothing heavy. When no
 checker answers, it starts one in the background for the next run and checks in this
 process. It stays off on CI (``CI`` set: one-shot machines), with ``--no-daemon`` or
 ``TORCHDEV_LINT_DAEMON=0``, off POSIX, and for the ``trace``, ``server`` and ``rules``
 commands. The checker leaves after ``TORCHDEV_LINT_DAEMON_IDLE`` seconds without a run
-(default 900) and is keyed by the tool's code and Python, so an upgrade never talks to an
-old one. ``torchdev-lint daemon status|stop`` shows or stops the checkers.
+(default 900) and is keyed by the tool's code, Python and the caller's context, so an upgrade
+never talks to an old one and a caller with other privileges starts one of its own.
+``torchdev-lint daemon status|stop`` shows or stops the checkers. It needs Linux (/proc):
+elsewhere nothing tells a checker what its caller may do, and the command checks in its own process.
 
 The socket lives in a directory only this user can enter. A socket's path holds at most
 about 100 bytes (``sun_path``), so when the runtime directory is too deep for one (pytest's
@@ -29,6 +33,7 @@ status is 2, never 1, which means findings.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -45,7 +50,7 @@ ENV_RUNTIME_DIR = "TORCHDEV_LINT_RUNTIME_DIR"
 _IN_PROCESS_COMMANDS = frozenset({"trace", "server", "rules"})
 _OFF, _ON = frozenset({"0", "false", "no", "off"}), frozenset({"1", "true", "yes", "on"})
 _SOCKET_PATH_LIMIT = 100  # sun_path holds 108 bytes on Linux, 104 on macOS
-_SOCKET_NAME_SIZE = len("/") + 20 + len(".sock")  # a key (fingerprint) per socket
+_SOCKET_NAME_SIZE = len("/") + 20 + len(".sock")  # a key (code and context) per socket
 _SHORT_BASE = "/tmp"  # where a runtime directory too deep for a socket is moved
 EXIT_ERROR, EXIT_INTERRUPTED = 2, 130
 HEADER = struct.Struct("!I")
@@ -195,22 +200,65 @@ def _libcst_init() -> str | None:
     return None
 
 
-def socket_path(directory: str) -> str:
-    return os.path.join(directory, f"{fingerprint()}.sock")
+# What a run may do and see that a forked checker would otherwise have from itself, not from
+# its caller; the keys are what -v names when they differ.
+_STATUS_LINES = {  # lines of /proc/PID/status
+    "user ids": ("Uid",), "group ids": ("Gid",), "supplementary groups": ("Groups",),
+    "capability sets": ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"),
+    "no_new_privs flag": ("NoNewPrivs",), "seccomp filters": ("Seccomp", "Seccomp_filters"),
+}
+_LINKS = {"root directory": "root", "mount namespace": "ns/mnt", "user namespace": "ns/user",
+          "pid namespace": "ns/pid"}
+
+
+def context(pid: int | str = "self") -> dict[str, str | None]:
+    """What process ``pid`` may do and see, as the kernel tells it in /proc: a checker serves
+    only a caller whose context equals its own. Raises OSError where /proc cannot tell
+    (not Linux, or another process's details this one may not read)."""
+    proc = f"/proc/{pid}"
+    with open(f"{proc}/status", encoding="utf-8", errors="surrogateescape") as status:
+        lines = dict(line.rstrip("\n").split(":", 1) for line in status if ":" in line)
+    found: dict[str, str | None] = {
+        what: " ".join(f"{name}={' '.join(lines.get(name, '?').split())}" for name in names)
+        for what, names in _STATUS_LINES.items()
+    }
+    with open(f"{proc}/limits", encoding="ascii", errors="replace") as limits:
+        found["resource limits"] = limits.read()
+    for what, link in _LINKS.items():
+        found[what] = os.readlink(f"{proc}/{link}")
+    try:
+        with open(f"{proc}/attr/current", "rb") as label:
+            found["security label"] = label.read().decode("ascii", "replace")
+    except OSError as error:
+        if error.errno not in (errno.EINVAL, errno.ENOENT):  # no security module labels processes
+            raise
+        found["security label"] = None
+    return found
+
+
+def socket_path(directory: str, caller: dict) -> str:
+    """The socket of the checker for this code and the caller's ``context``."""
+    digest = hashlib.sha256(fingerprint().encode("ascii") + json.dumps(caller, sort_keys=True).encode("ascii"))
+    return os.path.join(directory, f"{digest.hexdigest()[:20]}.sock")
 
 
 def _run_resident(argv: list[str]) -> int | None:
     """The exit status of the run a resident checker made, or None to check in this process."""
+    try:
+        caller = context()
+    except OSError as error:
+        _say(argv, f"not served by the resident checker: this process's context cannot be read ({error})")
+        return None
     directory, note = _runtime(os.environ)
-    if note and verbose(argv):
-        print(f"torchdev-lint: {note}", file=sys.stderr)
+    if note:
+        _say(argv, note)
     if directory is None:
         return None
-    path = socket_path(directory)
+    path = socket_path(directory, caller)
     if len(path.encode("utf-8", "surrogateescape")) > _SOCKET_PATH_LIMIT:  # cannot happen: checked above
         return None
     try:
-        request = _request(argv)  # first: a socket opened now could take a closed stream's number
+        request = _request(argv, caller)  # first: a socket opened now could take a closed stream's number
     except OSError:  # no current directory
         return None
     connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -218,13 +266,19 @@ def _run_resident(argv: list[str]) -> int | None:
         connection.connect(path)
     except OSError:  # no checker yet, or a stale socket
         connection.close()
+        _say(argv, "not served by the resident checker: none is up for this code and context yet (starting one)")
         _start_resident(path)
         return None
     with connection:
         return _served(connection, request, verbose=verbose(argv))
 
 
-def _request(argv: list[str]) -> tuple[bytes, list[int]]:
+def _say(argv: list[str], note: str) -> None:
+    if verbose(argv):
+        print(f"torchdev-lint: {note}", file=sys.stderr)
+
+
+def _request(argv: list[str], caller: dict) -> tuple[bytes, list[int]]:
     streams, descriptors = [], []
     for number, name in enumerate(STREAMS):
         stream = getattr(sys, name)
@@ -239,6 +293,7 @@ def _request(argv: list[str]) -> tuple[bytes, list[int]]:
     os.umask(umask)
     payload = json.dumps({
         "argv": argv, "cwd": os.getcwd(), "env": dict(os.environ), "umask": umask, "streams": streams,
+        "context": caller,
     }).encode("ascii")
     return HEADER.pack(len(payload)) + payload, descriptors
 
@@ -248,9 +303,14 @@ def _served(connection: socket.socket, request: tuple[bytes, list[int]], verbose
     try:
         sent = socket.send_fds(connection, [data], descriptors)
         connection.sendall(data[sent:])
-        reader = connection.makefile("r", encoding="ascii")
-        pid = int(reader.readline().split()[1])
-    except (OSError, ValueError, IndexError):  # the checker went away before it took the run
+        reader = connection.makefile("r", encoding="ascii", errors="replace")
+        word, detail = reader.readline().rstrip("\n").split(" ", 1)
+        if word == "refused":  # the checker may do or see what this process may not
+            if verbose:
+                print(f"torchdev-lint: not served by the resident checker: {detail}", file=sys.stderr)
+            return None
+        pid = int(detail)
+    except (OSError, ValueError):  # the checker went away before it took the run
         return None
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # Ctrl-C stops the run, not just us
         signal.signal(signum, lambda number, frame: _signal(pid, number))
@@ -308,14 +368,17 @@ def _daemon_command(argv: list[str]) -> int:
         print(DAEMON_HELP.splitlines()[0], file=sys.stderr)
         return EXIT_ERROR
     directory = runtime_dir()
-    current = os.path.basename(socket_path(directory)) if directory else ""
+    try:
+        current = os.path.basename(socket_path(directory, context())) if directory else ""
+    except OSError:  # no context: no checker is current for this process
+        current = ""
     running = _running(directory) if directory else []
     for pid, name in running:
         if argv == ["stop"]:
             _signal(pid, signal.SIGTERM)
             print(f"stopped the resident process {pid}")
         else:
-            state = "current" if f"{name}.sock" == current else "for other code (leaves when idle)"
+            state = "current" if f"{name}.sock" == current else "for other code or context (leaves when idle)"
             print(f"resident process {pid}: {state}")
     if not running:
         print("no resident process")

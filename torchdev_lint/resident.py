@@ -4,8 +4,11 @@ Started in the background by the command (``launcher.py``) as
 ``python -m torchdev_lint.resident SOCKET``. Each run is served by a child forked from the
 warm process, so it starts with the modules imported but with none of another run's state;
 the child takes on the caller's directory, environment, umask and standard streams and runs
-the ordinary command line. A lock file held for the process's life keeps one checker per key
-and carries its pid for ``torchdev-lint daemon status|stop``.
+the ordinary command line. What it cannot take on (ids, groups, capabilities, namespaces,
+resource limits) must already be the caller's: it serves only a caller whose context, read
+from /proc/PID of the process at the other end of the socket, equals its own. A lock file held
+for the process's life keeps one checker per key and carries its pid for
+``torchdev-lint daemon status|stop``.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import sys
 import time
 import traceback
 
-from torchdev_lint.launcher import GO, HEADER, STREAMS, report_crash
+from torchdev_lint.launcher import GO, HEADER, STREAMS, context, report_crash
 
 _DEFAULT_IDLE_SECONDS = 900.0
 _WATCH_SECONDS = 2  # how often a quiet checker looks whether its code still exists
@@ -88,14 +91,15 @@ def _serve_forever(listener: socket.socket, lock, idle: float) -> None:
                 _stop(pid, pidfd)
                 continue
             connection, _ = listener.accept()
-            if not _same_user(connection):
+            caller = _caller(connection)
+            if caller is None:
                 connection.close()
                 continue
             pid = os.fork()
             if pid == 0:
                 listener.close()
                 lock.close()
-                _serve(connection)  # never returns
+                _serve(connection, caller)  # never returns
             try:
                 if not hang_up:
                     raise OSError("no POLLRDHUP")
@@ -133,16 +137,36 @@ def _warm_up() -> None:
     engine.lint_source("warm_up.py", "import torch\nx = torch.zeros(1).cuda()\n", list(Rule.registry.values()))
 
 
-def _same_user(connection: socket.socket) -> bool:
+def _caller(connection: socket.socket) -> int | None:
+    """The pid of the process that connected, as the kernel says (SO_PEERCRED); None when
+    it is another user's or the kernel cannot say."""
     try:
         credentials = connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEER_CREDENTIALS.size)
-    except (AttributeError, OSError):  # not Linux: the 0700 directory is the guard
-        return True
-    return _PEER_CREDENTIALS.unpack(credentials)[1] == os.getuid()
+    except (AttributeError, OSError):
+        return None
+    pid, uid, _ = _PEER_CREDENTIALS.unpack(credentials)
+    return pid if uid == os.getuid() else None
 
 
-def _serve(connection: socket.socket) -> None:
-    """In the forked child: become the caller's process, run the command, report its status."""
+def _refusal(caller: int, claimed: dict) -> str | None:
+    """Why this process may not serve process ``caller`` (None: it may). Its context as read
+    from /proc/CALLER and as the caller says it must both equal this process's own; what
+    cannot be read is not assumed to match."""
+    try:
+        own, seen = context(), context(caller)
+    except OSError as error:
+        return f"the caller's context cannot be read ({error})"
+    for what, value in own.items():
+        if seen[what] != value:
+            return f"the caller's {what} {'differ' if what.endswith('s') else 'differs'}"
+    if claimed != own:
+        return "the caller's account of its context is not the kernel's"
+    return None
+
+
+def _serve(connection: socket.socket, caller: int) -> None:
+    """In the forked child: become the caller's process, run the command, report its status;
+    or say why not and leave, for the caller to run the command itself."""
     code = 2
     try:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
@@ -150,6 +174,10 @@ def _serve(connection: socket.socket) -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
         os.setpgid(0, 0)  # a group of its own, so that stopping the run stops its workers too
         request = _receive(connection)
+        refusal = _refusal(caller, request["context"])
+        if refusal:
+            connection.sendall(f"refused {refusal}\n".encode("ascii", "replace"))
+            os._exit(code)
         connection.sendall(f"pid {os.getpid()}\n".encode("ascii"))
         if connection.recv(len(GO), socket.MSG_WAITALL) != GO:
             os._exit(code)  # the caller went away before the run began
