@@ -126,18 +126,18 @@ def _family(expr: cst.BaseExpression) -> tuple[tuple[str, ...], str] | None:
     return directory, template
 
 
-def opened_path(ancestors, handle: cst.BaseExpression | None) -> cst.BaseExpression | None:
-    """The path ``handle`` was opened on by an enclosing ``with open(path, ...) as handle``."""
+def opened_path(enclosing, handle: cst.BaseExpression | None) -> cst.BaseExpression | None:
+    """The path ``handle`` was opened on by a ``with open(path, ...) as handle`` among
+    ``enclosing`` (the nodes around the use, innermost first)."""
     if not isinstance(handle, cst.Name):
         return None
-    for node in reversed(ancestors):
-        if isinstance(node, cst.With):
-            for item in node.items:
-                opener = item.item
-                if (item.asname is not None and isinstance(item.asname.name, cst.Name)
-                        and item.asname.name.value == handle.value and isinstance(opener, cst.Call)
-                        and dotted_name(opener.func) in ("open", "io.open") and opener.args):
-                    return opener.args[0].value
+    for node in enclosing:
+        for item in node.items if isinstance(node, cst.With) else ():
+            opener = item.item
+            if (item.asname is not None and isinstance(item.asname.name, cst.Name)
+                    and item.asname.name.value == handle.value and isinstance(opener, cst.Call)
+                    and dotted_name(opener.func) in ("open", "io.open") and opener.args):
+                return opener.args[0].value
     return None
 
 
@@ -471,8 +471,7 @@ def _saved_data_paths(ctx, klass: cst.ClassDef) -> frozenset[str]:
             destination = saved_file(save)
             if destination is None or not args:
                 continue
-            if isinstance(destination, cst.Name):
-                destination = _opened_for_writing(facts.parents, save, destination.value) or destination
+            destination = opened_path(_enclosing(facts.parents, save), destination) or destination
             if _built_in(ctx, method, facts, self_name, args[0]):
                 paths.add(ast.dump(_as_ast(destination)))
     return frozenset(paths)
@@ -510,21 +509,12 @@ class _MethodFacts:
         tree.walk(function, enter)
 
 
-def _opened_for_writing(parents: dict[int, cst.CSTNode], save: cst.Call, name: str) -> cst.BaseExpression | None:
-    """``p`` of the ``with open(p, ...) as <name>:`` that encloses ``save`` (``parents``:
-    the enclosing node of each node of the function)."""
-    node = parents.get(id(save))
+def _enclosing(parents: dict[int, cst.CSTNode], node: cst.CSTNode):
+    """The nodes around ``node``, innermost first (``parents``: each node's enclosing one)."""
+    node = parents.get(id(node))
     while node is not None:
-        for item in node.items if isinstance(node, cst.With) else ():
-            if (
-                item.asname is not None and isinstance(item.asname.name, cst.Name)
-                and item.asname.name.value == name and isinstance(item.item, cst.Call)
-                and isinstance(item.item.func, cst.Name) and item.item.func.value == "open"
-                and item.item.args
-            ):
-                return item.item.args[0].value
+        yield node
         node = parents.get(id(node))
-    return None
 
 
 def _built_in(ctx, function: cst.FunctionDef, facts: _MethodFacts, self_name: str,
@@ -794,6 +784,7 @@ def saved_earlier_by_callee(ctx, ancestors, call: cst.Call) -> cst.Call | None:
     (``early_stopping(loss, model, path)`` then ``torch.load(path + "/checkpoint.pth")``) and
     reaches a ``torch.save`` of a file of that name (``_callee_saves``). The call, or None."""
     target = loaded_file(call)
+    target = opened_path(reversed(ancestors), target) or target  # `open(path, "rb")` as the file
     scope = _scope_of(ancestors)
     if scope is None or target is None:
         return None

@@ -96,87 +96,36 @@ class LoadWithoutMapLocation(Rule):
     one they were saved from.
 
     ## Confidence
-    Certain when the load can run without CUDA (as for [TDL001](TDL001.md): the function
-    takes a device, or the file offers a CPU option or fallback; library code too, a module of
-    a package with no `__main__` block and no top-level loop or `with`, when its package shows
-    a CPU path: a `"cpu"` literal (not the value of `map_location=`, which says where a file's
-    tensors land, and which code that only runs on CUDA chooses too), a function taking
-    `device` or `map_location`, or code that follows the device of a value,
-    `x.to(self.mean.device)`, in any of its modules; and unless every project module that
-    uses it and places tensors shows no CPU path) and the
-    file holds tensors (the object goes into `load_state_dict` or another loading function,
-    is read under a checkpoint key such as `["state_dict"]`, not read as an object as in
-    COCOeval's `data["params"].recThrs`, or is used as a module) and the
-    tensors can be on an accelerator: the project saves weights (a `state_dict()`, a model, a
-    checkpoint dict) with `torch.save` from code that places tensors on devices (the saving
-    module, a project module it uses, or one that imports it names a device) without moving
-    them to the CPU first. A script with `--cpu` loading `torch.load(args.weights)` in a
-    project whose training saves from the GPU: its checkpoints, published ones included.
+    Certain when the whole failure path is shown ([confidence](../confidence.md)): the load
+    runs on a machine without CUDA that the code is meant for (declared by `target-devices`,
+    or shown as for [TDL001](TDL001.md); for library code, a package that shows a CPU path,
+    used by code that runs and not only by users that run on CUDA), the file holds tensors
+    (the object goes into `load_state_dict` or another loading function, is read under a
+    checkpoint key such as `["state_dict"]`, or is used as a module), and those tensors can
+    be on an accelerator: the project saves weights with `torch.save` from code that places
+    tensors on devices, without moving them to the CPU first. A script with `--cpu` loading
+    `torch.load(args.weights)` in a project whose training saves from the GPU is the shape:
+    its checkpoints, published ones included, fail to load on a laptop.
 
-    Possible: a file of plain objects, a learning-rate scheduler's or gradient scaler's
-    state, a path the same file also writes (a round trip), any load in a notebook that saves
-    checkpoints, test code; and, since the first look at 37 fresh repositories
-    (`benchmarks/precision/`):
+    Possible where a step is missing or the file may come back to the machine that wrote it:
+    code judged CUDA-only; a file of plain objects or a scheduler's state; a load that only
+    runs where CUDA is wanted or present, or in code that needs CUDA anyway (a CUDA-only
+    library, a `torch.cuda.*Tensor` type or a raising `torch.cuda` call on its path); a round
+    trip (the same function, script, class or notebook writes a file of that name: the same
+    variable, literal, name template or file handle opened on the same path, itself or
+    through a project helper that saves); a resume of the script's own checkpoint or a
+    trainer's start point (code that writes checkpoints in a loop); a file of unknown origin
+    (a name the code spells that the project never writes, or a project that saves its
+    weights as CPU tensors or never from code on a device); weights going into a module moved
+    to CUDA anyway; library code that no running code imports or whose users all run on
+    CUDA; test code.
 
-    - a load that only runs where CUDA is wanted or present (`if torch.cuda.is_available():`,
-      `if args.cuda:`, `if use_gpu:`, the guards of TDL001), often beside an `else:` that
-      passes `map_location`: no CPU-only machine runs it;
-    - a load in code that needs CUDA anyway: a block that runs whenever the load does, up to
-      its function, imports a CUDA-only library (`from torch2trt import TRTModule`,
-      TensorRT, apex, PyCUDA, CuPy), uses a `torch.cuda.FloatTensor`-style type or calls a
-      `torch.cuda` function that raises without CUDA (`torch.cuda.synchronize()`); a bare
-      `.cuda()` does not count: where the code runs without CUDA it is TDL001's finding;
-    - a round trip through a helper: earlier in the same function a call was handed a
-      variable the path is built from and reaches a `torch.save` of a file of that name (a
-      function or class of the same file, or a project module the index says writes it):
-      `early_stopping(loss, model, path)` then `torch.load(path + "/checkpoint.pth")`;
-    - a resume of the script's own checkpoint: a script (not library code) calls
-      `torch.save`, and the path is named for resuming (`args.resume`,
-      `cfg["training"]["resume"]`, a `checkpoint` or `ckpt_path` variable; not a
-      `checkpoint_dir`), or the load is under `if args.resume:`: normally read on the machine
-      that wrote it;
-    - any load of weights in a project that saves its weights as CPU tensors (a
-      `torch.save` of what was moved to the CPU first, `state_dict[k] = v.cpu()`, with
-      every other save of weights in code that never names a device): its checkpoints, the
-      published ones too, load anywhere (`.cpu()`, `.to("cpu")` and
-      `.to(torch.device("cpu"))` alike);
-    - since the first look at 17 more: a path of the same name template as a save of the
-      same file (identical literal parts, any arguments: `'{}.pkl'.format(epoch)` saved,
-      `'{}.pkl'.format(best_epoch)` loaded; `f"ckpt_{e}.pt"` under the same directory
-      expression); a file an earlier call of a project function that calls `torch.save`
-      was handed the name of (`save_model(m, target_dir="models", model_name="net.pth")`
-      then `torch.load("models/net.pth")`, or a name that fits the template handed, in a
-      script or a notebook); a load in a method of a class another method of which writes
-      a file of that name, directly or through a helper that saves one (`train()` hands
-      `path` to `early_stopping`, `predict()` loads `path + "/checkpoint.pth"`).
+    Not seen: a file of the loaded name that the project writes in another run (an inference
+    script loading what its training script saves stays certain: that is how GPU-trained
+    checkpoints get published); a file the project writes from the GPU that is never
+    published or copied to another machine.
 
-    - since the first look at 20 more (`benchmarks/precision/`, the tenth batch: most
-      findings were debatable, files of unknown origin): a project that never saves weights
-      from code on a device (the file comes from elsewhere, saved on a device the code does
-      not show: a pretrained release, a converter's output); a file whose name the code
-      spells (a literal, a template, the literal default of the parameter the path comes
-      from, `def __init__(self, path="pretrain/hubert.pt")`) and that no code of the project
-      writes (a release or a download); a load in code that saves checkpoints in a loop (the
-      same function, or a script's top-level code: a trainer's start point, its resume or
-      the model it fine-tunes, read where it trains; a converter that saves once is no
-      trainer); weights going into a module that a statement always run with the load moves
-      to CUDA (`model.load_state_dict(torch.load(p))` then `model.cuda()`: the code needs
-      CUDA anyway); since the first look at 28 more (the twelfth batch): library code whose
-      users in the project (the modules that import it and place tensors) all show no CPU
-      path, such as a training loss built only by a trainer that hardcodes `"cuda:0"`;
-      since the first look at 30 more (the thirteenth batch): library code that no code that
-      runs imports (a script, a module outside any package, or a test; directly or through
-      other modules), such as an unused copy of a model package; and a load in a class
-      another method of which writes checkpoints in a loop (a trainer class resuming or
-      fine-tuning: `self._save_checkpoint(epoch)`, `save_model(net, ...)`, `torch.save`; not
-      `np.save`, `image.save` or `savefig`).
-
-    Not seen: a file of the loaded name that the project writes in another run (an
-    inference script loading what its training script saves stays certain: that is how
-    GPU-trained checkpoints get published); a file the project writes from the GPU that
-    is never published or copied to another machine.
-
-    ## When not to use
+        ## When not to use
     When checkpoints are always produced and consumed on identical single-GPU machines.
     """
 
@@ -413,7 +362,7 @@ class LoadWithoutMapLocation(Rule):
         self._note_handle(node, provenance.loaded_file(node))
 
     def _note_handle(self, call: cst.Call, handle: cst.BaseExpression | None) -> None:
-        path = provenance.opened_path(self.ctx.ancestors, handle)
+        path = provenance.opened_path(reversed(self.ctx.ancestors), handle)
         if path is not None:
             self.opened[id(call)] = path
 
