@@ -74,20 +74,20 @@ class HardcodedCudaCall(Rule):
     moves nothing.
 
     ## Confidence
-    A preview rule for now: judged on fresh repositories, the findings below were right 0 of 8
-    times, mostly in code that needs CUDA for a reason stated in another function or file.
-    The analysis would call a finding certain when the code shows it is meant to run without CUDA: the
-    function takes a device or follows an input's `.device`, its class does, or the file
-    chooses the CPU somewhere (`"cuda" if torch.cuda.is_available() else "cpu"`, `--cpu`,
-    `--no-cuda`, `--device`, a `--cuda` flag off by default). Possible (`--preview`) in a
-    script with no CPU path, in test code, and where the file, function or class needs CUDA
-    anyway (apex/bitsandbytes/triton at the top of the file, a CUDA-only `torch.cuda` call,
-    an `nn.DataParallel` subclass). `--show-evidence` prints the step. See
-    [confidence](../confidence.md).
+    Certain when the line runs on a machine without CUDA that the code is meant for: declared
+    by `target-devices` (a machine without CUDA in it), or shown by the code, nearest scope
+    first (the function takes a device or follows an input's `.device`, its class does, or
+    the file chooses the CPU somewhere: `"cuda" if torch.cuda.is_available() else "cpu"`,
+    `--cpu`, `--no-cuda`, `--device`, a `--cuda` flag off by default). Possible in code judged
+    CUDA-only (no CPU path shown; counted in the summary), in test code, and where the file,
+    function or class needs CUDA anyway (apex/bitsandbytes/triton at the top of the file, a
+    CUDA-only `torch.cuda` call, an `nn.DataParallel` subclass). `--show-evidence` prints the
+    step. See [confidence](../confidence.md).
 
-    ## When not to use
-    In a project that only ever runs on CUDA (a multi-GPU trainer), turn the rule off:
-    `ignore = ["TDL001"]` under `[tool.torchdev-lint]` in `pyproject.toml`.
+        ## When not to use
+    In a project that only ever runs on CUDA (a multi-GPU trainer), say so:
+    `target-devices = ["cuda"]` under `[tool.torchdev-lint]` in `pyproject.toml` turns the
+    portability findings off.
     """
 
     code = "TDL001"

@@ -144,14 +144,15 @@ class HardcodedDeviceString(Rule):
     may differ from the string.
 
     ## Confidence
-    A preview rule for now (right 2 of 11 times on fresh repositories). The analysis would call
-    a finding certain on the same evidence as [TDL001](TDL001.md): the code shows it runs without CUDA
-    and nothing says it needs CUDA anyway. Possible, besides: a CUDA string with a computed
-    index (`f"cuda:{rank}"`, multi-GPU code), a `"cuda"` that is one branch of a choice with
-    the CPU or with the caller's device (`"cuda" if backend == "nccl" else "cpu"`,
-    `if device is None: device = "cuda"`), and the old-torch stand-in for `torch.accelerator`.
+    Certain on the same failure path as [TDL001](TDL001.md): the line runs on a machine
+    without CUDA that the code is meant for (declared by `target-devices`, or shown by the
+    code) and nothing says it needs CUDA anyway. Possible, besides: code judged CUDA-only, a
+    CUDA string with a computed index (`f"cuda:{rank}"`, multi-GPU code), a `"cuda"` that is
+    one branch of a choice with the CPU or with the caller's device (`"cuda" if backend ==
+    "nccl" else "cpu"`, `if device is None: device = "cuda"`), and the old-torch stand-in for
+    `torch.accelerator`.
 
-    ## When not to use
+        ## When not to use
     In a project that only ever runs on CUDA (a multi-GPU trainer, a library of CUDA
     kernels) every such string is deliberate. Turn the rule off in `pyproject.toml`:
 

@@ -51,14 +51,15 @@ class DiscardedToResult(Rule):
     a parameter's data moves, and stays safe.
 
     ## Confidence
-    A preview rule (shown with `--preview`): at first look, the discarded moves judged were
-    no-ops (a tensor already built on that device) or moves whose assign-back would crash
-    the code (a test whose model stays on the CPU). Only receivers known to be tensors are
-    flagged: built by torch, a batch element, an annotated or tensor-used parameter, or
-    checked by `isinstance(x, torch.Tensor)` / `torch.is_tensor(x)` on the way (which
-    `--show-evidence` names).
+    Certain when the receiver is known to be a tensor: built by torch, an element of a batch
+    from a loader (`batch[key]`, `v` of `batch.items()`), an annotated or tensor-used
+    parameter, a parameter spread into a call with `**`, or one checked by
+    `isinstance(x, torch.Tensor)` / `torch.is_tensor(x)` on the way (which `--show-evidence`
+    names); a dropped `{k: v.to(device) for k, v in batch.items()}` too. Possible when the
+    tensor was already placed on a device (`torch.randn(..., device=d)`, a kept move): the
+    move may do nothing.
 
-    ## When not to use
+        ## When not to use
     Never: a discarded out-of-place move is always either a bug or dead code.
     """
 
