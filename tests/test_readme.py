@@ -21,8 +21,11 @@ def test_pre_commit_snippet_names_no_release_that_does_not_exist():
 
 def test_the_sample_summary_is_what_the_first_command_prints():
     root = Path(__file__).resolve().parent.parent
-    shown = [line for line in README.splitlines() if line.startswith("Found ")]
+    lines = README.splitlines()
+    found = next(i for i, line in enumerate(lines) if line.startswith("Found "))
     done = subprocess.run([sys.executable, "-m", "torchdev_lint", "--no-cache", "testdata/"], cwd=root,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 1
-    assert shown == [done.stdout.splitlines()[-1]]
+    assert lines[found:found + 2] == done.stdout.splitlines()[-2:]
+    # the bundled project's hardcoded `.cuda()` is in the default output, as the README shows
+    assert "testdata/project/train.py:28:5: TDL001" in done.stdout
