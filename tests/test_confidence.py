@@ -220,8 +220,10 @@ def test_a_load_in_a_lone_script_is_possible_though_it_holds_weights():
     result = lint_source("pkg/build.py", textwrap.dedent(code), [TDL004], preview=True)
     (finding,) = result.findings
     assert finding.confidence is Confidence.POSSIBLE  # no package here: a lone script
-    assert [s.line for s in finding.evidence] == [4, 3]  # weights, and whose file is it?
-    assert "nothing in the project saves weights" in finding.evidence[1].message
+    # no machine without CUDA shown; weights; and whose file is it?
+    assert [s.line for s in finding.evidence] == [1, 4, 3]
+    assert "judged CUDA-only" in finding.evidence[0].message
+    assert "nothing in the project saves weights" in finding.evidence[2].message
 
 
 def test_a_package_module_load_is_certain_where_the_module_shows_a_cpu_path(tmp_path):

@@ -182,3 +182,50 @@ def test_a_files_cache_facts_change_with_the_code_it_imports_from(project):
     # A file it does not import from changes nothing.
     (project / "proj/other.py").write_text("x = 1\n")
     assert project_index.build(["proj/models/model.py"]).facts_for("proj/models/model.py") == after
+
+
+def test_a_method_of_another_module_that_builds_cuda_tensors_makes_its_callers_need_cuda(tmp_path):
+    """WaveGlow's shape: `infer` allocates `torch.cuda.FloatTensor` on both branches of a
+    dtype test, so a class that calls `waveglow.infer(...)` in `__init__` needs CUDA anyway and
+    its hardcoded `.cuda()` is no portability bug; a method of that name that also runs on the
+    CPU elsewhere in the project says nothing."""
+    import textwrap
+
+    from torchdev_lint.analysis import project_index
+    from torchdev_lint.engine import lint_source
+    from torchdev_lint.rule import Rule
+
+    (tmp_path / "glow.py").write_text(textwrap.dedent("""\
+        import torch
+        class WaveGlow(torch.nn.Module):
+            def infer(self, spect):
+                if spect.type() == "torch.cuda.HalfTensor":
+                    audio = torch.cuda.HalfTensor(spect.size(0), 8).normal_()
+                else:
+                    audio = torch.cuda.FloatTensor(spect.size(0), 8).normal_()
+                return audio
+        """))
+    denoiser = textwrap.dedent("""\
+        import torch
+        class Denoiser(torch.nn.Module):
+            def __init__(self, waveglow):
+                super().__init__()
+                mel = torch.zeros(1, 80, device=waveglow.upsample.weight.device)
+                with torch.no_grad():
+                    self.bias = waveglow.infer(mel)
+            def forward(self, audio):
+                return audio.cuda() - self.bias
+        """)
+    (tmp_path / "denoiser.py").write_text(denoiser)
+    rule = Rule.registry["TDL001"]
+    paths = [str(tmp_path / "glow.py"), str(tmp_path / "denoiser.py")]
+    index = project_index.build(paths)
+    assert project_index.read_facts(paths[0]).cuda_defs == ["infer"]
+    (finding,) = lint_source(paths[1], denoiser, [rule], preview=True, index=index).findings
+    assert finding.confidence.value == "possible"
+    assert "needs CUDA anyway" in finding.evidence[0].message
+    # another `infer` that runs anywhere: the call no longer says CUDA
+    (tmp_path / "other.py").write_text("class Model:\n    def infer(self, x):\n        return x\n")
+    index = project_index.build([*paths, str(tmp_path / "other.py")])
+    (finding,) = lint_source(paths[1], denoiser, [rule], preview=True, index=index).findings
+    assert finding.confidence.value == "certain"

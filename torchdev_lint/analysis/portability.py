@@ -283,13 +283,14 @@ def _facts(ctx, module: cst.Module) -> _FileFacts:
     nccl = next((s for s in unconditional if _opens_nccl_group(s)), None)
     if nccl is not None and facts.cuda_only is None:
         facts.cuda_only = (nccl, "the file needs CUDA anyway: it always opens an NCCL process group")
+    needs = requirements.of_file(ctx, module)
     for node in collect(module, cst.ClassDef):
         methods = [m for m in node.body.body if isinstance(m, cst.FunctionDef)]
         for method in methods:
-            call = _unguarded_cuda_call(ctx, method)
-            if call is not None:
-                facts.cuda_scopes.setdefault(node, (call, f"class `{node.name.value}` needs CUDA anyway: "
-                                                    f"`{method.name.value}` always calls `{code_of(call.func)}`"))
+            statement = needs.needing_statement(method, node)
+            if statement is not None:
+                facts.cuda_scopes.setdefault(node, (statement, f"class `{node.name.value}` needs CUDA anyway: "
+                                                    f"`{method.name.value}` always runs code that needs it"))
         for method in methods:
             step = facts.device_generic.get(method)
             if isinstance(step and step[0], cst.Param) and _gpu_index(node, step[0].name.value):
@@ -298,21 +299,6 @@ def _facts(ctx, module: cst.Module) -> _FileFacts:
                 facts.device_generic[node] = (step[0], f"class `{node.name.value}` is device-generic: " + step[1])
                 break
     return facts
-
-
-def _unguarded_cuda_call(ctx, method: cst.FunctionDef) -> cst.Call | None:
-    """A call of a ``torch.cuda`` function that raises without CUDA, as a statement of the
-    method's own body (not under an ``if`` that may test for CUDA)."""
-    if not isinstance(method.body, cst.IndentedBlock):
-        return None
-    for statement in method.body.body:
-        for small in statement.body if isinstance(statement, cst.SimpleStatementLine) else ():
-            for call in collect(small, cst.Call, skip=cst.Lambda):
-                if ctx.qualified_name(call.func) in requirements.NEEDS_CUDA:
-                    return call
-    return None
-
-
 
 
 @dataclass(frozen=True)

@@ -91,6 +91,9 @@ class ModuleFacts:
     # its top-level functions and classes whose code calls `torch.save` (`saving_defs`): a
     # call of one may write any file it is handed the name of
     saving_defs: list[str] = field(default_factory=list)
+    # its functions and methods that need CUDA whenever they run (`cuda_defs`): a call of
+    # one, from any module, runs only where CUDA is
+    cuda_defs: list[str] = field(default_factory=list)
     digest: str = ""  # of the file's bytes: code that follows calls into it depends on them
     # why the file was not read (over the budget of `limits.py`): it contributes no facts
     skipped: str = ""
@@ -629,6 +632,43 @@ def saving_defs(reader: "_Reader", tree: ast.Module) -> list[str]:
             and any(type(n) is ast.Call and reader.qualify(n.func) in kinds.TORCH_SAVERS for n in ast.walk(node))]
 
 
+_CUDA_TENSOR_TYPE = re.compile(r"torch\.cuda\.\w*Tensor$")
+_CHOOSING_WORDS = ("cuda", "gpu", "device", "available")
+
+
+def cuda_defs(reader: "_Reader", tree: ast.Module) -> list[str]:
+    """The names of the module's functions and methods (of its top-level classes) whose own
+    code, outside any ``if`` that tests for a device, builds a ``torch.cuda.*Tensor``, calls a
+    ``torch.cuda`` function that raises without CUDA, or asserts CUDA is available: WaveGlow's
+    ``infer`` allocates ``torch.cuda.FloatTensor`` on both branches of a dtype test."""
+    from torchdev_lint.analysis.requirements import NEEDS_CUDA
+
+    def needs(node: ast.AST) -> bool:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            return False
+        if isinstance(node, (ast.If, ast.IfExp, ast.While)) and any(
+                w in ast.unparse(node.test).lower() for w in _CHOOSING_WORDS):
+            # a branch the code chooses by device: CUDA is needed only if both branches need it
+            branches = ([node.body, node.orelse] if isinstance(node, ast.If)
+                        else [[node.body], [node.orelse]] if isinstance(node, ast.IfExp) else [[]])
+            return all(any(needs(s) for s in branch) for branch in branches)
+        if isinstance(node, ast.Call):
+            qualified = reader.qualify(node.func) or ""
+            if qualified in NEEDS_CUDA or _CUDA_TENSOR_TYPE.match(qualified):
+                return True
+        if isinstance(node, ast.Assert) and "cuda.is_available" in ast.unparse(node.test):
+            return True
+        return any(needs(child) for child in ast.iter_child_nodes(node))
+
+    functions = [(node.name, node) for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    functions += [(method.name, method) for node in tree.body if isinstance(node, ast.ClassDef)
+                  for method in node.body if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    verdicts: dict[str, bool] = {}
+    for name, function in functions:  # every definition of the name in the module
+        verdicts[name] = verdicts.get(name, True) and any(needs(s) for s in function.body)
+    return sorted(name for name, all_need in verdicts.items() if all_need)
+
+
 def names_devices(text: str) -> bool:
     """``text`` names a device or moves something to one."""
     return any(word in text for word in _DEVICE_WORDS) or ("mps" in text and _MPS.search(text) is not None)
@@ -763,6 +803,8 @@ def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | No
     facts.defs, facts.attributes = attributes(tree, text)
     facts.groups = process_groups(tree, text)
     facts.cpu_path = cpu_path(text, lines)
+    if "cuda" in text:
+        facts.cuda_defs = cuda_defs(reader, tree)
     if "save(" in text:
         facts.weight_saves = weight_saves(reader, tree)
         facts.saving_defs = saving_defs(reader, tree)
@@ -977,6 +1019,28 @@ class ProjectIndex:
                         mentions.setdefault(attribute, set()).add(module.path)
             self._memo[("mentions",)] = mentions
         return bool(mentions.get(name, set()) - {full})
+
+    def needs_cuda_def(self, name: str) -> bool:
+        """Every function or method of the project named ``name`` needs CUDA whenever it runs
+        (``ModuleFacts.cuda_defs``), and there is one: a call of ``x.name(...)`` runs only
+        where CUDA is, whatever ``x`` is."""
+        table = self._memo.get(("cuda defs",))
+        if table is None:  # name -> (defined, needing CUDA), built once
+            table = collections.defaultdict(lambda: [0, 0])
+            for modules in self.modules.values():
+                for module in modules:
+                    for defined in module.defs:
+                        table[defined][0] += 1
+                    for needing in module.cuda_defs:
+                        table[needing][1] += 1
+            self._memo[("cuda defs",)] = table = dict(table)
+        defined, needing = table.get(name, (0, 0))
+        return needing > 0 and needing >= defined
+
+    def cuda_def_names(self) -> tuple[str, ...]:
+        """The names ``needs_cuda_def`` answers yes for (a cache key part)."""
+        return tuple(sorted({n for ms in self.modules.values() for m in ms for n in m.cuda_defs
+                             if self.needs_cuda_def(n)}))
 
     def nccl_groups_only(self, path: str) -> bool:
         """Does the project of the file at ``path`` (the modules under the directory that
@@ -1222,6 +1286,7 @@ class ProjectIndex:
         facts.append(("imported by code that runs", self.run_from(full)))
         facts.append(("written names", self.written_names()))
         facts.append(("process groups NCCL only", self.nccl_groups_only(full)))
+        facts.append(("defs that need CUDA", self.cuda_def_names()))
         facts.append(("defs mentioned elsewhere", tuple(n for n in module.defs if self.mentioned_elsewhere(n, full))))
         return tuple(facts)
 

@@ -132,11 +132,13 @@ class Requirements:
 
     def __init__(self, module: cst.Module, qualify: Qualifier,
                  imported: frozenset[str] | None = None, mentioned_elsewhere=None,
-                 project_nccl: bool = False) -> None:
+                 project_nccl: bool = False, project_needs_cuda=None) -> None:
         """``imported``: the names of this file other modules import (None: unknown);
         ``mentioned_elsewhere(name)``: whether another module mentions attribute ``name``
         (None: unknown); ``project_nccl``: the project opens process groups with NCCL only
-        (``ProjectIndex.nccl_groups_only``)."""
+        (``ProjectIndex.nccl_groups_only``); ``project_needs_cuda(name)``: every project
+        function or method of that name needs CUDA (``ProjectIndex.needs_cuda_def``)."""
+        self.project_needs_cuda = project_needs_cuda
         self.qualify = qualify
         self.project_nccl = project_nccl
         self.imported = imported
@@ -419,6 +421,11 @@ class Requirements:
             return True
         return any(self._call_needs_cuda(c, cls) for c in _unconditional_calls(statement))
 
+    def needing_statement(self, function: cst.FunctionDef, cls: cst.ClassDef | None) -> cst.CSTNode | None:
+        """The first statement of ``function``'s own body that needs CUDA whenever it runs."""
+        body = function.body.body if isinstance(function.body, cst.IndentedBlock) else ()
+        return next((s for s in body if self._statement_needs_cuda(s, cls)), None)
+
     def _call_needs_cuda(self, call: cst.Call, cls: cst.ClassDef | None) -> bool:
         qualified = self.qualify(call.func) or ""
         if qualified in NEEDS_CUDA:
@@ -432,7 +439,9 @@ class Requirements:
         elif isinstance(func, cst.Attribute) and dotted_name(func.value) in ("self", "cls") and cls is not None:
             callee = self.methods.get(id(cls), {}).get(func.attr.value)
         if callee is None:
-            return False
+            # another module's: `waveglow.infer(mel)` where every `infer` builds CUDA tensors
+            name = func.attr.value if isinstance(func, cst.Attribute) else qualified.rsplit(".", 1)[-1]
+            return bool(name) and self.project_needs_cuda is not None and self.project_needs_cuda(name)
         said = conditions.words(callee.name.value)
         if said & ACCELERATOR_NAME_WORDS and not said & _MOVING_WORDS:
             return True  # `cuda_timer()`: code the guards count as chosen for CUDA
@@ -468,7 +477,8 @@ def of_file(ctx, module: cst.Module) -> Requirements:
         elsewhere = (lambda name: index.mentioned_elsewhere(name, ctx.path)) if known else None
         nccl = known and index.nccl_groups_only(ctx.path)
         found = ctx.shared["requirements"] = Requirements(
-            module, ctx.imports.qualified_name, imported, elsewhere, nccl)
+            module, ctx.imports.qualified_name, imported, elsewhere, nccl,
+            index.needs_cuda_def if index is not None else None)
     return found
 
 
