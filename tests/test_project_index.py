@@ -229,3 +229,14 @@ def test_a_method_of_another_module_that_builds_cuda_tensors_makes_its_callers_n
     index = project_index.build([*paths, str(tmp_path / "other.py")])
     (finding,) = lint_source(paths[1], denoiser, [rule], preview=True, index=index).findings
     assert finding.confidence.value == "certain"
+
+
+def test_a_setup_function_that_exits_without_gpus_needs_cuda(tmp_path):
+    from torchdev_lint.analysis import project_index
+
+    (tmp_path / "setup.py").write_text(
+        "import sys, torch\n"
+        "def setup_gpus(args):\n    if not torch.cuda.is_available():\n        sys.exit('needs a GPU')\n"
+        "    return torch.cuda.device_count()\n"
+        "def pick(args):\n    if not torch.cuda.is_available():\n        return 'cpu'\n    return 'cuda'\n")
+    assert project_index.read_facts(str(tmp_path / "setup.py")).cuda_defs == ["setup_gpus"]

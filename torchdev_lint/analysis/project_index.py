@@ -640,12 +640,15 @@ def cuda_defs(reader: "_Reader", tree: ast.Module) -> list[str]:
     """The names of the module's functions and methods (of its top-level classes) whose own
     code, outside any ``if`` that tests for a device, builds a ``torch.cuda.*Tensor``, calls a
     ``torch.cuda`` function that raises without CUDA, or asserts CUDA is available: WaveGlow's
-    ``infer`` allocates ``torch.cuda.FloatTensor`` on both branches of a dtype test."""
+    ``infer`` allocates ``torch.cuda.FloatTensor`` on both branches of a dtype test; a setup
+    function that exits or raises when ``torch.cuda.is_available()`` is false."""
     from torchdev_lint.analysis.requirements import NEEDS_CUDA
 
     def needs(node: ast.AST) -> bool:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
             return False
+        if isinstance(node, ast.If) and _ends_when_no_cuda(node):
+            return True  # `if not torch.cuda.is_available(): sys.exit(...)`: a setup for GPUs
         if isinstance(node, (ast.If, ast.IfExp, ast.While)) and any(
                 w in ast.unparse(node.test).lower() for w in _CHOOSING_WORDS):
             # a branch the code chooses by device: CUDA is needed only if both branches need it
@@ -667,6 +670,17 @@ def cuda_defs(reader: "_Reader", tree: ast.Module) -> list[str]:
     for name, function in functions:  # every definition of the name in the module
         verdicts[name] = verdicts.get(name, True) and any(needs(s) for s in function.body)
     return sorted(name for name, all_need in verdicts.items() if all_need)
+
+
+def _ends_when_no_cuda(node: ast.If) -> bool:
+    """``if not torch.cuda.is_available():`` (or ``device_count() == 0`` / ``< 1``) whose
+    body raises or exits."""
+    test = ast.unparse(node.test).replace(" ", "")
+    no_cuda = test.startswith("not") and "cuda.is_available()" in test or any(
+        f"cuda.device_count(){op}" in test for op in ("==0", "<1"))
+    ends = any(isinstance(s, ast.Raise) or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Call)
+               and ast.unparse(s.value.func) in ("sys.exit", "exit", "quit", "os._exit")) for s in node.body)
+    return no_cuda and ends
 
 
 def names_devices(text: str) -> bool:
