@@ -636,12 +636,13 @@ _CUDA_TENSOR_TYPE = re.compile(r"torch\.cuda\.\w*Tensor$")
 _CHOOSING_WORDS = ("cuda", "gpu", "device", "available")
 
 
-def cuda_defs(reader: "_Reader", tree: ast.Module) -> list[str]:
+def cuda_defs(reader: "_Reader", tree: ast.Module, lines: set[int]) -> list[str]:
     """The names of the module's functions and methods (of its top-level classes) whose own
     code, outside any ``if`` that tests for a device, builds a ``torch.cuda.*Tensor``, calls a
     ``torch.cuda`` function that raises without CUDA, or asserts CUDA is available: WaveGlow's
     ``infer`` allocates ``torch.cuda.FloatTensor`` on both branches of a dtype test; a setup
-    function that exits or raises when ``torch.cuda.is_available()`` is false."""
+    function that exits or raises when ``torch.cuda.is_available()`` is false. Only functions
+    that span one of ``lines`` (those that name ``cuda.``) are walked."""
     from torchdev_lint.analysis.requirements import NEEDS_CUDA
 
     def needs(node: ast.AST) -> bool:
@@ -649,8 +650,7 @@ def cuda_defs(reader: "_Reader", tree: ast.Module) -> list[str]:
             return False
         if isinstance(node, ast.If) and _ends_when_no_cuda(node):
             return True  # `if not torch.cuda.is_available(): sys.exit(...)`: a setup for GPUs
-        if isinstance(node, (ast.If, ast.IfExp, ast.While)) and any(
-                w in ast.unparse(node.test).lower() for w in _CHOOSING_WORDS):
+        if isinstance(node, (ast.If, ast.IfExp, ast.While)) and _mentions(node.test, _CHOOSING_WORDS):
             # a branch the code chooses by device: CUDA is needed only if both branches need it
             branches = ([node.body, node.orelse] if isinstance(node, ast.If)
                         else [[node.body], [node.orelse]] if isinstance(node, ast.IfExp) else [[]])
@@ -659,22 +659,36 @@ def cuda_defs(reader: "_Reader", tree: ast.Module) -> list[str]:
             qualified = reader.qualify(node.func) or ""
             if qualified in NEEDS_CUDA or _CUDA_TENSOR_TYPE.match(qualified):
                 return True
-        if isinstance(node, ast.Assert) and "cuda.is_available" in ast.unparse(node.test):
+        if isinstance(node, ast.Assert) and _mentions(node.test, ("is_available",)):
             return True
         return any(needs(child) for child in ast.iter_child_nodes(node))
 
     functions = [(node.name, node) for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
     functions += [(method.name, method) for node in tree.body if isinstance(node, ast.ClassDef)
                   for method in node.body if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    ordered = sorted(lines)
+
+    def spans_cuda(function) -> bool:
+        at = bisect.bisect_left(ordered, function.lineno)
+        return at < len(ordered) and ordered[at] <= (function.end_lineno or function.lineno)
+
     verdicts: dict[str, bool] = {}
     for name, function in functions:  # every definition of the name in the module
-        verdicts[name] = verdicts.get(name, True) and any(needs(s) for s in function.body)
+        verdicts[name] = verdicts.get(name, True) and spans_cuda(function) and any(needs(s) for s in function.body)
     return sorted(name for name, all_need in verdicts.items() if all_need)
+
+
+def _mentions(expr: ast.expr, words) -> bool:
+    """A name or attribute in ``expr`` contains one of ``words`` (lower case)."""
+    return any(any(w in (n.id if isinstance(n, ast.Name) else n.attr).lower() for w in words)
+               for n in ast.walk(expr) if isinstance(n, (ast.Name, ast.Attribute)))
 
 
 def _ends_when_no_cuda(node: ast.If) -> bool:
     """``if not torch.cuda.is_available():`` (or ``device_count() == 0`` / ``< 1``) whose
     body raises or exits."""
+    if not _mentions(node.test, ("is_available", "device_count")):
+        return False
     test = ast.unparse(node.test).replace(" ", "")
     no_cuda = test.startswith("not") and "cuda.is_available()" in test or any(
         f"cuda.device_count(){op}" in test for op in ("==0", "<1"))
@@ -817,8 +831,8 @@ def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | No
     facts.defs, facts.attributes = attributes(tree, text)
     facts.groups = process_groups(tree, text)
     facts.cpu_path = cpu_path(text, lines)
-    if "cuda" in text:
-        facts.cuda_defs = cuda_defs(reader, tree)
+    if "cuda." in text:
+        facts.cuda_defs = cuda_defs(reader, tree, lines.containing(["cuda."]))
     if "save(" in text:
         facts.weight_saves = weight_saves(reader, tree)
         facts.saving_defs = saving_defs(reader, tree)
