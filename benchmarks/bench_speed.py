@@ -136,9 +136,12 @@ def run(args, scratch: Path) -> None:
     while not list((scratch / "run").glob("*.sock")) and time.monotonic() < deadline:
         time.sleep(0.1)
     startup = median([timed(parsed, env=resident) for _ in range(args.startup)])
+    # The figure means something only if those runs were served: -v says whether, or why not.
+    said = subprocess.run([*parsed, "-v"], env=resident, capture_output=True, text=True).stderr.splitlines()
     subprocess.run([*command, "daemon", "stop"], env=resident, stdout=subprocess.DEVNULL)
     print(f"  start-up, one small file, parsed by the resident checker (median of {args.startup}): "
           f"{startup[0]:.3f} s wall  (target < 0.25 s; the command's own CPU: {startup[1]:.3f} s)")
+    print(f"    {said[0] if said else 'torchdev-lint: (nothing said under -v)'}")
     cached = [*command, "--isolated", "--cache-dir", str(scratch / "small-cache"), "--exit-zero", str(small)]
     timed(cached)  # fill the cache
     startup = median([timed(cached) for _ in range(args.startup)])
