@@ -10,14 +10,15 @@ def make_models(data_dim=2):
     return G, D
 
 
-def train_step(G, D, real, opt_g, opt_d, device):
+def train_step(G, D, real, opt_g, opt_d, device, z=None):
     bce = nn.BCEWithLogitsLoss()
     real = real.to(device)
     ones = torch.ones(real.size(0), 1, device=device)
     zeros = torch.zeros(real.size(0), 1, device=device)
 
-    z = torch.randn(real.size(0), Z_DIM)
-    z = z.to(device)
+    if z is None:
+        z = torch.randn(real.size(0), Z_DIM)
+        z = z.to(device)
     fake = G(z)
 
     d_loss = bce(D(real), ones) + bce(D(fake.detach()), zeros)

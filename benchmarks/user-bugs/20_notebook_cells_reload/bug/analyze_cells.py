@@ -2,12 +2,17 @@
 # Load the classifier from train_cells.py and look at its decision boundary
 
 # %%
+import os
+
 import torch as T
 import torch.nn as nn
 
 device = "cuda" if T.cuda.is_available() else "cpu"
 clf = nn.Sequential(nn.Linear(2, 32), nn.ReLU(), nn.Linear(32, 1))
-clf.load_state_dict(T.load("moons_clf.pt"))  # BUG: load-without-map-location
+if os.path.exists("moons_clf.pt"):
+    clf.load_state_dict(T.load("moons_clf.pt"))  # BUG: load-without-map-location
+else:
+    print("no saved weights: run train_cells.py first")
 clf.to(device).eval()
 
 # %%

@@ -16,11 +16,15 @@ class MF(nn.Module):
 
 
 device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+OPTIMIZER = "adagrad"  # "sgd" for the dense baseline
 n_users, n_items = 30, 40
 ratings = torch.randint(0, 2, (n_users, n_items)).float()
 
 model = MF(n_users, n_items)
-optimizer = torch.optim.Adagrad(model.parameters(), lr=0.1, initial_accumulator_value=0.1)  # BUG: optimizer-state-before-move
+if OPTIMIZER == "adagrad":
+    optimizer = torch.optim.Adagrad(model.parameters(), lr=0.1, initial_accumulator_value=0.1)  # BUG: optimizer-state-before-move
+else:
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5, momentum=0.9)
 model = model.to(device)
 ratings = ratings.to(device)
 

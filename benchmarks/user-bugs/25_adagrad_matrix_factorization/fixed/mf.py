@@ -16,12 +16,16 @@ class MF(nn.Module):
 
 
 device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+OPTIMIZER = "adagrad"  # "sgd" for the dense baseline
 n_users, n_items = 30, 40
 ratings = torch.randint(0, 2, (n_users, n_items)).float()
 
 model = MF(n_users, n_items)
 model = model.to(device)
-optimizer = torch.optim.Adagrad(model.parameters(), lr=0.1, initial_accumulator_value=0.1)
+if OPTIMIZER == "adagrad":
+    optimizer = torch.optim.Adagrad(model.parameters(), lr=0.1, initial_accumulator_value=0.1)
+else:
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5, momentum=0.9)
 ratings = ratings.to(device)
 
 users = torch.arange(n_users, device=device).repeat_interleave(n_items)
