@@ -300,7 +300,26 @@ def test_a_value_checked_with_isinstance_is_a_tensor():
     """
     (finding,) = lint_source("t.py", textwrap.dedent(code), [TDL003], preview=True).findings
     assert (finding.line, finding.column) == (6, 13)
-    assert [s.line for s in finding.evidence] == [5]
+    # the check says it is a tensor; `print(value)` uses it as if it had moved
+    assert [s.line for s in finding.evidence] == [5, 7]
+    assert finding.confidence is Confidence.CERTAIN
+
+
+def test_a_dropped_move_of_a_value_nothing_reads_again_is_possible():
+    """MAML's learning rule: an attribute seeded in `__init__` and read elsewhere only to build
+    parameters the module's own `.to()` moves; the drop may never meet the device."""
+    code = """    import torch
+    import torch.nn as nn
+    class LearningRule(nn.Module):
+        def __init__(self, device, lr=1e-3):
+            super().__init__()
+            self.lr = torch.ones(1) * lr
+            self.lr.to(device)
+            self.steps = 5
+    """
+    (finding,) = lint_source("t.py", textwrap.dedent(code), [TDL003], preview=True).findings
+    assert finding.confidence is Confidence.POSSIBLE
+    assert "nothing after the dropped move reads `self.lr`" in finding.evidence[-1].message
 
 
 def test_an_early_exit_on_is_tensor_makes_a_tensor():

@@ -802,7 +802,7 @@ def saved_earlier_by_callee(ctx, ancestors, call: cst.Call) -> cst.Call | None:
     return None
 
 
-# Words of a name for the checkpoint a run resumes from: `resume` in any name; `checkpoint`
+# Words of a name for the checkpoint a run resumes from: `resume` or `restart` in any name; `checkpoint`
 # or `ckpt` alone or with words that name a file (`checkpoint_path`, `ckpt_file`), not a
 # directory of models (`checkpoint_dir`) or another program's file (`trainer_ckpt`).
 _CHECKPOINT_WORDS = frozenset({"checkpoint", "ckpt"})
@@ -811,7 +811,7 @@ _FILE_WORDS = frozenset({"path", "file", "filename", "fname", "name", "load", "f
 
 def _names_resume(text: str) -> bool:
     words = {w for w in re.split(r"[^a-z0-9]+", text.lower()) if w}
-    return any(w.startswith("resum") for w in words) or (
+    return any(w.startswith(("resum", "restart")) for w in words) or (
         bool(words & _CHECKPOINT_WORDS) and words <= _CHECKPOINT_WORDS | _FILE_WORDS)
 
 

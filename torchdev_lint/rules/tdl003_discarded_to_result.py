@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchdev_lint.analysis import narrowing, receivers
+from torchdev_lint.analysis import narrowing, receivers, tree
 from torchdev_lint.analysis.guards import code_of
 from torchdev_lint.analysis.kinds import Kind
 from torchdev_lint.analysis.tree import collect
@@ -55,9 +55,13 @@ class DiscardedToResult(Rule):
     from a loader (`batch[key]`, `v` of `batch.items()`), an annotated or tensor-used
     parameter, a parameter spread into a call with `**`, or one checked by
     `isinstance(x, torch.Tensor)` / `torch.is_tensor(x)` on the way (which `--show-evidence`
-    names); a dropped `{k: v.to(device) for k, v in batch.items()}` too. Possible when the
-    tensor was already placed on a device (`torch.randn(..., device=d)`, a kept move): the
-    move may do nothing.
+    names), and the code goes on to use it as if it had moved (`model(images)` after
+    `images.to(device)`; `return self` from a `to()` of its own): that use is where it meets
+    the device. A dropped `{k: v.to(device) for k, v in batch.items()}` is certain too.
+    Possible when nothing after the drop reads the value in that function (an attribute set
+    up in `__init__` and used elsewhere: whether it ever meets the device is out of sight),
+    and when the tensor was already placed on a device (`torch.randn(..., device=d)`, a kept
+    move): the move may do nothing.
 
         ## When not to use
     Never: a discarded out-of-place move is always either a bug or dead code.
@@ -85,7 +89,7 @@ class DiscardedToResult(Rule):
         Invalid(
             "import torch\nx = torch.randn(4, 4)\nx.to('cuda')\n",
             3, 1,
-            "import torch\nx = torch.randn(4, 4)\nx = x.to('cuda')\n",
+            "import torch\nx = torch.randn(4, 4)\nx = x.to('cuda')\n", possible=True,
         ),
         Invalid(
             "for step, (images, labels) in enumerate(train_loader):\n"
@@ -99,21 +103,21 @@ class DiscardedToResult(Rule):
             "        mask.cpu()\n        return x\n",
             4, 9,
             "import torch.nn as nn\nclass Net(nn.Module):\n    def forward(self, x, mask=None):\n"
-            "        mask = mask.cpu()\n        return x\n",
+            "        mask = mask.cpu()\n        return x\n", possible=True,
         ),
         Invalid(
             "import torch\nclass Buf:\n    def __init__(self):\n        self.w = torch.ones(2)\n"
             "    def move(self, d):\n        self.w.to(d)\n",
             6, 9,
             "import torch\nclass Buf:\n    def __init__(self):\n        self.w = torch.ones(2)\n"
-            "    def move(self, d):\n        self.w = self.w.to(d)\n",
+            "    def move(self, d):\n        self.w = self.w.to(d)\n", possible=True,
         ),
         Invalid(
             "from typing import Optional\nfrom torch import Tensor\n\n"
             "def f(x: Optional[Tensor], device):\n    x.to(device)\n",
             5, 5,
             "from typing import Optional\nfrom torch import Tensor\n\n"
-            "def f(x: Optional[Tensor], device):\n    x = x.to(device)\n",
+            "def f(x: Optional[Tensor], device):\n    x = x.to(device)\n", possible=True,
         ),
         Invalid(  # a module's parameter: assigning the moved copy back raises (unsafe)
             "import torch\nimport torch.nn as nn\nclass Net(nn.Module):\n"
@@ -125,7 +129,7 @@ class DiscardedToResult(Rule):
             "    def __init__(self):\n        super().__init__()\n"
             "        self.w = nn.Parameter(torch.zeros(2))\n"
             "    def place(self, d):\n        self.w = self.w.to(d)\n",
-            unsafe=True,
+            unsafe=True, possible=True,
         ),
         Invalid(
             "def flatten(x, device):\n    n = x.size(0)\n    x.to(device)\n"
@@ -173,7 +177,14 @@ class DiscardedToResult(Rule):
             # Built on, or moved to, a device already: the move may do nothing (dead code).
             evidence += ((receiver, f"`{code_of(receiver)}` is already placed on a device the "
                                     "code chose: the move may do nothing"),)
-        self.report(call, fix=fix, evidence=evidence, certain=not placed)
+        use = _used_after(self.ctx.function or self.ctx.ancestors[0], node, receiver,
+                          _container(self.ctx.ancestors, receiver))
+        if use is not None:
+            evidence += ((use, f"`{code_of(receiver)}` is used here as if it had moved"),)
+        else:
+            evidence += ((node, f"nothing after the dropped move reads `{code_of(receiver)}` here: "
+                                "where it meets the device is out of sight"),)
+        self.report(call, fix=fix, evidence=evidence, certain=not placed and use is not None)
 
 
     def _built_placed(self, receiver: cst.BaseExpression) -> bool:
@@ -202,6 +213,60 @@ class DiscardedToResult(Rule):
         self.report(element, evidence=(
             (comp, f"the moved tensors of `{code_of(source)}` go into a "
                    f"{'dict' if isinstance(comp, cst.DictComp) else 'list'} that nothing keeps"),))
+
+
+def _container(ancestors, receiver: cst.BaseExpression) -> str | None:
+    """``batch`` for a loop variable of ``for item in batch`` / ``for k, v in batch.items()``."""
+    if not isinstance(receiver, cst.Name):
+        return None
+    for node in reversed(ancestors):
+        if isinstance(node, cst.For) and receiver.value in {n.value for n in collect(node.target, cst.Name)}:
+            iterable = node.iter
+            if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Attribute):
+                iterable = iterable.func.value  # `batch.items()`
+            return iterable.value if isinstance(iterable, cst.Name) else None
+    return None
+
+
+def _used_after(scope: cst.CSTNode, statement: cst.Expr, receiver: cst.BaseExpression,
+                container: str | None) -> cst.CSTNode | None:
+    """The first read, after ``statement`` in ``scope``'s own code, of the value the dropped
+    move was meant for: the receiver itself (``x``, ``self.mask``), the mapping a
+    ``batch[key]`` belongs to or the sequence a loop variable comes from (``container``), or
+    the object an attribute receiver belongs to when it is returned (``return self`` from a
+    ``to()`` of the project's own)."""
+    wanted = code_of(receiver)
+    root = receiver.value if isinstance(receiver, (cst.Subscript, cst.Attribute)) else None
+    root_code = code_of(root) if isinstance(root, cst.Name) else None
+    if container is not None:
+        root_code, receiver_holds = container, True
+    else:
+        receiver_holds = isinstance(receiver, cst.Subscript)
+    seen = False
+    found: list[cst.CSTNode] = []
+
+    def enter(node: cst.CSTNode) -> bool:
+        nonlocal seen
+        if found:
+            return False
+        if node is statement:
+            seen = True
+            return False
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and node is not scope:
+            return False
+        if not seen:
+            return True
+        if isinstance(node, (cst.Name, cst.Attribute, cst.Subscript)) and code_of(node) == wanted:
+            found.append(node)
+        elif receiver_holds and isinstance(node, cst.Name) and node.value == root_code:
+            found.append(node)
+        elif root_code is not None and isinstance(node, cst.Return) and node.value is not None \
+                and code_of(node.value) == root_code:
+            found.append(node)
+        return not found
+
+    tree.walk(scope, enter)
+    return found[0] if found else None
 
 
 def _places(call: cst.Call) -> bool:
