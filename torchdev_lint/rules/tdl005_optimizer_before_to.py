@@ -150,6 +150,19 @@ class OptimizerBeforeTo(Rule):
             "        self.opt.load_state_dict(state)\n",
             unsafe=True,
         ),
+        # A helper of the file loads the optimizer's state before the move.
+        Invalid(
+            "import torch\ndef maybe_resume(path, model, opt):\n    ckpt = torch.load(path, map_location='cpu')\n"
+            "    opt.load_state_dict(ckpt['opt'])\n"
+            "def main(path, device):\n    model = Net()\n    opt = torch.optim.RMSprop(model.parameters())\n"
+            "    maybe_resume(path, model, opt)\n    model = model.to(device)\n",
+            7, 11,
+            "import torch\ndef maybe_resume(path, model, opt):\n    ckpt = torch.load(path, map_location='cpu')\n"
+            "    opt.load_state_dict(ckpt['opt'])\n"
+            "def main(path, device):\n    model = Net()\n    model = model.to(device)\n"
+            "    opt = torch.optim.RMSprop(model.parameters())\n    maybe_resume(path, model, opt)\n",
+            unsafe=True,
+        ),
         # `to_empty` makes new parameters: the optimizer would update the old ones.
         Invalid(
             "import torch\ndef build(model):\n    opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
@@ -229,6 +242,8 @@ class OptimizerBeforeTo(Rule):
         ):
             self._built(node, name)
             return
+        if self.pending and isinstance(func, cst.Name):
+            self._handed(node, func.value)
         if not isinstance(func, cst.Attribute):
             return
         method = func.attr.value
@@ -248,6 +263,32 @@ class OptimizerBeforeTo(Rule):
                                "device of the moment"))
         elif self.ctx.value_of(func.value).kind is not Kind.TENSOR:
             self._moved(node, receiver, method)
+
+    def _handed(self, call: cst.Call, callee_name: str) -> None:
+        """``maybe_resume(cfg, model, opt)``: a function of this file handed a waiting
+        optimizer that loads state into it or steps it gives it state before the move."""
+        callee = self._functions().get(callee_name)
+        if callee is None:
+            return
+        params = [p.name.value for p in callee.params.params]
+        for optimizer in self.pending:
+            if optimizer.name is None or optimizer.moves or optimizer.scope is not self._scope():
+                continue
+            for position, arg in enumerate(call.args):
+                if code_of(arg.value) != optimizer.name or arg.star:
+                    continue
+                param = arg.keyword.value if arg.keyword is not None else (
+                    params[position] if position < len(params) else None)
+                used = param and _state_call(callee, param)
+                if used:
+                    optimizer.state.append(
+                        (call, f"`{callee_name}` gives the optimizer state (`{param}.{used}()`) on the "
+                               "parameters' device of the moment"))
+
+    def _functions(self) -> dict[str, cst.FunctionDef]:
+        module = self.ctx.ancestors[0]
+        return self.ctx.once(("TDL005 functions", id(module)), lambda: {
+            s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef)})
 
     def _built(self, node: cst.Call, name: str) -> None:
         lists = self.parameter_lists.get(id(self._scope()), {})
@@ -326,6 +367,16 @@ class OptimizerBeforeTo(Rule):
         # Fixes are built after this: each asks whether its block has another reordering,
         # counted once here rather than by a look at every other report (quadratic).
         self.reordered.update(id(_block_of(o.ancestors)) for o in self.moved)
+
+
+def _state_call(function: cst.FunctionDef, param: str) -> str | None:
+    """``load_state_dict`` or ``step`` when ``function`` calls it on its parameter ``param``."""
+    for call in tree.collect(function, cst.Call):
+        func = call.func
+        if (isinstance(func, cst.Attribute) and func.attr.value in ("load_state_dict", "step")
+                and isinstance(func.value, cst.Name) and func.value.value == param):
+            return func.attr.value
+    return None
 
 
 def _replaces_parameters(ctx, move: cst.Call, method: str) -> str | None:
