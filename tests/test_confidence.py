@@ -489,3 +489,34 @@ def test_a_factory_finding_names_the_input_it_takes_the_device_from():
     (finding,) = lint_source("t.py", textwrap.dedent(code), [TDL008], preview=True).findings
     (step,) = finding.evidence
     assert (step.line, step.column) == (4, 23) and "`x` is an input of `forward`" in step.message
+
+
+# -- what another file says: a module runs where the code that imports it runs ---------------
+
+DATA = """\
+import torch
+def collate(samples):
+    return torch.stack(samples).cuda()
+"""
+
+
+@pytest.mark.parametrize("train, certain", [
+    # the script that imports the helper chooses the CPU where there is no GPU
+    ("import torch\nfrom data import collate\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n", True),
+    ("import argparse\nfrom data import collate\np = argparse.ArgumentParser()\n"
+     "p.add_argument('--cpu', action='store_true')\nargs = p.parse_args()\n"
+     "model = Net().to('cpu' if args.cpu else 'cuda')\n", True),
+    # a CPU literal that only says where outputs go, or where a file's tensors land, is no choice
+    ("import torch\nfrom data import collate\ncpu = torch.device('cpu')\nmodel = Net().cuda()\n", False),
+    ("import torch\nfrom data import collate\nstate = torch.load('m.pt', map_location={'cuda:0': 'cpu'})\n", False),
+])
+def test_a_helper_module_runs_where_its_importers_do(tmp_path, train, certain):
+    from torchdev_lint.analysis import project_index
+
+    (tmp_path / "data.py").write_text(DATA)
+    (tmp_path / "train.py").write_text(train)
+    index = project_index.build([str(tmp_path / "data.py"), str(tmp_path / "train.py")])
+    (finding,) = lint_source(str(tmp_path / "data.py"), DATA, [TDL001], preview=True, index=index).findings
+    assert (finding.confidence is Confidence.CERTAIN) is certain
+    if certain:
+        assert "code that imports it runs without CUDA (train.py:" in finding.evidence[0].message

@@ -320,8 +320,25 @@ def is_library_module(ctx, module: cst.Module) -> bool:
     path = Path(ctx.path)
     if path.suffix != ".py" or not (path.parent / "__init__.py").is_file():
         return False
+    return _imported_code(ctx, module)
+
+
+def _imported_code(ctx, module: cst.Module) -> bool:
+    """No ``__main__`` block and no top-level loop or ``with``: code its importers call."""
     return "__main__" not in ctx.source and not any(
         isinstance(s, (cst.For, cst.While, cst.With)) for s in module.body)
+
+
+def _importers_run_without_cuda(ctx, module: cst.Module) -> Step | None:
+    """A module of code its importers call (a ``data.py`` beside ``train.py``) runs where they
+    do: when a project module that imports it and places tensors chooses the CPU (a device
+    choice with a CPU branch, a CPU option; ``ProjectIndex.users_cpu_path``), so does it."""
+    if ctx.index is None or ctx.path == "-" or not _imported_code(ctx, module):
+        return None
+    where, _users = ctx.index.users_cpu_path(ctx.path, "cpu_choice")
+    if where is None:
+        return None
+    return module, f"the file runs without CUDA: code that imports it runs without CUDA ({where})"
 
 
 def _library(ctx, module: cst.Module) -> Step | None:
@@ -490,6 +507,9 @@ def runs_without_cuda(ctx, ancestors: Sequence[cst.CSTNode], library: bool = Fal
             return Verdict(True, (step,))
     if facts.cpu_choice is not None:
         return Verdict(True, (facts.cpu_choice,))
+    step = _importers_run_without_cuda(ctx, module)
+    if step is not None:
+        return Verdict(True, (step,))
     step = _library(ctx, module) if library else None
     if step is not None:
         doubt = _users_on_cuda(ctx, module)

@@ -84,6 +84,10 @@ class ModuleFacts:
     # where it shows a CPU path (`cpu_path`): "line N" of a `"cpu"` literal or of a def taking
     # a device or `map_location`; "" when it shows none
     cpu_path: str = ""
+    # where its own code chooses the CPU to run on (`cpu_choice`): "line N" of a device choice
+    # with a CPU branch (`"cuda" if ... else "cpu"`) or of a CPU command-line option
+    # (`--cpu`, `--no-cuda`, `--device`); "" when it shows none
+    cpu_choice: str = ""
     # its `torch.save` calls of weights (not of an optimizer's, scheduler's or scaler's state),
     # as "cpu:N" when the saving function moves tensors to the CPU before line N
     # (`state_dict[k] = v.cpu()`, `model.cpu()`), "plain:N" otherwise (`weight_saves`)
@@ -548,6 +552,19 @@ _CPU_PATH = re.compile(
     r"""|\w(?<!\bself)\.device\b(?!\s*=(?!=)|\s*\()""")
 
 
+_CPU_CHOICE = re.compile(
+    r"""else\s+(?:torch\.device\(\s*)?["']cpu["']|["']--(?:cpu|no[-_]cuda|use[-_]cpu|device)["']""")
+
+
+def cpu_choice(text: str, lines: "_Lines") -> str:
+    """Where the module chooses the CPU to run on: a device choice with a CPU branch or an
+    option that turns CUDA off or picks the device ("line N"); "" when it shows none. The
+    text-level counterpart of ``portability``'s file-level choice, for the files that import
+    a module."""
+    found = _CPU_CHOICE.search(text) if "cpu" in text or "--device" in text else None
+    return f"line {lines.of(found.start())}" if found else ""
+
+
 def cpu_path(text: str, lines: "_Lines") -> str:
     """Where the module shows that its code can run on the CPU: a ``"cpu"`` literal (a
     ``"cuda" if ... else "cpu"`` choice, ``map_location="cpu"``), a function that takes
@@ -831,6 +848,7 @@ def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | No
     facts.defs, facts.attributes = attributes(tree, text)
     facts.groups = process_groups(tree, text)
     facts.cpu_path = cpu_path(text, lines)
+    facts.cpu_choice = cpu_choice(text, lines)
     if "cuda." in text:
         facts.cuda_defs = cuda_defs(reader, tree, lines.containing(["cuda."]))
     if "save(" in text:
@@ -1161,15 +1179,16 @@ class ProjectIndex:
                 else os.path.commonpath(paths)
         return os.path.relpath(path, root).replace(os.sep, "/")
 
-    def users_cpu_path(self, path: str) -> tuple[str | None, tuple[str, ...]]:
+    def users_cpu_path(self, path: str, fact: str = "cpu_path") -> tuple[str | None, tuple[str, ...]]:
         """How the project code that uses the module at ``path`` places tensors: the modules
         that import it, directly or through modules that name no device (a package's
         ``__init__`` re-exporting it), and name a device themselves. The answer: where the
         first of them shows a CPU path (``cpu_path``, "<file>:<line>") or None; their file
         names (None with names: every user that places tensors runs on CUDA only, as far as
-        the project shows; no names: its callers are out of sight)."""
+        the project shows; no names: its callers are out of sight). ``fact``: which of the
+        users' facts counts, ``cpu_path`` (any CPU path) or ``cpu_choice`` (they choose it)."""
         full = os.path.abspath(path)
-        key = ("users cpu path", full)
+        key = ("users cpu path", full, fact)
         if key not in self._memo:
             reached, todo, where, users = {full}, [full], [], set()
             while todo:
@@ -1181,8 +1200,9 @@ class ProjectIndex:
                         todo.append(importer.path)
                         continue
                     users.add(self._shown(importer.path))
-                    if importer.cpu_path:
-                        where.append((importer.path, int(importer.cpu_path.split()[-1])))
+                    shown = getattr(importer, fact)
+                    if shown:
+                        where.append((importer.path, int(shown.split()[-1])))
             first = min(where) if where else None
             self._memo[key] = (f"{self._shown(first[0])}:{first[1]}" if first else None, tuple(sorted(users)))
         return self._memo[key]
@@ -1311,6 +1331,7 @@ class ProjectIndex:
         facts.append(("weights saved on the CPU", self.cpu_weights()))
         facts.append(("weights saved from a device", self.device_weights()))
         facts.append(("users' CPU path", self.users_cpu_path(full)))
+        facts.append(("users' CPU choice", self.users_cpu_path(full, "cpu_choice")))
         facts.append(("imported by code that runs", self.run_from(full)))
         facts.append(("written names", self.written_names()))
         facts.append(("process groups NCCL only", self.nccl_groups_only(full)))
