@@ -93,3 +93,19 @@ def test_optimizers_from_variables(code):
 @pytest.mark.parametrize("code", NOT_OPTIMIZER_BUGS.values(), ids=NOT_OPTIMIZER_BUGS.keys())
 def test_not_optimizer_bugs(code):
     assert lines(code, "TDL005") == []
+
+
+def test_a_dataclass_field_annotated_as_a_tensor_is_a_tensor_in_its_methods():
+    import torchdev_lint.rules  # noqa: F401
+    from torchdev_lint.engine import lint_source
+    from torchdev_lint.rule import Rule
+
+    code = (
+        "from dataclasses import dataclass\nfrom typing import Optional\nimport torch\n"
+        "@dataclass\nclass Batch:\n    tokens: torch.Tensor\n    mask: Optional[torch.Tensor] = None\n"
+        "    def to(self, device):\n        self.tokens = self.tokens.to(device)\n"
+        "        if self.mask is not None:\n            self.mask.to(device)\n        return self\n"
+        "    def size(self):\n        n: torch.Tensor = self.tokens\n        return n\n"
+    )
+    (finding,) = lint_source("t.py", code, [Rule.registry["TDL003"]]).findings
+    assert (finding.line, finding.confidence.value) == (11, "certain")

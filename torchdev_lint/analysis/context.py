@@ -168,6 +168,9 @@ class FileContext:
         value = self.value_of(node.value) if node.value is not None else kinds.UNKNOWN
         if kinds.annotation_says_tensor(node.annotation.annotation, self.qualified_name):
             value = kinds.TENSOR
+            scope = self.scopes[-1]
+            if scope.is_class and isinstance(node.target, cst.Name):
+                scope.class_info.attrs[node.target.value] = value  # a dataclass field: `self.mask` is a tensor
         self._bind_target(node.target, value, node.value)
 
     def _leave_with_item(self, node: cst.WithItem) -> None:
