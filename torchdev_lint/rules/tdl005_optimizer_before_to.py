@@ -40,6 +40,18 @@ class _Optimizer:
     moves: list[tuple[cst.CSTNode, ...]] = field(default_factory=list)
 
 
+@dataclass
+class _Kept:
+    """An optimizer a method keeps on the object before the model is moved, and what other
+    methods do to it: (call, method name) of state loads and of moves of its model."""
+
+    optimizer: _Optimizer
+    built_in: cst.FunctionDef
+    state: list[tuple[cst.Call, str]] = field(default_factory=list)
+    moves: list[tuple[cst.Call, str]] = field(default_factory=list)
+    movers: list[tuple[cst.Call, cst.FunctionDef]] = field(default_factory=list)
+
+
 class OptimizerBeforeTo(Rule):
     """
     ## What it does
@@ -51,9 +63,13 @@ class OptimizerBeforeTo(Rule):
     or module body later moves `M` with `M.to(...)`, `M.cuda()` or `M.to_empty(...)` and no
     `opt.step()` happens in between.
 
+    A trainer class counts too: an optimizer a method keeps on the object
+    (`self.opt = Adam(self.model.parameters())` in `__init__`), whose state another method
+    loads (`resume`) while a third moves the model (`fit`): the resume-then-fit order fails.
+
     It does not flag optimizers built after the move, moves of another model, a move in
-    another function, or a move after training (e.g. `model.cpu()` before export, after
-    `opt.step()` ran).
+    another function (outside such a class), or a move after training (e.g. `model.cpu()`
+    before export, after `opt.step()` ran).
 
     ## Why is this bad?
     `Module.to` keeps each `Parameter` object and swaps its data, so an optimizer built
@@ -104,6 +120,11 @@ class OptimizerBeforeTo(Rule):
               "def run(model):\n    model.to(device)\n"),
         Valid("import torch\ndef main(model, other):\n    params = list(other.parameters())\n"
               "    opt = torch.optim.SGD(params, lr=0.1)\n    model.cuda()\n"),
+        # A trainer whose resume moves the model before it loads the optimizer's state.
+        Valid("import torch\nclass Trainer:\n    def __init__(self, model):\n        self.model = model\n"
+              "        self.opt = torch.optim.Adam(self.model.parameters())\n"
+              "    def resume(self, state, device):\n        self.model.to(device)\n"
+              "        self.opt.load_state_dict(state)\n"),
         # A resume in the documented order: moved, then built, then its state loaded.
         Valid("import torch\ndef resume(model, path, device):\n    model.to(device)\n"
               "    opt = torch.optim.Adam(model.parameters())\n"
@@ -163,6 +184,15 @@ class OptimizerBeforeTo(Rule):
             "    opt = torch.optim.RMSprop(model.parameters())\n    maybe_resume(path, model, opt)\n",
             unsafe=True,
         ),
+        # A trainer: built in `__init__`, its state loaded by `resume`, the model moved by `fit`.
+        Invalid(
+            "import torch\nclass Trainer:\n    def __init__(self, model):\n        self.model = model\n"
+            "        self.opt = torch.optim.Adam(self.model.parameters())\n"
+            "    def resume(self, state):\n        self.opt.load_state_dict(state)\n"
+            "    def fit(self, device):\n        self.model.to(device)\n        self.opt.step()\n",
+            5, 20,
+            None,
+        ),
         # `to_empty` makes new parameters: the optimizer would update the old ones.
         Invalid(
             "import torch\ndef build(model):\n    opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
@@ -221,6 +251,9 @@ class OptimizerBeforeTo(Rule):
         # `params = list(model.parameters())`: per function (or module) body, the names
         # that hold one model's parameters.
         self.parameter_lists: dict[int, dict[str, str]] = {}
+        # Optimizers a method keeps on the object (`self.opt = Adam(self.model.parameters())`),
+        # for the methods that load their state or move the model: per class (by id).
+        self.kept: dict[int, list[_Kept]] = {}
 
     def _scope(self) -> cst.CSTNode:
         return self.ctx.function or self.ctx.ancestors[0]
@@ -256,13 +289,30 @@ class OptimizerBeforeTo(Rule):
                 if optimizer.name in stepped:
                     optimizer.stepped = True
         elif method == "load_state_dict":
+            self._kept_call(node, receiver, "state")
             for optimizer in self.pending:
                 if optimizer.name == receiver and not optimizer.moves:
                     optimizer.state.append(
                         (node, f"`{code_of(node)}` gives the optimizer state on the parameters' "
                                "device of the moment"))
         elif self.ctx.value_of(func.value).kind is not Kind.TENSOR:
+            self._kept_call(node, receiver, "moves")
             self._moved(node, receiver, method)
+
+    def _kept_call(self, call: cst.Call, receiver: str, what: str) -> None:
+        """Another method of the class loads a kept optimizer's state or moves its model."""
+        method = self.ctx.method
+        if method is None:
+            return
+        for kept in self.kept.get(id(method[0].node), ()):
+            if method[1] is kept.built_in:
+                continue
+            if what == "state" and receiver == kept.optimizer.name and not any(
+                    m is method[1] for _, m in kept.movers):
+                kept.state.append((call, method[1].name.value))
+            elif what == "moves" and receiver == kept.optimizer.model:
+                kept.moves.append((call, method[1].name.value))
+                kept.movers.append((call, method[1]))
 
     def _handed(self, call: cst.Call, callee_name: str) -> None:
         """``maybe_resume(cfg, model, opt)``: a function of this file handed a waiting
@@ -361,7 +411,27 @@ class OptimizerBeforeTo(Rule):
             self.pending = [o for o in self.pending if o.model not in targets]
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        for optimizer in self.pending:
+            method = self.ctx.method
+            if (optimizer.scope is node and not optimizer.moves and method is not None
+                    and optimizer.name is not None and optimizer.name.startswith(method[2] + ".")):
+                self.kept.setdefault(id(method[0].node), []).append(_Kept(optimizer, node))
         self.pending = [o for o in self.pending if o.scope is not node]
+
+    def leave_ClassDef(self, node: cst.ClassDef) -> None:
+        for kept in self.kept.pop(id(node), ()):
+            if kept.state and kept.moves:
+                optimizer, (move, mover) = kept.optimizer, kept.moves[0]
+                state, loader = kept.state[0]
+                self.report(
+                    optimizer.call,
+                    f"Optimizer built from `{optimizer.model}` parameters before "
+                    f"`{code_of(move)}` in `{mover}` moves the model: build it after the move",
+                    evidence=[(state, f"`{loader}` gives the optimizer state on the parameters' device "
+                                      "of the moment"),
+                              (move, f"`{mover}` moves the parameters afterwards when it runs after "
+                                     f"`{loader}`; the state stays behind and the next `step()` mixes devices")],
+                )
 
     def end_of_file(self) -> None:
         # Fixes are built after this: each asks whether its block has another reordering,
