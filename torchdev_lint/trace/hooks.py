@@ -174,20 +174,57 @@ def _install_load(rt: Runtime, patches: Patches) -> None:
     patches.set(torch, "load", load)
 
     jit_original = torch.jit.load
+    jit_save_original = torch.jit.save
+    jit_saves: dict = {}  # file (path or id of a file object) -> (stat, {name: device}) of the sim's jit.save
+
+    def jit_save(m, f, *args, **kwargs):
+        """The C++ writer tags storages with their real device (cpu): the simulated devices of the
+        module's tensors, by name, for a load in this run."""
+        devices = {}
+        if rt.sim and hasattr(m, "named_parameters"):
+            for name, t in [*m.named_parameters(), *m.named_buffers()]:
+                devices[name] = rt.dev(t)
+        result = jit_save_original(m, f, *args, **kwargs)
+        if any(d != CPU for d in devices.values()):
+            path = _path_of(f)
+            jit_saves[path if path is not None else id(f)] = (_stat(path) if path else None, devices)
+        return result
+
+    def simulated_devices(f):
+        path = _path_of(f)
+        entry = jit_saves.get(path if path is not None else id(f))
+        if entry is None or (path is not None and entry[0] != _stat(path)):
+            return None
+        return entry[1]
+
+    def place(result, devices, default):
+        for name, t in [*result.named_parameters(), *result.named_buffers()]:
+            device = devices.get(name, default) if devices is not None else default
+            if device is not None and device != CPU:
+                rt.tag(t, device)
 
     def jit_load(f, map_location=None, *args, **kwargs):
         if map_location is not None:
+            target = None
+            if rt.sim and isinstance(map_location, (str, torch.device, int)):
+                target = rt.normalize(f"cuda:{map_location}" if type(map_location) is int else map_location)
+            if target is not None and target.startswith("cuda"):
+                result = jit_original(f, "cpu", *args, **kwargs)
+                place(result, None, target)
+                return result
             return jit_original(f, map_location, *args, **kwargs)
         site = rt.site()
         seen = archive_locations(f)
         origin = provenance(rt, f)
+        devices = simulated_devices(f) if rt.sim else None
+        if devices is not None:  # the locations a GPU would have written
+            seen = sorted(set(devices.values()), key=lambda d: (d == CPU, d))
         cuda = [loc for loc in seen if loc.startswith("cuda")]
         error = None
         try:
             if cuda and rt.sim:
                 result = jit_original(f, "cpu", *args, **kwargs)
-                for t in list(result.parameters()) + list(result.buffers()):
-                    rt.tag(t, cuda[0] if ":" in cuda[0] else "cuda:0")
+                place(result, devices, cuda[0] if ":" in cuda[0] else "cuda:0")
             elif cuda and rt.mode == "cpu-only" and rt.keep_going:
                 result = jit_original(f, "cpu", *args, **kwargs)
             else:
@@ -202,6 +239,7 @@ def _install_load(rt: Runtime, patches: Patches) -> None:
         return result
 
     patches.set(torch.jit, "load", jit_load)
+    patches.set(torch.jit, "save", jit_save)
 
 
 class _Anything(dict):
@@ -385,12 +423,9 @@ def _install_setattr(rt: Runtime, patches: Patches) -> None:
                 return
         elif type(value) not in (list, tuple, dict) or name not in self.__dict__:
             return
-        try:
-            sites = rt.attr_sites.get(self)
-            if sites is None:
-                sites = rt.attr_sites[self] = {}
-        except TypeError:  # an unhashable module
-            return
+        sites = rt.attr_sites.get(self)
+        if sites is None:
+            sites = rt.attr_sites[self] = {}
         if name not in sites:
             sites[name] = rt.site()
 

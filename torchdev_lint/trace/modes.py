@@ -74,9 +74,10 @@ class TraceFunctionMode(TorchFunctionMode):
         handlers = {TB.to: self._to, TB.cuda: self._to, TB.cpu: self._to,
                     TB.numpy: self._numpy, Tensor.__array__: self._numpy,
                     # Module.to(device="cuda") parses its arguments: no request yet (its moves are)
-                    torch._C._nn._parse_to: lambda func, args, kwargs: func(*args, **kwargs)}
+                    torch._C._nn._parse_to: self._parse_to}
         if rt.sim:
             handlers.update({
+                TB.type_as: self._to,  # self.to(other.options()) in C++: the real device otherwise
                 _GET_DEVICE: self._get_device, _GET_IS_CUDA: self._get_is_cuda,
                 _GET_IS_CPU: self._get_is_cpu, TB.get_device: self._get_device_index,
                 TB.pin_memory: self._pin_memory, TB.is_pinned: self._is_pinned,
@@ -129,11 +130,24 @@ class TraceFunctionMode(TorchFunctionMode):
             local.ambient = ambient
             try:
                 return func(*args, **kwargs)
+            except (RuntimeError, NotImplementedError) as error:
+                self._missing_kernel(func, error)
+                raise
             finally:
                 local.ambient = previous
         if self.real:
             return self._call_real(func, args, kwargs)
         return func(*args, **kwargs)
+
+    def _missing_kernel(self, func, error) -> None:
+        """An op on accelerator operands failed for want of a CPU kernel for the low-precision
+        dtype a GPU has one for (Half FFT, `lu`...): the error is marked as not simulated (pytest
+        skips the test with that reason), and the run's limits say so."""
+        reason = sim.missing_cpu_kernel(error, func)
+        if reason is not None:
+            error._tdl_not_simulated = reason
+            self.rt.limit(f"CPU kernel: {reason}", f"not simulated: {reason} (the values are computed on the CPU; "
+                                                   f"a GPU has this kernel)")
 
     def _lengths_on_accelerator(self, func, args, kwargs):
         """ctc_loss takes its length tensors on the CPU even for CUDA inputs: give the call
@@ -217,10 +231,32 @@ class TraceFunctionMode(TorchFunctionMode):
         return int(device.split(":")[1]) if device.startswith("cuda") else -1
 
     def _pin_memory(self, func, args, kwargs):
-        return args[0]
+        """A pinned copy, as on a GPU machine (pinning a CPU tensor copies it to page-locked
+        memory); page-locked only in name here."""
+        x = args[0]
+        if self.rt.dev(x) != CPU:
+            return x
+        out = x.clone()
+        storage = sim._storage(out)
+        if storage is not None:
+            storage._tdl_pinned = True
+        return out
 
     def _is_pinned(self, func, args, kwargs):
-        return False
+        storage = sim._storage(args[0])
+        return bool(getattr(storage, "_tdl_pinned", False)) if storage is not None else False
+
+    def _parse_to(self, func, args, kwargs):
+        """``Module.to``'s parser: ``Module.to(tensor)`` takes the tensor's (simulated) device, and
+        ``Module.to(0)`` means cuda:0 (torch asks the accelerator runtime, absent here)."""
+        if not self.sim:
+            return func(*args, **kwargs)
+        args, kwargs = _int_device(args, kwargs)
+        other = args[0] if args and isinstance(args[0], Tensor) else kwargs.get("tensor")
+        parsed = func(*args, **kwargs)
+        if isinstance(other, Tensor):
+            return (self.rt.torch_device(self.rt.dev(other)), *parsed[1:])
+        return parsed
 
     def _repr(self, func, args, kwargs):
         text = func(*args, **kwargs)
@@ -293,6 +329,8 @@ class TraceFunctionMode(TorchFunctionMode):
         rest = args[1:]
         kw = dict(kwargs)
         copy = kw.pop("copy", False)
+        if self.sim:
+            rest, kw = _int_device(rest, kw)
         if rest and isinstance(rest[0], Tensor):
             other = rest[0]
             copy = rest[3] if len(rest) > 3 else (rest[2] if len(rest) > 2 else copy)
@@ -502,6 +540,16 @@ class TraceFunctionMode(TorchFunctionMode):
         return accelerators[0] if accelerators else None
 
 
+def _int_device(args, kwargs):
+    """``.to(0)``, ``.to(device=0)``: an index means the accelerator (torch asks the accelerator
+    runtime, which a CPU build lacks): ``cuda:N``."""
+    if args and type(args[0]) is int:
+        args = (f"cuda:{args[0]}", *args[1:])
+    if type(kwargs.get("device")) is int:
+        kwargs = {**kwargs, "device": f"cuda:{kwargs['device']}"}
+    return args, kwargs
+
+
 def _inplace(func) -> bool:
     name = getattr(func, "__name__", "")
     return name.endswith("_") and not name.endswith("__")
@@ -512,4 +560,6 @@ def _move_text(func, target) -> str:
         return ".cuda()"
     if func is TB.cpu:
         return ".cpu()"
+    if func is TB.type_as:
+        return f".type_as({target})" if target else ".type_as()"
     return f".to({target})" if target else ".to()"

@@ -61,6 +61,8 @@ def instrumented(rt):
         if rt.sim:
             sim.patch_cuda(rt, patches)
             sim.patch_serialization(rt, patches)
+            sim.patch_storage(rt, patches)
+            sim.patch_torchscript(rt, patches)
         if rt.mode == "cpu-only":
             sim.patch_no_cuda(rt, patches)
         if rt.mode != "real":

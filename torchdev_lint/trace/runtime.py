@@ -49,6 +49,16 @@ class SimulatedDeviceError(RuntimeError):
     """The error a real GPU raises for mixed devices (a RuntimeError, as there)."""
 
 
+class NotSimulatedError(RuntimeError):
+    """Something the simulated GPU does not model decided the outcome (TorchScript reading the
+    real CPU device, a CPU kernel missing for a dtype a GPU has): the simulation cannot say what a
+    GPU does here. ``pytest --simulate-gpu`` skips the test with ``reason``."""
+
+    def __init__(self, reason: str):
+        super().__init__(f"not simulated: {reason}")
+        self.reason = reason
+
+
 TAGS = ("_tdl_dev", "_tdl_origin", "_tdl_src")  # the attributes the tracer keeps on storages
 
 
@@ -143,6 +153,60 @@ def guard_storage_attributes():
     return guard.uninstall
 
 
+class IdentityMap:
+    """A mapping from live objects (modules, optimizers) to values, keyed by identity.
+
+    A ``WeakKeyDictionary`` hashes and compares its keys with their own ``__hash__``/``__eq__``,
+    which a program's class may define to do anything (torchmetrics' ``Metric.__eq__`` builds a
+    new metric, whose ``__setattr__`` the tracer hooks: endless recursion). Here a key is its
+    ``id()``, checked against a weak reference (ids are reused once an object dies), and the
+    entry goes when the object does."""
+
+    def __init__(self):
+        self._data: dict[int, tuple[weakref.ref, object]] = {}
+
+    def _forget(self, key: int):
+        data = self._data
+
+        def forget(ref):
+            entry = data.get(key)
+            if entry is not None and entry[0] is ref:
+                del data[key]
+        return forget
+
+    def get(self, obj, default=None):
+        entry = self._data.get(id(obj))
+        if entry is None or entry[0]() is not obj:
+            return default
+        return entry[1]
+
+    def __contains__(self, obj) -> bool:
+        entry = self._data.get(id(obj))
+        return entry is not None and entry[0]() is obj
+
+    def __getitem__(self, obj):
+        entry = self._data.get(id(obj))
+        if entry is None or entry[0]() is not obj:
+            raise KeyError(id(obj))
+        return entry[1]
+
+    def __setitem__(self, obj, value) -> None:
+        key = id(obj)
+        self._data[key] = (weakref.ref(obj, self._forget(key)), value)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self.items())
+
+    def items(self) -> list[tuple[object, object]]:
+        """The live entries, as a list (safe while objects die)."""
+        out = []
+        for ref, value in list(self._data.values()):
+            obj = ref()
+            if obj is not None:
+                out.append((obj, value))
+        return out
+
+
 class Runtime:
     def __init__(self, mode: str, keep_going: bool, users: sites.UserFiles, recorder,
                  device_count: int = 1):
@@ -153,9 +217,10 @@ class Runtime:
         self.recorder = recorder
         self.device_count = device_count
         self.current_index = 0
-        # optimizer -> {"site", "stack", "name"}; module -> {attribute: site}
-        self.optimizers: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-        self.attr_sites: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        # optimizer -> {"site", "stack", "name"}; module -> {attribute: site} (by identity: a
+        # program's __eq__/__hash__ is never called)
+        self.optimizers = IdentityMap()
+        self.attr_sites = IdentityMap()
         self.steps = 0
         self.saves: dict = {}  # realpath (or id of a file object) -> what torch.save wrote in this run
         self.earlier_saves: dict = {}  # (realpath, size, mtime_ns) -> what an earlier traced run wrote

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import os
+import re
 import sys
 import threading
 import types
@@ -26,7 +27,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from torchdev_lint.trace import kernels
-from torchdev_lint.trace.runtime import CPU, NO_CUDA_TEXT, Runtime, SimulatedDeviceError
+from torchdev_lint.trace.runtime import CPU, NO_CUDA_TEXT, TAGS, Runtime, SimulatedDeviceError
 
 aten = torch.ops.aten
 Tensor = torch.Tensor
@@ -163,6 +164,12 @@ class SimDispatchMode(TorchDispatchMode):
 
     def _mismatch(self, func, args, kwargs, skip, strict) -> None:
         rt = self.rt
+        if getattr(self.local, "script_device", None) is not None:
+            # Compiled TorchScript on accelerator inputs: inside it x.device reads the real CPU and
+            # constants are folded on the CPU, so a CPU operand here is one the simulator cannot
+            # place; it is taken as being on the inputs' device (the limit says so).
+            rt.limit("TorchScript mismatch", TORCHSCRIPT_MISMATCH)
+            return
         names = [a.name for a in func._schema.arguments]
         candidates = []  # (position or keyword, argument name, tensor), in the schema's order
         for i, a in enumerate(args):
@@ -218,7 +225,9 @@ def report_mismatch(rt: Runtime, op: str, candidates, devices: list[str], text: 
              op=op, devices=devices, site=site, stack=rt.stack(2), operands=operands,
              raised=not rt.keep_going, message=text)
     if not rt.keep_going:
-        raise SimulatedDeviceError(text)
+        error = SimulatedDeviceError(text)
+        rt.local.failure = error  # TorchScript's interpreter keeps only the type of an error it passes on
+        raise error
 
 
 def type_name(dtype) -> str:
@@ -319,6 +328,159 @@ def _tag_any(out, device) -> None:
                 storage = _storage(o)
                 if storage is not None:
                     storage._tdl_dev = device
+
+
+# -- CPU kernels a GPU run does not need ---------------------------------------------------
+
+LOW_PRECISION = ("Half", "BFloat16", "ComplexHalf", "Float8_e4m3fn", "Float8_e5m2")
+_MISSING_KERNEL = re.compile(
+    r'"(?P<kernel>\w+)" not implemented for \'(?P<dtype>\w+)\'|'
+    r"Unsupported dtype (?P<fft>\w+)|"
+    r"doesn't support tensors of type: (?P<mkl>\w+)|"
+    r"(?P<op>[\w.]+): Low precision dtypes not supported\. Got (?P<linalg>\w+)")
+
+
+def missing_cpu_kernel(error: BaseException, func=None) -> str | None:
+    """"<op> has no CPU <dtype> kernel" when ``error`` says the CPU lacks a kernel for a
+    low-precision dtype (which CUDA runs use: Half FFT, Half ``lu``...), else None."""
+    match = _MISSING_KERNEL.search(str(error))
+    if match is None:
+        return None
+    dtype = match.group("dtype") or match.group("fft") or match.group("mkl") or match.group("linalg")
+    if dtype not in LOW_PRECISION:
+        return None
+    op = match.group("kernel") or match.group("op") or getattr(func, "__name__", None) or "this operation"
+    op = re.sub(r"_cpu_?$", "", op)
+    return f"{op} has no CPU {dtype} kernel"
+
+
+# -- storages ------------------------------------------------------------------------------
+
+def patch_storage(rt: Runtime, patches: Patches) -> None:
+    """A storage's copy is on the storage's device: ``UntypedStorage.clone`` (which
+    ``copy.deepcopy`` of a tensor, a buffer, a module or a storage uses) makes its new storage
+    with ``device=self.device``, the real CPU, and would drop the virtual device (parameters kept
+    theirs only because ``Parameter.__deepcopy__`` clones the tensor)."""
+    original = torch.UntypedStorage.clone
+
+    def clone(self):
+        out = original(self)
+        for name in TAGS:
+            value = getattr(self, name, None)
+            if value is not None:
+                setattr(out, name, value)
+        return out
+
+    clone.__doc__ = original.__doc__
+    patches.set(torch.UntypedStorage, "clone", clone)
+
+
+# -- TorchScript ------------------------------------------------------------------------------
+
+TORCHSCRIPT_EAGER = ("TorchScript functions (torch.jit.script/trace of a function) ran as their Python source, so "
+                     "that they see the simulated device; the compiled graph itself is not simulated")
+TORCHSCRIPT_GRAPH = ("TorchScript modules (torch.jit.script/trace of a module) ran as compiled code, which reads "
+                     "the real (CPU) device: tensors they make follow their inputs' simulated device")
+TORCHSCRIPT_MISMATCH = ("TorchScript code mixed its inputs' simulated device with CPU tensors: inside it x.device "
+                        "reads the real CPU and constants are folded on the CPU, so the simulator took those CPU "
+                        "tensors as being on the inputs' device (a device mix inside compiled code is not checked)")
+
+
+def _first_accelerator(values) -> str | None:
+    for value in values:
+        if isinstance(value, Tensor):
+            device = getattr(_storage(value), "_tdl_dev", None)
+        elif isinstance(value, (list, tuple)):
+            device = _first_accelerator(value)
+        elif isinstance(value, dict):
+            device = _first_accelerator(value.values())
+        else:
+            continue
+        if device is not None:
+            return device
+    return None
+
+
+def patch_torchscript(rt: Runtime, patches: Patches) -> None:
+    """TorchScript runs in its own interpreter, where ``x.device``, ``x.is_cuda`` and
+    ``.to(y.device)`` read the real (CPU) device. A scripted or traced *function* keeps its Python
+    source (``_torchdynamo_inline``): it runs as that, eagerly, and is simulated like any Python.
+    A scripted or traced *module* runs compiled, with its inputs' simulated device as the ambient
+    device (tensors it makes go there), and a CPU tensor a device mix inside it meets is taken as
+    being on that device (TORCHSCRIPT_MISMATCH, a limit of the run).
+    ``torch.jit.trace`` records its graph on the real CPU, without the simulator's modes: the JIT
+    tracer cannot record through a Python dispatch mode, and would record the function mode's
+    own frames as the ops' sources (its sanity check then finds two graphs that differ)."""
+    function_call = torch._C.ScriptFunction.__call__
+    method_call = torch._C.ScriptMethod.__call__
+    local = rt.local
+
+    def compiled(call, self, args, kwargs):
+        device = _first_accelerator(args) or _first_accelerator(kwargs.values())
+        if device is not None:
+            rt.limit("TorchScript graph", TORCHSCRIPT_GRAPH)
+        saved = (getattr(local, "ambient", None), getattr(local, "script_device", None))
+        local.failure = None
+        if device is not None:
+            local.ambient = local.script_device = device
+        try:
+            return call(self, *args, **kwargs)
+        except RuntimeError as error:
+            failure = local.failure
+            if failure is None or failure is error or isinstance(error, SimulatedDeviceError):
+                raise
+            # The interpreter passes a Python error on as "RuntimeError: " without its message; a
+            # GPU's error reads "...TorchScript interpreter... RuntimeError: <message>"
+            text = str(error).rstrip()
+            text = f"{text} {failure}" if text.endswith("Error:") else str(failure)
+            raise SimulatedDeviceError(text) from error
+        finally:
+            local.ambient, local.script_device = saved
+
+    def call_function(self, *args, **kwargs):
+        python = getattr(self, "_torchdynamo_inline", None)
+        if callable(python):
+            rt.limit("TorchScript", TORCHSCRIPT_EAGER)
+            return python(*args, **kwargs)
+        return compiled(function_call, self, args, kwargs)
+
+    def call_method(self, *args, **kwargs):
+        return compiled(method_call, self, args, kwargs)
+
+    patches.set(torch._C.ScriptFunction, "__call__", call_function)
+    patches.set(torch._C.ScriptMethod, "__call__", call_method)
+
+    def untraced(original):
+        def trace(*args, **kwargs):
+            with _no_modes():
+                return original(*args, **kwargs)
+        trace.__wrapped__ = original
+        trace.__doc__ = original.__doc__
+        trace.__name__ = original.__name__
+        return trace
+
+    for name in ("trace", "trace_module"):
+        original = getattr(torch.jit, name, None)
+        if original is not None:
+            patches.set(torch.jit, name, untraced(original))
+
+
+@contextlib.contextmanager
+def _no_modes():
+    """Pop this thread's Python dispatch and function modes, push them back after (as
+    ``torch.utils._python_dispatch._disable_current_modes`` does for dispatch modes, without its
+    imports of torch.fx, which cost seconds)."""
+    from torch.utils._python_dispatch import _len_torch_dispatch_stack, _pop_mode, _push_mode
+
+    dispatch = [_pop_mode() for _ in range(_len_torch_dispatch_stack())]
+    function = [torch._C._pop_torch_function_stack() for _ in range(torch._C._len_torch_function_stack())]
+    try:
+        yield
+    finally:
+        for mode in reversed(function):
+            torch._C._push_on_torch_function_stack(mode)
+        for mode in reversed(dispatch):
+            _push_mode(mode)
 
 
 # -- moves that autograd can follow -------------------------------------------------------
