@@ -23,7 +23,7 @@ import torch
 from torchdev_lint.integrations.pytest_plugin import SimulatedGPUWarning, wants_simulation
 from torchdev_lint.integrations.pytest_report import ATTRIBUTE, SILENT_CODES, Problem
 from torchdev_lint.trace import runner, session, sim, sites, verdicts
-from torchdev_lint.trace.runtime import NO_CUDA_TEXT, NUMPY_TEXT, Runtime, SimulatedDeviceError
+from torchdev_lint.trace.runtime import NO_CUDA_TEXT, NUMPY_TEXT, NotSimulatedError, Runtime, SimulatedDeviceError
 
 STRICT_FAILURE = ("torchdev-lint: this test passed, but a device bug that raises nothing here was confirmed "
                   "(failed by --simulate-gpu-strict, or because warnings are errors):")
@@ -89,6 +89,12 @@ def not_simulated(excinfo) -> str | None:
     seen: set[int] = set()
     while error is not None and id(error) not in seen:  # the chain: `raise ... from` wrappers
         seen.add(id(error))
+        # the simulator's own mark: a CPU kernel missing for a GPU's dtype, NotSimulatedError
+        reason = getattr(error, "_tdl_not_simulated", None)
+        if reason is None and isinstance(error, NotSimulatedError):
+            reason = error.reason
+        if isinstance(reason, str) and reason:
+            return f"not simulated: {reason}"
         text = str(error)
         for needle, reason in NOT_SIMULATED:
             if needle in text:
@@ -342,8 +348,10 @@ class Simulation:
 
     def _outcome(self, excinfo) -> dict:
         text = str(excinfo.value).strip()
+        frames = sites.traceback_sites(excinfo.tb, self.users)
         return {"kind": "exception", "type": excinfo.type.__name__,
-                "message": text.splitlines()[0] if text else "", "site": self._site(excinfo)}
+                "message": text.splitlines()[0] if text else "", "full_message": text,
+                "site": frames[0] if frames else None, "stack": frames[:8]}
 
     def problems(self, owner: str) -> list[Problem]:
         """The device problems of one test: the tracer's confirmed verdicts of the static

@@ -16,7 +16,10 @@ DEVICE_ERROR = re.compile(
     r"can't convert \S+ device type tensor|Input and (?:hidden|parameter) tensors are not (?:at|on) the same device|"
     r"Expected object of device type|Tensors of the same index must be on the same device|"
     r"indices should be either on cpu or on the same device|Expected tensor for argument #\d+ .* to have the same device|"
-    r"expected self and mask to be on the same device|argument should be a 1D CPU int64 tensor, but got \S+ (?!cpu )\S+ ",
+    r"expected self and mask to be on the same device|argument should be a 1D CPU int64 tensor, but got \S+ (?!cpu )\S+ |"
+    # a library's own check (kornia: "Patch and homography must be on the same device")
+    r"(?:must|should|needs? to|ha(?:ve|s) to|are expected to|is expected to) (?:all )?be on the same device|"
+    r"(?:are|is|were|was) not on the same device|(?:are|were) on different devices|device mismatch",
     re.IGNORECASE)
 # Errors a machine without a GPU raises where a program asks for one.
 NO_GPU_ERROR = re.compile(

@@ -643,7 +643,7 @@ class Judge:
             if not recorded and not stale_state and where not in confirmed and not self.explained_crash:
                 groups[where] = [{"op": None, "site": outcome["site"], "devices": [], "operands": [],
                                   "raised": True, "message": f"{outcome.get('type')}: {sentence(full)}",
-                                  "error": f"{outcome.get('type')}: {full}"}]
+                                  "error": f"{outcome.get('type')}: {full}", "stack": outcome.get("stack")}]
         return [self._mismatch_finding(events) for events in groups.values()]
 
     def no_gpu_findings(self, confirmed: set, finding_lines: set) -> list[dict]:
@@ -709,8 +709,8 @@ class Judge:
     def _mismatch_finding(self, events: list[dict]) -> dict:
         first = events[0]
         site = first["site"]
-        if first.get("op") is None:
-            evidence = f"{first['message']} at {self.where(site)}"
+        if first.get("op") is None:  # an uncaught error that says devices differ (torch's, a library's check)
+            evidence = f"{first['message']} at {self.where(site)}" + self._callers(events)
             message = "Device mismatch at run time"
         else:
             ops = []
