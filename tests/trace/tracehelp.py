@@ -57,6 +57,7 @@ TRACES.update({
     "ansi": _trace("--mode", "sim", "testdata/trace/crash.py", "ansi"),
     "cpu-program": _trace("--mode", "sim", "testdata/trace/crash.py"),
     "device-mix": _trace("--mode", "sim", "--single-run", "testdata/trace/device_mix.py"),
+    "propagation": _trace("--mode", "sim", "--single-run", "tests/trace/propagation_probe.py"),
     "own-tags": _trace("testdata/trace/tdl004_own_tags.py", "{shared}/own_tags.pt"),
     "own-tags-cpu-only": _trace("--mode", "cpu-only", "testdata/trace/tdl004_own_tags.py", "{shared}/own_tags_cpu.pt"),
 })
