@@ -662,9 +662,17 @@ def cuda_defs(reader: "_Reader", tree: ast.Module, lines: set[int]) -> list[str]
     that span one of ``lines`` (those that name ``cuda.``) are walked."""
     from torchdev_lint.analysis.requirements import NEEDS_CUDA
 
+    ordered = sorted(lines)
+
+    def spans_cuda(node) -> bool:
+        at = bisect.bisect_left(ordered, node.lineno)
+        return at < len(ordered) and ordered[at] <= (node.end_lineno or node.lineno)
+
     def needs(node: ast.AST) -> bool:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
             return False
+        if isinstance(node, (ast.stmt, ast.expr)) and not spans_cuda(node):
+            return False  # every construct that needs CUDA names `cuda.` on one of its lines
         if isinstance(node, ast.If) and _ends_when_no_cuda(node):
             return True  # `if not torch.cuda.is_available(): sys.exit(...)`: a setup for GPUs
         if isinstance(node, (ast.If, ast.IfExp, ast.While)) and _mentions(node.test, _CHOOSING_WORDS):
@@ -683,12 +691,6 @@ def cuda_defs(reader: "_Reader", tree: ast.Module, lines: set[int]) -> list[str]
     functions = [(node.name, node) for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
     functions += [(method.name, method) for node in tree.body if isinstance(node, ast.ClassDef)
                   for method in node.body if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef))]
-    ordered = sorted(lines)
-
-    def spans_cuda(function) -> bool:
-        at = bisect.bisect_left(ordered, function.lineno)
-        return at < len(ordered) and ordered[at] <= (function.end_lineno or function.lineno)
-
     verdicts: dict[str, bool] = {}
     for name, function in functions:  # every definition of the name in the module
         verdicts[name] = verdicts.get(name, True) and spans_cuda(function) and any(needs(s) for s in function.body)
