@@ -91,3 +91,12 @@ def test_check_step_annotates_and_writes_sarif(tmp_path):
     assert annotations and all("file=testdata/project/" in line for line in annotations)
     results = json.loads(sarif_file.read_text())["runs"][0]["results"]
     assert len(results) == len(annotations)
+
+
+def test_the_target_devices_input_comes_before_the_user_args():
+    meta = yaml.safe_load((ROOT / "action.yml").read_text())
+    assert "target-devices" in meta["inputs"]
+    env = {"INPUT_TARGET_DEVICES": " cpu,cuda ", "INPUT_ARGS": "--exit-zero", "INPUT_SRC": "src"}
+    (command,) = action.check_commands(env)
+    assert command[:4] == ["torchdev-lint", "--target-devices", "cpu,cuda", "--exit-zero"]
+    assert action.check_commands({"INPUT_SRC": "src"})[0][:2] == ["torchdev-lint", "--format"]
