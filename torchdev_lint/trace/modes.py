@@ -17,8 +17,11 @@ factory without ``device=`` in the program's own code (TDL008).
 
 from __future__ import annotations
 
+import ast
 import bisect
 import dis
+import functools
+import linecache
 import sys
 
 import torch
@@ -58,6 +61,30 @@ def next_opname(code, lasti: int) -> str | None:
     if 0 <= index < len(names) - 1:
         return names[index + 1]
     return None
+
+
+def _dropped(frame) -> bool:
+    """The result of the call the frame is in is thrown away: popped at once, or put into a
+    comprehension that is itself a statement (``{k: v.to(d) for k, v in batch.items()}``),
+    whose dict or list nothing keeps."""
+    following = next_opname(frame.f_code, frame.f_lasti)
+    if following == "POP_TOP":
+        return True
+    return following in ("MAP_ADD", "LIST_APPEND") and frame.f_lineno in _dropped_comprehension_lines(
+        frame.f_code.co_filename)
+
+
+@functools.lru_cache(maxsize=256)
+def _dropped_comprehension_lines(filename: str) -> frozenset[int]:
+    """The lines of the file's dict and list comprehensions written as statements."""
+    try:
+        tree = ast.parse("".join(linecache.getlines(filename)))
+    except (SyntaxError, ValueError):
+        return frozenset()
+    return frozenset(
+        line for node in ast.walk(tree)
+        if isinstance(node, ast.Expr) and isinstance(node.value, (ast.DictComp, ast.ListComp))
+        for line in range(node.lineno, (node.end_lineno or node.lineno) + 1))
 
 
 def _constructor_name(func) -> str:
@@ -385,7 +412,7 @@ class TraceFunctionMode(TorchFunctionMode):
             where = frame_site(caller, rt.users) if caller.f_code.co_filename in rt.users else rt.site()
             if where is not None:
                 rt.set_src(out, {"what": _move_text(func, target), "site": where})
-        if caller.f_code.co_filename in rt.users and next_opname(caller.f_code, caller.f_lasti) == "POP_TOP":
+        if caller.f_code.co_filename in rt.users and _dropped(caller):
             self._discarded(caller, func, x, out, src, target)
         return out
 
