@@ -5,7 +5,8 @@ its device bug lines marked `# BUG: <class>` and a fixed copy.
     are default rules, and nothing on the fixed copies; `--preview` flags every line of the
     classes whose rules are still preview rules (one run of the command line per tier).
 (b) `torchdev-lint trace --mode sim` confirms each marked line of each program a run can reach
-    (the finding at that line has the status `confirmed`). The programs are traced a few at a
+    (the finding at that line has the status `confirmed`; where no static finding is there, the
+    run reports the device problem as a TDL100). The programs are traced a few at a
     time, in one go, the first time a test asks for one (about 5-15 s each).
 """
 from __future__ import annotations
@@ -121,6 +122,10 @@ def test_trace_confirms_the_bug(mark, traced):
     result = traced(mark.case)
     assert not result.error, result.error
     status = result.statuses[mark]
+    if status == "no finding at the line" and result.runtime_mentions.get(mark):
+        # no static rule predicted it (a factory in another file picks Adagrad): the run still
+        # shows the device problem, as a TDL100 whose evidence names its origin
+        return
     if status != "confirmed":
         seen = "\n".join(f"  runtime: {line}" for line in result.runtime_mentions.get(mark, []))
         outcome = "; ".join(r["summary"] for r in result.report["runs"])
