@@ -520,3 +520,19 @@ def test_a_helper_module_runs_where_its_importers_do(tmp_path, train, certain):
     assert (finding.confidence is Confidence.CERTAIN) is certain
     if certain:
         assert "code that imports it runs without CUDA (train.py:" in finding.evidence[0].message
+
+
+def test_an_exit_under_an_option_does_not_make_the_file_cuda_only():
+    """allennlp's trainer: `raise` when AMP is asked for on the CPU is about AMP, not the file."""
+    code = """\
+    import torch
+    class Trainer:
+        def __init__(self, model, use_amp, cuda_device):
+            self.cuda_device = cuda_device
+            if use_amp:
+                if not torch.cuda.is_available():
+                    raise ValueError("Using AMP requires a cuda device")
+            model.cuda()
+    """
+    (finding,) = lint_source("t.py", textwrap.dedent(code), [TDL001], preview=True).findings
+    assert not any("needs CUDA anyway" in step.message for step in finding.evidence)

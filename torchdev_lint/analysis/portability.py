@@ -122,10 +122,11 @@ def _ends_without_cuda(statement: cst.CSTNode, qualify) -> bool:
     return True
 
 
-def _needs_cuda(node: cst.CSTNode, top_level: bool, qualify) -> str | None:
+def _needs_cuda(node: cst.CSTNode, top_level: bool, qualify, unconditional: bool = True) -> str | None:
     """What a single node says about the file needing CUDA anyway, or None. Imports count
-    at the top level only: one inside ``try``, ``if`` or a function is optional."""
-    if isinstance(node, (cst.If, cst.SimpleStatementLine)) and _ends_without_cuda(node, qualify):
+    at the top level only: one inside ``try``, ``if`` or a function is optional; an exit
+    without CUDA only where it always runs (``unconditional``)."""
+    if unconditional and isinstance(node, (cst.If, cst.SimpleStatementLine)) and _ends_without_cuda(node, qualify):
         return "asserts or exits when CUDA is missing"
     if isinstance(node, (cst.Import, cst.ImportFrom)) and top_level:
         names = [dotted_name(node.module) or ""] if isinstance(node, cst.ImportFrom) and node.module else []
@@ -253,10 +254,15 @@ def _facts(ctx, module: cst.Module) -> _FileFacts:
     top_level = {id(statement) for statement in module.body}
     top_level |= {id(small) for statement in module.body if isinstance(statement, cst.SimpleStatementLine)
                   for small in statement.body}
+    # An exit without CUDA says the file needs it only where it always runs: a statement of
+    # the module's or a function's own body, not one under `if self._use_amp:`.
+    unconditional = {id(s) for s in module.body} | {
+        id(s) for f in collect(module, cst.FunctionDef) if isinstance(f.body, cst.IndentedBlock)
+        for s in f.body.body}
 
     def enter(node: cst.CSTNode) -> bool:
         if facts.cuda_only is None:
-            why = _needs_cuda(node, id(node) in top_level, ctx.qualified_name)
+            why = _needs_cuda(node, id(node) in top_level, ctx.qualified_name, id(node) in unconditional)
             if why is not None:
                 facts.cuda_only = (node, f"the file needs CUDA anyway: it {why}")
         if facts.cpu_choice is None:
