@@ -75,7 +75,10 @@ def test_json_output_is_the_documented_contract(tmp_path, run_cli):
         "code": "TDL001", "name": "hardcoded-cuda-call",
         "message": "`.cuda()` hardcodes a CUDA device: this line fails on machines without one",
         "fixable": True, "fix_applicability": "safe", "cell": None,
-        "confidence": "possible", "evidence": [],
+        "confidence": "possible",
+        "evidence": [{"path": "bug.py", "line": 1, "column": 1, "cell": None, "message": (
+            "judged CUDA-only (target-devices auto): nothing here chooses the CPU, offers a CPU "
+            "option or takes a device; --target-devices cpu,cuda says it must run without CUDA")}],
     }
     assert [f["code"] for f in findings] == ["TDL001", "TDL004"]
 

@@ -33,13 +33,21 @@ head.load_state_dict(torch.load(args.weights + ".head"))
 
 def warm_up():
     return torch.zeros(1).cuda()
+
+
+def build(net):
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    net.to(device)
+    return opt
 """
 
 
 def setup(tmp_path, monkeypatch, labels):
     checkout = tmp_path / "repos" / "someone+demo"
     checkout.mkdir(parents=True)
-    (checkout / "a.py").write_text(SCRIPT + EXTRA)  # TDL004 at 8 and 10, TDL001 at 14
+    # TDL004 at 8 and 10, TDL001 at 14 (the file chooses the CPU: certain), TDL005 at 18
+    # (an optimizer with no state yet: possible)
+    (checkout / "a.py").write_text(SCRIPT + EXTRA)
     (checkout / "b.py").write_text(SCRIPT)  # TDL004 at 8
     (checkout / "train.py").write_text(TRAIN)
     registry = tmp_path / "registry.tsv"
@@ -66,14 +74,15 @@ def test_judge_prints_every_default_finding_with_an_empty_verdict(tmp_path, monk
     precision.main(["judge", str(checkout), "someone/demo", "--commit", "abc"])
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split("\t") == precision.LABEL_COLUMNS
-    # the default tier: certain TDL004 findings, not the preview rule's TDL001
+    # the default tier: certain findings only, not the possible TDL005
     assert [tuple(line.split("\t")[2:7]) for line in lines[1:]] == [
-        ("a.py", "", "8", "TDL004", ""), ("a.py", "", "10", "TDL004", ""), ("b.py", "", "8", "TDL004", "")]
+        ("a.py", "", "8", "TDL004", ""), ("a.py", "", "10", "TDL004", ""), ("a.py", "", "14", "TDL001", ""),
+        ("b.py", "", "8", "TDL004", "")]
     precision.main(["judge", str(checkout), "someone/demo", "--commit", "abc", "--preview"])
     lines = capsys.readouterr().out.splitlines()
     assert [tuple(line.split("\t")[2:7]) for line in lines[1:]] == [
         ("a.py", "", "8", "TDL004", ""), ("a.py", "", "10", "TDL004", ""), ("a.py", "", "14", "TDL001", ""),
-        ("b.py", "", "8", "TDL004", "")]
+        ("a.py", "", "18", "TDL005", ""), ("b.py", "", "8", "TDL004", "")]
 
 
 def test_a_seeded_sample_is_the_same_every_time():
