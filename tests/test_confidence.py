@@ -536,3 +536,29 @@ def test_an_exit_under_an_option_does_not_make_the_file_cuda_only():
     """
     (finding,) = lint_source("t.py", textwrap.dedent(code), [TDL001], preview=True).findings
     assert not any("needs CUDA anyway" in step.message for step in finding.evidence)
+
+
+def test_an_option_the_script_sets_from_the_machine_is_read_as_that_test():
+    """`args.cuda = not args.no_cuda and torch.cuda.is_available()`: `if args.cuda or
+    args.mixmode:` guards its body when both options were set with an availability check, even
+    with a star import in the file; an option set from the user's wish alone does not."""
+    code = """\
+    import argparse
+    import torch
+    from models import *
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--no_cuda", action="store_true")
+    parser.add_argument("--mixmode", action="store_true")
+    parser.add_argument("--fast", action="store_true")
+    args = parser.parse_args()
+    args.cuda = not args.no_cuda and torch.cuda.is_available()
+    args.mixmode = args.no_cuda and args.mixmode and torch.cuda.is_available()
+    labels = torch.zeros(3)
+    if args.cuda or args.mixmode:
+        labels = labels.cuda()
+    if args.mixmode:
+        labels = labels.cuda()
+    if args.fast:
+        labels = labels.cuda()
+    """
+    assert [line for line, _, _ in found(code, TDL001)] == [17]

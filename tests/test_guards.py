@@ -370,7 +370,8 @@ def implies(text: str, holds: bool = True):
     [
         ("torch.cuda.is_available()", ACCELERATOR, CPU),
         ("not torch.cuda.is_available() or args.cpu", CPU, ACCELERATOR),
-        ("torch.cuda.is_available() and args.cpu", UNKNOWN, UNKNOWN),
+        # when it holds the machine has CUDA, whatever the user wished: the availability is a fact
+        ("torch.cuda.is_available() and args.cpu", ACCELERATOR, UNKNOWN),
         ("args.ngpu > 1", ACCELERATOR, UNKNOWN),
         ("n_gpu == 0", CPU, ACCELERATOR),
         ("args.gpu < 0", CPU, ACCELERATOR),

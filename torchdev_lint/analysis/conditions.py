@@ -18,6 +18,7 @@ that value wherever it is read, so it is read as the value.
 
 from __future__ import annotations
 
+import collections
 import enum
 import re
 from contextvars import ContextVar
@@ -108,8 +109,11 @@ def _subject(expr: cst.BaseExpression, qualify: Qualifier | None) -> Machine:
 def module_constants(module: cst.Module) -> dict[str, cst.BaseExpression]:
     """The names a top-level ``NAME = value`` binds that no other code of the file binds,
     in any scope: each always holds its value where it is read. None in a file with a
-    ``from m import *``, which may bind any name."""
+    ``from m import *``, which may bind any name. An option a script's top level sets once
+    (``args.cuda = not args.no_cuda and torch.cuda.is_available()``), assigned nowhere else in
+    the file, holds its value too (from where it is set on: a script's tests come after)."""
     assigned: dict[str, cst.BaseExpression] = {}
+    options: dict[str, cst.BaseExpression] = {}
     for statement in module.body:
         if isinstance(statement, cst.SimpleStatementLine):
             for small in statement.body:
@@ -117,11 +121,14 @@ def module_constants(module: cst.Module) -> dict[str, cst.BaseExpression]:
                     target = small.targets[0].target
                     if isinstance(target, cst.Name):
                         assigned[target.value] = small.value
+                    elif isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) \
+                            and target.value.value in assigned:
+                        options[dotted_name(target)] = small.value
                 elif isinstance(small, cst.AnnAssign) and small.value is not None:
                     if isinstance(small.target, cst.Name):
                         assigned[small.target.value] = small.value
     if not assigned:
-        return {}
+        return {}  # an option's object (`args`) is bound here too
     counts: dict[str, int] = {}
     star = [False]
 
@@ -147,9 +154,14 @@ def module_constants(module: cst.Module) -> dict[str, cst.BaseExpression]:
         return True
 
     tree.walk(module, enter)
-    if star[0]:
-        return {}
-    return {name: value for name, value in assigned.items() if counts.get(name) == 1}
+    # a star import may bind any name, but not an attribute of the file's own `args`
+    constants = {} if star[0] else {name: value for name, value in assigned.items() if counts.get(name) == 1}
+    if options:
+        sets = collections.Counter(
+            dotted_name(t) for node in tree.collect(module, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign))
+            for t in [node.target] if isinstance(t, cst.Attribute))
+        constants.update((name, value) for name, value in options.items() if sets[name] == 1)
+    return constants
 
 
 def _names_in(target: cst.BaseExpression) -> list[str]:
@@ -318,6 +330,8 @@ def implies(test: cst.BaseExpression, holds: bool = True, qualify: Qualifier | N
         left = implies(test.left, holds, qualify)
         right = implies(test.right, holds, qualify)
         conjunction = isinstance(test.operator, cst.And) == holds
+        if conjunction and holds and (_availability(test.left) or _availability(test.right)):
+            return ACCELERATOR  # `wish and torch.cuda.is_available()`: the machine has one
         return _both(left, right) if conjunction else _either(left, right)
     if isinstance(test, cst.Comparison):
         when_true, when_false = _comparison(test, qualify)
@@ -332,8 +346,34 @@ def implies(test: cst.BaseExpression, holds: bool = True, qualify: Qualifier | N
         return value if holds else _unlike(value)
     if isinstance(test, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)):
         said = _subject(test, qualify)
+        if said is UNKNOWN and isinstance(test, cst.Attribute):
+            return _option(test, holds, qualify)
         return said if holds else _flip(said)
     return UNKNOWN
+
+
+_resolving: ContextVar[frozenset[str]] = ContextVar("torchdev_lint_resolving", default=frozenset())
+
+
+def _option(test: cst.Attribute, holds: bool, qualify: Qualifier | None) -> Machine:
+    """``args.mixmode`` that the script's top level set once from a test: that test."""
+    name = dotted_name(test)
+    constants = _constants.get()
+    value = constants.get(name) if constants is not None and name else None
+    if value is None or name in _resolving.get() or len(_resolving.get()) > 3:
+        return UNKNOWN
+    token = _resolving.set(_resolving.get() | {name})  # `args.x = args.x and ...` reads the option itself
+    try:
+        return implies(value, holds, qualify)
+    finally:
+        _resolving.reset(token)
+
+
+def _availability(expr: cst.BaseExpression) -> bool:
+    """``torch.cuda.is_available()`` or ``torch.cuda.device_count()``: a fact of the machine,
+    not a wish of the user's."""
+    return isinstance(expr, cst.Call) and (dotted_name(expr.func) or "").rsplit(".", 1)[-1] in (
+        "is_available", "device_count") and bool(words(dotted_name(expr.func) or "") & ACCELERATOR_WORDS)
 
 
 def string_test(text: str) -> cst.BaseExpression | None:
