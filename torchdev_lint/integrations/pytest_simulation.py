@@ -72,6 +72,13 @@ DTYPE_ERROR = re.compile(r"dtype|scalar type|type \(.*\) should be the same")
 AUTOCAST = ("autocast('cuda') is simulated by the CPU's autocast, which casts a different list of ops than "
             "a GPU's: this dtype error may be the simulator's")
 
+# Events that confirm no finding by themselves in a test that passed: a CUDA request on the
+# simulated GPU (on a machine without one it is the problem), a limit of the run, an optimizer
+# made, a file saved, a device chosen (TDL011 is judged over the tracer's rank runs only), a
+# factory without device= whose result met nothing, `.numpy()` of a CPU tensor.
+_INERT = ("limit", "optimizer-created", "save", "set-device", "factory-while-accelerated")
+INERT = {"sim": frozenset({"cuda-request", *_INERT}), "cpu-only": frozenset(_INERT)}
+
 _TRACER = os.path.dirname(os.path.abspath(runner.__file__)) + os.sep
 OUTCOME_RANK = {"passed": 0, "skipped": 1, "failed": 2}
 
@@ -363,7 +370,12 @@ class Simulation:
         cached = self._problems.get(owner)
         if cached is not None and cached[0] == known:
             return cached[1]
-        if not events and outcome.get("kind") != "exception":
+        inert = INERT[self.mode]
+        if outcome.get("kind") != "exception" and all(
+                e["kind"] in inert or (e["kind"] == "numpy" and e.get("device") == "cpu") for e in events):
+            # nothing to judge: the static findings (an index of the whole project, seconds on a
+            # large one) are not needed
+            self._problems[owner] = (known, [])
             return []
         run = session.Run(session.Options(target=owner, mode=self.mode), mode=self.mode,
                           events=events, outcome=outcome)
