@@ -479,6 +479,14 @@ case("script: x.cpu()", lambda: script_cpu(g(3)))
 case("script: cpu + cuda", lambda: script_follow(c(3), g(3)) + script_add(c(3)))
 
 
+@torch.jit.script
+def script_mix(x, y):
+    return x + y
+
+
+case("script: a mix inside a scripted function", lambda: script_mix(c(3), g(3)))
+
+
 class Follow(nn.Module):
     def __init__(self):
         super().__init__()

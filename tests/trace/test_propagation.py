@@ -265,6 +265,11 @@ DIFFERS = {
     "Generator(device=cuda)": (
         "a CUDA generator", "ERR RuntimeError: Cannot get CUDA generator without ATen_cuda library.",
         "CUDA generators are not simulated: pytest --simulate-gpu skips such a test with that reason"),
+    "script: a mix inside a scripted function": (
+        "ERR RuntimeError: The following operation failed in the TorchScript interpreter.",
+        "ERR RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!",
+        "a scripted function runs as its Python source: the error is the same, without the interpreter's "
+        "traceback around it (a GPU's message ends with the same words)"),
     "fft.rfft(cuda half)": (
         "cuda:0", "ERR RuntimeError: Unsupported dtype Half",
         "the CPU has no Half FFT kernel: pytest --simulate-gpu skips such a test as not simulated"),
