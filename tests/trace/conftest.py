@@ -67,7 +67,10 @@ class Pool:
             future = self.futures[key] = Future()
         self.submit(DEPENDS[key])
 
-        def start(_):
+        def start(dependency):
+            if dependency.cancelled():  # the session ends: submitting now would deadlock shutdown
+                future.cancel()
+                return
             inner = self.executor.submit(self._run, key)
             inner.add_done_callback(lambda done: future.set_exception(done.exception()) if done.exception()
                                     else future.set_result(done.result()))
