@@ -43,13 +43,12 @@ class _Optimizer:
 @dataclass
 class _Kept:
     """An optimizer a method keeps on the object before the model is moved, and what other
-    methods do to it: (call, method name) of state loads and of moves of its model."""
+    methods do to it: (call, method) of state loads and of moves of its model."""
 
     optimizer: _Optimizer
     built_in: cst.FunctionDef
-    state: list[tuple[cst.Call, str]] = field(default_factory=list)
-    moves: list[tuple[cst.Call, str]] = field(default_factory=list)
-    movers: list[tuple[cst.Call, cst.FunctionDef]] = field(default_factory=list)
+    state: list[tuple[cst.Call, cst.FunctionDef]] = field(default_factory=list)
+    moves: list[tuple[cst.Call, cst.FunctionDef]] = field(default_factory=list)
 
 
 class OptimizerBeforeTo(Rule):
@@ -308,11 +307,10 @@ class OptimizerBeforeTo(Rule):
             if method[1] is kept.built_in:
                 continue
             if what == "state" and receiver == kept.optimizer.name and not any(
-                    m is method[1] for _, m in kept.movers):
-                kept.state.append((call, method[1].name.value))
+                    m is method[1] for _, m in kept.moves):
+                kept.state.append((call, method[1]))
             elif what == "moves" and receiver == kept.optimizer.model:
-                kept.moves.append((call, method[1].name.value))
-                kept.movers.append((call, method[1]))
+                kept.moves.append((call, method[1]))
 
     def _handed(self, call: cst.Call, callee_name: str) -> None:
         """``maybe_resume(cfg, model, opt)``: a function of this file handed a waiting
@@ -423,6 +421,7 @@ class OptimizerBeforeTo(Rule):
             if kept.state and kept.moves:
                 optimizer, (move, mover) = kept.optimizer, kept.moves[0]
                 state, loader = kept.state[0]
+                mover, loader = mover.name.value, loader.name.value
                 self.report(
                     optimizer.call,
                     f"Optimizer built from `{optimizer.model}` parameters before "
