@@ -35,6 +35,9 @@ EVIDENCE_TITLE = {"sim": "torchdev-lint: the simulated GPU's evidence",
 MULTI_GPU = "the simulated GPU has one device (cuda:0): code for several GPUs is not simulated"
 REAL_CUDA = ("this test reached the real CUDA runtime, which the simulated GPU does not replace "
              "(another process, a C++ extension, or a torch API the simulator does not cover)")
+ACCELERATOR_REGISTRY = ("this code asked torch's C++ accelerator registry (torch.device(0), an index alone, or an "
+                        "accelerator API the simulator does not patch), which the simulated GPU does not reach "
+                        "(torch.device('cuda', 0) is simulated)")
 NOT_SIMULATED = (
     ("invalid device ordinal", MULTI_GPU),
     ("torch.cuda.device_count() is", MULTI_GPU),
@@ -57,6 +60,7 @@ NOT_SIMULATED = (
     ("NVIDIA driver on your system is too old", REAL_CUDA),
     ("CUDA driver initialization failed", REAL_CUDA),
     ("CUDA error:", REAL_CUDA),
+    ("Cannot access accelerator device when none is available", ACCELERATOR_REGISTRY),
 )
 # Errors of the real CUDA runtime, whatever their text (torch 2.8+ raises torch.AcceleratorError).
 REAL_CUDA_ERRORS = ("AcceleratorError", "CudaError")
@@ -102,15 +106,22 @@ def not_simulated(excinfo) -> str | None:
             reason = error.reason
         if isinstance(reason, str) and reason:
             return f"not simulated: {reason}"
-        text = str(error)
-        for needle, reason in NOT_SIMULATED:
-            if needle in text:
-                return reason
+        reason = not_simulated_text(str(error))
+        if reason is not None:
+            return reason
         if type(error).__name__ in REAL_CUDA_ERRORS:
             return REAL_CUDA
         error = error.__cause__ or error.__context__
     if isinstance(excinfo.value, SimulatedDeviceError) and _sparse_tensor_in(excinfo.tb):
         return SPARSE
+    return None
+
+
+def not_simulated_text(text: str) -> str | None:
+    """NOT_SIMULATED's reason for an error's text, or None."""
+    for needle, reason in NOT_SIMULATED:
+        if needle in text:
+            return reason
     return None
 
 
@@ -257,6 +268,17 @@ class Simulation:
         report = outcome.get_result()
         if not self.whole_session:
             return
+        if report.failed and self.mode == "sim":
+            # an import that needs what the simulator does not model (a module-level
+            # `torch.device(0)`): its tests are skipped with the reason, not failed
+            reason = not_simulated_text(str(report.longrepr))
+            if reason is not None:
+                self.unsupported[collector.nodeid] = reason
+                self.outcomes[collector.nodeid] = "skipped"
+                report.outcome = "skipped"
+                report.longrepr = (str(collector.path), None, f"Skipped: {reason}")
+                setattr(report, ATTRIBUTE, self._data(collector.nodeid, simulated=False))
+                return
         if report.failed:
             self.outcomes[collector.nodeid] = "failed"
             self._add_evidence(report, collector.nodeid)
