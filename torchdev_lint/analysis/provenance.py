@@ -155,6 +155,15 @@ def saved_file(call: cst.Call) -> cst.BaseExpression | None:
                 positional[1] if len(positional) > 1 else None)
 
 
+def _prepared_path(written: cst.BaseExpression) -> str | None:
+    """The path a save hands through a helper that prepares it (``make_path(path)``, which
+    creates the directory and returns the path; ``str(path)``): its one argument, as code."""
+    if isinstance(written, cst.Call) and len(written.args) == 1 and written.args[0].keyword is None \
+            and isinstance(written.args[0].value, (cst.Name, cst.Attribute)):
+        return code_of(written.args[0].value)
+    return None
+
+
 def _may_write(qualified: str) -> bool:
     """A call that may write the file it is handed: not a path query (``os.path.exists``)
     nor a builtin (``print``, ``len``)."""
@@ -222,6 +231,9 @@ class _ScopeCalls:
                 written = [a.value for a in c.args if a.keyword is None][-1:]
                 if written:
                     self.saves.setdefault(code_of(written[0]), []).append((index, c))
+                    prepared = _prepared_path(written[0])
+                    if prepared is not None:
+                        self.saves.setdefault(prepared, []).append((index, c))
             if _writes_checkpoint(ctx, c):
                 self.first_writer = min(self.first_writer, index)
         self._handed: dict[str, int] | None = None
