@@ -20,7 +20,8 @@ from torchdev_lint.fixer import fix_file
 from torchdev_lint.rule import Rule
 
 TDL001, TDL002, TDL003, TDL004, TDL008 = (Rule.registry[c] for c in ("TDL001", "TDL002", "TDL003", "TDL004", "TDL008"))
-FALLBACK = 'device = "cuda" if torch.cuda.is_available() else "cpu"\n'
+# a device choice the script follows: a choice nothing reads is no evidence of a CPU path
+FALLBACK = 'device = "cuda" if torch.cuda.is_available() else "cpu"; net = Net().to(device)\n'
 
 
 def found(code: str, rule, path: str = "t.py", **options):
@@ -502,7 +503,11 @@ def collate(samples):
 
 @pytest.mark.parametrize("train, certain", [
     # the script that imports the helper chooses the CPU where there is no GPU
-    ("import torch\nfrom data import collate\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n", True),
+    ("import torch\nfrom data import collate\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+     "model = Net().to(device)\n", True),
+    # a choice nothing follows is boilerplate, not a CPU path
+    ("import torch\nfrom data import collate\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+     "model = Net().cuda()\n", False),
     ("import argparse\nfrom data import collate\np = argparse.ArgumentParser()\n"
      "p.add_argument('--cpu', action='store_true')\nargs = p.parse_args()\n"
      "model = Net().to('cpu' if args.cpu else 'cuda')\n", True),

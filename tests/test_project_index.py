@@ -240,3 +240,93 @@ def test_a_setup_function_that_exits_without_gpus_needs_cuda(tmp_path):
         "    return torch.cuda.device_count()\n"
         "def pick(args):\n    if not torch.cuda.is_available():\n        return 'cpu'\n    return 'cuda'\n")
     assert project_index.read_facts(str(tmp_path / "setup.py")).cuda_defs == ["setup_gpus"]
+
+
+VOCODER_PROJECT = {
+    # WaveGlow's `infer` builds CUDA tensors; the project's `inference` helper reaches it one
+    # call deeper; `utils.get_vocoder` is called by the GPU demo only, while `dataset.py`
+    # imports `utils` for its padding helper and chooses the CPU where there is no GPU.
+    "glow.py": """\
+        import torch
+        class WaveGlow(torch.nn.Module):
+            def infer(self, spect):
+                return torch.cuda.FloatTensor(spect.size(0), 8).normal_()
+        """,
+    "inference.py": """\
+        import torch
+        def inference(mel, waveglow, path):
+            with torch.no_grad():
+                audio = waveglow.infer(mel)
+            return audio.cpu().numpy()
+        """,
+    "utils.py": """\
+        import torch
+        def pad(batch):
+            return torch.stack(batch)
+        def get_vocoder(path):
+            vocoder = torch.load(path, weights_only=False)
+            vocoder.cuda().eval()
+            return vocoder
+        """,
+    "dataset.py": """\
+        import torch
+        from utils import pad
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        def batches(samples):
+            return pad(samples).to(device)
+        """,
+    "demo.py": """\
+        import torch
+        import inference
+        import utils
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        def synthesize(model, text):
+            return model(torch.from_numpy(text).cuda())
+        if __name__ == "__main__":
+            vocoder = utils.get_vocoder("waveglow.pt")
+            model = torch.nn.Linear(2, 2).to(device)
+            for text in texts:
+                mel = synthesize(model, text)
+                inference.inference(mel, vocoder, "out.wav")
+        """,
+}
+
+
+def tdl001_confidences(root: Path, names: list[str]) -> dict[tuple[str, int], str]:
+    from torchdev_lint.engine import lint_source
+    from torchdev_lint.rule import Rule
+
+    paths = [str(root / n) for n in VOCODER_PROJECT]
+    index = project_index.build(paths)
+    found = {}
+    for name in names:
+        text = (root / name).read_text()
+        for f in lint_source(str(root / name), text, [Rule.registry["TDL001"]], preview=True, index=index).findings:
+            found[name, f.line] = f.confidence.value
+    return found
+
+
+def test_a_function_that_calls_one_needing_cuda_needs_it_too_however_deep(tmp_path):
+    """`inference` calls `waveglow.infer`, which builds CUDA tensors: the demo's loop calls
+    `inference` for every text, so its run needs CUDA, and its `.cuda()` calls are not what
+    stops it from running on a laptop."""
+    write(tmp_path, VOCODER_PROJECT)
+    index = project_index.build([str(tmp_path / n) for n in VOCODER_PROJECT])
+    assert index.needs_cuda_def("infer") and index.needs_cuda_def("inference")
+    assert not index.needs_cuda_def("pad")
+    # the demo's own call runs only where CUDA is (as under a CUDA guard): not flagged;
+    # the vocoder loader only the demo calls is at most possible
+    assert tdl001_confidences(tmp_path, ["demo.py", "utils.py"]) == {("utils.py", 6): "possible"}
+
+
+def test_an_importer_that_chooses_the_cpu_counts_only_for_what_it_calls(tmp_path):
+    """Without the CUDA-only vocoder the demo runs on the CPU: `utils.get_vocoder`, which the
+    demo calls, is certain; the dataset module choosing the CPU says nothing about it."""
+    project = dict(VOCODER_PROJECT)
+    project["glow.py"] = "import torch\nclass WaveGlow(torch.nn.Module):\n    def infer(self, spect):\n        return spect\n"
+    write(tmp_path, project)
+    assert tdl001_confidences(tmp_path, ["demo.py", "utils.py"]) == {
+        ("demo.py", 6): "certain", ("utils.py", 6): "certain"}
+    project["demo.py"] = project["demo.py"].replace("utils.get_vocoder", "torch.hub.load")
+    write(tmp_path, project)
+    assert tdl001_confidences(tmp_path, ["utils.py"]) == {("utils.py", 6): "possible"}

@@ -160,6 +160,7 @@ def test_the_cpu_branch_of_a_guard_keeps_the_finding():
         if not torch.cuda.is_available():
             model.load_state_dict(torch.load(path))
     device = "cuda" if torch.cuda.is_available() else "cpu"
+    net = torch.nn.Linear(2, 2).to(device)
     """
     assert found(code) == [(4, 31, "certain")]
 
@@ -912,3 +913,23 @@ def test_a_package_module_that_no_running_code_imports_is_possible(project, caps
     assert [(path, confidence) for path, _, _, confidence, _ in found_] == [
         ("models/old_copy/make_model.py", "possible"), ("models/used/make_model.py", "certain")]
     assert any("nothing in the project imports" in step for step in found_[0][4])
+
+
+def test_a_save_through_a_helper_that_prepares_the_path_is_a_round_trip():
+    """`torch.save(state, make_path(path))` (a helper that creates the directory and returns
+    the path) then `torch.load(path)` in the same run: the file comes back where it was saved.
+    Another file loaded by the same script is still flagged."""
+    code = """\
+    import argparse, os, torch
+    from utils import make_path
+    p = argparse.ArgumentParser()
+    p.add_argument("--cpu", action="store_true")
+    args = p.parse_args()
+    device = "cpu" if args.cpu else "cuda"
+    model = torch.nn.Linear(2, 2).to(device)
+    path = os.path.join(args.save_dir, "best_params")
+    torch.save(model.state_dict(), make_path(path))
+    model.load_state_dict(torch.load(path))
+    model.load_state_dict(torch.load(args.init))
+    """
+    assert found(code) == [(11, 23, "certain")]

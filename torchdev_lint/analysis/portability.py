@@ -42,7 +42,7 @@ from typing import Sequence
 
 import libcst as cst
 
-from torchdev_lint.analysis import guards, provenance, requirements
+from torchdev_lint.analysis import guards, project_index, provenance, requirements
 from torchdev_lint.analysis.guards import code_of
 from torchdev_lint.analysis.imports import dotted_name
 from torchdev_lint.analysis.tree import collect, walk
@@ -184,6 +184,21 @@ def _cpu_choice(node: cst.CSTNode) -> str | None:
     return None
 
 
+def _note_unread_choice(ctx, assignment: cst.Assign | cst.AnnAssign, unread: set[int]) -> None:
+    """``device = torch.device("cuda" if cuda else "cpu")`` where nothing reads ``device``: a
+    choice nothing follows (boilerplate of a script that moves everything with ``.cuda()``)
+    says nothing about where the script runs. Adds the choice's node to ``unread``."""
+    targets = ([t.target for t in assignment.targets] if isinstance(assignment, cst.Assign)
+               else [assignment.target])
+    value = assignment.value
+    if len(targets) != 1 or not isinstance(targets[0], cst.Name) or value is None:
+        return
+    if isinstance(value, cst.Call) and value.args:
+        value = value.args[0].value
+    if isinstance(value, cst.IfExp) and not project_index.reads_name(ctx.source, targets[0].value):
+        unread.add(id(value))
+
+
 def _root(node: cst.BaseExpression) -> str | None:
     while isinstance(node, (cst.Attribute, cst.Subscript)):
         node = node.value
@@ -260,12 +275,16 @@ def _facts(ctx, module: cst.Module) -> _FileFacts:
         id(s) for f in collect(module, cst.FunctionDef) if isinstance(f.body, cst.IndentedBlock)
         for s in f.body.body}
 
+    unread: set[int] = set()  # device choices bound to a name nothing reads
+
     def enter(node: cst.CSTNode) -> bool:
         if facts.cuda_only is None:
             why = _needs_cuda(node, id(node) in top_level, ctx.qualified_name, id(node) in unconditional)
             if why is not None:
                 facts.cuda_only = (node, f"the file needs CUDA anyway: it {why}")
-        if facts.cpu_choice is None:
+        if isinstance(node, (cst.Assign, cst.AnnAssign)):
+            _note_unread_choice(ctx, node, unread)
+        if facts.cpu_choice is None and id(node) not in unread:
             why = _cpu_choice(node)
             if why is not None:
                 facts.cpu_choice = (node, f"the file runs without CUDA: it {why}")
@@ -335,13 +354,18 @@ def _imported_code(ctx, module: cst.Module) -> bool:
         isinstance(s, (cst.For, cst.While, cst.With)) for s in module.body)
 
 
-def _importers_run_without_cuda(ctx, module: cst.Module) -> Step | None:
+def _importers_run_without_cuda(ctx, ancestors: Sequence[cst.CSTNode]) -> Step | None:
     """A module of code its importers call (a ``data.py`` beside ``train.py``) runs where they
-    do: when a project module that imports it and places tensors chooses the CPU (a device
-    choice with a CPU branch, a CPU option; ``ProjectIndex.users_cpu_path``), so does it."""
+    do: when a project module that imports it, places tensors and chooses the CPU (a device
+    choice with a CPU branch, a CPU option; ``ProjectIndex.users_cpu_path``) names the
+    function or class the line is in (a vocoder loader only the GPU demo calls is not run by
+    the dataset module that imports the same file for its padding helpers), so does it."""
+    module = ancestors[0]
     if ctx.index is None or ctx.path == "-" or not _imported_code(ctx, module):
         return None
-    where, _users = ctx.index.users_cpu_path(ctx.path, "cpu_choice")
+    definition = ancestors[1] if len(ancestors) > 1 else None
+    named = definition.name.value if isinstance(definition, (cst.FunctionDef, cst.ClassDef)) else None
+    where, _users = ctx.index.users_cpu_path(ctx.path, "cpu_choice", named)
     if where is None:
         return None
     return module, f"the file runs without CUDA: code that imports it runs without CUDA ({where})"
@@ -513,7 +537,7 @@ def runs_without_cuda(ctx, ancestors: Sequence[cst.CSTNode], library: bool = Fal
             return Verdict(True, (step,))
     if facts.cpu_choice is not None:
         return Verdict(True, (facts.cpu_choice,))
-    step = _importers_run_without_cuda(ctx, module)
+    step = _importers_run_without_cuda(ctx, ancestors)
     if step is not None:
         return Verdict(True, (step,))
     step = _library(ctx, module) if library else None

@@ -98,6 +98,13 @@ class ModuleFacts:
     # its functions and methods that need CUDA whenever they run (`cuda_defs`): a call of
     # one, from any module, runs only where CUDA is
     cuda_defs: list[str] = field(default_factory=list)
+    # for each of its other functions and methods (by name, one list per definition), the
+    # names of the calls it makes whenever it runs (`def_calls`): a call of a function that
+    # needs CUDA makes the caller need it too, however deep (`ProjectIndex.needs_cuda_def`)
+    def_calls: dict[str, list[list[str]]] = field(default_factory=dict)
+    # the same for its top-level code (a `__main__` block included): a script whose run calls
+    # a function that needs CUDA does not run without CUDA, whatever device choice it shows
+    top_calls: list[str] = field(default_factory=list)
     digest: str = ""  # of the file's bytes: code that follows calls into it depends on them
     # why the file was not read (over the budget of `limits.py`): it contributes no facts
     skipped: str = ""
@@ -560,9 +567,24 @@ def cpu_choice(text: str, lines: "_Lines") -> str:
     """Where the module chooses the CPU to run on: a device choice with a CPU branch or an
     option that turns CUDA off or picks the device ("line N"); "" when it shows none. The
     text-level counterpart of ``portability``'s file-level choice, for the files that import
-    a module."""
-    found = _CPU_CHOICE.search(text) if "cpu" in text or "--device" in text else None
-    return f"line {lines.of(found.start())}" if found else ""
+    a module. A choice bound to a name nothing reads is boilerplate, not a choice."""
+    if "cpu" not in text and "--device" not in text:
+        return ""
+    for found in _CPU_CHOICE.finditer(text):
+        start = text.rfind("\n", 0, found.start()) + 1
+        bound = _BOUND.match(text, start)
+        if bound is None or reads_name(text, bound.group(1)):
+            return f"line {lines.of(found.start())}"
+    return ""
+
+
+_BOUND = re.compile(r"[ \t]*(\w+)\s*=[^=]")
+
+
+def reads_name(text: str, name: str) -> bool:
+    """The source reads the variable ``name`` somewhere: an occurrence that is not an
+    attribute (``x.device``), a keyword or an assignment (``device=...``)."""
+    return re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)(?!\s*=[^=])", text) is not None
 
 
 def cpu_path(text: str, lines: "_Lines") -> str:
@@ -653,6 +675,22 @@ _CUDA_TENSOR_TYPE = re.compile(r"torch\.cuda\.\w*Tensor$")
 _CHOOSING_WORDS = ("cuda", "gpu", "device", "available")
 
 
+def _definitions(tree: ast.Module) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    """The module's top-level functions and the methods of its top-level classes."""
+    functions = [node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    return functions + [method for node in tree.body if isinstance(node, ast.ClassDef)
+                        for method in node.body if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+
+def _device_branches(node: ast.AST) -> list[list[ast.AST]] | None:
+    """The branches of an ``if``/conditional expression/``while`` that tests for a device
+    (what runs on one machine and not the other); None for any other node."""
+    if isinstance(node, (ast.If, ast.IfExp, ast.While)) and _mentions(node.test, _CHOOSING_WORDS):
+        return ([node.body, node.orelse] if isinstance(node, ast.If)
+                else [[node.body], [node.orelse]] if isinstance(node, ast.IfExp) else [[]])
+    return None
+
+
 def cuda_defs(reader: "_Reader", tree: ast.Module, lines: set[int]) -> list[str]:
     """The names of the module's functions and methods (of its top-level classes) whose own
     code, outside any ``if`` that tests for a device, builds a ``torch.cuda.*Tensor``, calls a
@@ -675,10 +713,8 @@ def cuda_defs(reader: "_Reader", tree: ast.Module, lines: set[int]) -> list[str]
             return False  # every construct that needs CUDA names `cuda.` on one of its lines
         if isinstance(node, ast.If) and _ends_when_no_cuda(node):
             return True  # `if not torch.cuda.is_available(): sys.exit(...)`: a setup for GPUs
-        if isinstance(node, (ast.If, ast.IfExp, ast.While)) and _mentions(node.test, _CHOOSING_WORDS):
-            # a branch the code chooses by device: CUDA is needed only if both branches need it
-            branches = ([node.body, node.orelse] if isinstance(node, ast.If)
-                        else [[node.body], [node.orelse]] if isinstance(node, ast.IfExp) else [[]])
+        branches = _device_branches(node)
+        if branches is not None:  # CUDA is needed only if both branches need it
             return all(any(needs(s) for s in branch) for branch in branches)
         if isinstance(node, ast.Call):
             qualified = reader.qualify(node.func) or ""
@@ -688,13 +724,46 @@ def cuda_defs(reader: "_Reader", tree: ast.Module, lines: set[int]) -> list[str]
             return True
         return any(needs(child) for child in ast.iter_child_nodes(node))
 
-    functions = [(node.name, node) for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
-    functions += [(method.name, method) for node in tree.body if isinstance(node, ast.ClassDef)
-                  for method in node.body if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef))]
     verdicts: dict[str, bool] = {}
-    for name, function in functions:  # every definition of the name in the module
+    for function in _definitions(tree):  # every definition of the name in the module
+        name = function.name
         verdicts[name] = verdicts.get(name, True) and spans_cuda(function) and any(needs(s) for s in function.body)
     return sorted(name for name, all_need in verdicts.items() if all_need)
+
+
+def _calls(node: ast.AST) -> set[str]:
+    """The names of the calls ``node`` makes wherever it runs, as ``cuda_defs`` reads code:
+    not in a nested definition; under a test for a device, only the calls both branches make."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+        return set()
+    branches = _device_branches(node)
+    if branches is not None:
+        return set.intersection(*(set().union(*(_calls(s) for s in branch)) for branch in branches))
+    found = set().union(*(_calls(child) for child in ast.iter_child_nodes(node)))
+    if isinstance(node, ast.Call):
+        name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+        if name is not None:
+            found.add(name)
+    return found
+
+
+def def_calls(tree: ast.Module, needing: list[str]) -> dict[str, list[list[str]]]:
+    """For each function and method ``cuda_defs`` walks, other than those in ``needing``, the
+    names of the calls it makes wherever it runs (``_calls``). FastSpeech's
+    ``inference(mel, waveglow, ...)`` calls ``waveglow.infer``, which needs CUDA: so does
+    every call of ``inference``."""
+    found: dict[str, list[list[str]]] = {}
+    for function in _definitions(tree):
+        if function.name not in needing:
+            found.setdefault(function.name, []).append(sorted(set().union(*(_calls(s) for s in function.body))))
+    return found
+
+
+def _names(module: ModuleFacts, name: str) -> bool:
+    """``module`` may call the definition ``name`` of another: it imports it by name, imports
+    everything (``*``), or mentions an attribute of that name."""
+    return bool(module.stars) or name in module.attributes or any(
+        q.rpartition(".")[2] == name for q in module.names.values())
 
 
 def _mentions(expr: ast.expr, words) -> bool:
@@ -853,6 +922,8 @@ def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | No
     facts.cpu_choice = cpu_choice(text, lines)
     if "cuda." in text:
         facts.cuda_defs = cuda_defs(reader, tree, lines.containing(["cuda."]))
+    facts.def_calls = def_calls(tree, facts.cuda_defs)
+    facts.top_calls = sorted(set().union(*(_calls(s) for s in tree.body)))
     if "save(" in text:
         facts.weight_saves = weight_saves(reader, tree)
         facts.saving_defs = saving_defs(reader, tree)
@@ -1069,26 +1140,42 @@ class ProjectIndex:
         return bool(mentions.get(name, set()) - {full})
 
     def needs_cuda_def(self, name: str) -> bool:
-        """Every function or method of the project named ``name`` needs CUDA whenever it runs
-        (``ModuleFacts.cuda_defs``), and there is one: a call of ``x.name(...)`` runs only
-        where CUDA is, whatever ``x`` is."""
-        table = self._memo.get(("cuda defs",))
-        if table is None:  # name -> (defined, needing CUDA), built once
-            table = collections.defaultdict(lambda: [0, 0])
-            for modules in self.modules.values():
-                for module in modules:
-                    for defined in module.defs:
-                        table[defined][0] += 1
-                    for needing in module.cuda_defs:
-                        table[needing][1] += 1
-            self._memo[("cuda defs",)] = table = dict(table)
-        defined, needing = table.get(name, (0, 0))
-        return needing > 0 and needing >= defined
+        """Every function or method of the project named ``name`` needs CUDA whenever it runs,
+        by its own code (``ModuleFacts.cuda_defs``) or by a call, however deep, of one that
+        does (``ModuleFacts.def_calls``), and there is one: a call of ``x.name(...)`` runs
+        only where CUDA is, whatever ``x`` is."""
+        return name in self._cuda_def_names()
+
+    def _cuda_def_names(self) -> frozenset[str]:
+        """The names ``needs_cuda_def`` answers yes for: those whose every definition needs
+        CUDA, grown until no definition's calls add one (built once)."""
+        found = self._memo.get(("cuda defs",))
+        if found is not None:
+            return found
+        defined: collections.Counter = collections.Counter()
+        direct: collections.Counter = collections.Counter()
+        callers: list[tuple[str, list[str]]] = []
+        for modules in self.modules.values():
+            for module in modules:
+                defined.update(module.defs)
+                direct.update(module.cuda_defs)
+                callers += [(name, calls) for name, each in module.def_calls.items() for calls in each]
+        needing = collections.Counter(direct)
+        names = {name for name, count in needing.items() if count >= defined[name]}
+        waiting = [(name, calls) for name, calls in callers if name not in names]
+        while True:
+            reached = [name for name, calls in waiting if not names.isdisjoint(calls)]
+            if not reached:
+                break
+            waiting = [(name, calls) for name, calls in waiting if names.isdisjoint(calls)]
+            needing.update(reached)
+            names |= {name for name in reached if needing[name] >= defined[name]}
+        self._memo[("cuda defs",)] = found = frozenset(names)
+        return found
 
     def cuda_def_names(self) -> tuple[str, ...]:
         """The names ``needs_cuda_def`` answers yes for (a cache key part)."""
-        return tuple(sorted({n for ms in self.modules.values() for m in ms for n in m.cuda_defs
-                             if self.needs_cuda_def(n)}))
+        return tuple(sorted(self._cuda_def_names()))
 
     def nccl_groups_only(self, path: str) -> bool:
         """Does the project of the file at ``path`` (the modules under the directory that
@@ -1181,16 +1268,18 @@ class ProjectIndex:
                 else os.path.commonpath(paths)
         return os.path.relpath(path, root).replace(os.sep, "/")
 
-    def users_cpu_path(self, path: str, fact: str = "cpu_path") -> tuple[str | None, tuple[str, ...]]:
+    def users_cpu_path(self, path: str, fact: str = "cpu_path",
+                       named: str | None = None) -> tuple[str | None, tuple[str, ...]]:
         """How the project code that uses the module at ``path`` places tensors: the modules
         that import it, directly or through modules that name no device (a package's
         ``__init__`` re-exporting it), and name a device themselves. The answer: where the
         first of them shows a CPU path (``cpu_path``, "<file>:<line>") or None; their file
         names (None with names: every user that places tensors runs on CUDA only, as far as
         the project shows; no names: its callers are out of sight). ``fact``: which of the
-        users' facts counts, ``cpu_path`` (any CPU path) or ``cpu_choice`` (they choose it)."""
+        users' facts counts, ``cpu_path`` (any CPU path) or ``cpu_choice`` (they choose it).
+        ``named``: a CPU path counts only in a user that names it (imports or mentions it)."""
         full = os.path.abspath(path)
-        key = ("users cpu path", full, fact)
+        key = ("users cpu path", full, fact, named)
         if key not in self._memo:
             reached, todo, where, users = {full}, [full], [], set()
             while todo:
@@ -1203,7 +1292,8 @@ class ProjectIndex:
                         continue
                     users.add(self._shown(importer.path))
                     shown = getattr(importer, fact)
-                    if shown:
+                    if shown and (named is None or _names(importer, named)) \
+                            and self._cuda_def_names().isdisjoint(importer.top_calls):
                         where.append((importer.path, int(shown.split()[-1])))
             first = min(where) if where else None
             self._memo[key] = (f"{self._shown(first[0])}:{first[1]}" if first else None, tuple(sorted(users)))
@@ -1334,6 +1424,8 @@ class ProjectIndex:
         facts.append(("weights saved from a device", self.device_weights()))
         facts.append(("users' CPU path", self.users_cpu_path(full)))
         facts.append(("users' CPU choice", self.users_cpu_path(full, "cpu_choice")))
+        facts.append(("users' CPU choice by definition", tuple(
+            (name, self.users_cpu_path(full, "cpu_choice", name)[0]) for name in (*module.defs, *module.classes))))
         facts.append(("imported by code that runs", self.run_from(full)))
         facts.append(("written names", self.written_names()))
         facts.append(("process groups NCCL only", self.nccl_groups_only(full)))

@@ -97,15 +97,21 @@ def _runs(node: cst.CSTNode, found: list[cst.Call]) -> None:
 
 def _unconditional_calls(statement: cst.CSTNode) -> list[cst.Call]:
     """The calls a statement makes whenever it runs (for compound statements: their test,
-    iterable or context managers, and the bodies of ``with`` and ``try`` blocks)."""
+    iterable or context managers, and the bodies of ``with`` and ``try`` blocks and of loops:
+    a script's loop over its data or epochs runs, and a call in it that needs CUDA makes the
+    run need it)."""
     found: list[cst.Call] = []
     if isinstance(statement, cst.SimpleStatementLine):
         for small in statement.body:
             _runs(small, found)
-    elif isinstance(statement, (cst.If, cst.While)):
+    elif isinstance(statement, cst.If):
         _runs(statement.test, found)
+    elif isinstance(statement, cst.While):
+        _runs(statement.test, found)
+        found += _suite_calls(statement.body)
     elif isinstance(statement, cst.For):
         _runs(statement.iter, found)
+        found += _suite_calls(statement.body)
     elif isinstance(statement, cst.With):
         for item in statement.items:
             _runs(item.item, found)
@@ -113,9 +119,6 @@ def _unconditional_calls(statement: cst.CSTNode) -> list[cst.Call]:
     elif isinstance(statement, cst.Try):
         found += _suite_calls(statement.body)
     return found
-
-
-unconditional_calls = _unconditional_calls  # for portability.py's questions
 
 
 def _suite_calls(suite: cst.BaseSuite) -> list[cst.Call]:

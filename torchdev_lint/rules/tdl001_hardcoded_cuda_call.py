@@ -120,10 +120,10 @@ class HardcodedCudaCall(Rule):
     INVALID = [
         Invalid(  # certain: the file chooses the CPU where CUDA is missing, this line does not
             'import torch\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n'
-            "def embed(x):\n    return x.cuda()\n",
+            "def embed(x):\n    return x.cuda()\nmodel = Net().to(device)\n",
             4, 12,
             'import torch\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n'
-            "def embed(x):\n    return x.to(device)\n",
+            "def embed(x):\n    return x.to(device)\nmodel = Net().to(device)\n",
             unsafe=True,
         ),
         Invalid(  # memory statistics read 0 without CUDA: they require nothing
