@@ -7,10 +7,12 @@ reuses the project index of the file's package, so that no way in can forget eit
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import torchdev_lint.rules  # noqa: F401  (registers the rules)
-from torchdev_lint import config, files, runner
+from torchdev_lint import config, files, runner, verdict_store
 from torchdev_lint.analysis import project_index
 from torchdev_lint.cache import detached
 from torchdev_lint.engine import FileResult
@@ -39,8 +41,12 @@ class Linter:
 
     def __init__(self, overrides: config.Overrides | None = None, *,
                  settings: config.Settings | config.Resolver | None = None,
-                 cache=None, jobs: int = 1) -> None:
+                 cache=None, jobs: int = 1, verdicts: bool | verdict_store.VerdictStore = True) -> None:
         self.settings = settings if settings is not None else config.Resolver(overrides)
+        # What the project's tests showed on a (simulated) GPU (docs/verdicts.md): a store, True
+        # for each file's project cache directory, False to ignore them (`--no-verdicts`).
+        self.verdicts = verdicts
+        self._stores: dict[str, verdict_store.VerdictStore] = {}
         self.rules = [cls for _, cls in sorted(Rule.registry.items())]  # each file's settings choose
         self.cache = cache
         self.jobs = jobs
@@ -85,6 +91,65 @@ class Linter:
             source = files.SourceFile(path or "<stdin>", source, "utf-8")
         return runner.check_source(source, self.rules, self.settings, self.index_for(source.path), apply_noqa)
 
+    def store_for(self, path: str) -> verdict_store.VerdictStore | None:
+        """The verdict store that speaks for ``path`` (None with verdicts off)."""
+        if self.verdicts is False:
+            return None
+        if isinstance(self.verdicts, verdict_store.VerdictStore):
+            return self.verdicts
+        root = str(self.settings_for(path).root)
+        store = self._stores.get(root)
+        if store is None:
+            store = self._stores[root] = verdict_store.VerdictStore.for_root(root)
+        return store
+
+    def apply_verdicts(self, result: FileResult, text: str | None = None) -> verdict_store.Tally:
+        """Give ``result``'s findings the verdicts recorded for this text of the file (read
+        from disk when ``text`` is None): after the result cache, so that a cached result never
+        hides a verdict recorded since."""
+        store = self.store_for(result.path)
+        if store is None or result.error is not None or not store.exists():
+            return verdict_store.Tally()
+        if text is None:
+            source = files.read(result.path)
+            if not isinstance(source, files.SourceFile):
+                return verdict_store.Tally()
+            text = source.file_text
+        entry = store.lookup(text)
+        if entry is None:
+            return verdict_store.Tally()
+        settings = self.settings_for(result.path)
+        enabled_codes = {r.code for r in runner.rules_for(self.rules, self.settings, result.path)}
+        ignored = config.ignored_codes(settings, Path(result.path))
+
+        def enabled(code: str) -> bool:
+            if code in verdict_store.RUNTIME_NAMES:
+                return (any(code.startswith(c) or c == "ALL" for c in settings.select)
+                        and not any(code.startswith(c) for c in [*settings.ignore, *ignored]))
+            return code in enabled_codes
+
+        noqa_map = None
+
+        def suppressed(line: int, code: str) -> bool:
+            nonlocal noqa_map
+            if noqa_map is None:
+                from torchdev_lint.noqa import NoqaMap
+
+                noqa_map = NoqaMap(text)
+            return noqa_map.suppresses(line, code)
+
+        def relint():
+            preview = dataclasses.replace(settings, preview=True)
+            source = files.SourceFile(result.path, text, "utf-8") if not result.path.endswith(".ipynb") \
+                else files.read(result.path)
+            if not isinstance(source, files.SourceFile):
+                return []
+            found = runner.check_source(source, self.rules, preview, self.index_for(result.path))
+            return [detached(f) for f in found.findings]
+
+        return verdict_store.apply(result, text, entry, preview=settings.preview, enabled=enabled,
+                                   suppressed=suppressed, relint=relint)
+
     def relint(self, path: str):
         """A function that checks new text of ``path`` as ``check_source`` does (for fixes)."""
         return lambda text: self.check_source(text, path)
@@ -112,6 +177,7 @@ class Linter:
         for checked in runner.check_paths(found, self.job(), self.jobs):
             if checked.result.error:
                 report.errors.append(checked.result.error)
+            self.apply_verdicts(checked.result)
             report.findings.extend(checked.result.findings)
         report.findings.sort(key=Finding.sort_key)
         return report
@@ -119,11 +185,13 @@ class Linter:
 
 def check_paths(
     paths: list[str], select: list[str] | None = None, ignore: list[str] | None = None,
-    preview: bool | None = None,
+    preview: bool | None = None, verdicts: bool = True,
 ) -> tuple[list[Finding], list[FileError]]:
     """Lint files and directories, each with the settings that govern it, like the CLI.
-    ``preview``: True or False overrides the configured tier (docs/confidence.md)."""
-    report = Linter(config.Overrides(select=select, ignore=ignore or [], preview=preview)).check_paths(paths)
+    ``preview``: True or False overrides the configured tier (docs/confidence.md);
+    ``verdicts=False`` ignores what the project's tests recorded (docs/verdicts.md)."""
+    report = Linter(config.Overrides(select=select, ignore=ignore or [], preview=preview),
+                    verdicts=verdicts).check_paths(paths)
     return report.findings, report.errors
 
 

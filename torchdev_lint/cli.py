@@ -15,7 +15,7 @@ from torchdev_lint.lazy import defer_import
 defer_import("libcst")  # first: a run whose files all come from the cache never parses
 
 import torchdev_lint.rules  # noqa: E402,F401  (registers the rules)
-from torchdev_lint import __version__, api, cache, config, docs, files, noqa, output, pool, progress, runner
+from torchdev_lint import __version__, api, cache, config, docs, files, noqa, output, pool, progress, runner, verdict_store
 from torchdev_lint.engine import FileResult
 from torchdev_lint.finding import FileError, Finding
 from torchdev_lint.lines import split as split_lines
@@ -82,6 +82,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--cache-dir", type=Path, metavar="DIR",
                         help=f"where to keep results between runs (default: {cache.DIRNAME} in the project root)")
     parser.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
+    parser.add_argument("--no-verdicts", action="store_true",
+                        help="ignore what the project's tests recorded on a simulated GPU (docs/verdicts.md): "
+                        "findings as the static analysis alone sees them")
     parser.add_argument("--no-daemon", action="store_true",
                         help="check in this process: neither use nor start the resident checker that keeps "
                         "LibCST loaded between runs (also TORCHDEV_LINT_DAEMON=0; off when CI is set)")
@@ -98,6 +101,7 @@ class Run:
     root: Path = field(default_factory=Path.cwd)
     stdout: str | None = None  # `--fix -`: the fixed standard input, the only thing on stdout
     sources: dict[str, files.SourceFile | FileError] = field(default_factory=dict)  # for code frames
+    verdicts: verdict_store.Tally = field(default_factory=verdict_store.Tally)  # what the tests' verdicts did
     within: list[str] = field(default_factory=list)  # the paths asked for: where a link's fix may land
     _lines: dict[tuple[str, int | None], list[str]] = field(default_factory=dict)
 
@@ -137,6 +141,10 @@ def main(argv: list[str] | None = None) -> int:
         return _list_rules(argv[1:])
     if argv[:1] == ["server"]:
         return _server(argv[1:])
+    if argv[:1] == ["confirm"]:
+        from torchdev_lint.confirm import main as confirm_main
+
+        return confirm_main(argv[1:])
     args = build_parser().parse_args(argv)
     if not args.paths:
         args.paths = ["-"] if args.stdin_filename else ["."]
@@ -261,7 +269,7 @@ def _run(args) -> int:
     if args.show_files:
         print("\n".join(paths))
         return EXIT_ERROR if run.errors else EXIT_CLEAN
-    linter = api.Linter(settings=settings, cache=_cache(args, base), jobs=_jobs(args))
+    linter = api.Linter(settings=settings, cache=_cache(args, base), jobs=_jobs(args), verdicts=_verdicts(args))
     # One project index for the run: what every file (and stdin's package) defines.
     linter.index_paths([*paths, *([args.stdin_filename] if args.stdin_filename else [])],
                        say=(lambda text: print(f"torchdev-lint: {text}", file=sys.stderr)) if args.verbose else None)
@@ -289,6 +297,12 @@ def _run(args) -> int:
                 result = _fix(run, linter, source, full, write=not args.diff, to_stdout=from_stdin)
         if result.error:
             run.errors.append(result.error)
+        elif not args.add_noqa and not args.fix_only:
+            # After the cache (a cached result never hides a verdict recorded since) and after
+            # fixing (a fixed file is new content: its verdicts are gone).
+            from_stdin = isinstance(stdin, files.SourceFile) and result.path == stdin.path and result.module is not None
+            text = (run.stdout if run.stdout is not None else stdin.file_text) if from_stdin else None
+            run.verdicts.add(linter.apply_verdicts(result, text))
         # Keep the findings, not every file's tree: only files with findings stay in memory.
         result.module = result.context = None
         run.results.append(result)
@@ -335,6 +349,16 @@ def _cache(args, settings: config.Settings) -> cache.Cache | None:
     if args.no_cache:
         return None
     return cache.Cache(args.cache_dir or settings.root / cache.DIRNAME, cache.tool_fingerprint())
+
+
+def _verdicts(args):
+    """The verdict store the run reads: off with --no-verdicts, in --cache-dir when given, else
+    in each file's project cache directory."""
+    if args.no_verdicts:
+        return False
+    if args.cache_dir is not None:
+        return verdict_store.VerdictStore(args.cache_dir)
+    return True
 
 
 def _jobs(args) -> int:
@@ -393,6 +417,8 @@ def _report(args, run: Run, findings: list[Finding], sources: int, out, unsafe: 
         # Files that could not be read have no result: count them among those looked at.
         looked_at = {r.path for r in run.results} | {e.path for e in run.errors}
         print(output.summary(findings, len(looked_at), context), file=out)
+        if run.verdicts:
+            print(run.verdicts.words(), file=out)
 
 
 def _add_noqa(run: Run, result: FileResult, stdin: files.SourceFile | None) -> int:

@@ -84,6 +84,8 @@ class Finding:
     cell: int | None = None  # in a notebook: the cell (1-based, all cells counted); lines are the cell's
     confidence: Confidence = Confidence.CERTAIN
     evidence: tuple[Evidence, ...] = ()
+    # What runs on a (simulated) GPU showed about it (verdict_store.Verdict.to_json), or None.
+    verdict: dict | None = None
 
     def __post_init__(self) -> None:
         # A message is one line in every output (text, flake8, GitHub): source code quoted
@@ -92,8 +94,15 @@ class Finding:
 
     @property
     def shown_message(self) -> str:
-        """The message as every output shows it: a possible finding says so."""
-        return self.message + (" (possible)" if self.confidence is Confidence.POSSIBLE else "")
+        """The message as every output shows it: a possible finding says so, and a verdict
+        of the project's tests (docs/verdicts.md) is said too."""
+        notes = ["possible"] if self.confidence is Confidence.POSSIBLE else []
+        verdict = self.verdict or {}
+        if verdict.get("status") == "confirmed":
+            notes = [verdict["headline"]]  # "confirmed by tests/x.py::t on a simulated GPU"
+        elif verdict.get("status") == "ran clean" and notes:
+            notes.append(verdict["headline"])
+        return self.message + (f" ({'; '.join(notes)})" if notes else "")
 
     @property
     def fixable(self) -> bool:
@@ -122,6 +131,8 @@ class Finding:
             "cell": self.cell,
             "confidence": self.confidence.value,
             "evidence": [step.to_json() for step in self.evidence],
+            # only where the project's tests recorded one (docs/verdicts.md)
+            **({"verdict": self.verdict} if self.verdict is not None else {}),
         }
 
 

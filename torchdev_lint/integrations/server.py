@@ -64,6 +64,9 @@ class TorchDevLintServer(LanguageServer):
             result = FileResult(document.path, document.source)  # excluded: nothing to say
         else:
             result = relint(document.source)
+            # The verdicts of the project's tests (docs/verdicts.md), while the buffer is the
+            # text they ran: an edit forgets them, as a changed file does.
+            self.linter.apply_verdicts(result, document.source)
         known = self.checked[uri] = _Checked(document.version, result, settings, relint)
         return known
 
@@ -107,7 +110,8 @@ def rule_page(code: str) -> str:
 def _diagnostic(document: TextDocument, finding: Finding) -> types.Diagnostic:
     """A possible finding (shown when the file's settings ask for the preview tier) is a
     hint, as the CLI marks it; its evidence steps are related locations."""
-    possible = finding.confidence is Confidence.POSSIBLE
+    confirmed = (finding.verdict or {}).get("status") == "confirmed"  # by the project's tests
+    possible = finding.confidence is Confidence.POSSIBLE and not confirmed
     return types.Diagnostic(
         range=_range(document, finding),
         message=finding.shown_message,

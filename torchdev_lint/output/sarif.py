@@ -72,6 +72,22 @@ def _rule(code: str, cls: type[Rule]) -> dict:
     return rule
 
 
+# Device problems a test found on a simulated GPU that no rule predicted (docs/verdicts.md): not
+# rules of the linter, but results need a rule to point at.
+RUNTIME_RULES = {
+    "TDL100": ("device-mismatch", "An operation mixed devices on a (simulated) GPU, and no static finding predicted it"),
+    "TDL101": ("fails-without-gpu", "A CUDA request failed on a machine without a GPU, and no static finding "
+                                    "predicted it"),
+}
+
+
+def _runtime_rule(code: str) -> dict:
+    name, text = RUNTIME_RULES[code]
+    return {"id": code, "name": name, "shortDescription": {"text": text},
+            "fullDescription": {"text": text + " (found by the project's tests: docs/verdicts.md)."},
+            "defaultConfiguration": {"level": "error"}}
+
+
 def _region(line: int, column: int, end_line: int | None = None, end_column: int | None = None) -> dict:
     region = {"startLine": line, "startColumn": column}
     if end_line is not None:
@@ -102,13 +118,16 @@ def _notification(error: FileError, root: Path) -> dict:
 def sarif(findings: list[Finding], context: OutputContext | None = None) -> dict:
     context = context or OutputContext()
     rules = [_rule(code, cls) for code, cls in sorted(Rule.registry.items())]
-    index = {code: i for i, (code, _) in enumerate(sorted(Rule.registry.items()))}
+    runtime = sorted({f.code for f in findings if f.code in RUNTIME_RULES and f.code not in Rule.registry})
+    rules += [_runtime_rule(code) for code in runtime]
+    index = {rule["id"]: i for i, rule in enumerate(rules)}
     results = [
         {
             "ruleId": f.code,
             "ruleIndex": index[f.code],
             "level": "error",
-            "message": {"text": f.message},
+            "message": {"text": f.message + (f" ({f.verdict['headline']})" if (f.verdict or {}).get("status") ==
+                                             "confirmed" else "")},
             "locations": [_location(f.path, context.root,
                                     _region(f.line, f.column, f.end_line, f.end_column), f.cell)],
             "relatedLocations": [
@@ -116,7 +135,8 @@ def sarif(findings: list[Finding], context: OutputContext | None = None) -> dict
                  "id": number, "message": {"text": step.message}}
                 for number, step in enumerate(f.evidence)
             ],
-            "properties": {"confidence": f.confidence.value},
+            "properties": {"confidence": f.confidence.value,
+                           **({"verdict": f.verdict} if f.verdict is not None else {})},
         }
         for f in findings
     ]
