@@ -52,6 +52,12 @@ def pytest_addoption(parser):
         help="fail a test that passed although the simulation confirmed a device bug that raises "
              "nothing (TDL003 discarded move, TDL004 GPU checkpoint without map_location, TDL005 "
              "optimizer state left behind); without it such a test passes with a warning")
+    group.addoption(
+        f"{OPTION}-no-verdicts", dest="simulate_gpu_no_verdicts", action="store_true", default=False,
+        help="do not keep the simulated GPU's verdicts for the linter (by default each finding's "
+             "verdict goes to .torchdev_lint_cache/verdicts.json; docs/verdicts.md)")
+    parser.addini("simulate_gpu_verdicts", "keep the simulated GPU's verdicts for the linter "
+                                           "(docs/verdicts.md)", type="bool", default=True)
     parser.addini("simulate_gpu", "run the tests on torchdev-lint's simulated GPU: true, false, "
                                   "sim or cpu-only (the --simulate-gpu option wins)", default="false")
     parser.addini("simulate_gpu_strict", "as --simulate-gpu-strict", type="bool", default=False)

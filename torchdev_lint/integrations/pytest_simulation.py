@@ -23,6 +23,7 @@ import torch
 from torchdev_lint.integrations.pytest_plugin import SimulatedGPUWarning, wants_simulation
 from torchdev_lint.integrations.pytest_report import ATTRIBUTE, SILENT_CODES, Problem
 from torchdev_lint.trace import runner, session, sim, sites, verdicts
+from torchdev_lint.trace.finding_lines import FindingLines, file_lines
 from torchdev_lint.trace.runtime import NO_CUDA_TEXT, NUMPY_TEXT, NotSimulatedError, Runtime, SimulatedDeviceError
 
 STRICT_FAILURE = ("torchdev-lint: this test passed, but a device bug that raises nothing here was confirmed "
@@ -226,6 +227,11 @@ class Simulation:
         self.unsupported: dict[str, str] = {}
         self._problems: dict[str, tuple[tuple, list[Problem]]] = {}
         self._findings: dict[str, list] = {}
+        # The verdicts kept for the linter (docs/verdicts.md): which tests ran each finding line.
+        self.keep = whole_session and _keeps_verdicts(config)
+        self.lines: FindingLines | None = None
+        self._linter = None
+        self.kept: tuple[int, str] | None = None  # files recorded, and where
 
     # -- the machine ------------------------------------------------------------------------
     def start(self) -> None:
@@ -236,8 +242,14 @@ class Simulation:
             self.rt = Runtime(self.mode, False, self.users, self.recorder)
         self._machine = runner.instrumented(self.rt)
         self._machine.__enter__()
+        if self.keep and self.lines is None:
+            self.lines = FindingLines(self.users, self._finding_lines, lambda: self.recorder.owner)
+            if not self.lines.start():  # coverage or a debugger holds the hook: confirmations only
+                self.lines = None
 
     def stop(self) -> None:
+        if self.lines is not None:
+            self.lines.stop()
         machine, self._machine = self._machine, None
         if machine is not None:
             machine.__exit__(None, None, None)
@@ -259,6 +271,21 @@ class Simulation:
     # -- pytest hooks -----------------------------------------------------------------------
     def pytest_unconfigure(self, config):
         self.stop()
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session, exitstatus):
+        if self.keep:
+            if self.lines is not None:
+                self.lines.stop()
+            try:
+                self.kept = self._keep_verdicts()
+            except Exception as error:  # noqa: BLE001 - the tests' outcome stands whatever happens here
+                warnings.warn(f"torchdev-lint: the verdicts could not be kept: {error!r}")
+
+    def pytest_terminal_summary(self, terminalreporter):
+        if self.kept and self.kept[0]:
+            terminalreporter.write_line(f"torchdev-lint: verdicts of {self.kept[0]} file(s) kept in {self.kept[1]} "
+                                        "for the linter (docs/verdicts.md)")
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_make_collect_report(self, collector):
@@ -429,6 +456,68 @@ class Simulation:
         self._problems[owner] = (known, problems)
         return problems
 
+    # -- verdicts for the linter ---------------------------------------------------------------
+    def _lint(self, real: str) -> list:
+        """The file's static findings (every tier), through the linter's result cache."""
+        from torchdev_lint import api, config, runner as lint_runner
+        from torchdev_lint.cache import Cache, tool_fingerprint
+
+        if self._linter is None:
+            store = self._store()
+            self._linter = api.Linter(config.Overrides(preview=True), verdicts=False,
+                                      cache=Cache(store.directory, tool_fingerprint()))
+        linter = self._linter
+        job = lint_runner.Job(linter.rules, linter.settings, cache=linter.cache, index=linter.index_for(real))
+        findings = lint_runner.check_path(real, job).result.findings
+        self._findings[real] = findings
+        return findings
+
+    def _finding_lines(self, real: str) -> set[int]:
+        return file_lines(self._lint(real))
+
+    def _store(self):
+        from torchdev_lint import config, verdict_store
+
+        try:
+            root = config.Resolver(None).for_path(str(self.config.rootpath)).root
+        except (config.UsageError, OSError):
+            root = self.config.rootpath
+        return verdict_store.VerdictStore.for_root(root)
+
+    def _keep_verdicts(self) -> tuple[int, str]:
+        """Merge what this session (or xdist worker) saw into the project's verdict store."""
+        from torchdev_lint import verdict_store
+
+        store = self._store()
+        recording = verdict_store.Recording(str(store.directory.parent))
+        lines = self.lines
+        for real, findings in self._findings.items():
+            if not findings:
+                continue
+            recording.file(real, lines_recorded=lines is not None and real in lines.linted)
+            for f in findings:
+                recording.finding(real, f.to_json())
+        if lines is not None:
+            for (real, line), owners in lines.hits.items():
+                for owner in sorted(owners):
+                    if owner not in self.unsupported:
+                        recording.ran(real, line, self.mode, owner)
+        cwd = str(self.config.invocation_params.dir)
+        for owner in {*self.recorder.owners(), *self.simulated}:
+            if owner is None or owner in self.unsupported:
+                continue
+            for p in self.problems(owner):
+                real = os.path.realpath(os.path.join(cwd, p.path))
+                if p.code not in (None, verdicts.MISMATCH_CODE):
+                    recording.confirm(real, p.code, p.line, p.column, owner, self.mode, p.evidence)
+                    continue
+                code = verdicts.NO_GPU_CODE if p.name == "cuda-request" else verdicts.MISMATCH_CODE
+                recording.problem(real, code, p.line, p.column, owner, self.mode, p.evidence,
+                                  message=p.evidence.split(": ", 1)[0])
+        count = recording.save(store)
+        return count, os.path.relpath(store.path, cwd) if not os.path.relpath(store.path, cwd).startswith("..") \
+            else str(store.path)
+
     def _static_findings(self, paths: set[str]) -> list:
         from torchdev_lint.api import check_paths
 
@@ -437,10 +526,23 @@ class Simulation:
             self._findings[path] = []
         if missing:
             # Every tier: the test's run is the evidence a possible finding lacked.
-            found, _errors = check_paths(missing, preview=True)  # unreadable files: no finding to name
+            found, _errors = check_paths(missing, preview=True, verdicts=False)  # unreadable files: no finding to name
             for f in found:
                 self._findings.setdefault(os.path.realpath(f.path), []).append(f)
         return [f for p in sorted(paths) for f in self._findings.get(p, ())]
+
+
+def _keeps_verdicts(config) -> bool:
+    """Whether this session keeps its verdicts (off with --simulate-gpu-no-verdicts, or the ini
+    setting ``simulate_gpu_verdicts = false``). Read from the early arguments: a whole-session
+    simulation starts before pytest has parsed its options."""
+    namespace = getattr(config, "known_args_namespace", None) or config.option
+    if getattr(namespace, "simulate_gpu_no_verdicts", False):
+        return False
+    try:
+        return bool(config.getini("simulate_gpu_verdicts"))
+    except (ValueError, KeyError):
+        return True
 
 
 def _paths(events: list[dict], outcome: dict) -> set[str]:

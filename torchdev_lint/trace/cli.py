@@ -65,6 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--ignore", help="comma-separated rule codes or prefixes not to report")
     parser.add_argument("--program-output", metavar="FILE",
                         help="write the program's stdout and stderr to FILE (default: standard error)")
+    parser.add_argument("--no-verdicts", action="store_true",
+                        help="do not keep the verdicts for the linter (docs/verdicts.md)")
     parser.add_argument("--devices", type=int, default=1, help=argparse.SUPPRESS)  # simulated GPU count
     parser.add_argument("-m", dest="module", metavar="MODULE", help="run a module, as python -m does")
     return parser
@@ -241,7 +243,7 @@ def _trace(args, base, output, out, err, where, static_select, static_ignore, ru
         return EXIT_ERROR
     files = [f for f in runs[0].files if os.path.exists(f)]
     # Every tier: running the program is the evidence a possible finding lacked.
-    findings, errors = check_paths(files, static_select, static_ignore, preview=True) if files else ([], [])
+    findings, errors = check_paths(files, static_select, static_ignore, preview=True, verdicts=False) if files else ([], [])
     if static_select == ["TDL9999"]:
         findings = []
     for error in errors:
@@ -255,6 +257,10 @@ def _trace(args, base, output, out, err, where, static_select, static_ignore, ru
         why = "for the hardcoded-device findings" if hardcoded else "to see where it needs one"
         runs.append(_run(second, output, err, why=f"again as a machine without a GPU, {why}"))
     traced = verdicts.judge(findings, runs, where, runtime_codes=runtime_wanted, single_run=args.single_run)
+    if not args.no_verdicts:
+        from torchdev_lint.trace import keep
+
+        keep.record(findings, traced, runs, where, base.root, report.command_line(runs[0]))
     if args.format == "json":
         print(report.render_json(traced, runs, where, files), file=out)
     else:

@@ -1,0 +1,313 @@
+"""The verdicts of the project's tests flow back into the linter (docs/verdicts.md).
+
+The first tests write a verdict store the way ``pytest --simulate-gpu`` does (its ``Recording``)
+and check what each way in shows: no torch needed. The last ones run a real ``pytest
+--simulate-gpu`` on a small project (torch needed; a CPU build is enough)."""
+
+import json
+import multiprocessing
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+from torchdev_lint import verdict_store
+
+NET = """\
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(2, 2)
+        self.scale = torch.ones(2)
+
+    def forward(self, x):
+        return self.lin(x) * self.scale
+"""
+# `self.scale` (line 9) is TDL006, a preview rule: every finding of it is possible, so the
+# default output leaves it out unless a test confirmed it.
+TEST_ID = "tests/test_net.py::test_forward"
+EVIDENCE = "the plain attribute self.scale stayed on cpu when Net.to() moved the module to cuda:0"
+HEADLINE = f"confirmed by {TEST_ID} on a simulated GPU"
+PROJECT = "[tool.torchdev-lint]\n"
+
+
+def env():
+    return {**os.environ, "PYTHONPATH": str(ROOT), "TORCHDEV_LINT_DAEMON": "0"}
+
+
+def cli(*args, cwd):
+    done = subprocess.run([sys.executable, "-m", "torchdev_lint", "--no-daemon", *map(str, args)],
+                          cwd=cwd, capture_output=True, text=True, env=env(), timeout=300)
+    return done.returncode, done.stdout, done.stderr
+
+
+def record(root: Path, path: str, confirm=(), ran=(), problems=(), lines_recorded=True):
+    """Record in ``root``'s store as a test session does: ``confirm``: (code, line, test);
+    ``ran``: (line, test); ``problems``: (code, line, test, evidence)."""
+    recording = verdict_store.Recording(str(root))
+    full = str(root / path)
+    recording.file(full, lines_recorded=lines_recorded)
+    if path == "net.py" and (confirm or ran):  # the session records the static findings it knew
+        recording.finding(full, {"code": "TDL006", "name": "unregistered-tensor-attribute", "line": 9, "column": 9,
+                                 "end_line": 9, "end_column": 35, "message": "...", "confidence": "possible"})
+    for code, line, test in confirm:
+        recording.confirm(full, code, line, 9, test, "sim", EVIDENCE)
+    for line, test in ran:
+        recording.ran(full, line, "sim", test)
+    for code, line, test, evidence in problems:
+        recording.problem(full, code, line, 16, test, "sim", evidence, message=evidence.split(": ")[0])
+    store = verdict_store.VerdictStore(root / ".torchdev_lint_cache")
+    return recording.save(store)
+
+
+@pytest.fixture
+def project(tmp_path):
+    (tmp_path / "pyproject.toml").write_text(PROJECT)
+    (tmp_path / "net.py").write_text(NET)
+    return tmp_path
+
+
+def test_a_possible_finding_confirmed_by_a_test_shows_in_the_default_output(project):
+    status, out, _ = cli("net.py", cwd=project)
+    assert status == 0 and "TDL006" not in out  # static alone: possible, left out
+    record(project, "net.py", confirm=[("TDL006", 9, TEST_ID)])
+    status, out, _ = cli("--show-evidence", "net.py", cwd=project)
+    assert status == 1
+    assert f"net.py:9:9: TDL006" in out and f"({HEADLINE})" in out
+    assert f"= evidence: net.py:9:9: {HEADLINE}: {EVIDENCE}" in out
+    assert "Verdicts of the tests on a simulated GPU: 1 confirmed (1 of them possible, shown for that)." in out
+    # --no-verdicts: the static analysis alone again
+    status, out, _ = cli("--no-verdicts", "net.py", cwd=project)
+    assert status == 0 and "TDL006" not in out and "Verdicts" not in out
+
+
+def test_every_entry_point_shows_the_same_confirmed_finding(project):
+    record(project, "net.py", confirm=[("TDL006", 9, TEST_ID)])
+    _, out, _ = cli("--format", "json", "net.py", cwd=project)
+    (finding,) = json.loads(out)
+    assert (finding["code"], finding["line"], finding["column"]) == ("TDL006", 9, 9)
+    assert finding["confidence"] == "possible"  # the static tier is kept; the verdict says why it shows
+    assert finding["verdict"]["status"] == "confirmed" and finding["verdict"]["by"] == TEST_ID
+    assert finding["evidence"][-1]["message"] == f"{HEADLINE}: {EVIDENCE}"
+
+    _, out, _ = cli("--format", "sarif", "net.py", cwd=project)
+    (result,) = json.loads(out)["runs"][0]["results"]
+    assert result["ruleId"] == "TDL006" and HEADLINE in result["message"]["text"]
+    assert result["properties"]["verdict"]["status"] == "confirmed"
+    assert result["locations"][0]["physicalLocation"]["region"]["startLine"] == 9
+
+    _, out, _ = cli("--format", "github", "net.py", cwd=project)
+    assert "file=net.py,line=9,col=9" in out and HEADLINE in out
+    _, out, _ = cli("--format", "gitlab", "net.py", cwd=project)
+    (issue,) = json.loads(out)
+    assert issue["check_name"] == "TDL006" and HEADLINE in issue["description"]
+
+    flake8 = subprocess.run([sys.executable, "-m", "flake8", "--select", "TDL", "net.py"], cwd=project,
+                            capture_output=True, text=True, env=env(), timeout=300)
+    assert f"net.py:9:9: TDL006" in flake8.stdout and HEADLINE in flake8.stdout, flake8.stdout + flake8.stderr
+    no_verdicts = subprocess.run([sys.executable, "-m", "flake8", "--select", "TDL", "--tdl-no-verdicts", "net.py"],
+                                 cwd=project, capture_output=True, text=True, env=env(), timeout=300)
+    assert "TDL006" not in no_verdicts.stdout
+
+    # pre-commit runs the hook's entry with the staged files' names
+    import yaml
+
+    (hook,) = [h for h in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text()) if h["id"] == "torchdev-lint"]
+    entry = hook["entry"].split()
+    assert entry[0] == "torchdev-lint"
+    done = subprocess.run([sys.executable, "-m", "torchdev_lint", *entry[1:], *hook["args"], "net.py"], cwd=project,
+                          capture_output=True, text=True, env={**env(), "CI": "1"}, timeout=300)
+    assert done.returncode == 1 and "net.py:9:9: TDL006" in done.stdout and HEADLINE in done.stdout
+
+
+def test_the_language_server_shows_the_confirmed_finding_until_the_buffer_changes(project):
+    pytest.importorskip("pygls")
+    import asyncio
+
+    from test_server import in_server
+
+    record(project, "net.py", confirm=[("TDL006", 9, TEST_ID)])
+
+    async def scenario(session):
+        uri = session.open(project / "net.py", NET)
+        (diagnostic,) = await session.next_diagnostics(uri)
+        assert diagnostic.code == "TDL006" and HEADLINE in diagnostic.message
+        assert diagnostic.range.start.line == 8 and diagnostic.range.start.character == 8
+        assert diagnostic.severity == 2  # a warning, as a certain finding: the test showed it
+        assert any(HEADLINE in info.message for info in diagnostic.related_information)
+        session.change(uri, 2, NET + "\n# edited\n")  # another text: the test never ran it
+        assert list(await asyncio.wait_for(session.next_diagnostics(uri), 60)) == []
+
+    in_server(project, scenario)
+
+
+def test_a_possible_finding_that_ran_clean_stays_hidden_and_says_so(project):
+    record(project, "net.py", ran=[(9, f"tests/test_net.py::test_{i}") for i in range(12)])
+    status, out, _ = cli("net.py", cwd=project)
+    assert status == 0 and "TDL006" not in out
+    assert "1 ran clean (1 of them possible, not shown)" in out
+    status, out, _ = cli("--preview", "--show-evidence", "net.py", cwd=project)
+    assert "net.py:9:9: TDL006" in out
+    assert "= evidence: net.py:9:9: ran in 12 tests on cuda:0 (a simulated GPU) without a device problem" in out
+
+
+def test_a_device_problem_found_by_a_test_shows_at_its_line_until_the_file_changes(project):
+    evidence = ("aten.mul at net.py:12 mixed cuda:0 and cpu tensors: the cpu operand (2) is torch.ones at "
+                "net.py:9, created without device=")
+    record(project, "net.py", problems=[("TDL100", 12, TEST_ID, evidence)])
+    status, out, _ = cli("--format", "concise", "net.py", cwd=project)
+    assert status == 1
+    assert out.startswith("net.py:12:16: TDL100 aten.mul at net.py:12 mixed cuda:0 and cpu tensors "
+                          f"(found by {TEST_ID} on a simulated GPU)")
+    # `# noqa: TDL100` silences it, as any finding
+    (project / "net.py").write_text(NET.replace("* self.scale", "* self.scale  # noqa: TDL100"))
+    record(project, "net.py", problems=[("TDL100", 12, TEST_ID, evidence)])
+    assert "TDL100" not in cli("net.py", cwd=project)[1]
+    # the file changes: its verdicts are gone
+    (project / "net.py").write_text(NET + "\n")
+    status, out, _ = cli("net.py", cwd=project)
+    assert status == 0 and "TDL100" not in out
+
+
+def test_a_cached_result_does_not_hide_a_verdict_recorded_after_it(project):
+    assert cli("net.py", cwd=project)[0] == 0  # stored in the result cache
+    assert cli("net.py", cwd=project)[0] == 0  # answered from it
+    record(project, "net.py", confirm=[("TDL006", 9, TEST_ID)])
+    status, out, _ = cli("net.py", cwd=project)
+    assert status == 1 and HEADLINE in out
+
+
+def _record_worker(root: str, worker: int) -> None:
+    record(Path(root), "net.py", ran=[(9, f"tests/test_net.py::test_{worker}_{i}") for i in range(20)])
+
+
+def test_concurrent_writers_merge_and_never_leave_a_partial_file(project):
+    """pytest-xdist workers end their sessions at once: every worker's tests are kept."""
+    context = multiprocessing.get_context("spawn")
+    workers = [context.Process(target=_record_worker, args=(str(project), n)) for n in range(6)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(120)
+        assert w.exitcode == 0
+    store = verdict_store.VerdictStore(project / ".torchdev_lint_cache")
+    entry = store.lookup(NET)
+    assert len(entry.ran(9)["sim"]) == 6 * 20
+    data = json.loads(store.path.read_text())
+    assert data["version"] == verdict_store.VERSION
+    assert not [p for p in store.directory.iterdir() if p.name.startswith(".tmp-verdicts-")]
+
+
+def test_an_entry_for_old_content_is_dropped_when_the_store_is_written(project):
+    record(project, "net.py", confirm=[("TDL006", 9, TEST_ID)])
+    (project / "net.py").write_text(NET + "\n")
+    record(project, "other.py" if (project / "other.py").write_text("x = 1\n") else "other.py")
+    data = json.loads((project / ".torchdev_lint_cache" / "verdicts.json").read_text())
+    assert [entry["path"] for entry in data["files"].values()] == ["other.py"]
+
+
+# -- a real pytest --simulate-gpu session -------------------------------------------------------------
+
+LOSS = """\
+import torch
+from torch import nn
+
+
+class Scaled(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(2, 2)
+        self.scale = torch.ones(2)
+
+    def forward(self, x):
+        return self.lin(x) * self.scale
+
+
+class Weighted(nn.Module):
+    def __init__(self, num_classes):
+        super().__init__()
+        self.beta = torch.ones(num_classes)
+
+    def forward(self, x, labels):
+        return (x.sum(1) * self.beta[labels]).mean()
+
+
+def cpu_only(t):
+    return t.cuda()
+"""
+TESTS = """\
+import torch
+from pkg.loss import Scaled, Weighted
+
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def test_scaled():
+    model = Scaled().to(DEVICE)
+    model(torch.randn(3, 2, device=DEVICE))
+
+
+def test_weighted():
+    loss = Weighted(3)
+    loss(torch.randn(4, 2, device=DEVICE), torch.tensor([0, 1, 2, 0], device=DEVICE))
+"""
+
+
+@pytest.fixture
+def suite(tmp_path):
+    pytest.importorskip("torch")
+    (tmp_path / "pyproject.toml").write_text(PROJECT + "[tool.pytest.ini_options]\n")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "loss.py").write_text(LOSS)
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_loss.py").write_text(TESTS)
+    return tmp_path
+
+
+def simulate(root: Path, *extra):
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--simulate-gpu",
+                           *extra, "tests"], cwd=root, capture_output=True, text=True,
+                          env={**env(), "PYTHONPATH": os.pathsep.join([str(ROOT), str(root)])}, timeout=600)
+    return done.stdout + done.stderr
+
+
+def test_a_simulated_session_keeps_its_verdicts_and_a_second_run_keeps_them(suite):
+    out = simulate(suite)
+    assert "2 failed" in out and "verdicts of 1 file(s) kept in .torchdev_lint_cache/verdicts.json" in out
+    status, text, _ = cli("--format", "json", "--preview", "pkg/loss.py", cwd=suite)
+    found = {(f["code"], f["line"]): f for f in json.loads(text)}
+    # the attribute the module move left behind met the moved input: TDL006 confirmed
+    assert found["TDL006", 9]["verdict"]["status"] == "confirmed"
+    assert found["TDL006", 9]["verdict"]["by"] == "tests/test_loss.py::test_scaled"
+    # the loss was never moved: a mismatch no rule's criterion covers, at its line
+    assert found["TDL100", 21]["verdict"]["by"] == "tests/test_loss.py::test_weighted"
+    assert found["TDL006", 18]["verdict"]["status"] == "in a device problem"
+    assert found["TDL001", 25]["verdict"]["status"] == "not reached"
+
+    status, default, _ = cli("pkg/loss.py", cwd=suite)
+    assert "pkg/loss.py:9:9: TDL006" in default and "(confirmed by tests/test_loss.py::test_scaled on a " \
+                                                     "simulated GPU)" in default
+    assert "pkg/loss.py:21:" in default and "TDL100" in default
+
+    simulate(suite)  # a second run: the same verdicts, the same tests (not counted twice)
+    _, again, _ = cli("--format", "json", "--preview", "pkg/loss.py", cwd=suite)
+    assert json.loads(again) == json.loads(text)
+
+    (suite / "pkg" / "loss.py").write_text(LOSS.replace("return t.cuda()", "return t.cuda()  # edited"))
+    _, edited, _ = cli("--format", "json", "--preview", "pkg/loss.py", cwd=suite)
+    assert all("verdict" not in f for f in json.loads(edited)) and "TDL100" not in edited
+
+
+def test_no_verdicts_option_of_the_plugin_keeps_nothing(suite):
+    out = simulate(suite, "--simulate-gpu-no-verdicts")
+    assert "2 failed" in out and "verdicts of" not in out
+    assert not (suite / ".torchdev_lint_cache" / "verdicts.json").exists()
