@@ -4,7 +4,7 @@
     python action/run.py check     # torchdev-lint --format github [and --format sarif]
 
 Inputs arrive as environment variables (INPUT_ARGS, INPUT_SRC, INPUT_VERSION, INPUT_SARIF,
-INPUT_SARIF_FILE, INPUT_TARGET_DEVICES); ``args`` and ``src`` are split like a shell would (quotes respected).
+INPUT_SARIF_FILE, INPUT_TARGET_DEVICES, INPUT_CONFIRM, INPUT_CONFIRM_TIME_LIMIT); ``args`` and ``src`` are split like a shell would (quotes respected).
 
 torchdev-lint is not on PyPI yet, so ``version`` never names a PyPI release: empty installs
 the action's own revision, a path or URL ending in ``.whl`` installs that built wheel, and
@@ -64,6 +64,14 @@ def check_commands(env: dict[str, str]) -> list[list[str]]:
         sarif_file = env.get("INPUT_SARIF_FILE", "").strip() or "torchdev-lint.sarif"
         commands.append(["torchdev-lint", *args, "--format", "sarif", "--output-file", sarif_file,
                          "--exit-zero", *src])
+    confirm = env.get("INPUT_CONFIRM", "").strip()
+    if confirm:
+        # The project's tests first, on a simulated GPU: their verdicts then reach every later
+        # run (the SARIF one below included); the step's status is the annotations run's.
+        pytest_args = [] if confirm.lower() == "true" else shlex.split(confirm)
+        commands.insert(0, ["torchdev-lint", "confirm", "--lint", ",".join(src), "--format", "concise",
+                            "--time-limit", env.get("INPUT_CONFIRM_TIME_LIMIT", "").strip() or "1800",
+                            *pytest_args])
     commands.append(["torchdev-lint", *args, "--format", "github", *src])
     return commands
 
@@ -83,6 +91,9 @@ def main(argv: list[str]) -> int:
         for command in check_commands(env):
             print("+ " + shlex.join(command), flush=True)
             status = subprocess.call(command)
+            if command[1:2] == ["confirm"] and status == 2:
+                print("::warning title=torchdev-lint confirm::the tests could not run to their end on the "
+                      "simulated GPU (see the log): the findings below have the verdicts kept so far", flush=True)
         return status
     print(__doc__, file=sys.stderr)
     return 2

@@ -311,3 +311,49 @@ def test_no_verdicts_option_of_the_plugin_keeps_nothing(suite):
     out = simulate(suite, "--simulate-gpu-no-verdicts")
     assert "2 failed" in out and "verdicts of" not in out
     assert not (suite / ".torchdev_lint_cache" / "verdicts.json").exists()
+
+
+# -- `torchdev-lint confirm` --------------------------------------------------------------------------
+
+def test_confirm_points_the_suite_at_the_gpu_and_says_what_it_did(tmp_path):
+    from torchdev_lint import confirm
+
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "conftest.py").write_text(
+        'import os\nDEVICE = os.environ.get("TEST_DEVICE", "cpu")\n'
+        'def pytest_addoption(parser):\n    parser.addoption("--device", default="cpu")\n')
+    (tmp_path / "tests" / "test_a.py").write_text('import os\nUSE = os.getenv("USE_CUDA")\nd = torch.device(0)\n')
+    env, args = {"DEVICE": "cpu"}, ["-x"]
+    said = confirm.detect(tmp_path, env, args)
+    assert env["TEST_DEVICE"] == "cuda" and env["USE_CUDA"] == "1" and env["DEVICE"] == "cpu"
+    assert args == ["-x", "--device", "cuda"]
+    assert any("reads $TEST_DEVICE: set TEST_DEVICE=cuda" in line for line in said)
+    assert any("torch.device(0)" in line for line in said)
+    args = ["--device=cpu"]
+    confirm.detect(tmp_path, {}, args)
+    assert args == ["--device=cpu"]  # the user's choice stands
+
+
+def test_the_action_runs_confirm_before_the_annotations_when_asked():
+    sys.path.insert(0, str(ROOT / "action"))
+    try:
+        import run as action
+    finally:
+        sys.path.pop(0)
+    commands = action.check_commands({"INPUT_CONFIRM": "tests/ -x", "INPUT_SRC": "src"})
+    assert commands[0][:2] == ["torchdev-lint", "confirm"] and commands[0][-2:] == ["tests/", "-x"]
+    assert commands[0][commands[0].index("--lint") + 1] == "src"
+    assert commands[-1] == ["torchdev-lint", "--format", "github", "src"]
+    assert action.check_commands({})[0][1:2] != ["confirm"]
+
+
+def test_confirm_runs_the_tests_and_prints_the_verdicts(suite):
+    done = subprocess.run([sys.executable, "-m", "torchdev_lint", "confirm", "--mode", "sim", "--time-limit", "300",
+                           "-p", "no:cacheprovider", "tests"], cwd=suite, capture_output=True, text=True,
+                          env={**env(), "PYTHONPATH": os.pathsep.join([str(ROOT), str(suite)])}, timeout=600)
+    assert done.returncode == 1
+    assert "This EXECUTES the project's code (time limit 300 s)" in done.stderr
+    assert "pkg/loss.py:9:9: TDL006" in done.stdout and "confirmed by tests/test_loss.py::test_scaled" in done.stdout
+    assert "2 failed" in done.stderr  # pytest's own output goes to standard error
+    assert ("1 confirmed, 1 in a device problem, 0 ran clean, 0 ran where their bug cannot show, 1 not reached; "
+            "1 new device problem(s)") in done.stderr

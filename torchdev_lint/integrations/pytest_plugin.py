@@ -28,7 +28,7 @@ from torchdev_lint.trace import INSTALL_HINT
 
 OPTION = "--simulate-gpu"
 MODES = {"sim": "sim", "gpu": "sim", "true": "sim", "yes": "sim", "on": "sim", "1": "sim",
-         "cpu-only": "cpu-only", "false": None, "no": None, "off": None, "0": None, "": None}
+         "cpu-only": "cpu-only", "real": "real", "false": None, "no": None, "off": None, "0": None, "": None}
 PLUGIN_NAME = "torchdev-lint-simulated-gpu"
 SUMMARY_NAME = "torchdev-lint-device-summary"
 
@@ -66,7 +66,7 @@ def pytest_addoption(parser):
 def _mode(text: str | None, where: str) -> str | None:
     key = str(text).strip().lower()
     if key not in MODES:
-        raise pytest.UsageError(f"{where}: expected sim, cpu-only or off, got {text!r}")
+        raise pytest.UsageError(f"{where}: expected sim, cpu-only, real or off, got {text!r}")
     return MODES[key]
 
 

@@ -22,9 +22,11 @@ SILENT_CODES = ("TDL003", "TDL004", "TDL005")
 MACHINE_WORDS = {
     "sim": "a simulated GPU (values computed on the CPU, placement tracked as on cuda:0)",
     "cpu-only": "a machine without a GPU (every CUDA request raises, as on a CPU-only build of torch)",
+    "real": "the real GPU (device problems recorded as on the simulated one)",
 }
 SECTION = {"sim": "torchdev-lint: device problems on the simulated GPU",
-           "cpu-only": "torchdev-lint: CUDA requests on a machine without a GPU"}
+           "cpu-only": "torchdev-lint: CUDA requests on a machine without a GPU",
+           "real": "torchdev-lint: device problems on the GPU"}
 
 
 @dataclass

@@ -28,7 +28,7 @@ from torchdev_lint.trace.runtime import NO_CUDA_TEXT, NUMPY_TEXT, NotSimulatedEr
 
 STRICT_FAILURE = ("torchdev-lint: this test passed, but a device bug that raises nothing here was confirmed "
                   "(failed by --simulate-gpu-strict, or because warnings are errors):")
-EVIDENCE_TITLE = {"sim": "torchdev-lint: the simulated GPU's evidence",
+EVIDENCE_TITLE = {"sim": "torchdev-lint: the simulated GPU's evidence", "real": "torchdev-lint: the GPU's evidence",
                   "cpu-only": "torchdev-lint: what a machine without a GPU does"}
 
 # What the simulated GPU cannot do, recognised by the error's text: the test is skipped with
@@ -82,7 +82,8 @@ AUTOCAST = ("autocast('cuda') is simulated by the CPU's autocast, which casts a 
 # made, a file saved, a device chosen (TDL011 is judged over the tracer's rank runs only), a
 # factory without device= whose result met nothing, `.numpy()` of a CPU tensor.
 _INERT = ("limit", "optimizer-created", "save", "set-device", "factory-while-accelerated")
-INERT = {"sim": frozenset({"cuda-request", *_INERT}), "cpu-only": frozenset(_INERT)}
+INERT = {"sim": frozenset({"cuda-request", *_INERT}), "real": frozenset({"cuda-request", *_INERT}),
+         "cpu-only": frozenset(_INERT)}
 
 _TRACER = os.path.dirname(os.path.abspath(runner.__file__)) + os.sep
 OUTCOME_RANK = {"passed": 0, "skipped": 1, "failed": 2}

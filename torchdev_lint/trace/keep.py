@@ -22,7 +22,7 @@ def record(findings, traced: list[TracedFinding], runs, where: Where, root: str,
     except (config.UsageError, OSError):
         project = root
     store = verdict_store.VerdictStore.for_root(project, cache_dir)
-    recording = verdict_store.Recording(str(project))
+    recording = verdict_store.Recording(str(store.directory.parent))  # entry paths: from the cache's project
     finished = [r for r in runs if r.error is None and not r.killed]
     for f in findings:
         real = os.path.realpath(f.path)
