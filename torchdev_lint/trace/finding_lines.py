@@ -77,12 +77,19 @@ class FindingLines:
         owners.add(owner)
 
     # -- Python < 3.12: sys.settrace -----------------------------------------------------------
-    def _global(self, frame, event, arg):
-        code = frame.f_code
-        tracer = self._codes.get(code, _UNDECIDED)
-        if tracer is _UNDECIDED:
-            found = self._lines(code)
-            tracer = self._codes[code] = self._local_for(*found) if found else None
+    def _decide(self, code):
+        found = self._lines(code)
+        tracer = self._codes[code] = self._local_for(*found) if found else None
+        return tracer
+
+    def _make_global(self):
+        """The global trace function: called on every Python call, so one look-up in locals."""
+        lookup, decide, undecided = self._codes.get, self._decide, _UNDECIDED
+
+        def tracer(frame, event, arg):
+            found = lookup(frame.f_code, undecided)
+            return decide(frame.f_code) if found is undecided else found
+
         return tracer
 
     def _local_for(self, real: str, mine: frozenset[int]):
@@ -127,6 +134,7 @@ class FindingLines:
             return False
         if sys.gettrace() is not None:
             return False
+        self._global = self._make_global()
         threading.settrace(self._global)
         sys.settrace(self._global)
         self.running = True
