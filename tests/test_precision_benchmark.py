@@ -18,7 +18,7 @@ device = "cuda" if torch.cuda.is_available() else "cpu"
 parser = argparse.ArgumentParser()
 parser.add_argument("--weights")
 args = parser.parse_args()
-model = torch.nn.Linear(2, 2)
+model = torch.nn.Linear(2, 2).to(device)
 model.load_state_dict(torch.load(args.weights))
 """
 TRAIN = """\

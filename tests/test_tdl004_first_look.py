@@ -335,7 +335,7 @@ def test_a_resume_in_a_script_that_saves_nothing_stays_certain():
     parser.add_argument("--resume", default=None)
     parser.add_argument("--no-cuda", action="store_true")
     args = parser.parse_args()
-    model = Net()
+    model = Net().to("cpu" if args.no_cuda else "cuda")
     model.load_state_dict(torch.load(args.resume))
     """
     assert found(code) == [(8, 23, "certain")]
@@ -439,7 +439,7 @@ def test_a_cpu_copy_of_something_else_than_the_saved_weights_says_nothing(projec
         import torch
         parser = argparse.ArgumentParser()
         parser.add_argument("--use_cpu", action="store_true")
-        args = parser.parse_args()
+        args = parser.parse_args(); device = "cpu" if args.use_cpu else "cuda"
         def main(model, loader, exp_dir):
             model.load_state_dict(torch.load(args.weights))
             for x, y in loader:

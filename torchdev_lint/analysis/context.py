@@ -270,7 +270,7 @@ class FileContext:
             if base.kind is Kind.TENSOR:
                 return base
             if base.kind is Kind.BATCH:
-                return Value(Kind.TENSOR, base.maybe_accelerator)
+                return Value(Kind.TENSOR, base.maybe_accelerator, placed=base.placed)
             return kinds.UNKNOWN
         if isinstance(expr, cst.IfExp):
             body, orelse = self.value_of(expr.body), self.value_of(expr.orelse)
@@ -279,7 +279,7 @@ class FileContext:
             # `{k: v.to(device) for k, v in batch.items()}`: a batch on the device.
             element = self.value_of(expr.value if isinstance(expr, cst.DictComp) else expr.elt)
             if element.maybe_accelerator:
-                return Value(Kind.BATCH, maybe_accelerator=True)
+                return Value(Kind.BATCH, maybe_accelerator=True, placed=element.placed)
         return kinds.UNKNOWN
 
     def value_by_use(self, expr: cst.BaseExpression) -> Value:
@@ -469,7 +469,7 @@ class FileContext:
                 # a tokenizer's output is a BatchEncoding, whose `.to` works in place
                 return kinds.UNKNOWN if owner.endswith(kinds.PREPROCESSOR_SUFFIXES) else kinds.MODULE
             if self.value_of(func).kind is Kind.MODULE:  # `self.encoder(x)`: a submodule's output
-                return self._model_output(call)
+                return self._model_output(call, self.value_of(func))
             receiver = self.value_of(func.value)
             value = kinds.method_call_value(receiver, method, call)
             if value == kinds.UNKNOWN and receiver.kind is Kind.UNKNOWN and qualified is None:
@@ -477,7 +477,7 @@ class FileContext:
             return value
         callee = self.value_of(func)
         if callee.kind is Kind.MODULE:
-            return self._model_output(call)
+            return self._model_output(call, callee)
         if callee.kind is Kind.UNKNOWN and (qualified is None or qualified.startswith("torch.")):
             return self._fed_from_accelerator(call)  # `model(x.to(device))`, model a parameter
         return kinds.UNKNOWN
@@ -485,16 +485,18 @@ class FileContext:
     def _fed_from_accelerator(self, call: cst.Call) -> Value:
         """A call of unknown kind given data on an accelerator: what it returns (if it is a
         tensor at all) is there too. The kind stays unknown."""
-        for arg in call.args:
-            if self.value_of(arg.value).maybe_accelerator:
-                return kinds.MOVED_UNKNOWN
+        values = [self.value_of(arg.value) for arg in call.args]
+        if any(v.maybe_accelerator for v in values):
+            return Value(Kind.UNKNOWN, maybe_accelerator=True, placed=any(v.placed for v in values))
         return kinds.UNKNOWN
 
     def _tensor_call(self, qualified: str, call: cst.Call) -> Value:
         """A torch factory or op: where ``device=`` says, else where its inputs are; a
         factory without ``device=`` builds on the CPU."""
-        if self._device_argument(call) or self._follows_inputs(qualified, call):
-            return Value(Kind.TENSOR, maybe_accelerator=True)
+        if self._device_argument(call):
+            return Value(Kind.TENSOR, maybe_accelerator=True, placed=True)
+        if self._follows_inputs(qualified, call):
+            return Value(Kind.TENSOR, maybe_accelerator=True, placed=self._fed_placed(call))
         last = qualified.rsplit(".", 1)[-1]
         if any(a.keyword is not None and a.keyword.value == "device" for a in call.args):
             return kinds.CPU_TENSOR if not _device_follows(call) else kinds.TENSOR
@@ -506,15 +508,16 @@ class FileContext:
             return kinds.CPU_TENSOR
         return kinds.TENSOR
 
-    def _model_output(self, call: cst.Call) -> Value:
+    def _model_output(self, call: cst.Call, model: Value) -> Value:
         """A model's output: on an accelerator if the file places anything on one, unless
         every input is a tensor known to be on the CPU (a module computes where its inputs
-        are, or fails)."""
+        are, or fails). Placed where the model or an input was moved."""
         inputs = [self.value_of(a.value) for a in call.args if a.keyword is None or a.star]
         on_cpu = bool(inputs) and all(v.kind is Kind.TENSOR and v.on_cpu for v in inputs)
         if on_cpu:
             return kinds.CPU_TENSOR
-        return Value(Kind.TENSOR, maybe_accelerator=self.mentions_devices)
+        return Value(Kind.TENSOR, maybe_accelerator=self.mentions_devices,
+                     placed=model.placed or any(v.placed for v in inputs))
 
     def _device_argument(self, call: cst.Call) -> bool:
         """``device=`` names an accelerator, or may: ``"cpu"`` does not, and
@@ -525,6 +528,15 @@ class FileContext:
                 if isinstance(value, cst.Attribute) and value.attr.value == "device":
                     return self.value_of(value.value).maybe_accelerator
                 return _has_device_argument(call)
+        return False
+
+    def _fed_placed(self, call: cst.Call) -> bool:
+        """An argument (or an element of a list or tuple argument) was placed by a move."""
+        for arg in call.args:
+            value = arg.value
+            elements = [e.value for e in value.elements] if isinstance(value, (cst.List, cst.Tuple)) else [value]
+            if any(self.value_of(e).placed for e in elements):
+                return True
         return False
 
     def _follows_inputs(self, qualified: str, call: cst.Call) -> bool:
@@ -557,7 +569,7 @@ class FileContext:
         if mapping is not None and self.value_of(mapping[0]).kind is Kind.BATCH:
             # `for k, v in batch.items()` / `for v in batch.values()`: the batch's tensors
             batch = self.value_of(mapping[0])
-            tensor = Value(Kind.TENSOR, batch.maybe_accelerator)
+            tensor = Value(Kind.TENSOR, batch.maybe_accelerator, placed=batch.placed)
             if mapping[1] == "values":
                 self._bind_target(target, tensor)
                 return
@@ -602,7 +614,7 @@ class FileContext:
                     # The parts of a batch are tensors, or nested batches.
                     nested = isinstance(element.value, (cst.Tuple, cst.List))
                     element_value = Value(
-                        Kind.BATCH if nested else Kind.TENSOR, value.maybe_accelerator
+                        Kind.BATCH if nested else Kind.TENSOR, value.maybe_accelerator, placed=value.placed
                     )
                 elif value.kind is Kind.TENSOR:
                     # Unpacking a tensor (or a model's tuple output, or `torch.max(x, 1)`)
@@ -636,6 +648,7 @@ def _combined(left: Value, right: Value) -> Value:
         Kind.TENSOR,
         left.maybe_accelerator or right.maybe_accelerator,
         on_cpu=all(v.on_cpu for v in tensors),
+        placed=left.placed or right.placed,
     )
 
 

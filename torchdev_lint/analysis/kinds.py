@@ -41,13 +41,18 @@ class Value:
     # moved there (`.cpu()`), or computed from such tensors only. A tensor that is neither
     # (a parameter of `forward`) may be anywhere.
     on_cpu: bool = False
+    # Placed by a move in sight: the result of `.to(device)`/`.cuda()` (not to the CPU), of a
+    # factory given a device, of a model or op fed such a value, or computed from one. Where
+    # the program puts its tensors on an accelerator this one is there: a `.numpy()` of it
+    # fails (TDL009's failure path), where `maybe_accelerator` alone says "perhaps".
+    placed: bool = False
 
 
 UNKNOWN = Value(Kind.UNKNOWN)
 TENSOR = Value(Kind.TENSOR)
 MODULE = Value(Kind.MODULE)
 OPTIMIZER_CLASS = Value(Kind.OPTIMIZER_CLASS)
-MOVED_UNKNOWN = Value(Kind.UNKNOWN, maybe_accelerator=True)  # `thing.to(device)`
+MOVED_UNKNOWN = Value(Kind.UNKNOWN, maybe_accelerator=True, placed=True)  # `thing.to(device)`
 CPU_TENSOR = Value(Kind.TENSOR, on_cpu=True)
 
 # torch functions that return a tensor. Factories first (torch.utils._device lists the ones
@@ -302,10 +307,15 @@ def method_call_value(receiver: Value, method: str, call: cst.Call) -> Value:
             return receiver
         if method in _MOVE_METHODS:
             to_cpu = moves_to_cpu(call)
-            return Value(Kind.TENSOR, maybe_accelerator=not to_cpu, on_cpu=to_cpu)
+            return Value(Kind.TENSOR, maybe_accelerator=not to_cpu, on_cpu=to_cpu, placed=not to_cpu)
         return receiver
+    if receiver.kind is Kind.BATCH and method in _MOVE_METHODS and not moves_to_cpu(call) and not (
+            method == "to" and changes_dtype_only(call)):
+        return Value(Kind.BATCH, maybe_accelerator=True, placed=True)  # `batch.to(device)`
     if receiver.kind is Kind.MODULE and method in MODULE_SELF_METHODS:
-        return MODULE
+        moved = method in _MOVE_METHODS and not moves_to_cpu(call) and not (
+            method == "to" and changes_dtype_only(call))
+        return Value(Kind.MODULE, placed=(receiver.placed or moved) and method != "cpu")
     if receiver.kind is Kind.UNKNOWN:
         # Whatever was moved to a device is there: if it is a tensor (or holds tensors),
         # what is computed from it is too (TDL009). The kind stays unknown.
@@ -313,8 +323,8 @@ def method_call_value(receiver: Value, method: str, call: cst.Call) -> Value:
             method == "to" and changes_dtype_only(call)
         ):
             return MOVED_UNKNOWN
-        if receiver.maybe_accelerator and method not in NON_TENSOR_METHODS and method != "cpu":
-            return receiver
+        if receiver.maybe_accelerator and method not in NON_TENSOR_METHODS and not moves_to_cpu(call):
+            return receiver  # (`.to("cpu", torch.uint8)` brings it back)
     return UNKNOWN
 
 

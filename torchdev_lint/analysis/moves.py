@@ -131,3 +131,30 @@ def made_on_cpu(ctx, expr: cst.BaseExpression | None, depth: int = 0) -> cst.CST
     if isinstance(root, cst.Call) and ctx.qualified_name(root.func) in _LEGACY_CPU_CLASSES:
         return expr
     return None
+
+
+def module_moved_by_project(ctx, klass: cst.ClassDef) -> tuple[cst.CSTNode, str] | None:
+    """An evidence step when the project moves modules of class ``klass`` to a device other
+    than the CPU (``ProjectIndex.moved_to_device``): what puts the rest on an accelerator.
+    None where nothing in sight does, or where the project sets torch's default device to
+    the accelerator (``set_default_tensor_type(torch.cuda.HalfTensor)``): the "CPU" tensors
+    of the module are built there too."""
+    name = klass.name.value
+    index = ctx.index if ctx.index is not None else _one_file_index(ctx)
+    if index is None or not index.moved_to_device(name) or index.default_device() is not None:
+        return None
+    return klass.name, (f"the project moves `{name}` modules to a device (`.to(device)`/`.cuda()` of one, "
+                        "of a module holding one, or of what a function building one returns)")
+
+
+def _one_file_index(ctx):
+    """The project index of the checked file alone, for a check run without one (the API on
+    a string): what the file itself moves. Built once per file, on the first question."""
+    from torchdev_lint.analysis import project_index
+
+    def build():
+        index = project_index.ProjectIndex()
+        index.add(ctx.path if ctx.path != "-" else "<stdin>.py", ctx.source)
+        return index
+
+    return ctx.once(("one-file index",), build)

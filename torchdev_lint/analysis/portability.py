@@ -162,8 +162,9 @@ def _opens_nccl_group(statement: cst.CSTNode) -> bool:
     return False
 
 
-def _cpu_choice(node: cst.CSTNode) -> str | None:
-    """What a single node says about the file offering a CPU path, or None."""
+def _cpu_choice(node: cst.CSTNode, source: str) -> str | None:
+    """What a single node says about the file offering a CPU path, or None. An option
+    nothing reads (``--cuda`` parsed, ``args.cuda`` never used) offers nothing."""
     if isinstance(node, cst.IfExp) and (_is_cpu_literal(node.body) or _is_cpu_literal(node.orelse)):
         return "chooses the CPU when the condition says so"
     if isinstance(node, cst.If) and _tests_availability(node.test):
@@ -173,10 +174,14 @@ def _cpu_choice(node: cst.CSTNode) -> str | None:
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "add_argument":
         action = _keyword(node, "action")
         opt_in = isinstance(action, cst.SimpleString) and action.evaluated_value == "store_true"
+        dest = _keyword(node, "dest")
         for arg in node.args:
             if not isinstance(arg.value, cst.SimpleString):
                 continue
             option = arg.value.evaluated_value
+            if option in _CPU_OPTIONS | _OPT_IN_GPU_OPTIONS and not project_index.reads_option(
+                    source, option, dest.evaluated_value if isinstance(dest, cst.SimpleString) else None):
+                continue
             if option in _CPU_OPTIONS:
                 return f"offers {option} on the command line"
             if opt_in and option in _OPT_IN_GPU_OPTIONS:
@@ -285,7 +290,7 @@ def _facts(ctx, module: cst.Module) -> _FileFacts:
         if isinstance(node, (cst.Assign, cst.AnnAssign)):
             _note_unread_choice(ctx, node, unread)
         if facts.cpu_choice is None and id(node) not in unread:
-            why = _cpu_choice(node)
+            why = _cpu_choice(node, ctx.source)
             if why is not None:
                 facts.cpu_choice = (node, f"the file runs without CUDA: it {why}")
         if isinstance(node, cst.FunctionDef):
@@ -308,6 +313,11 @@ def _facts(ctx, module: cst.Module) -> _FileFacts:
     nccl = next((s for s in unconditional if _opens_nccl_group(s)), None)
     if nccl is not None and facts.cuda_only is None:
         facts.cuda_only = (nccl, "the file needs CUDA anyway: it always opens an NCCL process group")
+    if facts.cuda_only is None and ctx.index is not None and ctx.path != "-":
+        builder = ctx.index.cuda_extension_imported(ctx.path)
+        if builder is not None:
+            facts.cuda_only = (module, f"the file needs CUDA anyway: it calls the kernels of a CUDA extension "
+                                       f"({builder} builds it)")
     needs = requirements.of_file(ctx, module)
     for node in collect(module, cst.ClassDef):
         methods = [m for m in node.body.body if isinstance(m, cst.FunctionDef)]

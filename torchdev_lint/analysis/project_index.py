@@ -105,6 +105,24 @@ class ModuleFacts:
     # the same for its top-level code (a `__main__` block included): a script whose run calls
     # a function that needs CUDA does not run without CUDA, whatever device choice it shows
     top_calls: list[str] = field(default_factory=list)
+    # the names called in expressions its code moves to a device other than the CPU
+    # (`Net(...).to(device)`, `model = build(cfg)` then `model.cuda()`), and for each of its
+    # top-level classes the names its `__init__` calls (its submodules): which modules the
+    # project puts on an accelerator (`ProjectIndex.moved_to_device`)
+    moved_calls: list[str] = field(default_factory=list)
+    # its functions' parameters that they move to a device (function -> positions), and the
+    # calls it hands a module it builds to ("callee:position:maker"): `fit(Net(), data)`
+    moved_params: dict[str, list[int]] = field(default_factory=dict)
+    # it sets torch's default device or tensor type to an accelerator's
+    # (`set_default_device(device)`, `set_default_tensor_type(torch.cuda.HalfTensor)`): factories
+    # without `device=` build there ("line N"; "" when it does not)
+    default_device: str = ""
+    # the CUDA extensions it builds (`cpp_extension.load(name=..., sources=[...".cu"])`,
+    # `CUDAExtension("pkg._C", ...)`), by name: code that imports one, or this module that
+    # holds one, calls CUDA kernels (`ProjectIndex.cuda_extension_imported`)
+    cuda_extensions: list[str] = field(default_factory=list)
+    handed: list[str] = field(default_factory=list)
+    init_calls: dict[str, list[str]] = field(default_factory=dict)
     digest: str = ""  # of the file's bytes: code that follows calls into it depends on them
     # why the file was not read (over the budget of `limits.py`): it contributes no facts
     skipped: str = ""
@@ -560,7 +578,7 @@ _CPU_PATH = re.compile(
 
 
 _CPU_CHOICE = re.compile(
-    r"""else\s+(?:torch\.device\(\s*)?["']cpu["']|["']--(?:cpu|no[-_]cuda|use[-_]cpu|device)["']""")
+    r"""else\s+(?:torch\.device\(\s*)?["']cpu["']|["']--(cpu|no[-_]cuda|use[-_]cpu|device)["']""")
 
 
 def cpu_choice(text: str, lines: "_Lines") -> str:
@@ -571,11 +589,23 @@ def cpu_choice(text: str, lines: "_Lines") -> str:
     if "cpu" not in text and "--device" not in text:
         return ""
     for found in _CPU_CHOICE.finditer(text):
+        if found.group(1) is not None:  # an option: counts when the script reads it
+            if reads_option(text, "--" + found.group(1)):
+                return f"line {lines.of(found.start())}"
+            continue
         start = text.rfind("\n", 0, found.start()) + 1
         bound = _BOUND.match(text, start)
         if bound is None or reads_name(text, bound.group(1)):
             return f"line {lines.of(found.start())}"
     return ""
+
+
+def reads_option(text: str, option: str, dest: str | None = None) -> bool:
+    """The script reads the command-line option ``option`` (``--no-cuda``) after parsing:
+    ``args.no_cuda``, ``opt["no_cuda"]``, ``getattr(args, "no_cuda")``; ``dest`` when the
+    option names it. A ``--cuda`` parsed and never read chooses nothing."""
+    dest = dest or option.lstrip("-").replace("-", "_")
+    return re.search(rf"\.{dest}\b(?!\s*[(.])(?!\s*=[^=])|(?<!dest=)[\"']{dest}[\"']", text) is not None
 
 
 _BOUND = re.compile(r"[ \t]*(\w+)\s*=[^=]")
@@ -745,6 +775,103 @@ def _calls(node: ast.AST) -> set[str]:
         if name is not None:
             found.add(name)
     return found
+
+
+def _device_move(node: ast.AST) -> ast.expr | None:
+    """The receiver of ``x.to(d)``/``x.cuda()`` when ``d`` is not the CPU nor a dtype."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+        return None
+    if node.func.attr == "cuda":
+        return node.func.value
+    if node.func.attr != "to" or not (node.args or node.keywords) or _is_cpu_move(node):
+        return None
+    first = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "device"), None)
+    if first is None or (_dotted(first) or "").rsplit(".", 1)[-1] in _DTYPES:
+        return None
+    return node.func.value
+
+
+_DTYPES = frozenset("float16 float32 float64 half float double bfloat16 int8 int16 int32 int64 int long bool "
+                    "uint8 dtype".split())
+
+
+def moved_calls(tree: ast.Module) -> tuple[list[str], dict[str, list[int]]]:
+    """The names of the calls whose results the module moves to a device (``_device_move``):
+    in the moved expression itself, or bound to a name that the same scope moves; and for
+    its functions that move a parameter (``def fit(model, ...): model.to(device)``), the
+    parameter's position."""
+    found: set[str] = set()
+    params: dict[str, list[int]] = {}
+    for scope in [tree, *(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))]:
+        nodes = _own_nodes(scope)
+        moved_names = set()
+        for node in nodes:
+            receiver = _device_move(node)
+            if receiver is None:
+                continue
+            while isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Attribute) \
+                    and receiver.func.attr in ("eval", "train", "float", "half", "double", "to", "cuda"):
+                receiver = receiver.func.value  # `Net().eval().to(d)`
+            if isinstance(receiver, ast.Name):
+                moved_names.add(receiver.id)
+            elif isinstance(receiver, ast.Call):  # `nn.Sequential(Norm(...), ...).to(d)`
+                found.update(_called_name(c) for c in ast.walk(receiver) if isinstance(c, ast.Call))
+        for node in nodes:
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and any(
+                    isinstance(t, ast.Name) and t.id in moved_names for t in node.targets):
+                found.update(_called_name(c) for c in ast.walk(node.value) if isinstance(c, ast.Call))
+        if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            names = [a.arg for a in (*scope.args.posonlyargs, *scope.args.args)]
+            positions = [i for i, n in enumerate(names) if n in moved_names]
+            if positions:
+                params.setdefault(scope.name, []).extend(positions)
+    return sorted(found - {""}), params
+
+
+def cuda_extensions(tree: ast.Module) -> list[str]:
+    """The names of the CUDA extensions the module builds: a ``CUDAExtension``, or a
+    ``load``/``load_inline`` of ``torch.utils.cpp_extension`` given ``.cu`` sources or CUDA
+    flags."""
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        called = _called_name(node)
+        if called not in ("CUDAExtension", "load", "load_inline"):
+            continue
+        text = ast.unparse(node)
+        if called != "CUDAExtension" and not re.search(r"\.cu\b|cuda_sources|extra_cuda_cflags", text):
+            continue
+        name = next((k.value for k in node.keywords if k.arg == "name"), node.args[0] if node.args else None)
+        found.append(name.value if isinstance(name, ast.Constant) and isinstance(name.value, str) else "")
+    return found
+
+
+_DEFAULT_DEVICE = re.compile(r"set_default_device\(\s*(?![\"']cpu)|set_default_tensor_type\([^)]*cuda")
+
+
+def handed_modules(tree: ast.Module) -> list[str]:
+    """The calls that hand a callee what another call made, as "callee:position:maker":
+    ``fit(Net(), data)``, or ``model = Net()`` then ``fit(model, data)`` in one scope."""
+    found: set[str] = set()
+    for scope in [tree, *(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))]:
+        nodes = _own_nodes(scope)
+        made = {t.id: _called_name(n.value) for n in nodes if isinstance(n, ast.Assign)
+                and isinstance(n.value, ast.Call) for t in n.targets if isinstance(t, ast.Name)}
+        for node in nodes:
+            if not isinstance(node, ast.Call):
+                continue
+            for position, arg in enumerate(node.args):
+                maker = _called_name(arg) if isinstance(arg, ast.Call) else (
+                    made.get(arg.id, "") if isinstance(arg, ast.Name) else "")
+                if maker and _called_name(node):
+                    found.add(f"{_called_name(node)}:{position}:{maker}")
+    return sorted(found)
+
+
+def _called_name(call: ast.Call) -> str:
+    func = call.func
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
 
 
 def def_calls(tree: ast.Module, needing: list[str]) -> dict[str, list[list[str]]]:
@@ -924,6 +1051,17 @@ def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | No
         facts.cuda_defs = cuda_defs(reader, tree, lines.containing(["cuda."]))
     facts.def_calls = def_calls(tree, facts.cuda_defs)
     facts.top_calls = sorted(set().union(*(_calls(s) for s in tree.body)))
+    if ".to(" in text or ".cuda(" in text:
+        facts.moved_calls, facts.moved_params = moved_calls(tree)
+    facts.handed = handed_modules(tree)
+    if "cpp_extension" in text or "CUDAExtension" in text:
+        facts.cuda_extensions = cuda_extensions(tree)
+    found = _DEFAULT_DEVICE.search(text) if "set_default_" in text else None
+    facts.default_device = f"line {lines.of(found.start())}" if found else ""
+    facts.init_calls = {
+        node.name: sorted(set().union(*(_calls(s) for m in node.body if isinstance(m, ast.FunctionDef)
+                                        and m.name == "__init__" for s in m.body)))
+        for node in tree.body if isinstance(node, ast.ClassDef)}
     if "save(" in text:
         facts.weight_saves = weight_saves(reader, tree)
         facts.saving_defs = saving_defs(reader, tree)
@@ -971,6 +1109,11 @@ class ProjectIndex:
         full = os.path.abspath(path)
         name = self.paths.get(full)
         return name if name is not None else module_name(full)[0] or None
+
+    def is_project_module(self, qualified: str, origin: str | None) -> bool:
+        """``qualified`` names one of the project's modules (``import utils``): its
+        ``utils.cuda(x)`` is the project's function, not ``Tensor.cuda``."""
+        return self._module(qualified, origin) is not None
 
     def _module(self, name: str, origin: str | None) -> ModuleFacts | None:
         found = self.modules.get(name)
@@ -1172,6 +1315,79 @@ class ProjectIndex:
             names |= {name for name in reached if needing[name] >= defined[name]}
         self._memo[("cuda defs",)] = found = frozenset(names)
         return found
+
+    def cuda_extension_imported(self, path: str) -> str | None:
+        """The module at ``path`` imports a CUDA extension the project builds (by its name,
+        or from the module that loads it): "<file>" of the builder, or None. Its code calls
+        CUDA kernels; a `.cuda()` that feeds them is no portability bug."""
+        full = os.path.abspath(path)
+        module = next((m for m in self.modules.get(self.paths.get(full) or "", []) if m.path == full), None)
+        if module is None:
+            return None
+        builders = self._memo.get(("cuda extensions",))
+        if builders is None:
+            builders = {}
+            for modules in self.modules.values():
+                for other in modules:
+                    for name in other.cuda_extensions:
+                        builders.setdefault(name.rsplit(".", 1)[-1], other.path)
+            self._memo[("cuda extensions",)] = builders
+        if not builders:
+            return None
+        for qualified in [*module.names.values(), *module.stars]:
+            for found in (self._module(qualified, full), (self.locate(qualified, full) or (None,))[0]):
+                if found is not None and found.cuda_extensions:
+                    return self._shown(found.path)
+            last = qualified.rsplit(".", 1)[-1]
+            if last in builders and last != "":
+                return self._shown(builders[last])
+        return None
+
+    def default_device(self) -> str | None:
+        """Where the project sets torch's default device to an accelerator's ("<file>:<line>"),
+        or None: there, factories without ``device=`` do not build on the CPU."""
+        for modules in self.modules.values():
+            for module in modules:
+                if module.default_device:
+                    return f"{self._shown(module.path)}:{module.default_device.split()[-1]}"
+        return None
+
+    def moved_to_device(self, name: str) -> bool:
+        """The project moves a module made by a call of ``name`` (a class or a function that
+        builds one) to a device other than the CPU: directly (``Net().to(device)``), as a
+        submodule of one it moves (a class its ``__init__`` makes), or built by a function
+        whose result it moves (``make_model().to(device)`` builds ``Normalize(...)``)."""
+        moved = self._memo.get(("moved to a device",))
+        if moved is None:
+            inits: dict[str, set[str]] = {}
+            builds: dict[str, set[str]] = {}
+            moved = set()
+            movers: dict[str, set[int]] = {}
+            for modules in self.modules.values():
+                for module in modules:
+                    moved.update(module.moved_calls)
+                    for function, positions in module.moved_params.items():
+                        movers.setdefault(function, set()).update(positions)
+                    for cls, calls in module.init_calls.items():
+                        inits.setdefault(cls, set()).update(calls)
+                    for function, each in module.def_calls.items():
+                        for calls in each:
+                            builds.setdefault(function, set()).update(calls)
+            for modules in self.modules.values():
+                for module in modules:
+                    for handed in module.handed:
+                        callee, position, maker = handed.split(":")
+                        if int(position) in movers.get(callee, ()):
+                            moved.add(maker)
+            todo = list(moved)
+            while todo:
+                maker = todo.pop()
+                for made in inits.get(maker, set()) | builds.get(maker, set()):
+                    if made not in moved:
+                        moved.add(made)
+                        todo.append(made)
+            self._memo[("moved to a device",)] = moved = frozenset(moved)
+        return name in moved
 
     def cuda_def_names(self) -> tuple[str, ...]:
         """The names ``needs_cuda_def`` answers yes for (a cache key part)."""
@@ -1430,6 +1646,9 @@ class ProjectIndex:
         facts.append(("written names", self.written_names()))
         facts.append(("process groups NCCL only", self.nccl_groups_only(full)))
         facts.append(("defs that need CUDA", self.cuda_def_names()))
+        facts.append(("classes moved to a device", tuple(c for c in module.classes if self.moved_to_device(c))))
+        facts.append(("default device set", self.default_device()))
+        facts.append(("CUDA extension imported", self.cuda_extension_imported(full)))
         facts.append(("defs mentioned elsewhere", tuple(n for n in module.defs if self.mentioned_elsewhere(n, full))))
         return tuple(facts)
 

@@ -348,6 +348,23 @@ def _writing_fixtures(ctx) -> set[str]:
     return names
 
 
+def retried_with_map_location(ctx, ancestors) -> bool:
+    """The load is in the body of a ``try`` whose handler loads again with ``map_location``
+    (``except RuntimeError: torch.load(f, map_location=...)``): the code already falls back
+    where the saved device is missing."""
+    for index in range(len(ancestors) - 1, 0, -1):
+        node = ancestors[index]
+        if isinstance(node, cst.Try) and index + 1 < len(ancestors) and ancestors[index + 1] is node.body:
+            for handler in node.handlers:
+                for call in tree.collect(handler.body, cst.Call):
+                    if ctx.qualified_name(call.func) in kinds.TORCH_LOADERS and any(
+                            a.keyword is not None and a.keyword.value == "map_location" for a in call.args):
+                        return True
+        if isinstance(node, (cst.FunctionDef, cst.Lambda)):
+            return False
+    return False
+
+
 def says_metadata(ancestors, call: cst.Call) -> bool:
     """``metadata = torch.load(d / "meta.pt")``, ``torch.load(p)["hyper_parameters"]``,
     ``vocab = torch.load(vocab_path)``: the name, key or file says the pickle holds metadata

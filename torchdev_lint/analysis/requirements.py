@@ -56,7 +56,9 @@ NEEDS_CUDA = frozenset(
     memory_summary nvtx.range_push nvtx.range_pop nvtx.range nvtx.mark""".split()
 )
 # Libraries with no CPU back end: importing one means the code drives an NVIDIA GPU.
-CUDA_LIBRARIES = frozenset({"tensorrt", "pycuda", "cupy", "torch_tensorrt", "torch2trt"})
+CUDA_LIBRARIES = frozenset({"tensorrt", "pycuda", "cupy", "torch_tensorrt", "torch2trt",
+                            # CUDA kernels published as packages: no CPU implementation
+                            "knn_cuda", "pointnet2_ops", "torch_int"})
 # `to_cuda(batch)`, `move_to_gpu(x)`: a mover, which a device argument would make portable.
 _MOVING_WORDS = frozenset({"to", "move", "moved", "send"})
 

@@ -208,6 +208,127 @@ class Uses:
                 return "harmful"
         return "carried" if self.carried else "harmless"
 
+    # -- the meeting point: where a CPU value meets the caller's tensors -------------------
+
+    def meeting(self, node: cst.CSTNode, inputs: set[str]) -> cst.CSTNode | None:
+        """Where the value of ``node`` (a tensor on the CPU) meets a tensor computed from the
+        parameters ``inputs`` (the caller's data, on whatever device the module was moved
+        to): an operator with it, a call handed both, an index into the CPU tensor made from
+        it. None where the analysis cannot show one: a move first, a size read, a value that
+        leaves the function."""
+        return self._meeting(node, inputs, 0)
+
+    def _meeting(self, node: cst.CSTNode, inputs: set[str], depth: int) -> cst.CSTNode | None:
+        parent = self.parents.get(id(node))
+        if parent is None or depth > 8:
+            return None
+        step = depth + 1
+        if isinstance(parent, cst.Subscript):
+            if parent.value is not node:
+                return None  # an index: PyTorch takes CPU indices for tensors anywhere
+            if any(isinstance(e.slice, cst.Index) and self.from_inputs(e.slice.value, inputs) for e in parent.slice):
+                return parent  # a CPU tensor indexed by indices on the device raises
+            return self._meeting(parent, inputs, step)  # a slice of it is on the CPU too
+        if isinstance(parent, cst.Attribute) and parent.value is node:
+            call = self.parents.get(id(parent))
+            method = parent.attr.value
+            if not (isinstance(call, cst.Call) and call.func is parent) or method in _MOVES \
+                    or method in NON_TENSOR_METHODS or method in ("type", "new_tensor"):
+                return None  # `.shape`, `.to(x.device)`, `.size(0)`
+            if any(self.from_inputs(a.value, inputs) for a in call.args if a.keyword is None):
+                return call if method not in _SIZE_METHODS else self._meeting(call, inputs, step)
+            return self._meeting(call, inputs, step)
+        if isinstance(parent, cst.ComparisonTarget):
+            node, parent = parent, self.parents.get(id(parent))
+        if isinstance(parent, (cst.BinaryOperation, cst.Comparison)):
+            operands = [parent.left, *(c.comparator for c in parent.comparisons)] \
+                if isinstance(parent, cst.Comparison) else [parent.left, parent.right]
+            if any(self.from_inputs(o, inputs) for o in operands if o is not node and not tree.contains(o, node)):
+                return parent
+            return self._meeting(parent, inputs, step)
+        if isinstance(parent, cst.UnaryOperation):
+            return self._meeting(parent, inputs, step)
+        if isinstance(parent, (cst.Element, cst.Arg)):
+            return self._handed(parent, inputs, step)
+        if isinstance(parent, cst.AugAssign) and parent.value is node:
+            return parent if self.from_inputs(parent.target, inputs) else None
+        if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name):
+            after = self.order[id(parent)]
+            for load in self.loads.get(parent.targets[0].target.value, ()):
+                if self.order[id(load)] > after:
+                    found = self._meeting(load, inputs, step)
+                    if found is not None:
+                        return found
+        return None
+
+    def _handed(self, part: cst.Element | cst.Arg, inputs: set[str], step: int) -> cst.CSTNode | None:
+        """The value is an element of a tuple or list, or an argument: it meets what the
+        same call (or the call the container is handed to) is also given."""
+        container = self.parents.get(id(part))
+        if isinstance(part, cst.Element):
+            if not isinstance(container, (cst.Tuple, cst.List)):
+                return None
+            siblings = [e.value for e in container.elements if e is not part]
+            holder = self.parents.get(id(container))
+            if isinstance(holder, cst.Arg) and any(self.from_inputs(v, inputs) for v in siblings):
+                call = self.parents.get(id(holder))
+                return call if isinstance(call, cst.Call) and self._combines(call) else None
+            return self._meeting(container, inputs, step)
+        if not isinstance(container, cst.Call) or not self._combines(container):
+            return None
+        others = [a.value for a in container.args if a is not part and a.keyword is None]
+        receiver = container.func.value if isinstance(container.func, cst.Attribute) else None
+        if any(self.from_inputs(v, inputs) for v in others) or (
+            receiver is not None and self.from_inputs(receiver, inputs)
+        ):
+            return container
+        return None
+
+    def _combines(self, call: cst.Call) -> bool:
+        """A call that computes with its tensor arguments together: a torch function, a
+        submodule, a tensor method; not a move, a logger or a builtin that reads them."""
+        func = call.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
+        return name not in _MOVES and name not in _READERS and name not in _LOG_METHODS \
+            and name not in ("append", "extend", "insert", "add", "update", "setdefault", "get")
+
+    def from_inputs(self, expr: cst.BaseExpression, inputs: set[str], depth: int = 0) -> bool:
+        """Is ``expr`` a tensor computed from the parameters ``inputs`` (where the caller's
+        data is)? Not a size, a device or a number read from them (``x.size(0)``,
+        ``x.shape``, ``len(x)``), nor an attribute of the module."""
+        if depth > 6:
+            return False
+        step = depth + 1
+        if isinstance(expr, cst.Name):
+            if expr.value in inputs:
+                return True
+            return any(bound is not None and self.from_inputs(bound[0], inputs, step)
+                       for bound in self.bindings.get(expr.value, ()))
+        if isinstance(expr, cst.Attribute):
+            if expr.attr.value in NON_TENSOR_ATTRIBUTES:
+                return False
+            return not (isinstance(expr.value, cst.Name) and expr.value.value == self.self_name) \
+                and self.from_inputs(expr.value, inputs, step)
+        if isinstance(expr, cst.Call):
+            func = expr.func
+            if isinstance(func, cst.Name) and func.value in _READERS:
+                return False
+            if isinstance(func, cst.Attribute):
+                if func.attr.value in NON_TENSOR_METHODS:
+                    return False
+                if self.from_inputs(func.value, inputs, step):
+                    return True
+            return any(self.from_inputs(a.value, inputs, step) for a in expr.args if a.keyword is None)
+        if isinstance(expr, cst.Subscript):
+            return self.from_inputs(expr.value, inputs, step)
+        if isinstance(expr, cst.BinaryOperation):
+            return self.from_inputs(expr.left, inputs, step) or self.from_inputs(expr.right, inputs, step)
+        if isinstance(expr, cst.UnaryOperation):
+            return self.from_inputs(expr.expression, inputs, step)
+        if isinstance(expr, (cst.Tuple, cst.List)):
+            return any(self.from_inputs(e.value, inputs, step) for e in expr.elements)
+        return False
+
     def _top_level(self, node: cst.CSTNode) -> bool:
         """Is ``node`` in a statement of the function's own body (no branch or loop)?"""
         parent = self.parents.get(id(node))
@@ -944,6 +1065,38 @@ def attribute_meets_module(
         if any(uses.harmful(read) for read in reads):
             return True
     return False
+
+
+def tensor_inputs(function: cst.FunctionDef) -> set[str]:
+    """The parameters of a method (not ``self``) that may carry the caller's tensors: no
+    default but ``None``, no annotation naming a number, a string or a flag."""
+    params = function.params
+    ordered = [*params.posonly_params, *params.params][1:] + list(params.kwonly_params)
+    return {
+        p.name.value for p in ordered
+        if (p.default is None or (isinstance(p.default, cst.Name) and p.default.value == "None"))
+        and not (p.annotation is not None and code(p.annotation.annotation) in _NUMBER_ANNOTATIONS)
+    }
+
+
+def attribute_meeting(
+    klass: cst.ClassDef, attr: str, skipped: set[str], callees: Callees | None = None,
+) -> tuple[cst.CSTNode, cst.FunctionDef] | None:
+    """Where ``self.<attr>``, read in a method of ``klass`` not in ``skipped``, meets a
+    tensor computed from that method's inputs (``Uses.meeting``): the meeting node and the
+    method. None when no read shows one."""
+    for method, self_name in methods(klass):
+        if method.name.value in skipped:
+            continue
+        inputs = tensor_inputs(method)
+        if not inputs:
+            continue
+        uses = Uses(method, callees, klass)
+        for read in uses.attribute_reads(self_name, attr):
+            found = uses.meeting(read, inputs)
+            if found is not None:
+                return found, method
+    return None
 
 
 def _operands(node: cst.CSTNode) -> list[cst.BaseExpression]:

@@ -209,8 +209,11 @@ class HardcodedCudaCall(Rule):
         func = node.func
         if not isinstance(func, cst.Attribute) or func.attr.value != "cuda":
             return
-        if self.ctx.qualified_name(func.value) == "torch" or self.ctx.is_guarded():
+        module = self.ctx.qualified_name(func.value)
+        if module == "torch" or self.ctx.is_guarded():
             return
+        if module is not None and self.ctx.index is not None and self.ctx.index.is_project_module(module, self.ctx.path):
+            return  # `utils.cuda(x)`: the project's own function
         self.candidates.append((node, tuple(self.ctx.ancestors)))
 
     def end_of_file(self) -> None:

@@ -351,6 +351,7 @@ class LoadWithoutMapLocation(Rule):
         if (
             provenance.written_here(self.ctx, node)
             or provenance.says_metadata(ancestors, node)
+            or provenance.retried_with_map_location(self.ctx, ancestors)
             or provenance.in_accelerator_test(self.ctx, ancestors)
             or provenance.sent_from_cpu(self.ctx, node)
             or provenance.only_arrays(self.ctx, node)

@@ -129,13 +129,22 @@ class UnregisteredTensorAttribute(Rule):
     a floating-point buffer (a float32 table, e.g. rotary frequencies, becomes float16),
     and a later assignment of a non-tensor to a buffer raises `TypeError`.
 
+    ## Confidence
+    Certain when the analysis shows how the line fails: the attribute is built on the CPU (not
+    0-dim), a method reads it where it meets a tensor computed from the method's inputs (an
+    operator with them, a call handed both, an index into it made from them) with no move
+    between, and the project moves modules of this class to a device (`.to(device)` or
+    `.cuda()` of one, of a module that holds one, of what a function building one returns, or
+    a parameter of a function that moves it). Possible otherwise: the attribute is handed on
+    or returned, or nothing in sight moves the module. `--show-evidence` prints the three
+    steps. See [confidence](../confidence.md).
+
     ## When not to use
     When the class deliberately keeps the tensor on the CPU (a lookup table indexed with
     CPU indices) and never lets it meet the module's inputs.
     """
 
     code = "TDL006"
-    preview = True  # first-look precision below 0.9 (benchmarks/precision/)
     name = "unregistered-tensor-attribute"
     message = "Tensor kept as a plain module attribute: `model.to()` leaves it behind; register it as a buffer"
     fix_title = "Use `register_buffer(..., persistent=False)`"
@@ -197,6 +206,21 @@ class UnregisteredTensorAttribute(Rule):
               "    def forward(self, x):\n        return self.blur(x)\n"),
     ]
     INVALID = [
+        Invalid(  # certain: the model is moved to a device and the mean meets its input in `forward`
+            "import torch\nfrom torch import nn\nclass Norm(nn.Module):\n"
+            "    def __init__(self, mean):\n        super().__init__()\n"
+            "        self.mean = torch.tensor(mean).view(1, 3, 1, 1)\n"
+            "    def forward(self, x):\n        return x - self.mean\n"
+            "model = nn.Sequential(Norm([0.5, 0.4, 0.4]), nn.Conv2d(3, 8, 3)).to(device)\n",
+            6, 9,
+            "import torch\nfrom torch import nn\nclass Norm(nn.Module):\n"
+            "    def __init__(self, mean):\n        super().__init__()\n"
+            '        self.register_buffer("mean", torch.tensor(mean).view(1, 3, 1, 1), '
+            "persistent=False)\n"
+            "    def forward(self, x):\n        return x - self.mean\n"
+            "model = nn.Sequential(Norm([0.5, 0.4, 0.4]), nn.Conv2d(3, 8, 3)).to(device)\n",
+            unsafe=True,
+        ),
         Invalid(  # handed to a function that mixes it with the input
             "import torch\nimport torch.nn as nn\ndef mix(t, like):\n    return t * like\n"
             "class M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
@@ -208,6 +232,7 @@ class UnregisteredTensorAttribute(Rule):
             '        self.register_buffer("table", torch.arange(4), persistent=False)\n'
             "    def forward(self, x):\n        return mix(self.table, x)\n",
             unsafe=True,
+            possible=True,
         ),
         Invalid(  # recurrent state: used by `forward` before it replaces it
             "import torch\nimport torch.nn as nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
@@ -219,6 +244,7 @@ class UnregisteredTensorAttribute(Rule):
             "    def forward(self, x):\n"
             "        self.h = torch.tanh(x + self.h).detach()\n        return self.h\n",
             unsafe=True,
+            possible=True,
         ),
         Invalid(  # returned to the caller, who mixes it with what the model computes
             "import torch\nimport torch.nn as nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
@@ -228,6 +254,7 @@ class UnregisteredTensorAttribute(Rule):
             '        self.register_buffer("k", torch.ones(3, 3) / 9, persistent=False)\n'
             "    def kernel(self):\n        return self.k\n",
             unsafe=True,
+            possible=True,
         ),
         Invalid(
             "import torch\nimport torch.nn as nn\n\nclass Masked(nn.Module):\n"
@@ -240,6 +267,7 @@ class UnregisteredTensorAttribute(Rule):
             '        self.register_buffer("mask", torch.tril(torch.ones(n, n)).bool(), '
             "persistent=False)  # causal\n"
             "    def forward(self, x):\n        return x.masked_fill(~self.mask, 0)\n",
+            possible=True,
         ),
         Invalid(
             "import torch\nfrom torch import nn\nclass Norm(nn.Module):\n"
@@ -253,6 +281,7 @@ class UnregisteredTensorAttribute(Rule):
             "persistent=False)\n"
             "    def forward(self, x):\n        return x - self.mean\n",
             unsafe=True,
+            possible=True,
         ),
         Invalid(
             "import torch as T\nimport torch.nn as nn\nclass Rope(nn.Module):\n"
@@ -270,6 +299,7 @@ class UnregisteredTensorAttribute(Rule):
             '        self.register_buffer("inv_freq", freqs, persistent=False)\n'
             "    def forward(self, t):\n        return T.outer(t, self.inv_freq)\n",
             unsafe=True,
+            possible=True,
         ),
         Invalid(
             "import torch\nimport torch.nn as nn\nclass Scaler(nn.Module):\n"
@@ -278,6 +308,7 @@ class UnregisteredTensorAttribute(Rule):
             "    def forward(self, x):\n        return x * self.weight\n",
             6, 9,
             None,
+            possible=True,
         ),
         Invalid(
             "import torch\nimport torch.nn as nn\nclass Head(nn.Module):\n"
@@ -289,6 +320,7 @@ class UnregisteredTensorAttribute(Rule):
             "    def __init__(self):\n        super().__init__()\n"
             '        self.register_buffer("idx", torch.tensor([0, 2, 4]), persistent=False)\n'
             "    def forward(self, x):\n        return x.index_select(1, self.idx)\n",
+            possible=True,
         ),
     ]
 
@@ -552,6 +584,9 @@ class UnregisteredTensorAttribute(Rule):
             if assignment.kind != "tensor" or attr in reported:
                 continue
             reported.add(attr)  # one finding per attribute, at its first tensor assignment
+            last = [a for a in in_init if a.attr == attr and a.method == assignment.method][-1]
+            if last.kind == "other" and self._no_tensor(last.value) and self._unconditional(state, last):
+                continue  # made something else before use: `self.bands = self.bands.tolist()`
             if (
                 assignment.zero_dim
                 or _placed(assignment.origin)
@@ -565,16 +600,53 @@ class UnregisteredTensorAttribute(Rule):
                 )
             ):
                 continue
-            self._report(state, assignment, in_init)
+            self._report(state, assignment, in_init, reachable)
 
-    def _report(self, state: _Class, first: _Assignment, in_init: list[_Assignment]) -> None:
+    def _failure_path(self, state: _Class, first: _Assignment, reachable: set[str]) -> tuple | None:
+        """The steps by which the attribute fails: it meets the method's inputs (on the
+        device the module is moved to) at a line the analysis shows, and the project moves
+        the module to an accelerator. None where either is out of sight."""
+        meeting = uses.attribute_meeting(state.node, first.attr, reachable, self.resolver)
+        moved = moves.module_moved_by_project(self.ctx, state.node)
+        if meeting is None or moved is None:
+            return None
+        node, method = meeting
+        return (
+            (first.node, f"`{first.self_name}.{first.attr}` is built on the CPU and kept as a plain attribute"),
+            moved,
+            (node, f"it meets `{method.name.value}`'s inputs here, which are on the module's device: "
+                   "on an accelerator this line fails"),
+        )
+
+    @staticmethod
+    def _unconditional(state: _Class, assignment: _Assignment) -> bool:
+        """The assignment is a statement of its method's own body (no branch around it)."""
+        method = next((m for m in state.node.body.body
+                       if isinstance(m, cst.FunctionDef) and m.name.value == assignment.method), None)
+        body = method.body.body if method is not None and isinstance(method.body, cst.IndentedBlock) else ()
+        return any(isinstance(s, cst.SimpleStatementLine) and assignment.node in s.body for s in body)
+
+    def _no_tensor(self, value: cst.BaseExpression) -> bool:
+        """Certainly not a plain tensor: a Python value (``.tolist()``, ``.item()``, a literal)
+        or a registered one (``nn.Parameter(self.w)``)."""
+        if _literal(value):
+            return True
+        if not isinstance(value, cst.Call):
+            return False
+        func = value.func
+        return (isinstance(func, cst.Attribute) and func.attr.value in ("tolist", "item", "numpy")) or (
+            self.ctx.qualified_name(func) in _REGISTERED)
+
+    def _report(self, state: _Class, first: _Assignment, in_init: list[_Assignment], reachable: set[str]) -> None:
         attr = first.attr
+        path = self._failure_path(state, first, reachable)
         if _requires_grad(first.origin):
             self.report(
                 first.node,
                 f"`{first.self_name}.{attr}` is a tensor that requires grad kept as a plain "
                 "attribute: it is neither moved by `model.to()` nor in `parameters()`; "
                 "make it an `nn.Parameter`",
+                evidence=path or (), certain=path is not None,
             )
             return
         others = [a for a in state.assignments if a.attr == attr]
@@ -583,12 +655,10 @@ class UnregisteredTensorAttribute(Rule):
             f"`{first.self_name}.{attr}` is a tensor kept as a plain module attribute: "
             "`model.to()` leaves it behind; register it as a buffer"
         )
+        evidence = path if path is not None else ((state.node, f"`{state.node.name.value}` is an nn.Module: "
+                                                   "`model.to()` moves its parameters, buffers and submodules only"),)
         self.report(first.node, message, fix=lambda: self._fix(state, first, others, rewritten),
-                    evidence=self._report_evidence(state))
-
-    def _report_evidence(self, state: _Class) -> tuple:
-        return ((state.node, f"`{state.node.name.value}` is an nn.Module: `model.to()` moves its "
-                 "parameters, buffers and submodules only"),)
+                    evidence=evidence, certain=path is not None)
 
     def _fix(self, state, first, others, rewritten) -> Fix | None:
         positions = self.ctx.positions

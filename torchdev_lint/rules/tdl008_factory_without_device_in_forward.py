@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from torchdev_lint import fixes
-from torchdev_lint.analysis import callees, kinds, tree, uses
+from torchdev_lint.analysis import callees, kinds, moves, tree, uses
 from torchdev_lint.analysis.evidence import kind_by_use
 from torchdev_lint.analysis.guards import code_of
 from torchdev_lint.analysis.imports import dotted_name
@@ -185,13 +185,21 @@ class FactoryWithoutDeviceInForward(Rule):
     from the GPU's generator than from the CPU's, and an unannotated parameter may not be
     a tensor at run time (a list, a dict, or `None` for a `mask=None` default).
 
+    ## Confidence
+    Certain when the analysis shows how the line fails: the CPU tensor meets a tensor computed
+    from the method's inputs (an operator with them, a call handed both: `x + noise`,
+    `self.rnn(x, (h0, c0))`) with no move between, it is not a 0-dim scalar, and the project
+    moves modules of this class to a device (directly, as a submodule, through a function
+    that builds or moves one). Possible otherwise: the factory's value is returned or handed
+    to code out of sight, or nothing in sight moves the module. See
+    [confidence](../confidence.md).
+
     ## When not to use
     When a module deliberately computes on the CPU in `forward` (e.g. builds an index on
     the host for a CPU-side lookup).
     """
 
     code = "TDL008"
-    preview = True  # first-look precision below 0.9 (benchmarks/precision/)
     name = "factory-without-device-in-forward"
     message = "Tensor factory in `forward` without `device=`: it builds its tensor on the CPU"
     fix_title = "Add `device=<input>.device`"
@@ -293,6 +301,16 @@ class FactoryWithoutDeviceInForward(Rule):
               "        idx = idx + (idx >= positions(4)) * high\n        return y[idx]\n"),
     ]
     INVALID = [
+        Invalid(  # certain: the model is moved to a device and the noise meets its input
+            "import torch\nimport torch.nn as nn\nclass Denoiser(nn.Module):\n"
+            "    def forward(self, x):\n        return x + 0.1 * torch.randn(x.shape)\n"
+            "model = Denoiser().to(device)\n",
+            5, 26,
+            "import torch\nimport torch.nn as nn\nclass Denoiser(nn.Module):\n"
+            "    def forward(self, x):\n        return x + 0.1 * torch.randn(x.shape, device=x.device)\n"
+            "model = Denoiser().to(device)\n",
+            unsafe=True,
+        ),
         Invalid(  # divided by a bound of another statement, which may be a GPU tensor
             "import torch\nimport torch.nn as nn\nclass Net(nn.Module):\n"
             "    def forward(self, t, dim):\n        half = dim // 2\n"
@@ -302,6 +320,7 @@ class FactoryWithoutDeviceInForward(Rule):
             "    def forward(self, t, dim):\n        half = dim // 2\n"
             "        freqs = (torch.arange(8, device=t.device) / half).to(t.device)\n        return t * freqs\n",
             unsafe=False,
+            possible=True,
         ),
         Invalid(  # handed to a method that mixes it with the input
             "import torch\nimport torch.nn as nn\nclass Net(nn.Module):\n"
@@ -313,6 +332,7 @@ class FactoryWithoutDeviceInForward(Rule):
             "        return self.shift(x, torch.arange(x.size(1), device=x.device))\n"
             "    def shift(self, h, pos):\n        return h + pos\n",
             unsafe=True,
+            possible=True,
         ),
         Invalid(  # 0-dim data: a fill on the device (see Fix)
             "import torch\nimport torch.nn as nn\nclass Net(nn.Module):\n"
@@ -323,6 +343,7 @@ class FactoryWithoutDeviceInForward(Rule):
             "    def forward(self, x: torch.Tensor):\n"
             "        n = torch.full((), x.size(1), device=x.device)\n"
             "        return torch.stack([x.sum(), n])\n",
+            possible=True,
         ),
         Invalid(  # returned: the caller gets a CPU tensor next to the model's outputs
             "import torch\nimport torch.nn as nn\nclass Net(nn.Module):\n"
@@ -332,6 +353,7 @@ class FactoryWithoutDeviceInForward(Rule):
             "    def forward(self, x):\n        h = torch.zeros(x.size(0), 4, device=x.device)\n"
             "        return x, h\n",
             unsafe=True,
+            possible=True,
         ),
         Invalid(
             "import torch\nimport torch.nn as nn\nclass Net(nn.Module):\n"
@@ -341,6 +363,7 @@ class FactoryWithoutDeviceInForward(Rule):
             "import torch\nimport torch.nn as nn\nclass Net(nn.Module):\n"
             "    def forward(self, x: torch.Tensor):\n"
             "        pos = torch.arange(x.size(1), device=x.device)\n        return x + pos\n",
+            possible=True,
         ),
         Invalid(
             "import torch\nimport torch.nn as nn\nclass Net(nn.Module):\n"
@@ -350,6 +373,7 @@ class FactoryWithoutDeviceInForward(Rule):
             "    def forward(self, x):\n"
             "        return x + torch.ones(x.shape[-1], device=x.device)\n",
             unsafe=True,
+            possible=True,
         ),
         Invalid(
             "import torch as T\nfrom torch import nn\nclass Dropish(nn.Module):\n"
@@ -360,6 +384,7 @@ class FactoryWithoutDeviceInForward(Rule):
             "    def forward(self, x, mask=None):\n        noise = T.rand(x.shape, device=x.device)\n"
             "        return x * noise\n",
             unsafe=True,
+            possible=True,
         ),
         Invalid(
             "import torch\nimport torch.nn as nn\nclass Causal(nn.Module):\n"
@@ -372,6 +397,7 @@ class FactoryWithoutDeviceInForward(Rule):
             "    def mask(self, h):\n        n = h.size(1)\n"
             "        return torch.tril(torch.ones(n, n, device=h.device)) + "
             "torch.eye(n, device=h.device)\n",
+            possible=True,
         ),
         Invalid(
             "import torch\nimport torch.nn as nn\nclass Scale(nn.Module):\n"
@@ -382,6 +408,7 @@ class FactoryWithoutDeviceInForward(Rule):
             "    def forward(self, x):\n        w = torch.tensor([1.0, 2.0], device=x.device).float()\n"
             "        return x * w\n",
             unsafe=True,
+            possible=True,
         ),
     ]
 
@@ -614,9 +641,14 @@ class FactoryWithoutDeviceInForward(Rule):
                 if not candidates:
                     continue
                 chosen = next((p for p in candidates if not p.defaulted), candidates[0])
-                self._report(factory, method, chosen)
+                meeting = followed.meeting(factory.call, tensors)
+                moved = moves.module_moved_by_project(self.ctx, klass.node)
+                path = None if meeting is None or moved is None or _scalar_data(factory.call) else (
+                    moved, (meeting, f"the CPU tensor meets `{method_name}`'s inputs here, which are on the "
+                                     "module's device: on an accelerator this line fails"))
+                self._report(factory, method, chosen, path)
 
-    def _report(self, factory: _Factory, method: _Method, param: _Param) -> None:
+    def _report(self, factory: _Factory, method: _Method, param: _Param, path: tuple | None) -> None:
         where = method.node.name.value
         message = (
             f"`torch.{factory.name}(...)` in `{where}` without `device=`: it builds its tensor "
@@ -634,7 +666,8 @@ class FactoryWithoutDeviceInForward(Rule):
         fix = Fix(Applicability.SAFE if safe else Applicability.UNSAFE, [(factory.call, edit)]) if known else None
         node = next((p for p in method.node.params.params if p.name.value == param.name), method.node)
         self.report(factory.call, message, fix=fix,
-                    evidence=((node, f"`{param.name}` is an input of `{where}`: the tensors it meets arrive there"),))
+                    evidence=((node, f"`{param.name}` is an input of `{where}`: the tensors it meets arrive there"),
+                              *(path or ())), certain=path is not None)
 
 
 def _computed_with(function: cst.FunctionDef, name: str, qualify) -> bool:

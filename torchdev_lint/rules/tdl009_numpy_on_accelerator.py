@@ -86,12 +86,18 @@ class NumpyOnAccelerator(Rule):
     host. Unsafe otherwise (a batch element, the output of the project's own module, a
     parameter): an object with its own `numpy()` may have no `cpu()`.
 
+    ## Confidence
+    Certain when the converted value was placed on the device by a move in sight: the result
+    of `.to(device)`/`.cuda()` (not to the CPU), of a factory given a device, of a model that
+    was moved or was fed such a value, or computed from one (`model(x.to(device)).argmax(1)`).
+    Possible when the value may be on an accelerator only because it is a model's output in
+    a file that names devices. See [confidence](../confidence.md).
+
     ## When not to use
     Never: `.cpu()` costs nothing on a CPU tensor.
     """
 
     code = "TDL009"
-    preview = True  # first-look precision below 0.9 (benchmarks/precision/)
     name = "numpy-on-accelerator"
     message = "`.numpy()` on a tensor that may be on an accelerator: call `.cpu()` first"
     fix_title = "Insert `.cpu()` before `.numpy()`"
@@ -304,7 +310,8 @@ class NumpyOnAccelerator(Rule):
             return  # the project's own `numpy()`, not a tensor's
         detach = not self._grad_disabled() and self._may_require_grad(func.value)
         self.report(node, fix=Fix(_applicability(certain),
-                                  [(node, lambda u: _insert_cpu(u, detach))]))
+                                  [(node, lambda u: _insert_cpu(u, detach))]),
+                    evidence=self._placed_evidence(node, receiver), certain=receiver.placed)
 
     def _converter(self, call: cst.Call) -> None:
         """``np.asarray(t)``, ``plt.plot(t)``, ``cv2.imwrite(p, t)``: NumPy converts the
@@ -333,7 +340,16 @@ class NumpyOnAccelerator(Rule):
                 f"`{name}()` converts a tensor that may be on an accelerator to NumPy: "
                 "call `.cpu()` first",
                 fix=Fix(Applicability.SAFE, [(arg.value, lambda u: _cpu_of(u, detach))]),
+                evidence=self._placed_evidence(arg.value, value), certain=value.placed,
             )
+
+    def _placed_evidence(self, node: cst.CSTNode, value) -> tuple:
+        """The failure path: the converted value comes from a move to a device in sight."""
+        if not value.placed:
+            return ((node, "the value may be on an accelerator (a model's output), but no move to a device "
+                     "is in sight"),)
+        return ((node, "the value was placed on the device by a move in sight (`.to(device)`, `.cuda()`, "
+                 "`device=`), or computed from such a value: on an accelerator NumPy cannot read it"),)
 
     # -- does the value require grad? --------------------------------------------------
 

@@ -1,0 +1,187 @@
+"""What the analysis must know before it calls a finding certain: the shapes first looks at
+public repositories showed wrong (a CUDA extension's wrapper, a load that already falls back,
+an option nothing reads, a project's own `cuda()` helper) and the failure paths that make
+the device-mixing rules certain (a module the project moves, a value a move placed)."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from torchdev_lint import cli
+
+
+def write(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+
+
+def findings(capsys, root: Path, select: str) -> list[tuple]:
+    """(file, line, code, confidence) of a `--preview` run over ``root`` with its project index."""
+    cli.main(["--format", "json", "--isolated", "--preview", "--no-cache", "--select", select, str(root)])
+    return sorted((Path(f["path"]).relative_to(root).as_posix(), f["line"], f["code"], f["confidence"])
+                  for f in json.loads(capsys.readouterr().out))
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+EXTENSION = {
+    "ops/backend.py": """\
+        import os
+        from torch.utils.cpp_extension import load
+        _here = os.path.dirname(__file__)
+        _backend = load(name="_march", sources=[os.path.join(_here, "march.cu"), os.path.join(_here, "bind.cpp")])
+        """,
+    "ops/__init__.py": "",
+    "ops/march.py": """\
+        import torch
+        try:
+            import _march as _backend
+        except ImportError:
+            from .backend import _backend
+        def march(rays):
+            if not rays.is_cuda:
+                rays = rays.cuda()
+            return _backend.march(rays)
+        """,
+    "train.py": """\
+        import torch
+        from ops.march import march
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        rays = torch.rand(8, 3).to(device)
+        print(march(rays))
+        """,
+}
+
+
+def test_the_wrapper_of_a_cuda_extension_needs_cuda_anyway(project, capsys):
+    """The `.cuda()` that feeds a kernel built from `.cu` sources is no portability bug."""
+    write(project, EXTENSION)
+    assert findings(capsys, project, "TDL001") == [("ops/march.py", 8, "TDL001", "possible")]
+    # the same wrapper over a C++-only extension runs on the CPU: the `.cuda()` is the bug
+    write(project, {"ops/backend.py": EXTENSION["ops/backend.py"].replace('"march.cu"', '"march.cpp"')})
+    assert findings(capsys, project, "TDL001") == [("ops/march.py", 8, "TDL001", "certain")]
+
+
+def test_a_load_retried_with_map_location_already_falls_back(project, capsys):
+    write(project, {"restore.py": """\
+        import torch
+        def restore(model, path, device):
+            try:
+                state = torch.load(path)
+            except RuntimeError:
+                state = torch.load(path, map_location=lambda storage, loc: storage)
+            model.load_state_dict(state)
+        def restore_plain(model, path, device):
+            model.load_state_dict(torch.load(path))
+        """})
+    assert [f[:3] for f in findings(capsys, project, "TDL004")] == [("restore.py", 9, "TDL004")]
+
+
+def test_a_project_function_named_cuda_is_not_tensor_cuda(project, capsys):
+    write(project, {
+        "utils.py": "import torch\ndef cuda(x):\n    return x.cuda() if torch.cuda.is_available() else x\n",
+        "validate.py": """\
+            import torch
+            import utils
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+            net = torch.nn.Linear(2, 2).to(device)
+            def validate(model, loader):
+                for x, y in loader:
+                    yield model(utils.cuda(x)), y.cuda()
+            """,
+    })
+    assert findings(capsys, project, "TDL001") == [("validate.py", 7, "TDL001", "certain")]
+
+
+@pytest.mark.parametrize("script, certain", [
+    # `--cuda` parsed and never read: the script offers no CPU path, whatever its help says
+    ("p.add_argument('--cuda', action='store_true')\nargs = p.parse_args()\n", False),
+    ("p.add_argument('--cuda', action='store_true')\nargs = p.parse_args()\nuse = args.cuda\n", True),
+    ("p.add_argument('--no-cuda', action='store_true')\nargs = p.parse_args()\n"
+     "device = 'cpu' if args.no_cuda else 'cuda'\nnet = Net().to(device)\n", True),
+    ("p.add_argument('--gpu', dest='use_gpu', action='store_true')\nargs = p.parse_args()\n"
+     "if args.use_gpu:\n    print('gpu')\n", True),
+])
+def test_an_option_counts_as_a_cpu_path_only_when_the_script_reads_it(project, capsys, script, certain):
+    write(project, {"train.py": "import argparse\nimport torch\np = argparse.ArgumentParser()\n" + script
+                    + "def step(x):\n    return x.cuda()\n"})
+    (finding,) = findings(capsys, project, "TDL001")
+    assert finding[3] == ("certain" if certain else "possible")
+
+
+NORMALIZE = """\
+    import torch
+    from torch import nn
+    class Normalize(nn.Module):
+        def __init__(self, mean):
+            super().__init__()
+            self.mean = torch.tensor(mean).view(1, -1, 1, 1)
+        def forward(self, x):
+            return x - self.mean
+    """
+
+
+@pytest.mark.parametrize("training, confidence", [
+    # built by a function whose result is moved
+    ("from model import Normalize\ndef build():\n    return nn.Sequential(Normalize([0.5]), nn.Conv2d(1, 2, 3))\n"
+     "net = build().to(device)\n", "certain"),
+    # handed to a training helper that moves its parameter
+    ("from model import Normalize\ndef fit(model, device):\n    model.to(device)\n"
+     "fit(Normalize([0.5]), device)\n", "certain"),
+    # a submodule of a module that is moved
+    ("from model import Normalize\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+     "        self.norm = Normalize([0.5])\nnet = Net().cuda()\n", "certain"),
+    # nothing moves it: on the CPU, where it was built
+    ("from model import Normalize\nnet = Normalize([0.5])\n", "possible"),
+    # factories follow the default device the project sets to the accelerator's
+    ("from model import Normalize\ntorch.set_default_tensor_type(torch.cuda.FloatTensor)\n"
+     "net = Normalize([0.5]).to(device)\n", "possible"),
+])
+def test_an_attribute_is_certain_where_the_project_moves_its_module(project, capsys, training, confidence):
+    write(project, {"model.py": NORMALIZE,
+                    "train.py": "import torch\nfrom torch import nn\ndevice = 'cuda'\n" + training})
+    assert findings(capsys, project, "TDL006") == [("model.py", 6, "TDL006", confidence)]
+
+
+def test_a_python_list_made_from_the_tensor_is_no_attribute_left_behind(project, capsys):
+    write(project, {"enc.py": """\
+        import torch
+        from torch import nn
+        class Encoder(nn.Module):
+            def __init__(self, n):
+                super().__init__()
+                self.bands = 2.0 ** torch.linspace(0, n, n)
+                self.bands = self.bands.numpy().tolist()
+            def forward(self, x):
+                return torch.cat([x * b for b in self.bands], -1)
+        net = Encoder(4).to("cuda")
+        """})
+    assert findings(capsys, project, "TDL006") == []
+
+
+@pytest.mark.parametrize("line, confidence", [
+    ("preds.append(model(x.to(device)).argmax(1).numpy())", "certain"),  # placed by a move in sight
+    ("preds.append(model(x).argmax(1).numpy())", None),  # a model of unknown placement, nothing moved
+    ("preds.append(model(x.to(device)).to('cpu', torch.uint8).numpy())", None),  # brought back
+])
+def test_numpy_is_certain_on_a_value_a_move_placed(project, capsys, line, confidence):
+    write(project, {"evaluate.py": f"""\
+        import torch
+        def evaluate(model, loader, device):
+            preds = []
+            for x in loader:
+                {line}
+            return preds
+        """})
+    expected = [("evaluate.py", 5, "TDL009", confidence)] if confidence else []
+    assert findings(capsys, project, "TDL009") == expected
