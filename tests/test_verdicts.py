@@ -167,6 +167,10 @@ def test_a_device_problem_found_by_a_test_shows_at_its_line_until_the_file_chang
     assert status == 1
     assert out.startswith("net.py:12:16: TDL100 aten.mul at net.py:12 mixed cuda:0 and cpu tensors "
                           f"(found by {TEST_ID} on a simulated GPU)")
+    # `--ignore TDL100` and `--select TDL100` name it as any rule's code
+    assert "TDL100" not in cli("--ignore", "TDL100", "net.py", cwd=project)[1]
+    status, out, _ = cli("--select", "TDL100", "--format", "concise", "net.py", cwd=project)
+    assert status == 1 and out.startswith("net.py:12:16: TDL100")
     # `# noqa: TDL100` silences it, as any finding
     (project / "net.py").write_text(NET.replace("* self.scale", "* self.scale  # noqa: TDL100"))
     record(project, "net.py", problems=[("TDL100", 12, TEST_ID, evidence)])

@@ -18,6 +18,7 @@ else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
 from torchdev_lint.analysis.devices import CUDA_OR_CPU, FIX_DEVICES
+from torchdev_lint import verdict_store
 from torchdev_lint.rule import Rule
 
 SECTION = "torchdev-lint"
@@ -208,7 +209,8 @@ def split_codes(text: str) -> list[str]:
 
 
 def check_codes(codes: list[str], origin: str) -> None:
-    known = list(Rule.registry)
+    # the runtime codes too: a test's device problem shows as a finding (docs/verdicts.md)
+    known = [*Rule.registry, verdict_store.MISMATCH_CODE, verdict_store.NO_GPU_CODE]
     for code in codes:
         if code != "ALL" and not any(k.startswith(code) for k in known):
             raise UsageError(f"{origin}: unknown rule code or prefix '{code}'")
