@@ -78,7 +78,8 @@ class HardcodedCudaCall(Rule):
     by `target-devices` (a machine without CUDA in it), or shown by the code, nearest scope
     first (the function takes a device or follows an input's `.device`, its class does, or
     the file chooses the CPU somewhere: `"cuda" if torch.cuda.is_available() else "cpu"`,
-    `--cpu`, `--no-cuda`, `--device`, a `--cuda` flag off by default). Possible in code judged
+    `--cpu`, `--no-cuda`, `--device`, a `--cuda` flag off by default; a choice bound to a name
+    nothing reads, or an option nothing reads after parsing, is not one). Possible in code judged
     CUDA-only (no CPU path shown; counted in the summary), in test code, and where the file,
     function or class needs CUDA anyway (apex/bitsandbytes/triton at the top of the file, a
     CUDA-only `torch.cuda` call, an `nn.DataParallel` subclass). `--show-evidence` prints the
