@@ -311,6 +311,89 @@ def test_a_simulated_session_keeps_its_verdicts_and_a_second_run_keeps_them(suit
     assert all("verdict" not in f for f in json.loads(edited)) and "TDL100" not in edited
 
 
+RECORDED = """\
+import torch
+from torch import nn
+
+EVAL_DEVICE = "cuda"
+
+
+class Heads(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(2, 2)
+        self.heads = {}
+        self.scale = torch.ones(2)
+
+    def forward(self, x):
+        return self.lin(x) * self.scale.to(x.device)
+
+
+def helper(x):
+    return x.sum()
+
+
+def outer(x):
+    y = helper(x) + torch.zeros(1).cuda()
+    return y
+
+
+def never(x):
+    return x.cuda()
+
+
+def load(path):
+    return torch.load(path)
+"""
+RECORDED_TESTS = """\
+import torch
+from pkg.rec import Heads, load, outer
+
+
+def test_load(tmp_path):
+    torch.save({"w": torch.ones(2)}, tmp_path / "w.pt")
+    assert load(tmp_path / "w.pt")["w"].sum() == 2
+
+
+def test_heads():
+    Heads().cuda()(torch.randn(3, 2).cuda())
+
+
+def test_outer():
+    outer(torch.ones(2).cuda())
+"""
+
+
+def test_lines_that_ran_are_ran_clean_and_lines_never_run_not_reached(tmp_path):
+    """The line recording (on Python < 3.12 from the simulator's torch calls, not a trace
+    function): a finding line that ran in a test, directly or through a helper it called, is
+    "ran clean"; a line no test ran is "not reached"; a line without a call that the recording
+    cannot see has no verdict rather than a wrong "not reached"."""
+    pytest.importorskip("torch")
+    (tmp_path / "pyproject.toml").write_text(PROJECT + "[tool.pytest.ini_options]\n")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "rec.py").write_text(RECORDED)
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_rec.py").write_text(RECORDED_TESTS)
+    out = simulate(tmp_path)
+    assert "3 passed" in out, out
+    _, text, _ = cli("--format", "json", "--preview", "pkg/rec.py", cwd=tmp_path)
+    found = {(f["code"], f["line"]): f.get("verdict", {}).get("status") for f in json.loads(text)}
+    ran = {line for (code, line), status in found.items() if status is not None and status != "not reached"}
+    statuses = {line: status for (code, line), status in found.items()}
+    assert statuses[32] == "ran clean", found  # torch.load without map_location (TDL004), run by test_load
+    assert statuses[23] == "ran where it cannot show", found  # outer's .cuda(), run by test_outer
+    assert statuses[28] == "not reached", found  # never()
+    entry = verdict_store.VerdictStore(tmp_path / ".torchdev_lint_cache").lookup(RECORDED)
+    assert entry.ran(23) == {"sim": {"tests/test_rec.py::test_outer"}}
+    if sys.version_info < (3, 12):
+        # EVAL_DEVICE = "cuda": no call, so the recording cannot see it run: no verdict
+        assert 4 not in ran and statuses[4] is None, found
+
+
+
+
 def test_no_verdicts_option_of_the_plugin_keeps_nothing(suite):
     out = simulate(suite, "--simulate-gpu-no-verdicts")
     assert "2 failed" in out and "verdicts of" not in out

@@ -214,6 +214,7 @@ def tally(store: verdict_store.VerdictStore, paths: list[Path]) -> dict[str, int
     from torchdev_lint import files
 
     counts = {status: 0 for status in verdict_store.STATUSES}
+    counts["unobserved"] = 0
     counts["new problems"] = 0
     counts["findings"] = 0
     roots = [p.resolve() for p in paths]
@@ -234,7 +235,10 @@ def tally(store: verdict_store.VerdictStore, paths: list[Path]) -> dict[str, int
         for finding in now.findings():
             counts["findings"] += 1
             verdict = now.verdict(finding.get("code"), int(finding.get("line", 0)), finding.get("end_line"))
-            counts[verdict.status if verdict else verdict_store.NOT_REACHED] += 1
+            if verdict is None and now.lines_recorded():
+                counts["unobserved"] += 1  # a line without a call: the recording cannot see it run
+            else:
+                counts[verdict.status if verdict else verdict_store.NOT_REACHED] += 1
         counts["new problems"] += len(now.runtime())
     return counts
 
@@ -243,5 +247,7 @@ def summary(counts: dict[str, int]) -> str:
     return (f"of {counts['findings']} static findings (every tier) in the files the tests ran: "
             f"{counts[verdict_store.CONFIRMED]} confirmed, {counts[verdict_store.INVOLVED]} in a device problem, "
             f"{counts[verdict_store.RAN_CLEAN]} ran clean, {counts[verdict_store.CANNOT_TELL]} ran where their bug "
-            f"cannot show, {counts[verdict_store.NOT_REACHED]} not reached; {counts['new problems']} new device "
+            f"cannot show, {counts[verdict_store.NOT_REACHED]} not reached"
+            + (f", {counts['unobserved']} on a line without a call (not recorded)" if counts.get("unobserved") else "")
+            + f"; {counts['new problems']} new device "
             "problem(s) no finding predicted (TDL100/TDL101)")

@@ -92,6 +92,16 @@ class FileVerdicts:
     def lines_recorded(self) -> bool:
         return bool(self.data.get("lines_recorded"))
 
+    def unobserved(self, line: int, end_line: int | None = None) -> bool:
+        """Whether no line of [line, end_line] could have been seen running: a line without a call
+        that the recording (Python < 3.12: from the torch calls) cannot see. Such a line that did
+        not show up has no verdict, rather than "not reached"."""
+        silent = self.data.get("unobserved")
+        if not silent:
+            return False
+        silent = set(silent)
+        return all(number in silent for number in range(line, (end_line or line) + 1))
+
     def confirmations(self, code: str, line: int, end_line: int | None = None) -> list[dict]:
         last = end_line or line
         return [c for c in self.data.get("confirmed", ())
@@ -135,7 +145,7 @@ class FileVerdicts:
             where = "a machine without a GPU: `--simulate-gpu=cpu-only`" if code in HARDCODED else "a GPU"
             return Verdict(CANNOT_TELL, f"ran in {_runs(count, owners)} on {MACHINES.get(mode, mode)}, where this "
                                         f"rule's bug cannot show (it shows on {where})", runs=count, machine=mode)
-        if self.lines_recorded():
+        if self.lines_recorded() and not self.unobserved(line, end_line):
             return Verdict(NOT_REACHED, "not reached by the recorded runs on a simulated GPU")
         return None
 
@@ -233,6 +243,12 @@ def merge(old: dict, new: dict) -> dict:
     """Two entries of the same content: every run's lines, findings, confirmations and problems."""
     out = new_entry(new.get("path") or old.get("path") or "")
     out["lines_recorded"] = bool(old.get("lines_recorded") or new.get("lines_recorded"))
+    # A line is unobserved when no recording run could see it (an empty list: all could).
+    recorded = [entry for entry in (old, new) if entry.get("lines_recorded")]
+    if recorded:
+        silent = set.intersection(*(set(int(n) for n in entry.get("unobserved") or ()) for entry in recorded))
+        if silent:
+            out["unobserved"] = sorted(silent)
     for entry in (old, new):
         for line, modes in (entry.get("lines") or {}).items():
             target = out["lines"].setdefault(str(line), {})
@@ -477,6 +493,11 @@ class Recording:
             entry = self.entries[real] = new_entry(real if relative.startswith("..") else relative)
         entry["lines_recorded"] = entry["lines_recorded"] or lines_recorded
         return entry
+
+    def unobserved(self, path: str, lines) -> None:
+        """Lines of ``path`` the run could not have seen running (see ``FileVerdicts.unobserved``)."""
+        entry = self.file(path)
+        entry["unobserved"] = sorted(set(entry.get("unobserved") or ()) | {int(n) for n in lines})
 
     def finding(self, path: str, finding: dict) -> None:
         """A static finding (``Finding.to_json()``) the run knew in ``path``."""

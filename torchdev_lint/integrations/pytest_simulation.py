@@ -23,7 +23,7 @@ import torch
 from torchdev_lint.integrations.pytest_plugin import SimulatedGPUWarning, wants_simulation
 from torchdev_lint.integrations.pytest_report import ATTRIBUTE, SILENT_CODES, Problem
 from torchdev_lint.trace import runner, session, sim, sites, verdicts
-from torchdev_lint.trace.finding_lines import FindingLines, file_lines
+from torchdev_lint.trace.finding_lines import FindingLines, file_lines, unobserved_lines
 from torchdev_lint.trace.runtime import NO_CUDA_TEXT, NUMPY_TEXT, NotSimulatedError, Runtime, SimulatedDeviceError
 
 STRICT_FAILURE = ("torchdev-lint: this test passed, but a device bug that raises nothing here was confirmed "
@@ -241,12 +241,14 @@ class Simulation:
             os.environ["CUDA_VISIBLE_DEVICES"] = ""
         if self.rt is None:
             self.rt = Runtime(self.mode, False, self.users, self.recorder)
-        self._machine = runner.instrumented(self.rt)
-        self._machine.__enter__()
         if self.keep and self.lines is None:
             self.lines = FindingLines(self.users, self._finding_lines, lambda: self.recorder.owner)
-            if not self.lines.start():  # coverage or a debugger holds the hook: confirmations only
+            if not self.lines.start():  # no free sys.monitoring tool id: confirmations only
                 self.lines = None
+            elif self.lines.by_probe:
+                self.rt.line_probe = self.lines.probe()  # before the modes exist: they keep it
+        self._machine = runner.instrumented(self.rt)
+        self._machine.__enter__()
 
     def stop(self) -> None:
         if self.lines is not None:
@@ -498,6 +500,8 @@ class Simulation:
             recording.file(real, lines_recorded=lines is not None and real in lines.linted)
             for f in findings:
                 recording.finding(real, f.to_json())
+            if lines is not None and lines.by_probe and real in lines.linted:
+                recording.unobserved(real, unobserved_lines(real, findings))
         if lines is not None:
             for (real, line), owners in lines.hits.items():
                 for owner in sorted(owners):

@@ -5,7 +5,8 @@ finding's line are traced line by line: the first time a code object of the proj
 runs, its file is linted (every tier, through the linter's result cache) and its lines compared
 with the findings; every other code object costs one dictionary look-up per call. Python 3.12+
 uses ``sys.monitoring`` (a code object's calls and lines are switched off once decided); older
-ones ``sys.settrace``. No torch here.
+ones record a line when a torch call the simulator intercepts is made while the line runs
+(``probe()``: a walk up the frames, per torch call only). No torch here.
 """
 
 from __future__ import annotations
@@ -76,31 +77,31 @@ class FindingLines:
             owners = self.hits[real, line] = set()
         owners.add(owner)
 
-    # -- Python < 3.12: sys.settrace -----------------------------------------------------------
-    def _decide(self, code):
-        found = self._lines(code)
-        tracer = self._codes[code] = self._local_for(*found) if found else None
-        return tracer
+    # -- Python < 3.12: from the simulator's interception of each torch call ----------------------
+    def probe(self):
+        """The function the simulator calls on every torch call it intercepts (before Python
+        3.12): it walks the Python frames above and records each one that stands on a finding
+        line. A dictionary look-up per frame of a torch call, nothing per Python call: a global
+        ``sys.settrace`` cost 2-6x on suites of many small Python calls. A finding line that
+        makes no torch call at all (rare: every rule's line moves, makes, loads or reads a
+        tensor, or builds a module or optimizer, which touches its parameters) is not seen."""
+        files, decide, hit, getframe, undecided = self._files, self._file, self._hit, sys._getframe, _UNDECIDED
 
-    def _make_global(self):
-        """The global trace function: called on every Python call, so one look-up in locals."""
-        lookup, decide, undecided = self._codes.get, self._decide, _UNDECIDED
+        def probe():
+            frame = getframe(1)
+            while frame is not None:
+                filename = frame.f_code.co_filename
+                known = files.get(filename, undecided)
+                if known is not None:
+                    if known is undecided:
+                        known = decide(filename)
+                    if known is not None:
+                        line = frame.f_lineno
+                        if line in known[1]:
+                            hit(known[0], line)
+                frame = frame.f_back
 
-        def tracer(frame, event, arg):
-            found = lookup(frame.f_code, undecided)
-            return decide(frame.f_code) if found is undecided else found
-
-        return tracer
-
-    def _local_for(self, real: str, mine: frozenset[int]):
-        hit = self._hit
-
-        def local(frame, event, arg):
-            if event == "line" and frame.f_lineno in mine:
-                hit(real, frame.f_lineno)
-            return local
-
-        return local
+        return probe
 
     # -- Python 3.12+: sys.monitoring ----------------------------------------------------------
     def _py_start(self, code, offset):
@@ -118,8 +119,13 @@ class FindingLines:
         return None  # every test counts: lines are not switched off
 
     # -- control -------------------------------------------------------------------------------
+    @property
+    def by_probe(self) -> bool:
+        """Whether the lines are recorded by ``probe()`` (Python < 3.12), not by sys.monitoring."""
+        return getattr(sys, "monitoring", None) is None
+
     def start(self) -> bool:
-        """Start, unless another tracer (coverage, a debugger) holds the hook: then False."""
+        """Start; False when sys.monitoring has no free tool id (Python 3.12+)."""
         monitoring = getattr(sys, "monitoring", None)
         if monitoring is not None:
             for tool in (5, 4, 3):
@@ -132,11 +138,8 @@ class FindingLines:
                     self.running = True
                     return True
             return False
-        if sys.gettrace() is not None:
-            return False
-        self._global = self._make_global()
-        threading.settrace(self._global)
-        sys.settrace(self._global)
+        # The simulator calls ``probe()`` on every torch call: no hook to hold, so coverage or a
+        # debugger can run too.
         self.running = True
         return True
 
@@ -153,13 +156,32 @@ class FindingLines:
             monitoring.register_callback(self._tool, monitoring.events.LINE, None)
             monitoring.free_tool_id(self._tool)
             self._tool = None
-            return
-        if sys.gettrace() == self._global:
-            sys.settrace(None)
-        threading.settrace(None)  # type: ignore[arg-type]
 
     def owners_of(self, real: str, line: int) -> set[str]:
         return self.hits.get((real, line), set())
+
+
+def unobserved_lines(path: str, findings) -> set[int]:
+    """The lines of findings ``probe()`` cannot see run: a finding whose lines hold no call (an
+    assignment of a constant or an empty container, ``EVAL_DEVICE = "cuda"``, ``self.heads = {}``),
+    so nothing the simulator intercepts happens there."""
+    import ast
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            tree = ast.parse(handle.read())
+    except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
+        return set()
+    called: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            called.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
+    out: set[int] = set()
+    for f in findings:
+        span = range(f.line, f.end_line + 1)
+        if not any(line in called for line in span):
+            out.update(span)
+    return out
 
 
 def file_lines(findings) -> set[int]:

@@ -98,6 +98,7 @@ class TraceFunctionMode(TorchFunctionMode):
         self.sim = rt.sim
         self.real = rt.mode == "real"
         self.local = rt.local
+        self.probe = rt.line_probe
         handlers = {TB.to: self._to, TB.cuda: self._to, TB.cpu: self._to,
                     TB.numpy: self._numpy, Tensor.__array__: self._numpy,
                     # Module.to(device="cuda") parses its arguments: no request yet (its moves are)
@@ -127,6 +128,8 @@ class TraceFunctionMode(TorchFunctionMode):
         # The hot path (every torch call): few Python frames, as each costs a trace event too.
         if kwargs is None:
             kwargs = {}
+        if self.probe is not None:
+            self.probe()  # which finding lines make this call (pytest's verdicts)
         handler = self.handlers.get(func)
         if handler is not None:
             return handler(func, args, kwargs)

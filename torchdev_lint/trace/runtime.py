@@ -229,6 +229,8 @@ class Runtime:
         self.accelerated = False  # the program has asked for a device other than the CPU
         self._devices: dict[str, torch.device] = {}
         self.local = threading.local()  # .ambient: see TraceFunctionMode._call_sim
+        # Called on every torch call the modes intercept (pytest's verdicts: FindingLines.probe)
+        self.line_probe = None
 
     # -- devices ------------------------------------------------------------------------
     def dev(self, t) -> str:
