@@ -348,6 +348,7 @@ def load(path):
 RECORDED_TESTS = """\
 import torch
 from pkg.rec import Heads, load, outer
+from pkg import unused
 
 
 def test_load(tmp_path):
@@ -374,6 +375,7 @@ def test_lines_that_ran_are_ran_clean_and_lines_never_run_not_reached(tmp_path):
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "__init__.py").write_text("")
     (tmp_path / "pkg" / "rec.py").write_text(RECORDED)
+    (tmp_path / "pkg" / "unused.py").write_text("import torch\n\n\ndef restore(path):\n    return torch.load(path)\n")
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "test_rec.py").write_text(RECORDED_TESTS)
     out = simulate(tmp_path)
@@ -385,6 +387,9 @@ def test_lines_that_ran_are_ran_clean_and_lines_never_run_not_reached(tmp_path):
     assert statuses[32] == "ran clean", found  # torch.load without map_location (TDL004), run by test_load
     assert statuses[23] == "ran where it cannot show", found  # outer's .cuda(), run by test_outer
     assert statuses[28] == "not reached", found  # never()
+    # a module imported but never calling torch: its findings are not reached either
+    _, text, _ = cli("--format", "json", "--preview", "pkg/unused.py", cwd=tmp_path)
+    assert [f["verdict"]["status"] for f in json.loads(text)] == ["not reached"]
     entry = verdict_store.VerdictStore(tmp_path / ".torchdev_lint_cache").lookup(RECORDED)
     assert entry.ran(23) == {"sim": {"tests/test_rec.py::test_outer"}}
     if sys.version_info < (3, 12):

@@ -494,6 +494,8 @@ class Simulation:
         store = self._store()
         recording = verdict_store.Recording(str(store.directory.parent))
         lines = self.lines
+        if lines is not None:
+            lines.imported()
         for real, findings in self._findings.items():
             if not findings:
                 continue

@@ -157,6 +157,16 @@ class FindingLines:
             monitoring.free_tool_id(self._tool)
             self._tool = None
 
+    def imported(self) -> None:
+        """Decide the project's imported modules that made no torch call: their finding lines did
+        not run (the probe sees a file only from a torch call), so they are "not reached"."""
+        if not self.by_probe:
+            return
+        for module in list(sys.modules.values()):
+            filename = getattr(module, "__file__", None)
+            if isinstance(filename, str) and filename.endswith(".py") and filename in self.users:
+                self._file(filename)
+
     def owners_of(self, real: str, line: int) -> set[str]:
         return self.hits.get((real, line), set())
 
