@@ -185,3 +185,89 @@ def test_numpy_is_certain_on_a_value_a_move_placed(project, capsys, line, confid
         """})
     expected = [("evaluate.py", 5, "TDL009", confidence)] if confidence else []
     assert findings(capsys, project, "TDL009") == expected
+
+
+@pytest.mark.parametrize("test", ["args.cpu == False", "args.cpu is False", "not args.cpu", "args.cpu != True"])
+def test_a_flag_compared_with_a_bool_guards_like_not(project, capsys, test):
+    write(project, {"train.py": f"""\
+        import argparse
+        p = argparse.ArgumentParser()
+        p.add_argument("--cpu", action="store_true")
+        args = p.parse_args()
+        def batches(loader):
+            for x in loader:
+                if {test}:
+                    x = x.cuda()
+                yield x
+        """})
+    assert findings(capsys, project, "TDL001") == []
+
+
+def test_a_second_gpu_is_multi_gpu_code(project, capsys):
+    write(project, {"demo.py": """\
+        import torch
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        net = torch.nn.Linear(2, 2).to(device)
+        a = torch.ones(2).cuda(1)
+        b = torch.ones(2).cuda()
+        """})
+    assert findings(capsys, project, "TDL001") == [("demo.py", 4, "TDL001", "possible"),
+                                                   ("demo.py", 5, "TDL001", "certain")]
+
+
+@pytest.mark.parametrize("after, flagged", [
+    ("print(t.is_cuda)", False),  # inspecting the tensor shows the move did not happen
+    ("t = t.cpu().numpy()", False),  # brought back and rebound before any use
+    ("print(t + 1)", True),  # used as if it had moved
+])
+def test_a_dropped_move_is_certain_only_where_the_value_is_used_as_moved(project, capsys, after, flagged):
+    write(project, {"demo.py": f"import torch\nt = torch.ones(2)\nt.to('cuda')\n{after}\n"})
+    assert [f[3] for f in findings(capsys, project, "TDL003")] == (["certain"] if flagged else ["possible"])
+
+
+def test_a_cpu_tensor_type_brings_the_value_back(project, capsys):
+    write(project, {"act.py": """\
+        import torch
+        def act(net, obs, device):
+            action = net(obs.to(device))
+            return action.type(torch.FloatTensor).numpy()
+        """})
+    assert findings(capsys, project, "TDL009") == []
+
+
+POLICIES = """\
+    import torch
+    class Policy(torch.nn.Module):
+        def act(self, state):
+            return self(torch.FloatTensor(state).cuda())
+    class Other(torch.nn.Module):
+        def act(self, state):
+            return self(torch.FloatTensor(state).cuda())
+    """
+
+
+@pytest.mark.parametrize("script, confidence", [
+    # a script that places everything with `device` and chooses the CPU: the helper's `.cuda()` is the bug
+    ("from common.policies import *\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+     "policy = Policy().to(device)\n", "certain"),
+    # a script that hardcodes `.cuda()` itself never ran on the CPU path it shows
+    ("from common.policies import *\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+     "policy = Policy().to(device)\nh = torch.zeros(1).cuda()\n", "possible"),
+])
+def test_a_helper_in_a_namespace_directory_runs_where_its_importers_do(project, capsys, script, confidence):
+    """`common/` without an `__init__.py`: `from common.policies import *` still reaches it, and
+    only the class the script uses counts."""
+    write(project, {"common/policies.py": POLICIES, "train.py": "import torch\n" + script})
+    found = [f for f in findings(capsys, project, "TDL001") if f[0] == "common/policies.py"]
+    assert found == [("common/policies.py", 4, "TDL001", confidence), ("common/policies.py", 7, "TDL001", "possible")]
+
+
+def test_a_script_running_a_module_written_for_cuda_offers_no_working_cpu_path(project, capsys):
+    write(project, {"common/policies.py": POLICIES, "train.py": """\
+        import torch
+        from common.policies import *
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        policy = Policy().to(device)
+        hidden = torch.zeros(1, 4).cuda()
+        """})
+    assert ("train.py", 5, "TDL001", "possible") in findings(capsys, project, "TDL001")

@@ -29,7 +29,7 @@ GPU_SCRIPT = textwrap.dedent("""\
     model.load_state_dict(state)
     x = torch.randn(8, 4)
     x.to("cuda")
-    print(model(x.cuda()))
+    print(model(x), x.cuda())
     torch.save(model.state_dict(), "weights.pt")
     """)
 

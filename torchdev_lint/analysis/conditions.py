@@ -308,6 +308,23 @@ def _comparison(node: cst.Comparison, qualify: Qualifier | None) -> tuple[Machin
     return UNKNOWN, UNKNOWN
 
 
+def _compared_with_bool(test: cst.Comparison) -> tuple[cst.BaseExpression, bool] | None:
+    """``x == True``/``x is False``/``x != False``: the flag ``x`` and the value the test
+    holds it to; None for any other comparison."""
+    if len(test.comparisons) != 1:
+        return None
+    target = test.comparisons[0]
+    right = target.comparator
+    if not (isinstance(right, cst.Name) and right.value in ("True", "False")):
+        return None
+    value = right.value == "True"
+    if isinstance(target.operator, (cst.Equal, cst.Is)):
+        return test.left, value
+    if isinstance(target.operator, (cst.NotEqual, cst.IsNot)):
+        return test.left, not value
+    return None
+
+
 def _both(a: Machine, b: Machine) -> Machine:
     """What holds when two facts both hold."""
     if a is UNKNOWN:
@@ -334,6 +351,10 @@ def implies(test: cst.BaseExpression, holds: bool = True, qualify: Qualifier | N
             return ACCELERATOR  # `wish and torch.cuda.is_available()`: the machine has one
         return _both(left, right) if conjunction else _either(left, right)
     if isinstance(test, cst.Comparison):
+        flag = _compared_with_bool(test)
+        if flag is not None:  # `args.cpu == False` reads as `not args.cpu`
+            subject, value = flag
+            return implies(subject, holds == value, qualify)
         when_true, when_false = _comparison(test, qualify)
         return when_true if holds else when_false
     if (

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from torchdev_lint.analysis.imports import dotted_name
+
 
 # Classes whose ``from_pretrained`` builds no module: what they return is no tensor either.
 PREPROCESSOR_SUFFIXES = ("Tokenizer", "TokenizerFast", "Processor", "FeatureExtractor", "Config")
@@ -259,10 +261,15 @@ def is_module_class(qualified: str) -> bool:
 
 
 def moves_to_cpu(call: cst.Call) -> bool:
-    """``.to("cpu")``, ``.to(device="cpu")``, ``.cpu()``: the result is on the CPU."""
+    """``.to("cpu")``, ``.to(device="cpu")``, ``.cpu()``, ``.type(torch.FloatTensor)`` (a CPU
+    tensor type copies to the CPU): the result is on the CPU."""
     func = call.func
     if isinstance(func, cst.Attribute) and func.attr.value == "cpu":
         return True
+    if isinstance(func, cst.Attribute) and func.attr.value == "type":
+        first = call.args[0].value if call.args else None
+        name = dotted_name(first) if first is not None else None
+        return bool(name) and re.fullmatch(r"(torch\.)?\w+Tensor", name) is not None
     for arg in call.args:
         if arg.keyword is None or arg.keyword.value == "device":
             value = arg.value
@@ -301,7 +308,7 @@ def method_call_value(receiver: Value, method: str, call: cst.Call) -> Value:
     if receiver.kind is Kind.TENSOR:
         if method in NON_TENSOR_METHODS:
             return UNKNOWN
-        if method == "cpu":
+        if method == "cpu" or (method == "type" and moves_to_cpu(call)):
             return CPU_TENSOR
         if method == "to" and changes_dtype_only(call):
             return receiver

@@ -381,6 +381,19 @@ def _importers_run_without_cuda(ctx, ancestors: Sequence[cst.CSTNode]) -> Step |
     return module, f"the file runs without CUDA: code that imports it runs without CUDA ({where})"
 
 
+def _runs_cuda_only_code(ctx, module: cst.Module) -> Step | None:
+    """The file imports a project module written for CUDA only (``.cuda()`` outside any
+    device test, no CPU path; ``ProjectIndex.cuda_only_import``): whatever CPU choice the file
+    shows, the code it runs was never run without CUDA, and this line is not what stops it."""
+    if ctx.index is None or ctx.path == "-":
+        return None
+    where = ctx.index.cuda_only_import(ctx.path)
+    if where is None:
+        return None
+    return module, (f"the file imports {where}, which calls `.cuda()` outside any device test and shows no "
+                    "CPU path: the CPU path this file offers does not run anyway")
+
+
 def _library(ctx, module: cst.Module) -> Step | None:
     """A module of an importable package with no ``__main__`` block whose package shows a
     CPU path: library code runs wherever its callers run, machines without CUDA among them,
@@ -545,6 +558,9 @@ def runs_without_cuda(ctx, ancestors: Sequence[cst.CSTNode], library: bool = Fal
         step = facts.device_generic.get(scope)
         if step is not None:
             return Verdict(True, (step,))
+    step = _runs_cuda_only_code(ctx, module)
+    if step is not None:
+        return Verdict(False, (step,))
     if facts.cpu_choice is not None:
         return Verdict(True, (facts.cpu_choice,))
     step = _importers_run_without_cuda(ctx, ancestors)

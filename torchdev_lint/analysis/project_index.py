@@ -121,6 +121,10 @@ class ModuleFacts:
     # `CUDAExtension("pkg._C", ...)`), by name: code that imports one, or this module that
     # holds one, calls CUDA kernels (`ProjectIndex.cuda_extension_imported`)
     cuda_extensions: list[str] = field(default_factory=list)
+    # its code calls `.cuda()` outside any test for a device (`unguarded_cuda`), and also
+    # shows no CPU path: code written for CUDA only (`ProjectIndex.cuda_only_import`)
+    unguarded_cuda: bool = False
+    cuda_only: bool = False
     handed: list[str] = field(default_factory=list)
     init_calls: dict[str, list[str]] = field(default_factory=dict)
     digest: str = ""  # of the file's bytes: code that follows calls into it depends on them
@@ -887,10 +891,11 @@ def def_calls(tree: ast.Module, needing: list[str]) -> dict[str, list[list[str]]
 
 
 def _names(module: ModuleFacts, name: str) -> bool:
-    """``module`` may call the definition ``name`` of another: it imports it by name, imports
-    everything (``*``), or mentions an attribute of that name."""
-    return bool(module.stars) or name in module.attributes or any(
-        q.rpartition(".")[2] == name for q in module.names.values())
+    """``module`` may call the definition ``name`` of another: it imports it by name,
+    mentions an attribute of that name, or imports everything (``*``) and calls it."""
+    return name in module.attributes or any(q.rpartition(".")[2] == name for q in module.names.values()) or (
+        bool(module.stars) and (name in module.top_calls or any(
+            name in calls for each in module.def_calls.values() for calls in each)))
 
 
 def _mentions(expr: ast.expr, words) -> bool:
@@ -1054,6 +1059,9 @@ def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | No
     if ".to(" in text or ".cuda(" in text:
         facts.moved_calls, facts.moved_params = moved_calls(tree)
     facts.handed = handed_modules(tree)
+    facts.unguarded_cuda = ".cuda(" in text and (
+        "cuda" in facts.top_calls or any("cuda" in calls for each in facts.def_calls.values() for calls in each))
+    facts.cuda_only = facts.unguarded_cuda and not facts.cpu_path and not facts.cpu_choice
     if "cpp_extension" in text or "CUDAExtension" in text:
         facts.cuda_extensions = cuda_extensions(tree)
     found = _DEFAULT_DEVICE.search(text) if "set_default_" in text else None
@@ -1118,12 +1126,24 @@ class ProjectIndex:
     def _module(self, name: str, origin: str | None) -> ModuleFacts | None:
         found = self.modules.get(name)
         if not found:
-            return None
+            return self._namespace_module(name, origin)
         if len(found) == 1:
             return found[0]
         # Scripts with one name in several directories: the importer's sibling.
         directory = os.path.dirname(os.path.abspath(origin)) if origin else None
         return next((m for m in found if m.directory == directory), None)
+
+    def _namespace_module(self, name: str, origin: str | None) -> ModuleFacts | None:
+        """``common.policy_networks`` from a script beside a ``common/`` directory without an
+        ``__init__.py`` (a namespace package, as research code often has): the file at that
+        path, which the index names by its stem."""
+        if origin is None or "." not in name:
+            return None
+        full = os.path.join(os.path.dirname(os.path.abspath(origin)), *name.split(".")) + ".py"
+        indexed = self.paths.get(full)
+        if indexed is None:
+            return None
+        return next((m for m in self.modules.get(indexed, []) if m.path == full), None)
 
     def _find(self, qualified: str, origin: str | None, depth: int = 0):
         """(module facts, name) where ``qualified`` is defined in the project, following
@@ -1343,6 +1363,21 @@ class ProjectIndex:
                 return self._shown(builders[last])
         return None
 
+    def cuda_only_import(self, path: str) -> str | None:
+        """A project module the file at ``path`` imports from (by name or ``*``) that is
+        written for CUDA only (``ModuleFacts.cuda_only``): "<file>", or None. A script that
+        chooses the CPU but runs such code offers a CPU path that never ran: fixing its own
+        ``.cuda()`` would not make it run there."""
+        full = os.path.abspath(path)
+        module = next((m for m in self.modules.get(self.paths.get(full) or "", []) if m.path == full), None)
+        if module is None:
+            return None
+        for qualified in [*module.names.values(), *module.stars]:
+            for found in (self._module(qualified, full), (self.locate(qualified, full) or (None,))[0]):
+                if found is not None and found.path != full and found.cuda_only:
+                    return self._shown(found.path)
+        return None
+
     def default_device(self) -> str | None:
         """Where the project sets torch's default device to an accelerator's ("<file>:<line>"),
         or None: there, factories without ``device=`` do not build on the CPU."""
@@ -1493,7 +1528,9 @@ class ProjectIndex:
         names (None with names: every user that places tensors runs on CUDA only, as far as
         the project shows; no names: its callers are out of sight). ``fact``: which of the
         users' facts counts, ``cpu_path`` (any CPU path) or ``cpu_choice`` (they choose it).
-        ``named``: a CPU path counts only in a user that names it (imports or mentions it)."""
+        ``named``: a CPU path counts only in a user that names it (imports or mentions it).
+        A user's CPU choice counts only if its own code calls no ``.cuda()`` outside a device
+        test: a script that hardcodes CUDA itself never ran on the CPU path it shows."""
         full = os.path.abspath(path)
         key = ("users cpu path", full, fact, named)
         if key not in self._memo:
@@ -1509,7 +1546,8 @@ class ProjectIndex:
                     users.add(self._shown(importer.path))
                     shown = getattr(importer, fact)
                     if shown and (named is None or _names(importer, named)) \
-                            and self._cuda_def_names().isdisjoint(importer.top_calls):
+                            and self._cuda_def_names().isdisjoint(importer.top_calls) \
+                            and not (fact == "cpu_choice" and importer.unguarded_cuda):
                         where.append((importer.path, int(shown.split()[-1])))
             first = min(where) if where else None
             self._memo[key] = (f"{self._shown(first[0])}:{first[1]}" if first else None, tuple(sorted(users)))
@@ -1649,6 +1687,7 @@ class ProjectIndex:
         facts.append(("classes moved to a device", tuple(c for c in module.classes if self.moved_to_device(c))))
         facts.append(("default device set", self.default_device()))
         facts.append(("CUDA extension imported", self.cuda_extension_imported(full)))
+        facts.append(("CUDA-only module imported", self.cuda_only_import(full)))
         facts.append(("defs mentioned elsewhere", tuple(n for n in module.defs if self.mentioned_elsewhere(n, full))))
         return tuple(facts)
 

@@ -226,8 +226,13 @@ class HardcodedCudaCall(Rule):
                 verdict = portability.runs_without_cuda(self.ctx, ancestors)
                 if verdict.off:
                     continue
+                steps, certain = verdict.steps, verdict.certain
+                index = _gpu_index(node)
+                if index is not None and index >= 1:  # `.cuda(1)`: code for a machine with two GPUs
+                    steps = ((node, f"`.cuda({index})` names a second GPU: code for a multi-GPU machine"),)
+                    certain = False
                 self.report(node, fix=lambda node=node, ancestors=ancestors: self._fix(node, ancestors),
-                            evidence=verdict.steps, certain=verdict.certain, set_aside=verdict.unknown_intent)
+                            evidence=steps, certain=certain, set_aside=verdict.unknown_intent)
 
     def _fix(self, node: cst.Call, ancestors: tuple[cst.CSTNode, ...]) -> Fix:
         moved = code_of(node.func.value)
@@ -274,6 +279,14 @@ class HardcodedCudaCall(Rule):
             name = self.ctx.qualified_name(index.func) or dotted_name(index.func) or ""
             return name in ("int", "str", "torch.cuda.current_device", "torch.device")
         return False
+
+
+def _gpu_index(call: cst.Call) -> int | None:
+    """The GPU number a ``.cuda(1)``/``.cuda(device=1)`` names, or None."""
+    for arg in call.args:
+        if (arg.keyword is None or arg.keyword.value == "device") and isinstance(arg.value, cst.Integer):
+            return int(arg.value.evaluated_value)
+    return None
 
 
 def _map_location_callable(ancestors) -> cst.Arg | None:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchdev_lint.analysis import narrowing, receivers, tree
+from torchdev_lint.analysis import kinds, narrowing, receivers, tree
 from torchdev_lint.analysis.guards import code_of
 from torchdev_lint.analysis.kinds import Kind
 from torchdev_lint.analysis.tree import collect
@@ -228,6 +228,10 @@ def _container(ancestors, receiver: cst.BaseExpression) -> str | None:
     return None
 
 
+# Reads of a receiver that do not use it as if the dropped move had happened.
+_NO_MEETING = kinds.NON_TENSOR_ATTRIBUTES | kinds.NON_TENSOR_METHODS | {"cpu", "to", "cuda"}
+
+
 def _used_after(scope: cst.CSTNode, statement: cst.Expr, receiver: cst.BaseExpression,
                 container: str | None) -> cst.CSTNode | None:
     """The first read, after ``statement`` in ``scope``'s own code, of the value the dropped
@@ -242,12 +246,12 @@ def _used_after(scope: cst.CSTNode, statement: cst.Expr, receiver: cst.BaseExpre
         root_code, receiver_holds = container, True
     else:
         receiver_holds = isinstance(receiver, cst.Subscript)
-    seen = False
+    seen = rebound = False
     found: list[cst.CSTNode] = []
 
     def enter(node: cst.CSTNode) -> bool:
-        nonlocal seen
-        if found:
+        nonlocal seen, rebound
+        if found or rebound:
             return False
         if node is statement:
             seen = True
@@ -256,6 +260,12 @@ def _used_after(scope: cst.CSTNode, statement: cst.Expr, receiver: cst.BaseExpre
             return False
         if not seen:
             return True
+        if isinstance(node, cst.Assign) and any(code_of(t.target) == wanted for t in node.targets):
+            tree.walk(node.value, enter)  # the value reads the receiver; then it is another one
+            rebound = True
+            return False
+        if isinstance(node, cst.Attribute) and node.attr.value in _NO_MEETING and code_of(node.value) == wanted:
+            return False  # `x.is_cuda`, `x.cpu()`: inspects it or moves it again, as it is
         if isinstance(node, (cst.Name, cst.Attribute, cst.Subscript)) and code_of(node) == wanted:
             found.append(node)
         elif receiver_holds and isinstance(node, cst.Name) and node.value == root_code:
