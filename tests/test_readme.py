@@ -1,7 +1,7 @@
 """The README's set-up instructions are ones a new user can follow, and what it shows is what they get."""
 
-import re
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
