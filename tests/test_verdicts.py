@@ -210,6 +210,17 @@ def test_concurrent_writers_merge_and_never_leave_a_partial_file(project):
     assert not [p for p in store.directory.iterdir() if p.name.startswith(".tmp-verdicts-")]
 
 
+def test_a_line_run_only_by_tests_that_put_nothing_on_the_gpu_cannot_tell_and_unobserved_lines_have_no_verdict():
+    entry = verdict_store.FileVerdicts({"lines_recorded": True, "unobserved": [4],
+                                        "lines": {"9": {verdict_store.GPU_UNUSED: [TEST_ID]}}})
+    verdict = entry.verdict("TDL006", 9)
+    assert verdict.status == verdict_store.CANNOT_TELL and "the tests put nothing on the GPU" in verdict.headline
+    assert entry.verdict("TDL002", 4) is None  # a line without a call the recording could not see
+    assert entry.verdict("TDL002", 5).status == verdict_store.NOT_REACHED
+    merged = verdict_store.merge({"lines_recorded": True, "unobserved": [4, 5]}, {"lines_recorded": True})
+    assert "unobserved" not in merged  # a run that could see every line decides
+
+
 def test_an_entry_for_old_content_is_dropped_when_the_store_is_written(project):
     record(project, "net.py", confirm=[("TDL006", 9, TEST_ID)])
     (project / "net.py").write_text(NET + "\n")
@@ -352,6 +363,11 @@ from pkg import unused
 
 
 def test_load(tmp_path):
+    torch.save({"w": torch.ones(2).cuda()}, tmp_path / "w.pt")
+    assert load(tmp_path / "w.pt")["w"].sum() == 2
+
+
+def test_load_on_the_cpu(tmp_path):
     torch.save({"w": torch.ones(2)}, tmp_path / "w.pt")
     assert load(tmp_path / "w.pt")["w"].sum() == 2
 
@@ -379,12 +395,15 @@ def test_lines_that_ran_are_ran_clean_and_lines_never_run_not_reached(tmp_path):
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "test_rec.py").write_text(RECORDED_TESTS)
     out = simulate(tmp_path)
-    assert "3 passed" in out, out
+    assert "4 passed" in out, out
     _, text, _ = cli("--format", "json", "--preview", "pkg/rec.py", cwd=tmp_path)
     found = {(f["code"], f["line"]): f.get("verdict", {}).get("status") for f in json.loads(text)}
     ran = {line for (code, line), status in found.items() if status is not None and status != "not reached"}
     statuses = {line: status for (code, line), status in found.items()}
     assert statuses[32] == "ran clean", found  # torch.load without map_location (TDL004), run by test_load
+    # a test that put nothing on the GPU ran the line on the CPU, where no device bug can show
+    assert verdict_store.VerdictStore(tmp_path / ".torchdev_lint_cache").lookup(RECORDED).ran(32) == {
+        "sim": {"tests/test_rec.py::test_load"}, "gpu-unused": {"tests/test_rec.py::test_load_on_the_cpu"}}
     assert statuses[23] == "ran where it cannot show", found  # outer's .cuda(), run by test_outer
     assert statuses[28] == "not reached", found  # never()
     # a module imported but never calling torch: its findings are not reached either

@@ -42,8 +42,13 @@ RUNTIME_NAMES = {MISMATCH_CODE: "device-mismatch", NO_GPU_CODE: "fails-without-g
 # trace/verdicts.py decides which run can tell a finding.
 HARDCODED = ("TDL001", "TDL002")
 ACCELERATOR_ONLY = ("TDL003", "TDL005", "TDL006", "TDL007", "TDL008", "TDL009", MISMATCH_CODE)
-MACHINES = {"sim": "cuda:0 (a simulated GPU)", "real": "a GPU", "cpu-only": "a machine without a GPU"}
-SHORT_MACHINES = {"sim": "a simulated GPU", "real": "a GPU", "cpu-only": "a machine without a GPU"}
+# GPU_UNUSED: a test on a machine with a (simulated) GPU that put nothing on it (no move, no
+# device= but the CPU): its lines ran on the CPU, where no rule's bug can show.
+GPU_UNUSED = "gpu-unused"
+MACHINES = {"sim": "cuda:0 (a simulated GPU)", "real": "a GPU", "cpu-only": "a machine without a GPU",
+            GPU_UNUSED: "the CPU (the tests put nothing on the GPU)"}
+SHORT_MACHINES = {"sim": "a simulated GPU", "real": "a GPU", "cpu-only": "a machine without a GPU",
+                  GPU_UNUSED: "the CPU"}
 _KEPT_CONFIRMATIONS = 5  # per finding: the first few tests that confirmed it (their number is kept)
 
 
@@ -54,6 +59,8 @@ def content_hash(text: str) -> str:
 
 def can_tell(code: str, mode: str) -> bool:
     """Whether a run in ``mode`` can show ``code``'s bug (trace/verdicts.py ``Judge.can_tell``)."""
+    if mode == GPU_UNUSED:
+        return False
     if code in HARDCODED:
         return mode == "cpu-only"
     return code not in ACCELERATOR_ONLY or mode != "cpu-only"

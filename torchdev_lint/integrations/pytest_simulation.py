@@ -233,6 +233,7 @@ class Simulation:
         self.lines: FindingLines | None = None
         self._linter = None
         self.kept: tuple[int, str] | None = None  # files recorded, and where
+        self.gpu_unused: set[str] = set()  # tests that asked for no GPU (no move, no device=)
 
     # -- the machine ------------------------------------------------------------------------
     def start(self) -> None:
@@ -324,9 +325,12 @@ class Simulation:
             _hide_tracer_frames(item)
             if not self.whole_session:
                 self.start()
+        requests = self.rt.gpu_requests if self.rt is not None else 0
         try:
             yield
         finally:
+            if self.rt is not None and self.rt.gpu_requests == requests and self.mode != "cpu-only":
+                self.gpu_unused.add(item.nodeid)  # its lines ran on the CPU: they cannot tell
             if simulate and not self.whole_session:
                 self.stop()
             self.recorder.owner = previous
@@ -508,7 +512,8 @@ class Simulation:
             for (real, line), owners in lines.hits.items():
                 for owner in sorted(owners):
                     if owner not in self.unsupported:
-                        recording.ran(real, line, self.mode, owner)
+                        mode = verdict_store.GPU_UNUSED if owner in self.gpu_unused else self.mode
+                        recording.ran(real, line, mode, owner)
         cwd = str(self.config.invocation_params.dir)
         for owner in {*self.recorder.owners(), *self.simulated}:
             if owner is None or owner in self.unsupported:

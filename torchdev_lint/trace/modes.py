@@ -387,6 +387,7 @@ class TraceFunctionMode(TorchFunctionMode):
         src = rt.dev(x)
         if target not in (None, CPU):
             rt.accelerated = True
+            rt.gpu_requests += 1
         if target is not None and target.startswith("cuda"):
             self._cuda_request(caller, func, target)
             if rt.mode == "cpu-only":  # --keep-going: stay on the CPU
@@ -442,6 +443,7 @@ class TraceFunctionMode(TorchFunctionMode):
         target = rt.normalize(kwargs["device"])
         if target not in (None, CPU):
             rt.accelerated = True
+            rt.gpu_requests += 1
         if target == META and rt.sim:
             out = func(*args, **kwargs)
             self._retag(out, [a for a in args if isinstance(a, Tensor)], META)

@@ -227,6 +227,7 @@ class Runtime:
         self.max_steps: int | None = None
         self.ranks: int | None = None  # the world size, when run as one of the tracer's ranks (TDL011)
         self.accelerated = False  # the program has asked for a device other than the CPU
+        self.gpu_requests = 0  # how often (pytest's verdicts: whether a test asked for the GPU)
         self._devices: dict[str, torch.device] = {}
         self.local = threading.local()  # .ambient: see TraceFunctionMode._call_sim
         # Called on every torch call the modes intercept (pytest's verdicts: FindingLines.probe)
