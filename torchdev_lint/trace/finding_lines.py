@@ -16,6 +16,7 @@ import threading
 from typing import Callable
 
 _UNDECIDED = object()
+_STOP = object()
 
 
 class FindingLines:
@@ -40,7 +41,7 @@ class FindingLines:
     def _file(self, filename: str):
         known = self._files.get(filename, _UNDECIDED)
         if known is not _UNDECIDED:
-            return known
+            return None if known is _STOP else known
         self._files[filename] = None  # while it is linted (the linter's own threads run too)
         if filename not in self.users:
             return None
@@ -86,15 +87,24 @@ class FindingLines:
         makes no torch call at all (rare: every rule's line moves, makes, loads or reads a
         tensor, or builds a module or optimizer, which touches its parameters) is not seen."""
         files, decide, hit, getframe, undecided = self._files, self._file, self._hit, sys._getframe, _UNDECIDED
+        stops = self._stops()
+        for filename in {code.co_filename for code in stops}:
+            files[filename] = _STOP  # pytest's runner: the frames above it are pytest's own
 
         def probe():
             frame = getframe(1)
             while frame is not None:
-                filename = frame.f_code.co_filename
+                code = frame.f_code
+                filename = code.co_filename
                 known = files.get(filename, undecided)
                 if known is not None:
                     if known is undecided:
                         known = decide(filename)
+                    elif known is _STOP:
+                        if code in stops:
+                            return
+                        frame = frame.f_back
+                        continue
                     if known is not None:
                         line = frame.f_lineno
                         if line in known[1]:
@@ -102,6 +112,15 @@ class FindingLines:
                 frame = frame.f_back
 
         return probe
+
+    @staticmethod
+    def _stops() -> frozenset:
+        """The code objects of pytest's runner that call a test's setup, call and teardown: the
+        walk of a torch call ends there, so a deep pytest stack costs nothing per torch call."""
+        runner = sys.modules.get("_pytest.runner")
+        names = ("pytest_runtest_setup", "pytest_runtest_call", "pytest_runtest_teardown")
+        return frozenset(getattr(runner, name).__code__ for name in names
+                         if runner is not None and hasattr(getattr(runner, name, None), "__code__"))
 
     # -- Python 3.12+: sys.monitoring ----------------------------------------------------------
     def _py_start(self, code, offset):
