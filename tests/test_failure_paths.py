@@ -271,3 +271,17 @@ def test_a_script_running_a_module_written_for_cuda_offers_no_working_cpu_path(p
         hidden = torch.zeros(1, 4).cuda()
         """})
     assert ("train.py", 5, "TDL001", "possible") in findings(capsys, project, "TDL001")
+
+
+@pytest.mark.parametrize("after, confidence", [
+    # the state built by training meets the moved parameters at the next step
+    ("model.to(device)\nfor x in data:\n    optimizer.step()\n", "certain"),
+    # handed to a function that trains: the same
+    ("model.to(device)\ntrain(model, optimizer)\n", "certain"),
+    # moved for inference once training is over: the optimizer is only saved
+    ("model.to(device)\ntorch.save(optimizer.state_dict(), 'opt.pt')\nprint(model(x))\n", "possible"),
+])
+def test_an_optimizer_with_state_is_certain_where_it_is_used_after_the_move(project, capsys, after, confidence):
+    write(project, {"nb.py": "import torch\nmodel = Net()\noptimizer = torch.optim.Adam(model.parameters())\n"
+                             "optimizer.load_state_dict(torch.load('opt.pt', map_location='cpu'))\n" + after})
+    assert findings(capsys, project, "TDL005") == [("nb.py", 3, "TDL005", confidence)]

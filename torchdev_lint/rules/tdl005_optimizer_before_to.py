@@ -18,6 +18,9 @@ _WATCHED_METHODS = ("step", "load_state_dict", *_MOVE_METHODS)
 # torch.optim's optimizers that build per-parameter state when constructed (the others
 # build it lazily at the first step).
 _STATEFUL_CONSTRUCTORS = frozenset({"Adagrad"})
+# Reads of an optimizer after the move that do not step it: saving its state, clearing
+# gradients, reading the learning rate.
+_HARMLESS_USES = frozenset({"state_dict", "zero_grad", "param_groups"})
 # The `torch.__future__` switch under which `Module.to` makes new parameter objects.
 _NEW_PARAMETERS_SWITCH = "set_overwrite_module_params_on_conversion(True)"
 
@@ -38,6 +41,11 @@ class _Optimizer:
     state: list[tuple[cst.CSTNode, str]] = field(default_factory=list)
     # Where the model moves before any step; the fix goes after the last of them.
     moves: list[tuple[cst.CSTNode, ...]] = field(default_factory=list)
+    # Where the code uses the optimizer after the move (a `step()`, handed on, returned,
+    # kept): where the state left behind meets the moved parameters. None: not in sight.
+    used_after: cst.CSTNode | None = None
+    reported: bool = False
+    move: tuple | None = None  # (the move call, the model's code, what replaces its parameters)
 
 
 @dataclass
@@ -82,10 +90,13 @@ class OptimizerBeforeTo(Rule):
 
     ## Confidence
     Certain when the analysis sees the failure path: state given to the optimizer before the
-    move (`load_state_dict`, a stateful constructor), or a move that makes new parameters.
-    Otherwise possible (`--preview`): the optimizer holds no state yet and keeps working; the
-    order is still the one PyTorch documents, and a later change that loads state first
-    breaks it. `--show-evidence` names the state and the move.
+    move (`load_state_dict`, a stateful constructor, a step), or a move that makes new
+    parameters, and a use of the optimizer after the move where the two meet (a `step()`, the
+    training function it is handed to, the caller it is returned to, the object it is kept
+    on). Otherwise possible (`--preview`): the optimizer holds no state yet and keeps working,
+    or the model moves once training is over (for inference) and nothing steps again; the
+    order is still the one PyTorch documents. `--show-evidence` names the state, the move and
+    the use.
 
     ## Fix
     Moves the model's move to just before the optimizer is built, when it is one statement
@@ -175,12 +186,13 @@ class OptimizerBeforeTo(Rule):
             "import torch\ndef maybe_resume(path, model, opt):\n    ckpt = torch.load(path, map_location='cpu')\n"
             "    opt.load_state_dict(ckpt['opt'])\n"
             "def main(path, device):\n    model = Net()\n    opt = torch.optim.RMSprop(model.parameters())\n"
-            "    maybe_resume(path, model, opt)\n    model = model.to(device)\n",
+            "    maybe_resume(path, model, opt)\n    model = model.to(device)\n    train(model, opt)\n",
             7, 11,
             "import torch\ndef maybe_resume(path, model, opt):\n    ckpt = torch.load(path, map_location='cpu')\n"
             "    opt.load_state_dict(ckpt['opt'])\n"
             "def main(path, device):\n    model = Net()\n    model = model.to(device)\n"
-            "    opt = torch.optim.RMSprop(model.parameters())\n    maybe_resume(path, model, opt)\n",
+            "    opt = torch.optim.RMSprop(model.parameters())\n    maybe_resume(path, model, opt)\n"
+            "    train(model, opt)\n",
             unsafe=True,
         ),
         # A trainer: built in `__init__`, its state loaded by `resume`, the model moved by `fit`.
@@ -285,7 +297,7 @@ class OptimizerBeforeTo(Rule):
         if method == "step":
             stepped = {receiver} | {code_of(a.value) for a in node.args}
             for optimizer in self.pending:
-                if optimizer.name in stepped:
+                if optimizer.name in stepped and not optimizer.moves:
                     optimizer.stepped = True
         elif method == "load_state_dict":
             self._kept_call(node, receiver, "state")
@@ -297,6 +309,29 @@ class OptimizerBeforeTo(Rule):
         elif self.ctx.value_of(func.value).kind is not Kind.TENSOR:
             self._kept_call(node, receiver, "moves")
             self._moved(node, receiver, method)
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if self.pending:
+            self._used(node)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if self.pending:
+            self._used(node)
+
+    def _used(self, node: cst.Name | cst.Attribute) -> None:
+        """A read of a moved-after optimizer other than saving or clearing it: the step, the
+        training function it is handed to, the caller it is returned to."""
+        parent = self.ctx.ancestors[-2] if len(self.ctx.ancestors) > 1 else None
+        if isinstance(parent, cst.Attribute) and parent.value is node and parent.attr.value in _HARMLESS_USES:
+            return
+        if isinstance(parent, cst.AssignTarget):
+            return
+        code = None
+        for optimizer in self.pending:
+            if optimizer.moves and optimizer.used_after is None and optimizer.name is not None:
+                code = code or code_of(node)
+                if code == optimizer.name:
+                    optimizer.used_after = node
 
     def _kept_call(self, call: cst.Call, receiver: str, what: str) -> None:
         """Another method of the class loads a kept optimizer's state or moves its model."""
@@ -364,26 +399,42 @@ class OptimizerBeforeTo(Rule):
             if len(optimizer.moves) > 1:
                 continue
             self.moved.append(optimizer)
-            move = code_of(node)
-            replaces = _replaces_parameters(self.ctx, node, method)
-            if optimizer.state:
-                evidence = [*optimizer.state, (node, f"`{move}` moves the parameters; the "
-                            "state stays behind and the next `step()` mixes devices")]
-            elif replaces:
-                evidence = [(node, f"`{move}` {replaces}: the optimizer keeps updating the "
-                            "old ones")]
-            else:
-                evidence = [(node, f"`{move}` keeps each parameter object and swaps its data, "
-                            "and the optimizer holds no state yet: it updates the moved "
-                            "parameters (a bug once state is loaded or built before the move)")]
-            self.report(
-                optimizer.call,
-                f"Optimizer built from `{receiver}` parameters before "
-                f"`{move}` moves the model: build it after the move",
-                fix=lambda o=optimizer: _hoist_move_fix(o, self.reordered) or _reorder_fix(o, self.reordered),
-                evidence=evidence,
-                certain=bool(optimizer.state or replaces),
-            )
+            optimizer.move = (node, receiver, _replaces_parameters(self.ctx, node, method))
+
+    def _report(self, optimizer: _Optimizer) -> None:
+        """Once the optimizer's scope is read: certain when state (or new parameters) meets
+        the moved model at a use of the optimizer after the move."""
+        if optimizer.reported or not optimizer.moves:
+            return
+        optimizer.reported = True
+        node, receiver, replaces = optimizer.move
+        move = code_of(node)
+        if optimizer.state:
+            evidence = [*optimizer.state, (node, f"`{move}` moves the parameters; the "
+                        "state stays behind and the next `step()` mixes devices")]
+        elif replaces:
+            evidence = [(node, f"`{move}` {replaces}: the optimizer keeps updating the "
+                        "old ones")]
+        else:
+            evidence = [(node, f"`{move}` keeps each parameter object and swaps its data, "
+                        "and the optimizer holds no state yet: it updates the moved "
+                        "parameters (a bug once state is loaded or built before the move)")]
+        meets = optimizer.used_after
+        if meets is None and optimizer.name is not None and "." in optimizer.name:
+            meets = optimizer.call  # kept on the object: its other methods step it
+        if meets is not None:
+            evidence.append((meets, f"`{code_of(meets)}` is used after the move: where the two meet"))
+        elif optimizer.state or replaces:
+            evidence.append((node, "nothing in sight uses the optimizer after the move (training may "
+                                   "be over): possible"))
+        self.report(
+            optimizer.call,
+            f"Optimizer built from `{receiver}` parameters before "
+            f"`{move}` moves the model: build it after the move",
+            fix=lambda o=optimizer: _hoist_move_fix(o, self.reordered) or _reorder_fix(o, self.reordered),
+            evidence=evidence,
+            certain=bool(optimizer.state or replaces) and meets is not None,
+        )
 
     def leave_Assign(self, node: cst.Assign) -> None:
         if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
@@ -409,6 +460,9 @@ class OptimizerBeforeTo(Rule):
             self.pending = [o for o in self.pending if o.model not in targets]
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        for optimizer in self.moved:
+            if optimizer.scope is node:
+                self._report(optimizer)
         for optimizer in self.pending:
             method = self.ctx.method
             if (optimizer.scope is node and not optimizer.moves and method is not None
@@ -433,6 +487,8 @@ class OptimizerBeforeTo(Rule):
                 )
 
     def end_of_file(self) -> None:
+        for optimizer in self.moved:  # those of the module's own code
+            self._report(optimizer)
         # Fixes are built after this: each asks whether its block has another reordering,
         # counted once here rather than by a look at every other report (quadratic).
         self.reordered.update(id(_block_of(o.ancestors)) for o in self.moved)
