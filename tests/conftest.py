@@ -12,6 +12,16 @@ ROOT = Path(__file__).resolve().parent.parent
 os.environ["TORCHDEV_LINT_DAEMON"] = "0"
 
 
+@pytest.fixture(autouse=True)
+def _private_verdict_store(request, tmp_path_factory, monkeypatch):
+    """Each test records and reads the verdicts of the tracer and the pytest plugin in a store
+    of its own (docs/verdicts.md), not in the checkout's `.torchdev_lint_cache/`: a trace of
+    `testdata/` in one test must not change what the linter prints in another. The verdict
+    tests themselves use the default place."""
+    if "verdict" not in request.node.module.__name__:
+        monkeypatch.setenv("TORCHDEV_LINT_CACHE_DIR", str(tmp_path_factory.mktemp("verdicts")))
+
+
 def gpu_available() -> bool:
     """Whether torch here sees a GPU, asked in a subprocess so the suite itself stays free of
     CUDA state (a CUDA build without a driver must say no, and a CPU build always does)."""

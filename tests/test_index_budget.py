@@ -167,6 +167,7 @@ def test_the_default_tier_does_not_look_for_preview_findings(tmp_path, monkeypat
         capsys.readouterr()
         assert any(cls.preview for cls in asked) == bool(tier)
         codes = {cls.code for cls in asked}
-        assert {"TDL001", "TDL002", "TDL003", "TDL004", "TDL005"} <= codes  # the default rules
-        # TDL006 and TDL008 are preview rules: asked only in the preview tier
-        assert codes & {"TDL006", "TDL008"} == ({"TDL006", "TDL008"} if tier else set())
+        # the default rules
+        assert {"TDL001", "TDL002", "TDL003", "TDL004", "TDL005", "TDL006", "TDL008"} <= codes
+        # TDL007 and TDL012 are preview rules: asked only in the preview tier
+        assert codes & {"TDL007", "TDL012"} == ({"TDL007", "TDL012"} if tier else set())
