@@ -325,8 +325,14 @@ def test_an_importer_that_chooses_the_cpu_counts_only_for_what_it_calls(tmp_path
     project = dict(VOCODER_PROJECT)
     project["glow.py"] = "import torch\nclass WaveGlow(torch.nn.Module):\n    def infer(self, spect):\n        return spect\n"
     write(tmp_path, project)
+    # the demo hardcodes `.cuda()` itself and runs a loader written for CUDA: neither line is
+    # what stops it from running on a laptop, so neither is certain
     assert tdl001_confidences(tmp_path, ["demo.py", "utils.py"]) == {
-        ("demo.py", 6): "certain", ("utils.py", 6): "certain"}
+        ("demo.py", 6): "possible", ("utils.py", 6): "possible"}
+    # a demo that places its own tensors with `device`: the loader's `.cuda()` is the bug
+    project["demo.py"] = project["demo.py"].replace("torch.from_numpy(text).cuda()", "torch.from_numpy(text).to(device)")
+    write(tmp_path, project)
+    assert tdl001_confidences(tmp_path, ["demo.py", "utils.py"]) == {("utils.py", 6): "certain"}
     project["demo.py"] = project["demo.py"].replace("utils.get_vocoder", "torch.hub.load")
     write(tmp_path, project)
     assert tdl001_confidences(tmp_path, ["utils.py"]) == {("utils.py", 6): "possible"}

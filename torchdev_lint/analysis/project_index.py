@@ -768,16 +768,24 @@ def cuda_defs(reader: "_Reader", tree: ast.Module, lines: set[int]) -> list[str]
 def _calls(node: ast.AST) -> set[str]:
     """The names of the calls ``node`` makes wherever it runs, as ``cuda_defs`` reads code:
     not in a nested definition; under a test for a device, only the calls both branches make."""
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-        return set()
-    branches = _device_branches(node)
-    if branches is not None:
-        return set.intersection(*(set().union(*(_calls(s) for s in branch)) for branch in branches))
-    found = set().union(*(_calls(child) for child in ast.iter_child_nodes(node)))
-    if isinstance(node, ast.Call):
-        name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
-        if name is not None:
-            found.add(name)
+    found: set[str] = set()
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(current, (ast.If, ast.IfExp, ast.While)):
+            branches = _device_branches(current)
+            if branches is not None:
+                found |= set.intersection(*(set().union(*map(_calls, branch)) for branch in branches))
+                stack.append(current.test)
+                continue
+        if isinstance(current, ast.Call):
+            func = current.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+            if name is not None:
+                found.add(name)
+        stack.extend(ast.iter_child_nodes(current))
     return found
 
 
@@ -799,27 +807,54 @@ _DTYPES = frozenset("float16 float32 float64 half float double bfloat16 int8 int
                     "uint8 dtype".split())
 
 
-def moved_calls(tree: ast.Module) -> tuple[list[str], dict[str, list[int]]]:
-    """The names of the calls whose results the module moves to a device (``_device_move``):
-    in the moved expression itself, or bound to a name that the same scope moves; and for
-    its functions that move a parameter (``def fit(model, ...): model.to(device)``), the
-    parameter's position."""
+def _scope_nodes(tree: ast.Module) -> list[tuple[ast.AST, list[ast.AST]]]:
+    """Each scope of the module (its own code, then each function) with the calls and
+    assignments of its own code, in one walk of the tree."""
+    scopes: list[tuple[ast.AST, list[ast.AST]]] = [(tree, [])]
+    stack: list[tuple[ast.AST, list[ast.AST]]] = [(child, scopes[0][1]) for child in ast.iter_child_nodes(tree)]
+    while stack:
+        node, owner = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            scopes.append((node, []))
+            owner = scopes[-1][1]
+        elif isinstance(node, (ast.Call, ast.Assign)):
+            owner.append(node)
+        stack.extend((child, owner) for child in ast.iter_child_nodes(node))
+    return scopes
+
+
+def moved_and_handed(tree: ast.Module) -> tuple[list[str], dict[str, list[int]], list[str]]:
+    """What the module says about the modules it moves, read in one walk: the names of the
+    calls whose results it moves to a device (``_device_move``: in the moved expression
+    itself, or bound to a name the same scope moves); for its functions that move a parameter
+    (``def fit(model, ...): model.to(device)``), the parameter's position; and the calls that
+    hand a callee what another call made, as "callee:position:maker" (``fit(Net(), data)``,
+    or ``model = Net()`` then ``fit(model, data)`` in one scope)."""
     found: set[str] = set()
     params: dict[str, list[int]] = {}
-    for scope in [tree, *(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))]:
-        nodes = _own_nodes(scope)
+    handed: set[str] = set()
+    for scope, nodes in _scope_nodes(tree):
         moved_names = set()
+        made = {t.id: _called_name(node.value) for node in nodes if isinstance(node, ast.Assign)
+                and isinstance(node.value, ast.Call) for t in node.targets if isinstance(t, ast.Name)}
         for node in nodes:
-            receiver = _device_move(node)
-            if receiver is None:
+            if not isinstance(node, ast.Call):
                 continue
-            while isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Attribute) \
-                    and receiver.func.attr in ("eval", "train", "float", "half", "double", "to", "cuda"):
-                receiver = receiver.func.value  # `Net().eval().to(d)`
-            if isinstance(receiver, ast.Name):
-                moved_names.add(receiver.id)
-            elif isinstance(receiver, ast.Call):  # `nn.Sequential(Norm(...), ...).to(d)`
-                found.update(_called_name(c) for c in ast.walk(receiver) if isinstance(c, ast.Call))
+            receiver = _device_move(node)
+            if receiver is not None:
+                while isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Attribute) \
+                        and receiver.func.attr in ("eval", "train", "float", "half", "double", "to", "cuda"):
+                    receiver = receiver.func.value  # `Net().eval().to(d)`
+                if isinstance(receiver, ast.Name):
+                    moved_names.add(receiver.id)
+                elif isinstance(receiver, ast.Call):  # `nn.Sequential(Norm(...), ...).to(d)`
+                    found.update(_called_name(c) for c in ast.walk(receiver) if isinstance(c, ast.Call))
+            callee = _called_name(node)
+            for position, arg in enumerate(node.args):
+                maker = _called_name(arg) if isinstance(arg, ast.Call) else (
+                    made.get(arg.id, "") if isinstance(arg, ast.Name) else "")
+                if maker and callee:
+                    handed.add(f"{callee}:{position}:{maker}")
         for node in nodes:
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and any(
                     isinstance(t, ast.Name) and t.id in moved_names for t in node.targets):
@@ -829,7 +864,7 @@ def moved_calls(tree: ast.Module) -> tuple[list[str], dict[str, list[int]]]:
             positions = [i for i, n in enumerate(names) if n in moved_names]
             if positions:
                 params.setdefault(scope.name, []).extend(positions)
-    return sorted(found - {""}), params
+    return sorted(found - {""}), params, sorted(handed)
 
 
 def cuda_extensions(tree: ast.Module) -> list[str]:
@@ -852,25 +887,6 @@ def cuda_extensions(tree: ast.Module) -> list[str]:
 
 
 _DEFAULT_DEVICE = re.compile(r"set_default_device\(\s*(?![\"']cpu)|set_default_tensor_type\([^)]*cuda")
-
-
-def handed_modules(tree: ast.Module) -> list[str]:
-    """The calls that hand a callee what another call made, as "callee:position:maker":
-    ``fit(Net(), data)``, or ``model = Net()`` then ``fit(model, data)`` in one scope."""
-    found: set[str] = set()
-    for scope in [tree, *(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))]:
-        nodes = _own_nodes(scope)
-        made = {t.id: _called_name(n.value) for n in nodes if isinstance(n, ast.Assign)
-                and isinstance(n.value, ast.Call) for t in n.targets if isinstance(t, ast.Name)}
-        for node in nodes:
-            if not isinstance(node, ast.Call):
-                continue
-            for position, arg in enumerate(node.args):
-                maker = _called_name(arg) if isinstance(arg, ast.Call) else (
-                    made.get(arg.id, "") if isinstance(arg, ast.Name) else "")
-                if maker and _called_name(node):
-                    found.add(f"{_called_name(node)}:{position}:{maker}")
-    return sorted(found)
 
 
 def _called_name(call: ast.Call) -> str:
@@ -1056,9 +1072,7 @@ def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | No
         facts.cuda_defs = cuda_defs(reader, tree, lines.containing(["cuda."]))
     facts.def_calls = def_calls(tree, facts.cuda_defs)
     facts.top_calls = sorted(set().union(*(_calls(s) for s in tree.body)))
-    if ".to(" in text or ".cuda(" in text:
-        facts.moved_calls, facts.moved_params = moved_calls(tree)
-    facts.handed = handed_modules(tree)
+    facts.moved_calls, facts.moved_params, facts.handed = moved_and_handed(tree)
     facts.unguarded_cuda = ".cuda(" in text and (
         "cuda" in facts.top_calls or any("cuda" in calls for each in facts.def_calls.values() for calls in each))
     facts.cuda_only = facts.unguarded_cuda and not facts.cpu_path and not facts.cpu_choice
