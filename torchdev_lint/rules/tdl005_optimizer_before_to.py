@@ -258,6 +258,8 @@ class OptimizerBeforeTo(Rule):
         super().__init__(ctx)
         self.pending: list[_Optimizer] = []
         self.moved: list[_Optimizer] = []  # the reported ones
+        # moved ones per scope (by id), reported once the scope has been read
+        self.unreported: dict[int, list[_Optimizer]] = {}
         self.reordered: Counter = Counter()  # reported ones per block (by id), once all are seen
         # `params = list(model.parameters())`: per function (or module) body, the names
         # that hold one model's parameters.
@@ -399,6 +401,7 @@ class OptimizerBeforeTo(Rule):
             if len(optimizer.moves) > 1:
                 continue
             self.moved.append(optimizer)
+            self.unreported.setdefault(id(scope), []).append(optimizer)
             optimizer.move = (node, receiver, _replaces_parameters(self.ctx, node, method))
 
     def _report(self, optimizer: _Optimizer) -> None:
@@ -460,9 +463,8 @@ class OptimizerBeforeTo(Rule):
             self.pending = [o for o in self.pending if o.model not in targets]
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
-        for optimizer in self.moved:
-            if optimizer.scope is node:
-                self._report(optimizer)
+        for optimizer in self.unreported.pop(id(node), ()):
+            self._report(optimizer)
         for optimizer in self.pending:
             method = self.ctx.method
             if (optimizer.scope is node and not optimizer.moves and method is not None
@@ -487,8 +489,9 @@ class OptimizerBeforeTo(Rule):
                 )
 
     def end_of_file(self) -> None:
-        for optimizer in self.moved:  # those of the module's own code
-            self._report(optimizer)
+        for optimizers in self.unreported.values():  # those of the module's own code
+            for optimizer in optimizers:
+                self._report(optimizer)
         # Fixes are built after this: each asks whether its block has another reordering,
         # counted once here rather than by a look at every other report (quadratic).
         self.reordered.update(id(_block_of(o.ancestors)) for o in self.moved)
