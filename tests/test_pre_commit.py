@@ -29,6 +29,7 @@ import torch
 
 x = torch.zeros(3).cuda()
 device = "cuda" if torch.cuda.is_available() else "cpu"
+y = torch.ones(3, device=device)
 """
 # BUGGY chooses the CPU where there is no GPU: its hardcoded `.cuda()` is certain, in the
 # default tier the hooks show with no settings.
