@@ -111,7 +111,7 @@ class Cache:
                 self._create(target.parent)
         except OSError:
             return
-        _write_atomically(target, data)
+        write_atomically(target, data)
 
     def _create(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
@@ -120,10 +120,10 @@ class Cache:
                            ("CACHEDIR.TAG", "Signature: 8a477f597d28d172789f06886806bc55\n"
                                             "# This file is a cache directory tag created by torchdev-lint.\n")):
             if not (self.directory / name).exists():
-                _write_atomically(self.directory / name, text.encode())
+                write_atomically(self.directory / name, text.encode())
 
 
-def _write_atomically(target: Path, data: bytes) -> None:
+def write_atomically(target: Path, data: bytes) -> None:
     """A temporary file in the same directory, renamed over the target: readers see the old
     entry or the new one, never part of one. A cache that cannot be written only costs speed."""
     try:

@@ -19,9 +19,10 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from torchdev_lint.cache import write_atomically
 
 FILENAME = "verdicts.json"
 VERSION = 1
@@ -232,7 +233,7 @@ class VerdictStore:
                 files[key] = merge(files.get(key) or {}, entry)
             if root is not None:
                 files = _prune(files, Path(root))
-            _write_atomically(self.path, json.dumps({"version": VERSION, "files": files}, indent=1,
+            write_atomically(self.path, json.dumps({"version": VERSION, "files": files}, indent=1,
                                                     sort_keys=True).encode())
         self._files = None
 
@@ -344,20 +345,6 @@ def _locked(path: Path):
         with contextlib.suppress(OSError):
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
         handle.close()
-
-
-def _write_atomically(target: Path, data: bytes) -> None:
-    try:
-        handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=".tmp-verdicts-")
-    except OSError:
-        return
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-        os.replace(temporary, target)
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
 
 
 # -- the linter's side ----------------------------------------------------------------------------
