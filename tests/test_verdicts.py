@@ -31,8 +31,8 @@ class Net(nn.Module):
     def forward(self, x):
         return self.lin(x) * self.scale
 """
-# `self.scale` (line 9) is TDL006, a preview rule: every finding of it is possible, so the
-# default output leaves it out unless a test confirmed it.
+# `self.scale` (line 9) is a possible TDL006 finding (nothing in the file moves `Net` to a
+# device), so the default output leaves it out unless a test confirmed it.
 TEST_ID = "tests/test_net.py::test_forward"
 EVIDENCE = "the plain attribute self.scale stayed on cpu when Net.to() moved the module to cuda:0"
 HEADLINE = f"confirmed by {TEST_ID} on a simulated GPU"
