@@ -285,3 +285,20 @@ def test_an_optimizer_with_state_is_certain_where_it_is_used_after_the_move(proj
     write(project, {"nb.py": "import torch\nmodel = Net()\noptimizer = torch.optim.Adam(model.parameters())\n"
                              "optimizer.load_state_dict(torch.load('opt.pt', map_location='cpu'))\n" + after})
     assert findings(capsys, project, "TDL005") == [("nb.py", 3, "TDL005", confidence)]
+
+
+def test_a_parameter_cast_in_place_is_no_plain_attribute(project, capsys):
+    """`nn.Parameter(w).float()` returns the Parameter itself when the dtype does not change:
+    `named_parameters()` lists it and `model.to()` moves it."""
+    write(project, {"llama.py": """\
+        import torch
+        from torch import nn
+        class RMSNorm(nn.Module):
+            def __init__(self, dim):
+                super().__init__()
+                self.weight = nn.Parameter(torch.ones(dim)).float()
+            def forward(self, x):
+                return x * self.weight
+        net = RMSNorm(4).to("cuda")
+        """})
+    assert findings(capsys, project, "TDL006") == []

@@ -474,6 +474,8 @@ class UnregisteredTensorAttribute(Rule):
         if isinstance(origin, cst.Call) and self.ctx.qualified_name(origin.func) in _REGISTERED:
             return True
         root = self._root(function, origin)
+        if isinstance(root, cst.Call) and self.ctx.qualified_name(root.func) in _REGISTERED:
+            return True  # `nn.Parameter(w).float()`: the Parameter itself (same dtype) or its copy
         if isinstance(root, cst.Name):
             return any(p.name.value == root.value for p in _params(function))
         return isinstance(root, cst.Attribute) and self_attribute(root, self_name) is not None
