@@ -200,7 +200,8 @@ def _note_unread_choice(ctx, assignment: cst.Assign | cst.AnnAssign, unread: set
         return
     if isinstance(value, cst.Call) and value.args:
         value = value.args[0].value
-    if isinstance(value, cst.IfExp) and not project_index.reads_name(ctx.source, targets[0].value):
+    if isinstance(value, cst.IfExp) and targets[0].value not in ctx.once(
+            ("portability: read names",), lambda: project_index.read_names(ctx.source)):
         unread.add(id(value))
 
 

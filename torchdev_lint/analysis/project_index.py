@@ -592,14 +592,20 @@ def cpu_choice(text: str, lines: "_Lines") -> str:
     a module. A choice bound to a name nothing reads is boilerplate, not a choice."""
     if "cpu" not in text and "--device" not in text:
         return ""
+    unread: set[str] = set()  # options already found unread: one search each
+    names: frozenset[str] | None = None
     for found in _CPU_CHOICE.finditer(text):
         if found.group(1) is not None:  # an option: counts when the script reads it
-            if reads_option(text, "--" + found.group(1)):
+            option = "--" + found.group(1)
+            if option not in unread and reads_option(text, option):
                 return f"line {lines.of(found.start())}"
+            unread.add(option)
             continue
         start = text.rfind("\n", 0, found.start()) + 1
         bound = _BOUND.match(text, start)
-        if bound is None or reads_name(text, bound.group(1)):
+        if bound is not None and names is None:
+            names = read_names(text)
+        if bound is None or bound.group(1) in names:
             return f"line {lines.of(found.start())}"
     return ""
 
@@ -615,10 +621,13 @@ def reads_option(text: str, option: str, dest: str | None = None) -> bool:
 _BOUND = re.compile(r"[ \t]*(\w+)\s*=[^=]")
 
 
-def reads_name(text: str, name: str) -> bool:
-    """The source reads the variable ``name`` somewhere: an occurrence that is not an
+def read_names(text: str) -> frozenset[str]:
+    """The names the source reads somewhere, in one pass: occurrences that are not an
     attribute (``x.device``), a keyword or an assignment (``device=...``)."""
-    return re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)(?!\s*=[^=])", text) is not None
+    return frozenset(_READ_NAME.findall(text))
+
+
+_READ_NAME = re.compile(r"(?<![\w.])([A-Za-z_]\w*)(?!\w)(?!\s*=[^=])")
 
 
 def cpu_path(text: str, lines: "_Lines") -> str:
