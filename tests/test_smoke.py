@@ -18,14 +18,21 @@ import pytest
 from conftest import ROOT, gpu_available
 
 BIN = Path(sys.executable).parent
-ENV = {**os.environ, "TORCHDEV_LINT_DAEMON": "0"}
-for name in [n for n in ENV if n.startswith("PYTEST_XDIST") or n == "PYTEST_CURRENT_TEST"]:
-    del ENV[name]  # the inner pytest run is no xdist worker
+
+
+def _environment() -> dict:
+    """This test's environment (read when the command starts: conftest gives each test its own
+    verdict store), without the resident checker and without xdist's marks (the inner pytest run
+    is no xdist worker)."""
+    env = {**os.environ, "TORCHDEV_LINT_DAEMON": "0"}
+    for name in [n for n in env if n.startswith("PYTEST_XDIST") or n == "PYTEST_CURRENT_TEST"]:
+        del env[name]
+    return env
 
 
 def run(*command, cwd, timeout=300, env=None):
     done = subprocess.run([*map(str, command)], cwd=cwd, capture_output=True, text=True, timeout=timeout,
-                          env={**ENV, **(env or {})})
+                          env={**_environment(), **(env or {})})
     return done.returncode, done.stdout, done.stderr
 
 
