@@ -302,3 +302,55 @@ def test_a_parameter_cast_in_place_is_no_plain_attribute(project, capsys):
         net = RMSNorm(4).to("cuda")
         """})
     assert findings(capsys, project, "TDL006") == []
+
+
+TRAINER_ON_A_DEVICE = """\
+    import torch
+    import torch.nn as nn
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model = nn.Linear(2, 2).to(device)
+    torch.save(model.state_dict(), "model.pth")
+    """
+
+
+@pytest.mark.parametrize("fetch", [
+    # a download only when the file is missing: written by the publisher, not by this code
+    """\
+    if not os.path.exists(path):
+        response = requests.get("https://example.org/" + path, timeout=60)
+        with open(path, "wb") as f:
+            f.write(response.content)
+    """,
+    "urllib.request.urlretrieve('https://example.org/gpt2.pth', path)\n",
+    "path = hf_hub_download(repo_id='someone/gpt2', filename='gpt2.pth')\n",
+])
+def test_a_load_of_a_file_fetched_from_elsewhere_is_possible(project, capsys, fetch):
+    # the project's trainer saves from a device, but this file is the publisher's: nothing
+    # shows which device its tensors were saved from
+    write(project, {"train.py": TRAINER_ON_A_DEVICE, "use.py": textwrap.dedent("""\
+        import os
+        import urllib.request
+        import requests
+        import torch
+        import torch.nn as nn
+        from huggingface_hub import hf_hub_download
+        path = "gpt2.pth"
+        """) + textwrap.dedent(fetch) + textwrap.dedent("""\
+        model = nn.Linear(2, 2)
+        model.load_state_dict(torch.load(path))
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        model.to(device)
+        """)})
+    assert findings(capsys, project, "TDL004") == [("use.py", 9 + fetch.count("\n"), "TDL004", "possible")]
+
+
+def test_a_load_of_the_trainers_file_stays_certain(project, capsys):
+    write(project, {"train.py": TRAINER_ON_A_DEVICE, "use.py": """\
+        import torch
+        import torch.nn as nn
+        model = nn.Linear(2, 2)
+        model.load_state_dict(torch.load("model.pth"))
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        model.to(device)
+        """})
+    assert findings(capsys, project, "TDL004") == [("use.py", 4, "TDL004", "certain")]

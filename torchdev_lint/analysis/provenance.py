@@ -251,6 +251,48 @@ class _ScopeCalls:
         return self._handed
 
 
+# Functions that fetch a file from elsewhere into the path they are handed.
+_DOWNLOADS = re.compile(r"(?:^|\.|_)(?:urlretrieve|download\w*|wget)$", re.IGNORECASE)
+
+
+def fetched_here(ctx, ancestors, call: cst.Call) -> cst.Call | None:
+    """The file ``call`` loads was fetched earlier in the same function (or top-level code)
+    by code that is no torch save: a download (``urlretrieve(url, path)``,
+    ``download_url_to_file(url, path)``, ``path = hf_hub_download(...)``) or
+    ``open(path, "wb")`` written from a response.
+    Its tensors are on whatever device the publisher saved them from, which the code does
+    not show. The fetching call, or None."""
+    target = loaded_file(call)
+    scope = _scope_of(ancestors)
+    if scope is None or target is None:
+        return None
+    names = {code_of(target)} | _roots(target)
+    if isinstance(scope, cst.FunctionDef):
+        names |= _roots_of_locals(ctx, scope, target)
+    for name in _roots(target):  # `path = hf_hub_download(repo, "model.pth")`
+        for site in ctx.bindings(scope).get(name, ()):
+            value = site.value if isinstance(site, (cst.Assign, cst.AnnAssign)) else None
+            if isinstance(value, cst.Call) and _DOWNLOADS.search(ctx.qualified_name(value.func) or code_of(value.func)):
+                return value
+    calls = _scope_calls(ctx, scope)
+    for c in calls.calls[:calls.order.get(id(call), len(calls.calls))]:
+        qualified = ctx.qualified_name(c.func) or code_of(c.func)
+        if qualified == "open":
+            mode = c.args[1].value if len(c.args) > 1 and c.args[1].keyword is None else next(
+                (a.value for a in c.args if a.keyword is not None and a.keyword.value == "mode"), None)
+            if not (isinstance(mode, cst.SimpleString) and "w" in mode.evaluated_value):
+                continue
+            handed = c.args[:1]
+        elif _DOWNLOADS.search(qualified):
+            handed = c.args
+        else:
+            continue
+        if any(code_of(a.value) in names or _roots(a.value) & names - _NOT_ROOTS for a in handed) \
+                and not calls.saves.get(code_of(handed[0].value) if handed else ""):
+            return c
+    return None
+
+
 def _writes_checkpoint(ctx, call: cst.Call) -> bool:
     """A torch save, or a method that writes a checkpoint or model (``_WRITERS``)."""
     return ctx.qualified_name(call.func) in kinds.TORCH_SAVERS or (

@@ -379,7 +379,7 @@ class LoadWithoutMapLocation(Rule):
             else:
                 steps.append(weights)
                 origin = provenance.weights_saved_from_a_device(self.ctx)
-                if origin is not None:
+                if origin is not None and provenance.fetched_here(self.ctx, ancestors, node) is None:
                     steps.append((node, f"the project saves weights from code that places tensors on devices "
                                         f"({origin}): its checkpoints can hold accelerator tensors"))
             save = next((s for s in self.saves if provenance.same_file_named(s, node, self.opened)), None)
@@ -405,6 +405,10 @@ class LoadWithoutMapLocation(Rule):
         if weights is not None and provenance.weights_saved_from_a_device(ctx) is None:
             yield (node, "nothing in the project saves weights from code that places tensors on devices: "
                          "the file comes from elsewhere, saved on a device the code does not show")
+        fetched = provenance.fetched_here(ctx, ancestors, node)
+        if fetched is not None:
+            yield (fetched, "the file is fetched here by code that is no torch save (a download): its tensors "
+                            "are on whatever device its publisher saved them from, which the code does not show")
         foreign = provenance.never_written(ctx, ancestors, node)
         if foreign is not None:
             yield (node, f"no code of the project writes a file named `{foreign}`: it comes from elsewhere "
