@@ -354,3 +354,26 @@ def test_a_load_of_the_trainers_file_stays_certain(project, capsys):
         model.to(device)
         """})
     assert findings(capsys, project, "TDL004") == [("use.py", 4, "TDL004", "certain")]
+
+
+def test_a_dropped_move_of_module_state_may_do_nothing(project, capsys):
+    # a slice of a registered buffer moves with the module: on a GPU it is there already;
+    # a slice of a plain attribute stays on the CPU, and the dropped move is the bug
+    write(project, {"embed.py": """\
+        import torch
+        import torch.nn as nn
+        class Encoder(nn.Module):
+            def __init__(self, d):
+                super().__init__()
+                self.register_buffer("pe", torch.zeros(1, 80, d))
+                self.table = torch.zeros(80, d)
+            def forward(self, x):
+                pe = self.pe[:, :x.size(1)]
+                if x.is_cuda:
+                    pe.cuda()
+                table = self.table[:x.size(1)]
+                table.cuda()
+                return x + pe + table
+        """})
+    assert findings(capsys, project, "TDL003") == [("embed.py", 11, "TDL003", "possible"),
+                                                    ("embed.py", 13, "TDL003", "certain")]

@@ -50,7 +50,10 @@ def fixes(code):
 def test_a_parameter_gets_no_safe_fix_and_a_plain_tensor_keeps_it():
     assert fixes(MODULE) == [
         (14, 9, "unsafe"),  # self.w = nn.Parameter(...): the assignment back raises
-        # `self.v`, `self.b` (registered by name) are of unknown kind: not flagged
+        # `self.v`, `self.b` are registered by name (module state): a parameter's
+        # assignment back raises, and the fix does not tell them apart
+        (15, 9, "unsafe"),
+        (16, 9, "unsafe"),
         (17, 9, "safe"),
         (18, 9, "safe"),  # `self.w.data = ...` is how a parameter's data moves
         (23, 5, "unsafe"),  # `p` would become a non-leaf tensor

@@ -173,6 +173,18 @@ class FileContext:
                 scope.class_info.attrs[node.target.value] = value  # a dataclass field: `self.mask` is a tensor
         self._bind_target(node.target, value, node.value)
 
+    def _leave_expr(self, node: cst.Expr) -> None:
+        """``self.register_buffer("pe", pe)`` in a method: ``self.pe`` is module state, which
+        moves with the module (to an accelerator, where the program moves it there)."""
+        call = node.value
+        if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
+                and call.func.attr.value in ("register_buffer", "register_parameter") and call.args
+                and isinstance(call.func.value, cst.Name) and isinstance(call.args[0].value, cst.SimpleString)):
+            return
+        method = self._method_scope()
+        if method is not None and call.func.value.value == method.self_name:
+            method.class_info.attrs[call.args[0].value.evaluated_value] = kinds.MODULE_STATE
+
     def _leave_with_item(self, node: cst.WithItem) -> None:
         if node.asname is not None:
             self._bind_target(node.asname.name, kinds.UNKNOWN)
@@ -685,6 +697,7 @@ _LEAVE = {
     "Assign": FileContext._leave_assign,
     "AnnAssign": FileContext._leave_ann_assign,
     "WithItem": FileContext._leave_with_item,
+    "Expr": FileContext._leave_expr,
     "FunctionDef": FileContext._leave_definition,
     "ClassDef": FileContext._leave_definition,
     "Lambda": FileContext._leave_lambda,

@@ -56,6 +56,9 @@ MODULE = Value(Kind.MODULE)
 OPTIMIZER_CLASS = Value(Kind.OPTIMIZER_CLASS)
 MOVED_UNKNOWN = Value(Kind.UNKNOWN, maybe_accelerator=True, placed=True)  # `thing.to(device)`
 CPU_TENSOR = Value(Kind.TENSOR, on_cpu=True)
+# A module's registered buffer or parameter: it moves with the module, onto the accelerator
+# where the program puts the module there.
+MODULE_STATE = Value(Kind.TENSOR, maybe_accelerator=True)
 
 # torch functions that return a tensor. Factories first (torch.utils._device lists the ones
 # set_default_device intercepts), then common ops.
