@@ -377,3 +377,21 @@ def test_a_dropped_move_of_module_state_may_do_nothing(project, capsys):
         """})
     assert findings(capsys, project, "TDL003") == [("embed.py", 11, "TDL003", "possible"),
                                                     ("embed.py", 13, "TDL003", "certain")]
+
+
+@pytest.mark.parametrize("device, expected", [
+    ("'cpu'", []),  # a script that hardcodes the CPU places nothing on an accelerator
+    ("torch.device('cpu')", []),
+    ("'cuda'", [("pg.py", 7, "TDL009", "certain")]),
+])
+def test_numpy_of_a_value_moved_to_a_device_named_by_a_variable(project, capsys, device, expected):
+    write(project, {"pg.py": f"""\
+        import torch
+        import torch.nn as nn
+        device = {device}
+        net = nn.Linear(4, 2).to(device)
+        obs = torch.tensor([1.0, 2, 3, 4]).to(device)
+        act = net(obs)
+        print(act.detach().numpy())
+        """})
+    assert findings(capsys, project, "TDL009") == expected

@@ -483,6 +483,8 @@ class FileContext:
             if self.value_of(func).kind is Kind.MODULE:  # `self.encoder(x)`: a submodule's output
                 return self._model_output(call, self.value_of(func))
             receiver = self.value_of(func.value)
+            if method == "to" and self._names_the_cpu(call):
+                method = "cpu"  # `device = "cpu"` ... `x.to(device)`
             value = kinds.method_call_value(receiver, method, call)
             if value == kinds.UNKNOWN and receiver.kind is Kind.UNKNOWN and qualified is None:
                 return self._fed_from_accelerator(call)  # `codec.decode(codes.to(device))`
@@ -493,6 +495,19 @@ class FileContext:
         if callee.kind is Kind.UNKNOWN and (qualified is None or qualified.startswith("torch.")):
             return self._fed_from_accelerator(call)  # `model(x.to(device))`, model a parameter
         return kinds.UNKNOWN
+
+    def _names_the_cpu(self, call: cst.Call) -> bool:
+        """``x.to(device)`` where every binding of ``device`` in sight (the function's, else
+        the module's) is ``"cpu"`` or ``torch.device("cpu")``: a script that hardcodes its
+        device as the CPU places nothing on an accelerator."""
+        first = call.args[0].value if call.args and call.args[0].keyword is None else None
+        if not isinstance(first, cst.Name):
+            return False
+        for scope in (self.function, self.ancestors[0] if self.ancestors else None):
+            sites = self.bindings(scope).get(first.value) if scope is not None else None
+            if sites:
+                return all(isinstance(site, cst.Assign) and _is_cpu_literal(site.value) for site in sites)
+        return False
 
     def _fed_from_accelerator(self, call: cst.Call) -> Value:
         """A call of unknown kind given data on an accelerator: what it returns (if it is a
@@ -647,6 +662,13 @@ class FileContext:
 
     def _bind_name(self, name: str, value: Value) -> None:
         self.scopes[-1].values[name] = value
+
+
+def _is_cpu_literal(value: cst.BaseExpression) -> bool:
+    """``"cpu"``, or ``torch.device("cpu")``."""
+    if isinstance(value, cst.Call) and dotted_name(value.func) in ("torch.device", "device") and value.args:
+        value = value.args[0].value
+    return isinstance(value, cst.SimpleString) and value.evaluated_value == "cpu"
 
 
 def _is_static(node: cst.FunctionDef) -> bool:
