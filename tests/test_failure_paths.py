@@ -395,3 +395,25 @@ def test_numpy_of_a_value_moved_to_a_device_named_by_a_variable(project, capsys,
         print(act.detach().numpy())
         """})
     assert findings(capsys, project, "TDL009") == expected
+
+
+@pytest.mark.parametrize("built, expected", [
+    # every construction pins CUDA: the device parameter is a CPU path nothing takes
+    ("layer = Cell(4, device='cuda')\n", [("cells.py", 7, "TDL002", "possible"),
+                                           ("cells.py", 10, "TDL002", "possible")]),
+    # a construction that passes the caller's device: the class runs where it is built
+    ("layer = Cell(4, device=torch.device('cpu'))\n", [("cells.py", 7, "TDL002", "certain")]),
+])
+def test_a_device_parameter_counts_only_where_a_caller_may_pass_the_cpu(project, capsys, built, expected):
+    write(project, {"cells.py": textwrap.dedent("""\
+        import torch
+        import torch.nn as nn
+        class Cell(nn.Module):
+            def __init__(self, n, device):
+                super().__init__()
+                self.device = device
+                self.mask = torch.ones(n, device="cuda")
+            def forward(self, x):
+                return x.to(self.device) * self.mask
+        """) + built})
+    assert findings(capsys, project, "TDL002") == expected

@@ -211,6 +211,41 @@ def _root(node: cst.BaseExpression) -> str | None:
     return node.value if isinstance(node, cst.Name) else None
 
 
+def _built_on_cuda_only(ctx, module: cst.Module, klass: cst.ClassDef, param: cst.Param) -> bool:
+    """Every construction of ``klass`` in its file passes a CUDA device for ``param``
+    (``liGRU_layer(..., device="cuda")``), and no other module of the project imports it:
+    the device parameter offers a CPU path that nothing takes. The constructions carry the
+    hardcoded device, and their findings."""
+    if ctx.index is None or ctx.path == "-" or ctx.index.imported_from(ctx.path):
+        return False
+    init = next((m for m in klass.body.body if isinstance(m, cst.FunctionDef) and m.name.value == "__init__"), None)
+    if init is None:
+        return False
+    positional = [p.name.value for p in init.params.params][1:]  # after `self`
+    name = klass.name.value
+    passed: list[cst.BaseExpression | None] = []
+
+    def enter(node: cst.CSTNode) -> bool:
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == name:
+            keyword = next((a.value for a in node.args if a.keyword is not None
+                            and a.keyword.value == param.name.value), None)
+            index = positional.index(param.name.value) if param.name.value in positional else None
+            plain = [a.value for a in node.args if a.keyword is None and not a.star]
+            passed.append(keyword if keyword is not None else
+                          plain[index] if index is not None and index < len(plain) else None)
+        return True
+
+    walk(module, enter)
+    return bool(passed) and all(value is not None and _cuda_literal(value) for value in passed)
+
+
+def _cuda_literal(value: cst.BaseExpression) -> bool:
+    """``"cuda"``, ``"cuda:0"``, ``torch.device("cuda")``."""
+    if isinstance(value, cst.Call) and code_of(value.func).endswith("device") and value.args:
+        value = value.args[0].value
+    return isinstance(value, cst.SimpleString) and value.evaluated_value.split(":")[0] == "cuda"
+
+
 def _gpu_index(function: cst.FunctionDef | cst.ClassDef, name: str) -> bool:
     """The "device" is a GPU number: ``x.cuda(device)``, ``torch.cuda.set_device(device)``."""
     found = False
@@ -331,6 +366,10 @@ def _facts(ctx, module: cst.Module) -> _FileFacts:
             step = facts.device_generic.get(method)
             if isinstance(step and step[0], cst.Param) and _gpu_index(node, step[0].name.value):
                 continue  # `self.device` handed to `.cuda(self.device)`: a GPU number
+            if method.name.value == "__init__" and isinstance(step and step[0], cst.Param) \
+                    and _built_on_cuda_only(ctx, module, node, step[0]):
+                del facts.device_generic[method]  # its CPU path is one no caller takes
+                continue
             if step is not None:
                 facts.device_generic[node] = (step[0], f"class `{node.name.value}` is device-generic: " + step[1])
                 break
