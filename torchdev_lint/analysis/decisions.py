@@ -401,6 +401,11 @@ def _call_placement(ctx, call: cst.Call, where: Where, depth: int) -> Placement 
         return None
     target = _method(where, name)
     if target is None:
+        if isinstance(func, (cst.Name, cst.Attribute)):
+            # a placed module's output: where the module is (or the call fails there)
+            module = placement_of(ctx, func, where, depth + 1)
+            if module is not None:
+                return Placement(module.decision, ((call, f"`{code_of(func)}` computes it"), *module.steps))
         return None
     function, inner = target
     moved = _moves_when_available(ctx, function)
