@@ -112,7 +112,7 @@ def _option(expr: cst.BaseExpression) -> bool:
     return len(names) >= 2 and names[0] in CONFIG_ROOTS
 
 
-def _method(where: Where, name: str) -> tuple[cst.FunctionDef, Where] | None:
+def _method(ctx: FileContext, where: Where, name: str) -> tuple[cst.FunctionDef, Where] | None:
     """The function a call of ``name`` (``helper`` or ``self.helper``) runs, and where its body reads."""
     if name.startswith("self."):
         if where.klass is None or name.count(".") != 1:
@@ -121,10 +121,14 @@ def _method(where: Where, name: str) -> tuple[cst.FunctionDef, Where] | None:
             if isinstance(statement, cst.FunctionDef) and statement.name.value == name[5:] and statement.params.params:
                 return statement, Where(where.module, statement, where.klass, statement.params.params[0].name.value)
         return None
-    for statement in where.module.body:
-        if isinstance(statement, cst.FunctionDef) and statement.name.value == name:
-            return statement, Where(where.module, statement)
-    return None
+    function = _functions(ctx, where.module).get(name)
+    return (function, Where(where.module, function)) if function is not None else None
+
+
+def _functions(ctx: FileContext, module: cst.Module) -> dict[str, cst.FunctionDef]:
+    """The module's top-level functions by name (read once per file)."""
+    return ctx.once(("decisions: functions",), lambda: {
+        s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef)})
 
 
 def _called(call: cst.Call, function: cst.FunctionDef, inner: Where, outer: Where) -> Where:
@@ -288,7 +292,7 @@ def _call_decision(ctx, call: cst.Call, where: Where, depth: int) -> Decision | 
                 return Decision(RANK_GPU, call, f"`{code_of(call)}` is each process's own GPU")
             return decision_of(ctx, index, where, depth + 1)
         return decision_of(ctx, args[0].value, where, depth + 1) if args else None
-    target = _method(where, name)
+    target = _method(ctx, where, name)
     if target is None:
         return None
     function, inner = target
@@ -399,7 +403,7 @@ def _call_placement(ctx, call: cst.Call, where: Where, depth: int) -> Placement 
         if decision is not None:
             return Placement(decision, ((call, f"`{code_of(call.func)}(...)` builds the value there"),))
         return None
-    target = _method(where, name)
+    target = _method(ctx, where, name)
     if target is None:
         if isinstance(func, (cst.Name, cst.Attribute)):
             # a placed module's output: where the module is (or the call fails there)
@@ -457,9 +461,8 @@ def passed(ctx: FileContext, param: cst.Param, module: cst.Module) -> list[Decis
         function, name, skip = owner
         index = next((i for i, p in enumerate(function.params.params) if p is param), None)
         found = []
-        for call in tree.collect(module, cst.Call):
-            if dotted_name(call.func) != name:
-                continue
+        calls = ctx.once(("decisions: calls by name",), lambda: _calls_by_name(module))
+        for call in calls.get(name, ()):
             where = Where(module)
             value = next((a.value for a in call.args if a.keyword is not None
                           and a.keyword.value == param.name.value), None)
@@ -486,3 +489,12 @@ def _declaring(module: cst.Module, param: cst.Param) -> tuple[cst.FunctionDef, s
                         p is param for p in _params(method)):
                     return method, statement.name.value, 1
     return None
+
+
+def _calls_by_name(module: cst.Module) -> dict[str, list[cst.Call]]:
+    calls: dict[str, list[cst.Call]] = {}
+    for call in tree.collect(module, cst.Call):
+        name = dotted_name(call.func)
+        if name is not None:
+            calls.setdefault(name, []).append(call)
+    return calls
