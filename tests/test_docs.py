@@ -45,7 +45,7 @@ def test_check_names_a_stale_page_and_writes_nothing(tmp_path, capsys):
     assert not (tmp_path / "--check").exists()
 
 
-@pytest.mark.parametrize("code", ["TDL010", "TDL011", "TDL012"])
+@pytest.mark.parametrize("code", ["TDL010", "TDL011", "TDL012", "TDL013"])
 def test_rules_the_tracer_judges_say_how_before_when_not_to_use(code):
     text = page(Rule.registry[code])
     assert text.index("## Confidence\n") < text.index("## At run time\n") < text.index("## When not to use\n")

@@ -61,6 +61,15 @@ TRACES.update({
     "own-tags": _trace("testdata/trace/tdl004_own_tags.py", "{shared}/own_tags.pt"),
     "own-tags-cpu-only": _trace("--mode", "cpu-only", "testdata/trace/tdl004_own_tags.py", "{shared}/own_tags_cpu.pt"),
 })
+# TDL013's shapes, run with the option that makes the two device decisions disagree (and one
+# without it, where they agree).
+TRACES.update({
+    "TDL013-detector": _trace("--mode", "sim", "--single-run", "testdata/trace/tdl013_detector.py", "--cpu"),
+    "TDL013-detector-agree": _trace("--mode", "sim", "--single-run", "testdata/trace/tdl013_detector.py"),
+    "TDL013-helper": _trace("--mode", "sim", "--single-run", "testdata/trace/tdl013_helper.py"),
+    "TDL013-device-option": _trace("--mode", "sim", "--single-run", "testdata/trace/tdl013_device_option.py",
+                                   "--device", "cpu"),
+})
 # The rules' demo programs (testdata/rules), as a user traces them (auto: the GPU if there is one);
 # -sim: on the simulated GPU even where there is a real one (tests marked gpu compare the two).
 RULE_DEMOS = ["tdl002", "tdl006", "tdl007", "tdl008", "tdl009"]

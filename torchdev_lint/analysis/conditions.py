@@ -397,6 +397,19 @@ def _availability(expr: cst.BaseExpression) -> bool:
         "is_available", "device_count") and bool(words(dotted_name(expr.func) or "") & ACCELERATOR_WORDS)
 
 
+def machine_only(test: cst.BaseExpression) -> bool:
+    """The test asks the machine and nothing else: availability calls joined by
+    ``not``/``and``/``or`` (``torch.cuda.is_available()``, ``torch.cuda.device_count() > 0``).
+    ``args.cuda and torch.cuda.is_available()`` also reads the user's wish: not machine only."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return machine_only(test.expression)
+    if isinstance(test, cst.BooleanOperation):
+        return machine_only(test.left) and machine_only(test.right)
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        return _availability(test.left) and _number(test.comparisons[0].comparator) is not None
+    return _availability(test)
+
+
 def string_test(text: str) -> cst.BaseExpression | None:
     """The expression of a test written as a string (``pytest.mark.skipif("not cuda")``)."""
     try:

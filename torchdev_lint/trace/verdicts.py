@@ -34,11 +34,11 @@ NO_GPU_NAME = "fails-without-gpu"
 RUNTIME_CODES = (MISMATCH_CODE, NO_GPU_CODE)
 HARDCODED = ("TDL001", "TDL002")
 # Rules whose bug, when it bites, crashes the program at (or through) the finding's own line.
-CRASH_CONFIRMS = ("TDL003", "TDL006", "TDL007", "TDL008", "TDL009")
+CRASH_CONFIRMS = ("TDL003", "TDL006", "TDL007", "TDL008", "TDL009", "TDL013")
 # Rules whose bug shows only where tensors are on an accelerator: a run as a machine without a
 # GPU (where every tensor stays on the CPU) cannot tell them, as only it can tell HARDCODED ones
 # (on the simulated GPU, a hardcoded device works).
-ACCELERATOR_ONLY = ("TDL003", "TDL005", "TDL006", "TDL007", "TDL008", "TDL009", MISMATCH_CODE)
+ACCELERATOR_ONLY = ("TDL003", "TDL005", "TDL006", "TDL007", "TDL008", "TDL009", "TDL013", MISMATCH_CODE)
 
 # The origin a storage carries -> the rule whose finding explains a mismatch involving it.
 ORIGIN_CODES = {
@@ -586,6 +586,18 @@ class Judge:
         # it was made (as TDL006's attributes), and the op that meets it mixes devices.
         return self._left_behind(f, path, "attribute-left-behind", "unregistered-tensor-attribute",
                                  "copy of a Parameter")
+
+    def _judge_TDL013(self, f, path):
+        # Two decisions meet at the finding's line: a mismatch there (or in what it calls)
+        # is the disagreement. They agree unless the program's options make them differ.
+        mixed = self._at("mismatch", f, path, stack=True)
+        if mixed:
+            return Verdict(CONFIRMED, "the two device decisions disagreed in this run" + self._later_use(mixed))
+        if self.run.executed(path, f.line, f.end_line) is not None:
+            return Verdict(NOT_CONFIRMED, "this line ran and both decisions picked the same device in this run "
+                                          "(give the program the option that asks for another device, e.g. "
+                                          "`--cpu` or `--device cpu`)")
+        return None
 
     def _judge_TDL011(self, f, path):
         # judged over the ranks' runs together (judge_ranks); a run alone cannot tell
