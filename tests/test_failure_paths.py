@@ -417,3 +417,53 @@ def test_a_device_parameter_counts_only_where_a_caller_may_pass_the_cpu(project,
                 return x.to(self.device) * self.mask
         """) + built})
     assert findings(capsys, project, "TDL002") == expected
+
+
+MOVED_BOX_CODER = """\
+    from coder import BoxCoder
+    import torch
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    coder = BoxCoder().to(device)
+    """
+
+
+@pytest.mark.parametrize("use, confidence", [
+    ("deltas * self.std[0] + self.std[1]", "possible"),  # elements by integer index: perhaps 0-dim
+    ("deltas * self.std", "certain"),
+    ("deltas * self.std[:2]", "certain"),  # a slice is still a tensor on the CPU
+])
+def test_an_element_by_integer_index_may_be_zero_dim(project, capsys, use, confidence):
+    write(project, {"run.py": MOVED_BOX_CODER, "coder.py": f"""\
+        import torch
+        import torch.nn as nn
+        class BoxCoder(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.std = torch.tensor([0.1, 0.1, 0.2, 0.2])
+            def forward(self, deltas):
+                return {use}
+        """})
+    assert findings(capsys, project, "TDL006") == [("coder.py", 6, "TDL006", confidence)]
+
+
+@pytest.mark.parametrize("flag, confidence", [
+    ("False", "possible"),  # the meeting sits in a branch the file's constant rules out
+    ("True", "certain"),
+])
+def test_a_meeting_under_a_constant_flag(project, capsys, flag, confidence):
+    # a star import before the flag cannot rebind it
+    write(project, {"run.py": MOVED_BOX_CODER, "helpers.py": "", "coder.py": f"""\
+        from helpers import *
+        import torch
+        import torch.nn as nn
+        EXPORT = {flag}
+        class BoxCoder(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.grid = torch.zeros(4)
+            def forward(self, deltas):
+                if EXPORT:
+                    return deltas + self.grid
+                return deltas
+        """})
+    assert findings(capsys, project, "TDL006") == [("coder.py", 8, "TDL006", confidence)]

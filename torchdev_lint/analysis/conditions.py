@@ -114,13 +114,19 @@ def module_constants(module: cst.Module) -> dict[str, cst.BaseExpression]:
     the file, holds its value too (from where it is set on: a script's tests come after)."""
     assigned: dict[str, cst.BaseExpression] = {}
     options: dict[str, cst.BaseExpression] = {}
+    after_star: set[str] = set()  # bound after every star import: the import cannot rebind it
+    top_stars = 0
     for statement in module.body:
         if isinstance(statement, cst.SimpleStatementLine):
             for small in statement.body:
+                if isinstance(small, cst.ImportFrom) and isinstance(small.names, cst.ImportStar):
+                    after_star.clear()
+                    top_stars += 1
                 if isinstance(small, cst.Assign) and len(small.targets) == 1:
                     target = small.targets[0].target
                     if isinstance(target, cst.Name):
                         assigned[target.value] = small.value
+                        after_star.add(target.value)
                     elif isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) \
                             and target.value.value in assigned:
                         options[dotted_name(target)] = small.value
@@ -130,7 +136,7 @@ def module_constants(module: cst.Module) -> dict[str, cst.BaseExpression]:
     if not assigned:
         return {}  # an option's object (`args`) is bound here too
     counts: dict[str, int] = {}
-    star = [False]
+    star = [0]
 
     def count(name: str, times: int = 1) -> None:
         counts[name] = counts.get(name, 0) + times
@@ -150,18 +156,38 @@ def module_constants(module: cst.Module) -> dict[str, cst.BaseExpression]:
         elif isinstance(node, cst.MatchMapping) and node.rest is not None:
             count(node.rest.value)
         elif isinstance(node, cst.ImportFrom) and isinstance(node.names, cst.ImportStar):
-            star[0] = True  # binds names nobody can see here
+            star[0] += 1  # binds names nobody can see here
         return True
 
     tree.walk(module, enter)
-    # a star import may bind any name, but not an attribute of the file's own `args`
-    constants = {} if star[0] else {name: value for name, value in assigned.items() if counts.get(name) == 1}
+    # a star import may bind any name (but not one bound after it at the top level, nor an
+    # attribute of the file's own `args`)
+    constants = {name: value for name, value in assigned.items()
+                 if counts.get(name) == 1 and (not star[0] or star[0] == top_stars and name in after_star)}
     if options:
         sets = collections.Counter(
             dotted_name(t) for node in tree.collect(module, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign))
             for t in [node.target] if isinstance(t, cst.Attribute))
         constants.update((name, value) for name, value in options.items() if sets[name] == 1)
     return constants
+
+
+def never_runs(node: cst.CSTNode, parents: dict[int, cst.CSTNode]) -> bool:
+    """``node`` sits in a branch its file's constants rule out: the body of ``if FLAG:`` (or
+    ``elif FLAG:``) with ``FLAG = False`` set once at the top level and nowhere else, or the
+    ``else`` of ``if FLAG:`` with ``FLAG = True``. Code that never runs fails nowhere."""
+    constants = _constants.get()
+    if constants is None:
+        return False
+    child, parent = node, parents.get(id(node))
+    while parent is not None:
+        if isinstance(parent, cst.If) and child is not parent.test:
+            value = constants.get(parent.test.value) if isinstance(parent.test, cst.Name) else None
+            if isinstance(value, cst.Name) and value.value in ("True", "False"):
+                if (child is parent.body) == (value.value == "False"):
+                    return True
+        child, parent = parent, parents.get(id(parent))
+    return False
 
 
 def _names_in(target: cst.BaseExpression) -> list[str]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchdev_lint.analysis import tree
-from torchdev_lint.analysis.conditions import is_main_guard, words
+from torchdev_lint.analysis.conditions import is_main_guard, never_runs, words
 from torchdev_lint.analysis.callees import Callees, Target, parameter_for
 from torchdev_lint.analysis.classes import methods
 from torchdev_lint.analysis.guards import code_of as code
@@ -215,8 +215,9 @@ class Uses:
         parameters ``inputs`` (the caller's data, on whatever device the module was moved
         to): an operator with it, a call handed both, an index into the CPU tensor made from
         it. None where the analysis cannot show one: a move first, a size read, a value that
-        leaves the function."""
-        return self._meeting(node, inputs, 0)
+        leaves the function, a branch the file's constants rule out."""
+        found = self._meeting(node, inputs, 0)
+        return None if found is None or never_runs(found, self.parents) else found
 
     def _meeting(self, node: cst.CSTNode, inputs: set[str], depth: int) -> cst.CSTNode | None:
         parent = self.parents.get(id(node))
@@ -228,6 +229,8 @@ class Uses:
                 return None  # an index: PyTorch takes CPU indices for tensors anywhere
             if any(isinstance(e.slice, cst.Index) and self.from_inputs(e.slice.value, inputs) for e in parent.slice):
                 return parent  # a CPU tensor indexed by indices on the device raises
+            if all(isinstance(e.slice, cst.Index) and _integer(e.slice.value) for e in parent.slice):
+                return None  # `self.std[0]`: an element, perhaps 0-dim, which mixes with tensors anywhere
             return self._meeting(parent, inputs, step)  # a slice of it is on the CPU too
         if isinstance(parent, cst.Attribute) and parent.value is node:
             call = self.parents.get(id(parent))
@@ -1119,6 +1122,13 @@ def _pure(expr: cst.BaseExpression) -> bool:
     if isinstance(expr, cst.UnaryOperation):
         return _pure(expr.expression)
     return False
+
+
+def _integer(expr: cst.BaseExpression) -> bool:
+    """An integer literal, ``-1`` too."""
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+        expr = expr.expression
+    return isinstance(expr, cst.Integer)
 
 
 def _constant(expr: cst.BaseExpression) -> bool:
