@@ -423,13 +423,24 @@ def test_loads_in_a_project_that_saves_its_weights_on_the_cpu_are_only_possible(
         ("main_test_denoiser.py", 8, 23, "possible"), ("models/model_base.py", 14, 33, "possible")]
 
 
-def test_a_project_that_also_saves_weights_from_a_gpu_keeps_the_finding(project, capsys):
+GPU_SNAPSHOT = """\
+    import torch
+    def snapshot(generator):
+        torch.save(generator.cuda().state_dict(), "generator.pth")
+"""
+
+
+def test_a_project_that_saves_weights_both_ways_leaves_a_file_it_does_not_name_possible(project, capsys):
+    # the option names no file the code writes: a CPU save or the GPU snapshot may have made it
     write(project, {"models/__init__.py": "", "models/model_base.py": CPU_SAVER, "main_test_denoiser.py": TEST_SCRIPT,
-                    "train_gan.py": """\
-                        import torch
-                        def snapshot(generator):
-                            torch.save(generator.cuda().state_dict(), "generator.pth")
-                    """})
+                    "train_gan.py": GPU_SNAPSHOT})
+    assert ("main_test_denoiser.py", 8, 23, "possible") in project_findings(capsys, project)
+
+
+def test_a_file_named_as_the_gpu_snapshot_stays_certain_beside_cpu_saves(project, capsys):
+    script = TEST_SCRIPT.replace("torch.load(args.model_path)", 'torch.load("generator.pth")')
+    write(project, {"models/__init__.py": "", "models/model_base.py": CPU_SAVER, "main_test_denoiser.py": script,
+                    "train_gan.py": GPU_SNAPSHOT})
     assert ("main_test_denoiser.py", 8, 23, "certain") in project_findings(capsys, project)
 
 

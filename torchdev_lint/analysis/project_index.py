@@ -1532,6 +1532,18 @@ class ProjectIndex:
                                if first is not None and others_on_cpu else None)
         return self._memo[key]
 
+    def some_cpu_weights(self) -> str | None:
+        """Where the project saves weights as CPU tensors: a ``torch.save`` of weights moved
+        to the CPU first, or one in a module that places nothing on a device
+        (``_writes_from_cpu``). "<file>:<line>" of the first, or None."""
+        key = ("some cpu weights",)
+        if key not in self._memo:
+            found = sorted((m.path, int(entry.partition(":")[2]))
+                           for modules in self.modules.values() for m in modules for entry in m.weight_saves
+                           if entry.startswith("cpu:") or self._writes_from_cpu(m))
+            self._memo[key] = f"{self._shown(found[0][0])}:{found[0][1]}" if found else None
+        return self._memo[key]
+
     def _shown(self, path: str) -> str:
         """``path`` as evidence names it: from the folder that holds every indexed file, so
         that `train.py` and `backup/train.py` stay apart."""
@@ -1699,6 +1711,7 @@ class ProjectIndex:
         facts.append(("package CPU path", self.package_cpu_path(full)))
         facts.append(("weights saved on the CPU", self.cpu_weights()))
         facts.append(("weights saved from a device", self.device_weights()))
+        facts.append(("weights saved on the CPU somewhere", self.some_cpu_weights()))
         facts.append(("users' CPU path", self.users_cpu_path(full)))
         facts.append(("users' CPU choice", self.users_cpu_path(full, "cpu_choice")))
         facts.append(("users' CPU choice by definition", tuple(

@@ -988,12 +988,11 @@ def weights_saved_from_a_device(ctx) -> str | None:
     return _project(ctx).device_weights()
 
 
-def never_written(ctx, ancestors, call: cst.Call) -> str | None:
-    """The load reads a file the project never writes: its name is spelled in the code (a
-    literal, a template, or the literal default of the parameter the path comes from:
-    ``def __init__(self, path="pretrain/hubert.pt")``) and no ``torch.save`` or other writer
-    of the project names it. A release or a download, saved on a device the code does not
-    show. The name, or None."""
+def loaded_name(ctx, ancestors, call: cst.Call) -> str | None:
+    """The name of the file a load reads, where the code spells it: a literal, a template,
+    or the literal default of the parameter the path comes from
+    (``def __init__(self, path="pretrain/hubert.pt")``). None: the name comes from outside
+    (``torch.load(args.model)``), and so does which save wrote the file."""
     shape = _load_shape(ctx, ancestors, call)
     target = loaded_file(call)
     scope = _scope_of(ancestors)
@@ -1004,9 +1003,23 @@ def never_written(ctx, ancestors, call: cst.Call) -> str | None:
         default = param.default if param is not None and all(s is param.name for s in sites) else None
         if isinstance(default, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)):
             shape = file_name_shape(_as_ast(default), lambda name: None)
+    return shape if shape is not None and re.search(r"[A-Za-z0-9]", shape.replace("{}", "")) else None
+
+
+def never_written(ctx, ancestors, call: cst.Call) -> str | None:
+    """The load reads a file (``loaded_name``) that no ``torch.save`` or other writer of the
+    project names: a release or a download, saved on a device the code does not show. The
+    name, or None."""
+    shape = loaded_name(ctx, ancestors, call)
     if shape is None or _project(ctx).writes_file(shape):
         return None
     return shape
+
+
+def cpu_weights_somewhere(ctx) -> str | None:
+    """Where the project also saves weights as CPU tensors ("<file>:<line>", the index's
+    ``some_cpu_weights``): a file whose name the code does not spell may be one of those."""
+    return _project(ctx).some_cpu_weights()
 
 
 def saved_earlier_by_project_helper(ctx, ancestors, call: cst.Call) -> cst.Call | None:

@@ -115,8 +115,10 @@ class LoadWithoutMapLocation(Rule):
     variable, literal, name template or file handle opened on the same path, itself or
     through a project helper that saves); a resume of the script's own checkpoint or a
     trainer's start point (code that writes checkpoints in a loop); a file of unknown origin
-    (a name the code spells that the project never writes, or a project that saves its
-    weights as CPU tensors or never from code on a device); weights going into a module moved
+    (a name the code spells that the project never writes, a file the code fetches from
+    elsewhere such as a download, a name the code does not spell in a project that saves
+    weights both as CPU tensors and from a device, or a project that saves its weights as
+    CPU tensors or never from code on a device); weights going into a module moved
     to CUDA anyway; library code that no running code imports or whose users all run on
     CUDA; test code.
 
@@ -409,6 +411,10 @@ class LoadWithoutMapLocation(Rule):
         if fetched is not None:
             yield (fetched, "the file is fetched here by code that is no torch save (a download): its tensors "
                             "are on whatever device its publisher saved them from, which the code does not show")
+        cpu_save = provenance.cpu_weights_somewhere(ctx) if weights is not None else None
+        if cpu_save is not None and provenance.loaded_name(ctx, ancestors, node) is None:
+            yield (node, f"the project also saves weights as CPU tensors ({cpu_save}) and the code does not spell "
+                         "this file's name: which save wrote it is not shown")
         foreign = provenance.never_written(ctx, ancestors, node)
         if foreign is not None:
             yield (node, f"no code of the project writes a file named `{foreign}`: it comes from elsewhere "
