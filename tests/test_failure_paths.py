@@ -467,3 +467,44 @@ def test_a_meeting_under_a_constant_flag(project, capsys, flag, confidence):
                 return deltas
         """})
     assert findings(capsys, project, "TDL006") == [("coder.py", 8, "TDL006", confidence)]
+
+
+CHOOSES = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\nw = torch.zeros(1).to(device)\n'
+
+
+@pytest.mark.parametrize("body, confidence", [
+    # the fallback after an out-of-memory error: it runs only once the try failed
+    ("""\
+    try:
+        y = (x @ x).to(device)
+    except RuntimeError:
+        y = (x.cpu() @ x.cpu()).cuda()
+    """, "possible"),
+    # the device the code is given is used on the other branch
+    ("""\
+    if args:
+        y = x.to(args.device)
+    else:
+        y = x.cuda()
+    """, "possible"),
+    # the same line on the path the CPU choice takes
+    ("""\
+    y = x.cuda()
+    """, "certain"),
+])
+def test_a_hardcoded_line_off_the_cpu_path_is_possible(project, capsys, body, confidence):
+    write(project, {"run.py": "import torch\n" + CHOOSES + "args = None\nx = torch.ones(2, 2)\n"
+                              + textwrap.dedent(body)})
+    assert [f[3] for f in findings(capsys, project, "TDL001")] == [confidence]
+
+
+@pytest.mark.parametrize("loss, confidence", [
+    ("class Focal(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+     "    def forward(self, x):\n        return x.sum()\n", "possible"),  # no tensors: .cuda() moves nothing
+    ("class Focal(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+     "        self.alpha = torch.ones(3)\n    def forward(self, x):\n        return x.sum() * self.alpha\n",
+     "certain"),
+])
+def test_cuda_of_a_module_that_holds_no_tensors(project, capsys, loss, confidence):
+    write(project, {"run.py": "import torch\nimport torch.nn as nn\n" + CHOOSES + loss + "criterion = Focal().cuda()\n"})
+    assert [f[3] for f in findings(capsys, project, "TDL001")] == [confidence]

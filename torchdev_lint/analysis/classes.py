@@ -7,6 +7,9 @@ from typing import Iterable, Iterator
 
 import libcst as cst
 
+from torchdev_lint.analysis.guards import code_of
+from torchdev_lint.analysis.tree import collect
+
 
 def self_attribute(expr: cst.BaseExpression, self_name: str) -> str | None:
     """``attr`` for ``self.attr``, else None."""
@@ -45,3 +48,25 @@ def reachable(calls: dict[str, set[str]], starts: Iterable[str]) -> set[str]:
                 seen.add(callee)
                 todo.append(callee)
     return seen
+
+
+_STATE_CALLS = frozenset({"register_buffer", "register_parameter", "register_module", "add_module", "__setattr__"})
+
+
+def holds_no_state(klass: cst.ClassDef) -> bool:
+    """``klass`` derives from ``nn.Module`` alone, assigns nothing in its body, and no
+    method of it sets or registers an attribute of ``self``: a stateless loss holds no
+    tensors, so its ``.cuda()`` moves nothing and does not fail without CUDA."""
+    if [code_of(b.value) for b in klass.bases] not in (["nn.Module"], ["torch.nn.Module"], ["Module"]):
+        return False  # a base of its own may hold tensors
+    if any(not isinstance(s, (cst.FunctionDef, cst.SimpleStatementLine)) or isinstance(s, cst.SimpleStatementLine)
+           and not all(isinstance(small, (cst.Expr, cst.Pass)) for small in s.body) for s in klass.body.body):
+        return False  # class attributes, nested classes: perhaps tensors
+    for method, self_name in methods(klass):
+        for node in collect(method.body, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.Call)):
+            if isinstance(node, cst.Call):
+                if isinstance(node.func, cst.Attribute) and node.func.attr.value in _STATE_CALLS:
+                    return False
+            elif self_attribute(node.target, self_name) is not None:
+                return False
+    return True

@@ -571,6 +571,45 @@ def _to_cuda(call: cst.Call) -> bool:
     return isinstance(first, cst.SimpleString) and str(first.evaluated_value).split(":")[0] == "cuda"
 
 
+_DEVICE_WORDS = re.compile(r"cuda|gpu|cpu|device|available", re.IGNORECASE)
+
+
+def _off_the_path(ancestors: Sequence[cst.CSTNode]) -> Step | None:
+    """The line is not where the code's CPU path runs: in an ``except`` handler (it runs
+    only after the ``try`` failed, which nothing shows a machine without CUDA does), or in
+    the branch of an ``if`` that is no device test whose other branch moves values to a
+    device it was given (``if args: x.to(args.device) else: x.cuda()``: the CPU path is
+    the other branch)."""
+    for index in range(len(ancestors) - 1, 0, -1):
+        node, child = ancestors[index - 1], ancestors[index]
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return None
+        if isinstance(node, cst.ExceptHandler) and child is node.body:
+            return (node, "it runs only after the `try` above failed: nothing shows that happens on a machine "
+                          "without CUDA")
+        if isinstance(node, cst.If) and child is not node.test and not _DEVICE_WORDS.search(code_of(node.test)):
+            other = node.orelse if child is node.body else node.body
+            if other is not None and _moves_to_a_given_device(other):
+                return (node, f"the device the code is given is used on the other branch of `if {code_of(node.test)}:`: "
+                              "this one runs where none was given")
+    return None
+
+
+def _moves_to_a_given_device(block: cst.CSTNode) -> bool:
+    """``.to(x)`` with a device expression (not a literal) somewhere in ``block``."""
+    found = False
+
+    def enter(node: cst.CSTNode) -> bool:
+        nonlocal found
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "to" \
+                and node.args and not isinstance(node.args[0].value, (cst.SimpleString, cst.FormattedString)):
+            found = found or bool(_DEVICE_WORDS.search(code_of(node.args[0].value)))
+        return not found
+
+    walk(block, enter)
+    return found
+
+
 def runs_without_cuda(ctx, ancestors: Sequence[cst.CSTNode], library: bool = False) -> Verdict:
     """Whether code at ``ancestors`` (the flagged node's, module first) is meant to run
     on machines without CUDA, with the evidence. ``library``: a module of a package counts
@@ -591,6 +630,9 @@ def runs_without_cuda(ctx, ancestors: Sequence[cst.CSTNode], library: bool = Fal
     function = next((a for a in reversed(ancestors) if isinstance(a, cst.FunctionDef)), None)
     if provenance.is_test_function(ctx, function):
         return Verdict(False, ())
+    step = _off_the_path(ancestors)
+    if step is not None:
+        return Verdict(False, (step,))
     if targets is not None:
         machines = ", ".join(t for t in targets if t not in _CUDA_TARGETS)
         return Verdict(True, ((module, f"target-devices names {machines}: the code must run without CUDA"),))

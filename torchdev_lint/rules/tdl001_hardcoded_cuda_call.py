@@ -6,6 +6,7 @@ import libcst as cst
 
 from torchdev_lint import fixes
 from torchdev_lint.analysis import portability, receivers
+from torchdev_lint.analysis.classes import holds_no_state
 from torchdev_lint.analysis.guards import code_of
 from torchdev_lint.analysis.imports import dotted_name
 from torchdev_lint.analysis.requirements import of_file
@@ -231,8 +232,20 @@ class HardcodedCudaCall(Rule):
                 if index is not None and index >= 1:  # `.cuda(1)`: code for a machine with two GPUs
                     steps = ((node, f"`.cuda({index})` names a second GPU: code for a multi-GPU machine"),)
                     certain = False
+                stateless = self._stateless_module(node.func.value)
+                if stateless is not None:
+                    steps, certain = (*steps, (stateless, f"`{stateless.name.value}` holds no tensors: its `.cuda()` "
+                                                          "moves nothing and does not fail without CUDA")), False
                 self.report(node, fix=lambda node=node, ancestors=ancestors: self._fix(node, ancestors),
                             evidence=steps, certain=certain, set_aside=verdict.unknown_intent)
+
+    def _stateless_module(self, receiver: cst.BaseExpression) -> cst.ClassDef | None:
+        """The class of ``receiver`` when it is a new instance of a module class of this file
+        that holds no state (``VarifocalLoss().cuda()``)."""
+        if not (isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Name)):
+            return None
+        info = self.ctx.classes.get(receiver.func.value)
+        return info.node if info is not None and info.is_module and holds_no_state(info.node) else None
 
     def _fix(self, node: cst.Call, ancestors: tuple[cst.CSTNode, ...]) -> Fix:
         moved = code_of(node.func.value)
