@@ -72,6 +72,28 @@ def test_the_wrapper_of_a_cuda_extension_needs_cuda_anyway(project, capsys):
     assert findings(capsys, project, "TDL001") == [("ops/march.py", 8, "TDL001", "certain")]
 
 
+def test_a_wrapper_that_builds_its_extension_lazily_needs_cuda_anyway(project, capsys):
+    # `get_backend()` imports the extension when it is first called (torch-ngp's raymarching)
+    write(project, {**EXTENSION, "ops/march.py": """\
+        import torch
+        BACKEND = None
+        def get_backend():
+            global BACKEND
+            if BACKEND is None:
+                try:
+                    import _march as _backend
+                except ImportError:
+                    from .backend import _backend
+                BACKEND = _backend
+            return BACKEND
+        def march(rays):
+            if not rays.is_cuda:
+                rays = rays.cuda()
+            return get_backend().march(rays)
+        """})
+    assert findings(capsys, project, "TDL001") == [("ops/march.py", 14, "TDL001", "possible")]
+
+
 def test_a_load_retried_with_map_location_already_falls_back(project, capsys):
     write(project, {"restore.py": """\
         import torch

@@ -121,6 +121,9 @@ class ModuleFacts:
     # `CUDAExtension("pkg._C", ...)`), by name: code that imports one, or this module that
     # holds one, calls CUDA kernels (`ProjectIndex.cuda_extension_imported`)
     cuda_extensions: list[str] = field(default_factory=list)
+    # what its functions import when they run (`def get_backend(): from .backend import _backend`):
+    # a lazily built extension is reached this way
+    lazy_imports: list[str] = field(default_factory=list)
     # its code calls `.cuda()` outside any test for a device (`unguarded_cuda`), and also
     # shows no CPU path: code written for CUDA only (`ProjectIndex.cuda_only_import`)
     unguarded_cuda: bool = False
@@ -876,6 +879,24 @@ def moved_and_handed(tree: ast.Module) -> tuple[list[str], dict[str, list[int]],
     return sorted(found - {""}), params, sorted(handed)
 
 
+_INDENTED_IMPORT = re.compile(r"^[ \t]+(?:from[ \t]+\S+[ \t]+)?import[ \t]", re.MULTILINE)
+
+
+def lazy_imports(reader: "_Reader", tree: ast.Module) -> list[str]:
+    """What the module's functions import (qualified as the module's own imports are):
+    ``_raymarching``, ``pkg.backend._backend`` for ``from .backend import _backend``."""
+    found: dict[str, None] = {}
+    for function in (n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
+        for node in ast.walk(function):
+            if isinstance(node, ast.Import):
+                found.update((alias.name, None) for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                source = _absolute(reader.facts.name, reader.is_init, node.level, node.module) if node.level \
+                    else (node.module or "")
+                found.update((f"{source}.{alias.name}", None) for alias in node.names if alias.name != "*")
+    return list(found)
+
+
 def cuda_extensions(tree: ast.Module) -> list[str]:
     """The names of the CUDA extensions the module builds: a ``CUDAExtension``, or a
     ``load``/``load_inline`` of ``torch.utils.cpp_extension`` given ``.cu`` sources or CUDA
@@ -1087,6 +1108,8 @@ def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | No
     facts.cuda_only = facts.unguarded_cuda and not facts.cpu_path and not facts.cpu_choice
     if "cpp_extension" in text or "CUDAExtension" in text:
         facts.cuda_extensions = cuda_extensions(tree)
+    if _INDENTED_IMPORT.search(text):
+        facts.lazy_imports = lazy_imports(reader, tree)
     found = _DEFAULT_DEVICE.search(text) if "set_default_" in text else None
     facts.default_device = f"line {lines.of(found.start())}" if found else ""
     facts.init_calls = {
@@ -1377,7 +1400,7 @@ class ProjectIndex:
             self._memo[("cuda extensions",)] = builders
         if not builders:
             return None
-        for qualified in [*module.names.values(), *module.stars]:
+        for qualified in [*module.names.values(), *module.stars, *module.lazy_imports]:
             for found in (self._module(qualified, full), (self.locate(qualified, full) or (None,))[0]):
                 if found is not None and found.cuda_extensions:
                     return self._shown(found.path)
