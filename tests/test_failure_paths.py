@@ -530,3 +530,16 @@ def test_a_hardcoded_line_off_the_cpu_path_is_possible(project, capsys, body, co
 def test_cuda_of_a_module_that_holds_no_tensors(project, capsys, loss, confidence):
     write(project, {"run.py": "import torch\nimport torch.nn as nn\n" + CHOOSES + loss + "criterion = Focal().cuda()\n"})
     assert [f[3] for f in findings(capsys, project, "TDL001")] == [confidence]
+
+
+@pytest.mark.parametrize("option, confidence", [
+    ("p.add_argument('--device', type=int, default=0, nargs='+', help='the indexes of GPUs')", "possible"),
+    ("p.add_argument('--device', default='cuda', help='cuda or cpu')", "certain"),
+])
+def test_a_device_option_of_gpu_indices_offers_no_cpu_path(project, capsys, option, confidence):
+    write(project, {"main.py": "import argparse\nimport torch\np = argparse.ArgumentParser()\n" + option + """
+args = p.parse_args()
+print(args.device)
+x = torch.ones(2).cuda()
+"""})
+    assert [f[3] for f in findings(capsys, project, "TDL001")] == [confidence]

@@ -182,11 +182,18 @@ def _cpu_choice(node: cst.CSTNode, source: str) -> str | None:
             if option in _CPU_OPTIONS | _OPT_IN_GPU_OPTIONS and not project_index.reads_option(
                     source, option, dest.evaluated_value if isinstance(dest, cst.SimpleString) else None):
                 continue
-            if option in _CPU_OPTIONS:
+            if option in _CPU_OPTIONS and not _gpu_indices(node):
                 return f"offers {option} on the command line"
             if opt_in and option in _OPT_IN_GPU_OPTIONS:
                 return f"runs on the CPU unless {option} is given"
     return None
+
+
+def _gpu_indices(add_argument: cst.Call) -> bool:
+    """``add_argument("--device", type=int, ...)``: the option takes GPU indices (2s-AGCN's
+    "the indexes of GPUs"), not a device name; a CPU choice it feeds shows as one itself."""
+    kind = _keyword(add_argument, "type")
+    return isinstance(kind, cst.Name) and kind.value == "int"
 
 
 def _note_unread_choice(ctx, assignment: cst.Assign | cst.AnnAssign, unread: set[int]) -> None:

@@ -584,8 +584,8 @@ _CPU_PATH = re.compile(
     r"""|\w(?<!\bself)\.device\b(?!\s*=(?!=)|\s*\()""")
 
 
-_CPU_CHOICE = re.compile(
-    r"""else\s+(?:torch\.device\(\s*)?["']cpu["']|["']--(cpu|no[-_]cuda|use[-_]cpu|device)["']""")
+_CPU_CHOICE = re.compile(  # `--device` with `type=int` takes GPU indices (`portability._gpu_indices`)
+    r"""else\s+(?:torch\.device\(\s*)?["']cpu["']|["']--(cpu|no[-_]cuda|use[-_]cpu|device)["'](?![^)]*type\s*=\s*int\b)""")
 
 
 def cpu_choice(text: str, lines: "_Lines") -> str:
