@@ -446,7 +446,7 @@ _FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 def _children(node: ast.AST) -> list[ast.AST]:
-    """``list(_children(node))`` less the singletons of ``_SINGLETON_FIELDS``,
+    """``list(ast.iter_child_nodes(node))`` less the singletons of ``_SINGLETON_FIELDS``,
     without its generator per field."""
     fields = _FIELDS.get(type(node))
     if fields is None:
@@ -848,7 +848,7 @@ def _scope_nodes(tree: ast.Module) -> list[tuple[ast.AST, list[ast.AST]]]:
             owner = scopes[-1][1]
         elif isinstance(node, (ast.Call, ast.Assign)):
             owner.append(node)
-        stack.extend((child, owner) for child in _children(node))
+        stack += zip(_children(node), itertools.repeat(owner))
     return scopes
 
 
