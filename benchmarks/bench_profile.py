@@ -286,6 +286,7 @@ def run_in_process(tree: Path, phases: Phases, profiler: cProfile.Profile | None
         (limits, "measure", "depth budget (limits.measure)"),
         (engine, "parse", "LibCST parse"),
         (engine, "_positions", "positions (metadata)"),
+        *((engine.Positions, method, "positions (metadata)") for method in ("_statement_starts", "statement", "_compute")),
         (engine, "NoqaMap", "noqa"),
         (engine.placement, "withhold_unplaceable", "fixes"),
         (cli, "_report", "output"),
