@@ -108,7 +108,8 @@ def compare_findings(tree: Path, name: str, folder: Path) -> bool:
             continue
         same = False
         encode = functools.partial(json.dumps, sort_keys=True)
-        gone, new = {encode(f) for f in before} - {encode(f) for f in now}, {encode(f) for f in now} - {encode(f) for f in before}
+        was, is_now = {encode(f) for f in before}, {encode(f) for f in now}
+        gone, new = was - is_now, is_now - was
         print(f"  FINDINGS DIFFER from {recorded}: {len(before)} before, {len(now)} now")
         for line in sorted(gone)[:20]:
             print(f"    - {line}")
@@ -286,7 +287,8 @@ def run_in_process(tree: Path, phases: Phases, profiler: cProfile.Profile | None
         (limits, "measure", "depth budget (limits.measure)"),
         (engine, "parse", "LibCST parse"),
         (engine, "_positions", "positions (metadata)"),
-        *((engine.Positions, method, "positions (metadata)") for method in ("_statement_starts", "statement", "_compute")),
+        *((engine.Positions, method, "positions (metadata)")
+          for method in ("_statement_starts", "statement", "_compute")),
         (engine, "NoqaMap", "noqa"),
         (engine.placement, "withhold_unplaceable", "fixes"),
         (cli, "_report", "output"),
