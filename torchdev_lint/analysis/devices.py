@@ -87,7 +87,7 @@ def bindings(scope: cst.CSTNode) -> dict[str, list[cst.CSTNode]]:
                 bind_sites(node, names)
             return True
         bind_sites(node, names)
-        return type(node) not in _SCOPES
+        return type(node).__name__ not in _SCOPES
 
     tree.walk(scope, enter)
     return names
@@ -95,8 +95,9 @@ def bindings(scope: cst.CSTNode) -> dict[str, list[cst.CSTNode]]:
 
 def bind_sites(node: cst.CSTNode, names: dict[str, list[cst.CSTNode]]) -> None:
     """Add the names ``node`` binds in the scope around it to ``names``, with their sites
-    (``bindings``). A dict lookup per node: an ``isinstance`` on LibCST's classes costs more."""
-    binder = _BINDERS.get(type(node))
+    (``bindings``). A dict lookup per node (an ``isinstance`` on LibCST's classes costs more),
+    by class name: LibCST runs only once a file is parsed (``lazy.py``)."""
+    binder = _BINDERS.get(type(node).__name__)
     if binder is not None:
         binder(node, names)
 
@@ -128,19 +129,19 @@ def _bind_with(node: cst.WithItem, names: dict[str, list[cst.CSTNode]]) -> None:
         _bind(node.asname.name, names)
 
 
-_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
-_BINDERS: dict[type, Callable[[cst.CSTNode, dict], None]] = {
-    cst.FunctionDef: lambda node, names: _bind(node.name, names),
-    cst.ClassDef: lambda node, names: _bind(node.name, names),
-    cst.Assign: _bind_assign,
-    cst.AnnAssign: lambda node, names: _bind(node.target, names, node),
-    cst.AugAssign: lambda node, names: _bind(node.target, names, node),
-    cst.NamedExpr: lambda node, names: _bind(node.target, names, node),
-    cst.For: lambda node, names: _bind(node.target, names),
-    cst.CompFor: lambda node, names: _bind(node.target, names),
-    cst.WithItem: _bind_with,
-    cst.Param: lambda node, names: _bind(node.name, names),
-    cst.ImportAlias: _bind_import,
+_SCOPES = frozenset({"FunctionDef", "ClassDef", "Lambda"})
+_BINDERS: dict[str, Callable[[cst.CSTNode, dict], None]] = {
+    "FunctionDef": lambda node, names: _bind(node.name, names),
+    "ClassDef": lambda node, names: _bind(node.name, names),
+    "Assign": _bind_assign,
+    "AnnAssign": lambda node, names: _bind(node.target, names, node),
+    "AugAssign": lambda node, names: _bind(node.target, names, node),
+    "NamedExpr": lambda node, names: _bind(node.target, names, node),
+    "For": lambda node, names: _bind(node.target, names),
+    "CompFor": lambda node, names: _bind(node.target, names),
+    "WithItem": _bind_with,
+    "Param": lambda node, names: _bind(node.name, names),
+    "ImportAlias": _bind_import,
 }
 
 

@@ -122,9 +122,10 @@ def _ends_without_cuda(statement: cst.CSTNode, qualify) -> bool:
     return True
 
 
-# The node types ``_needs_cuda`` and ``_cpu_choice`` can say something of.
-_SAY_NEEDS_CUDA = frozenset({cst.If, cst.SimpleStatementLine, cst.Import, cst.ImportFrom, cst.Call})
-_SAY_CPU_CHOICE = frozenset({cst.IfExp, cst.If, cst.Call})
+# The node types ``_needs_cuda`` and ``_cpu_choice`` can say something of, by class name:
+# LibCST runs only once a file is parsed (``lazy.py``).
+_SAY_NEEDS_CUDA = frozenset({"If", "SimpleStatementLine", "Import", "ImportFrom", "Call"})
+_SAY_CPU_CHOICE = frozenset({"IfExp", "If", "Call"})
 
 
 def _needs_cuda(node: cst.CSTNode, top_level: bool, qualify, unconditional: bool = True) -> str | None:
@@ -297,13 +298,13 @@ def _facts(ctx, module: cst.Module) -> _FileFacts:
                 unconditional.update(id(s) for s in node.body.body)
         elif kind is cst.ClassDef:
             classes.append(node)
-        if facts.cuda_only is None and kind in _SAY_NEEDS_CUDA:
+        if facts.cuda_only is None and kind.__name__ in _SAY_NEEDS_CUDA:
             why = _needs_cuda(node, id(node) in top_level, ctx.qualified_name, id(node) in unconditional)
             if why is not None:
                 facts.cuda_only = (node, f"the file needs CUDA anyway: it {why}")
         if kind is cst.Assign or kind is cst.AnnAssign:
             _note_unread_choice(ctx, node, unread)
-        if facts.cpu_choice is None and kind in _SAY_CPU_CHOICE and id(node) not in unread:
+        if facts.cpu_choice is None and kind.__name__ in _SAY_CPU_CHOICE and id(node) not in unread:
             why = _cpu_choice(node, ctx.source)
             if why is not None:
                 facts.cpu_choice = (node, f"the file runs without CUDA: it {why}")
