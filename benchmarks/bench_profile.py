@@ -1,6 +1,13 @@
 """Where a cold run's time goes, as shares of LibCST's parse of the same files (issue 28).
 
-    python benchmarks/bench_profile.py DIR [DIR ...] [--repeat 3] [--no-processes] [--no-breakdown]
+    python benchmarks/bench_profile.py DIR [DIR ...] [--repeat 3] [--preview] [--findings FOLDER]
+        [--no-processes] [--no-in-process] [--no-breakdown]
+
+``--preview`` times every rule (the command's ``--preview``) instead of the default output.
+``--findings FOLDER`` first checks that the findings did not change: the JSON findings of
+``-j 2 --no-cache`` (default and ``--preview``), paths relative to DIR and sorted, are compared
+with ``FOLDER/<DIR's name>.<default|preview>.json``, or written there when it holds none (the
+"before" of an optimization); a difference is printed and the script exits 1.
 
 For each DIR (copied to a temporary directory first: the one-file-changed run edits the copy):
 
@@ -34,7 +41,9 @@ import argparse
 import collections
 import cProfile
 import contextlib
+import functools
 import io
+import json
 import os
 import pstats
 import shutil
@@ -50,6 +59,7 @@ sys.path.insert(0, str(ROOT))
 PACKAGE = str(ROOT / "torchdev_lint")
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "TORCHDEV_LINT_DAEMON": "0"}
 LINT = [sys.executable, "-m", "torchdev_lint", "--isolated", "--exit-zero", "-q"]
+PREVIEW: list[str] = []  # ["--preview"] with --preview: every rule
 
 _PARSE_LISTED = """
 import sys, libcst
@@ -60,6 +70,52 @@ for path in open(sys.argv[1], encoding='utf-8').read().splitlines():
     except Exception:
         pass
 """
+
+
+def findings(tree: Path, preview: bool) -> list:
+    """The findings of the command on ``tree``, as JSON objects: paths relative to it, sorted."""
+    command = [sys.executable, "-m", "torchdev_lint", "--isolated", "--exit-zero", "--no-cache", "-j", "2",
+               "--format", "json", *(["--preview"] if preview else []), str(tree)]
+    found = json.loads(subprocess.run(command, env=ENV, check=True, capture_output=True, text=True).stdout)
+    return sorted((relative_paths(f, str(tree)) for f in found), key=lambda f: json.dumps(f, sort_keys=True))
+
+
+def relative_paths(value, root: str):
+    """``value`` (a finding as JSON) with the paths under ``root`` made relative to it."""
+    if isinstance(value, dict):
+        return {key: relative_paths(item, root) for key, item in value.items()}
+    if isinstance(value, list):
+        return [relative_paths(item, root) for item in value]
+    if isinstance(value, str) and value.startswith(root + os.sep):
+        return value[len(root) + 1:]
+    return value
+
+
+def compare_findings(tree: Path, name: str, folder: Path) -> bool:
+    """The findings match those recorded in ``folder`` (recorded there when it has none)."""
+    same = True
+    for preview in (False, True):
+        recorded = folder / f"{name}.{'preview' if preview else 'default'}.json"
+        now = findings(tree, preview)
+        if not recorded.exists():
+            folder.mkdir(parents=True, exist_ok=True)
+            recorded.write_text(json.dumps(now, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+            print(f"  findings recorded: {recorded} ({len(now)})")
+            continue
+        before = json.loads(recorded.read_text(encoding="utf-8"))
+        if now == before:
+            print(f"  findings identical to {recorded} ({len(now)})")
+            continue
+        same = False
+        encode = functools.partial(json.dumps, sort_keys=True)
+        was, is_now = {encode(f) for f in before}, {encode(f) for f in now}
+        gone, new = was - is_now, is_now - was
+        print(f"  FINDINGS DIFFER from {recorded}: {len(before)} before, {len(now)} now")
+        for line in sorted(gone)[:20]:
+            print(f"    - {line}")
+        for line in sorted(new)[:20]:
+            print(f"    + {line}")
+    return same
 
 
 def timed(command: list[str]) -> tuple[float, float, float]:
@@ -90,7 +146,8 @@ def processes(tree: Path, listed: Path, scratch: Path, repeat: int) -> None:
 
     parse = row("bare libcst.parse_module (same files)",
                 [timed([sys.executable, "-c", _PARSE_LISTED, str(listed)]) for _ in range(repeat)])
-    cold = row("cold -j 1 --no-cache", [timed([*LINT, "-j", "1", "--no-cache", str(tree)]) for _ in range(repeat)])
+    cold = row(f"cold -j 1 --no-cache {' '.join(PREVIEW)}",
+               [timed([*LINT, "-j", "1", "--no-cache", str(tree)]) for _ in range(repeat)])
     # Cold -j 2 runs, each into an empty cache: the last one's fills it for the warm runs.
     caches = [scratch / f"cache{next(fresh)}" for _ in range(repeat)]
     two = row("cold -j 2 (an empty cache, filled by the run)",
@@ -230,6 +287,8 @@ def run_in_process(tree: Path, phases: Phases, profiler: cProfile.Profile | None
         (limits, "measure", "depth budget (limits.measure)"),
         (engine, "parse", "LibCST parse"),
         (engine, "_positions", "positions (metadata)"),
+        *((engine.Positions, method, "positions (metadata)")
+          for method in ("_statement_starts", "statement", "_compute")),
         (engine, "NoqaMap", "noqa"),
         (engine.placement, "withhold_unplaceable", "fixes"),
         (cli, "_report", "output"),
@@ -247,7 +306,7 @@ def run_in_process(tree: Path, phases: Phases, profiler: cProfile.Profile | None
         with patched(targets, phases), contextlib.redirect_stdout(io.StringIO()), \
                 contextlib.redirect_stderr(io.StringIO()):
             start = time.process_time()
-            cli.main(["--isolated", "--exit-zero", "-q", "--no-cache", "-j", "1", str(tree)])
+            cli.main(["--isolated", "--exit-zero", "-q", "--no-cache", "-j", "1", *PREVIEW, str(tree)])
             return time.process_time() - start
     finally:
         engine.ast = ast_module
@@ -358,10 +417,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("directories", nargs="+", type=Path)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--preview", action="store_true", help="time every rule (the command's --preview)")
+    parser.add_argument("--findings", type=Path, metavar="FOLDER",
+                        help="compare the findings with those recorded in FOLDER (record them when absent)")
     parser.add_argument("--no-processes", action="store_true", help="skip the whole-process runs")
     parser.add_argument("--no-in-process", action="store_true", help="skip the phase table")
     parser.add_argument("--no-breakdown", action="store_true", help="skip the cProfile run")
     args = parser.parse_args()
+    if args.preview:
+        LINT.append("--preview")
+        PREVIEW.append("--preview")
+    differ = False
     for directory in args.directories:
         scratch = Path(tempfile.mkdtemp(prefix="bench-profile-"))
         try:
@@ -376,6 +442,8 @@ def main() -> None:
             listed.write_text("\n".join(paths), encoding="utf-8")
             lines = sum(Path(p).read_bytes().count(b"\n") for p in paths)
             print(f"{directory}: {len(paths)} files, {lines:,} lines, {len(os.sched_getaffinity(0))} cores")
+            if args.findings is not None:
+                differ |= not compare_findings(tree, directory.name, args.findings)
             if not args.no_processes:
                 processes(tree, listed, scratch, args.repeat)
             if not args.no_in_process:
@@ -383,6 +451,8 @@ def main() -> None:
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
         sys.stdout.flush()
+    if differ:
+        sys.exit(1)
 
 
 if __name__ == "__main__":

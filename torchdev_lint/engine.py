@@ -8,13 +8,14 @@ import functools
 import re
 import sys
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import libcst as cst
 
 from torchdev_lint.analysis import project_index
 from torchdev_lint.analysis.context import FileContext
-from torchdev_lint.analysis.tree import child_fields, is_node
+from torchdev_lint.analysis.tree import child_fields, is_node, walk
 from torchdev_lint import limits, placement
 from torchdev_lint.files import SourceFile
 from torchdev_lint.finding import Confidence, Evidence, FileError, Finding, Fix
@@ -96,6 +97,135 @@ def _positions(module: cst.Module):
         return MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
 
 
+class Positions(Mapping):
+    """``_positions(module)``, computed one top-level statement at a time as nodes are
+    asked about: a file's findings sit in a few statements, and generating code with
+    positions costs more than parsing it. A statement starts on a fresh line, where the plain
+    code generation (six times cheaper) of what comes before it ends, and the module spans
+    all of that code. A node of no statement (of the header or footer) gets every position
+    computed. The plain code generation of the whole module runs first: it recurses as deep
+    as the one with positions, so a file too deeply nested for that fails here, as it did
+    before."""
+
+    def __init__(self, module: cst.Module) -> None:
+        self.module = module
+        self.computed: dict = {}
+        self._starts = self._statement_starts()  # where each statement begins
+        self._done: set[int] = set()  # the statements computed
+        self._owner: dict[int, int] | None = None  # id(node) -> its statement
+        self._index: dict[int, int] | None = None  # id(statement) -> its place in the body
+        self._whole = False
+
+    def __getitem__(self, node: cst.CSTNode):
+        try:
+            return self.computed[node]
+        except KeyError:
+            self._compute(node)
+            return self.computed[node]
+
+    def __contains__(self, node) -> bool:
+        if node not in self.computed:
+            self._compute(node)
+        return node in self.computed
+
+    def __iter__(self):
+        self._compute_whole()
+        return iter(self.computed)
+
+    def __len__(self) -> int:
+        self._compute_whole()
+        return len(self.computed)
+
+    def statement(self, index: int) -> None:
+        """Compute the positions of the nodes of the module's ``index``-th statement."""
+        if self._whole or index in self._done:
+            return
+        from libcst.metadata import PositionProvider
+        from libcst.metadata.position_provider import PositionProvidingCodegenState
+
+        provider = PositionProvider()
+        state = PositionProvidingCodegenState(
+            default_indent=self.module.default_indent,
+            default_newline=self.module.default_newline,
+            provider=provider,
+        )
+        state.line, state.column = self._starts[index]
+        self.module.body[index]._codegen(state)
+        self._done.add(index)
+        self.computed.update(provider._computed)
+
+    def _statement_starts(self) -> list[tuple[int, int]]:
+        """Where each statement begins; the module's own position is recorded too."""
+        from libcst._nodes.internal import CodegenState
+        from libcst.metadata import CodePosition, CodeRange
+
+        module = self.module
+        state = CodegenState(default_indent=module.default_indent, default_newline=module.default_newline)
+        at = [1, 0]
+        generated = [False]
+
+        def advance(tokens: list[str]) -> None:
+            for token in tokens:  # as PositionProvidingCodegenState counts them
+                generated[0] = True
+                segments = _NEWLINE.split(token)
+                if len(segments) == 1:
+                    at[1] += len(token)
+                else:
+                    at[0] += len(segments) - 1
+                    at[1] = len(segments[-1])
+
+        def generate(part: cst.CSTNode) -> None:
+            state.tokens = []
+            part._codegen(state)
+            advance(state.tokens)
+
+        for line in module.header:
+            generate(line)
+        starts = []
+        for statement in module.body:
+            starts.append((at[0], at[1]))
+            generate(statement)
+        for line in module.footer:
+            generate(line)
+        if module.has_trailing_newline and not generated[0]:
+            advance([module.default_newline])  # `Module._codegen_impl`: an empty file's newline
+        self.computed[module] = CodeRange(CodePosition(1, 0), CodePosition(at[0], at[1]))
+        return starts
+
+    def prime(self, ancestors: tuple[cst.CSTNode, ...]) -> None:
+        """Compute the statement among a reported node's ``ancestors`` (a context's: the
+        module first), without looking for it."""
+        if len(ancestors) > 1 and ancestors[0] is self.module:
+            if self._index is None:
+                self._index = {id(statement): index for index, statement in enumerate(self.module.body)}
+            index = self._index.get(id(ancestors[1]))
+            if index is not None:
+                self.statement(index)
+
+    def _compute(self, node: cst.CSTNode) -> None:
+        if self._whole:
+            return
+        if self._owner is None:
+            self._owner = {}
+            for index, statement in enumerate(self.module.body):
+                def enter(child, index=index) -> bool:
+                    self._owner[id(child)] = index
+                    return True
+                walk(statement, enter)
+        index = self._owner.get(id(node))
+        if index is None:
+            self._compute_whole()
+        else:
+            self.statement(index)
+            if node not in self.computed:  # pragma: no cover - a node LibCST positions elsewhere
+                self._compute_whole()
+
+    def _compute_whole(self) -> None:
+        if not self._whole:
+            self.computed = dict(_positions(self.module))
+            self._whole = True
+
+
 # LibCST's parser, its code generation and our tree walk all recurse once per level of the
 # tree. The limits of `limits.py` bound that depth; these make room for it.
 _STACK_BYTES = 256 << 20
@@ -151,6 +281,7 @@ def on_large_stack(function):
 UNUSED_NOQA = "TDL090"  # judged here: only the engine knows which noqa codes were used
 
 _PARSER_POSITION = re.compile(r"error at (\d+):(\d+)")
+_NEWLINE = re.compile(r"\r\n?|\n")  # LibCST's own (libcst.metadata.position_provider)
 
 
 def parse(path: str, source: str) -> cst.Module | FileError:
@@ -267,7 +398,9 @@ def lint_source(
     if not reports and not unused_check:
         return result
     try:
-        positions = _positions(module)
+        positions = Positions(module)
+        for report in reports:
+            positions.prime(report.ancestors)
     except RecursionError:  # code generation recurses deeper than this Python allows (limits.py)
         return FileResult(path, source, error=FileError(path, "file too deeply nested to check"))
     context.positions = positions

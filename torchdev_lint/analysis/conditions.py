@@ -27,7 +27,7 @@ from typing import Callable, Optional
 import libcst as cst
 
 from torchdev_lint.analysis import tree
-from torchdev_lint.analysis.devices import bindings
+from torchdev_lint.analysis.devices import bind_sites
 from torchdev_lint.analysis.imports import dotted_name
 
 
@@ -137,15 +137,14 @@ def module_constants(module: cst.Module) -> dict[str, cst.BaseExpression]:
         return {}  # an option's object (`args`) is bound here too
     counts: dict[str, int] = {}
     star = [0]
+    sites: dict[str, list[cst.CSTNode]] = {}  # every scope's `bindings`, in one walk
 
     def count(name: str, times: int = 1) -> None:
         counts[name] = counts.get(name, 0) + times
 
     def enter(node: cst.CSTNode) -> bool:
-        if isinstance(node, (cst.Module, cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            for name, sites in bindings(node).items():
-                count(name, len(sites))
-        elif isinstance(node, cst.Del):
+        bind_sites(node, sites)
+        if isinstance(node, cst.Del):
             for name in _names_in(node.target):
                 count(name)
         elif isinstance(node, cst.ExceptHandler) and node.name is not None:
@@ -160,6 +159,8 @@ def module_constants(module: cst.Module) -> dict[str, cst.BaseExpression]:
         return True
 
     tree.walk(module, enter)
+    for name, bound in sites.items():
+        count(name, len(bound))
     # a star import may bind any name (but not one bound after it at the top level, nor an
     # attribute of the file's own `args`)
     constants = {name: value for name, value in assigned.items()

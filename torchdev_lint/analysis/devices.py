@@ -12,7 +12,7 @@ default out inline instead.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import libcst as cst
 
@@ -81,41 +81,68 @@ def bindings(scope: cst.CSTNode) -> dict[str, list[cst.CSTNode]]:
     once its value is computed)."""
     names: dict[str, list[cst.CSTNode]] = {}
 
-    def add(target: cst.CSTNode, site: cst.CSTNode | None = None) -> None:
-        if isinstance(target, cst.Name):
-            names.setdefault(target.value, []).append(site or target)
-        elif isinstance(target, (cst.Tuple, cst.List)):
-            for element in target.elements:
-                add(element.value, site)
-        elif isinstance(target, cst.StarredElement):
-            add(target.value, site)
-
     def enter(node: cst.CSTNode) -> bool:
-        if node is not scope and isinstance(node, (cst.FunctionDef, cst.ClassDef)):
-            add(node.name)
-            return False
-        if isinstance(node, cst.Lambda) and node is not scope:
-            return False
-        if isinstance(node, cst.Assign):
-            for target in node.targets:
-                add(target.target, node)
-        elif isinstance(node, (cst.AnnAssign, cst.AugAssign, cst.NamedExpr)):
-            add(node.target, node)
-        elif isinstance(node, (cst.For, cst.CompFor)):
-            add(node.target)
-        elif isinstance(node, cst.WithItem) and node.asname is not None:
-            add(node.asname.name)
-        elif isinstance(node, cst.Param):
-            add(node.name)
-        elif isinstance(node, cst.ImportAlias):
-            bound = node.asname.name if node.asname else node.name
-            while isinstance(bound, cst.Attribute):
-                bound = bound.value
-            add(bound)
-        return True
+        if node is scope:  # a function's or class's own name is bound in the scope around it
+            if not isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+                bind_sites(node, names)
+            return True
+        bind_sites(node, names)
+        return type(node).__name__ not in _SCOPES
 
     tree.walk(scope, enter)
     return names
+
+
+def bind_sites(node: cst.CSTNode, names: dict[str, list[cst.CSTNode]]) -> None:
+    """Add the names ``node`` binds in the scope around it to ``names``, with their sites
+    (``bindings``). A dict lookup per node (an ``isinstance`` on LibCST's classes costs more),
+    by class name: LibCST runs only once a file is parsed (``lazy.py``)."""
+    binder = _BINDERS.get(type(node).__name__)
+    if binder is not None:
+        binder(node, names)
+
+
+def _bind(target: cst.CSTNode, names: dict[str, list[cst.CSTNode]], site: cst.CSTNode | None = None) -> None:
+    if isinstance(target, cst.Name):
+        names.setdefault(target.value, []).append(site or target)
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        for element in target.elements:
+            _bind(element.value, names, site)
+    elif isinstance(target, cst.StarredElement):
+        _bind(target.value, names, site)
+
+
+def _bind_import(node: cst.ImportAlias, names: dict[str, list[cst.CSTNode]]) -> None:
+    bound = node.asname.name if node.asname else node.name
+    while isinstance(bound, cst.Attribute):
+        bound = bound.value
+    _bind(bound, names)
+
+
+def _bind_assign(node: cst.Assign, names: dict[str, list[cst.CSTNode]]) -> None:
+    for target in node.targets:
+        _bind(target.target, names, node)
+
+
+def _bind_with(node: cst.WithItem, names: dict[str, list[cst.CSTNode]]) -> None:
+    if node.asname is not None:
+        _bind(node.asname.name, names)
+
+
+_SCOPES = frozenset({"FunctionDef", "ClassDef", "Lambda"})
+_BINDERS: dict[str, Callable[[cst.CSTNode, dict], None]] = {
+    "FunctionDef": lambda node, names: _bind(node.name, names),
+    "ClassDef": lambda node, names: _bind(node.name, names),
+    "Assign": _bind_assign,
+    "AnnAssign": lambda node, names: _bind(node.target, names, node),
+    "AugAssign": lambda node, names: _bind(node.target, names, node),
+    "NamedExpr": lambda node, names: _bind(node.target, names, node),
+    "For": lambda node, names: _bind(node.target, names),
+    "CompFor": lambda node, names: _bind(node.target, names),
+    "WithItem": _bind_with,
+    "Param": lambda node, names: _bind(node.name, names),
+    "ImportAlias": _bind_import,
+}
 
 
 def _bound_before(ctx: FileContext, sites: list[cst.CSTNode], use: cst.CSTNode) -> bool:

@@ -88,7 +88,27 @@ def _empty_module() -> cst.Module:
 
 
 def code_of(node: cst.CSTNode) -> str:
-    return _empty_module().code_for_node(node)
+    plain = _plain_dotted(node)
+    return plain if plain is not None else _empty_module().code_for_node(node)
+
+
+def _plain_dotted(node: cst.CSTNode) -> str | None:
+    """The code of a dotted name written without parentheses or spaces (``self.model.to``),
+    as LibCST would generate it, without generating it (most of what ``code_of`` is asked);
+    None for anything else."""
+    parts = []
+    while type(node) is cst.Attribute:
+        dot, attr = node.dot, node.attr
+        if node.lpar or node.rpar or attr.lpar or attr.rpar or not (
+                type(dot.whitespace_before) is cst.SimpleWhitespace and dot.whitespace_before.value == ""
+                and type(dot.whitespace_after) is cst.SimpleWhitespace and dot.whitespace_after.value == ""):
+            return None
+        parts.append(attr.value)
+        node = node.value
+    if type(node) is not cst.Name or node.lpar or node.rpar:
+        return None
+    parts.append(node.value)
+    return ".".join(reversed(parts))
 
 
 def _runs_on(test: cst.BaseExpression, holds: bool, qualify: Qualifier | None,

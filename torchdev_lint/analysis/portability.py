@@ -122,6 +122,12 @@ def _ends_without_cuda(statement: cst.CSTNode, qualify) -> bool:
     return True
 
 
+# The node types ``_needs_cuda`` and ``_cpu_choice`` can say something of, by class name:
+# LibCST runs only once a file is parsed (``lazy.py``).
+_SAY_NEEDS_CUDA = frozenset({"If", "SimpleStatementLine", "Import", "ImportFrom", "Call"})
+_SAY_CPU_CHOICE = frozenset({"IfExp", "If", "Call"})
+
+
 def _needs_cuda(node: cst.CSTNode, top_level: bool, qualify, unconditional: bool = True) -> str | None:
     """What a single node says about the file needing CUDA anyway, or None. Imports count
     at the top level only: one inside ``try``, ``if`` or a function is optional; an exit
@@ -318,32 +324,40 @@ def _facts(ctx, module: cst.Module) -> _FileFacts:
     top_level |= {id(small) for statement in module.body if isinstance(statement, cst.SimpleStatementLine)
                   for small in statement.body}
     # An exit without CUDA says the file needs it only where it always runs: a statement of
-    # the module's or a function's own body, not one under `if self._use_amp:`.
-    unconditional = {id(s) for s in module.body} | {
-        id(s) for f in collect(module, cst.FunctionDef) if isinstance(f.body, cst.IndentedBlock)
-        for s in f.body.body}
+    # the module's or a function's own body, not one under `if self._use_amp:` (a function's
+    # body is added as the walk enters the function, before it reaches the body).
+    unconditional = {id(s) for s in module.body}
+    functions: list[cst.FunctionDef] = []
+    classes: list[cst.ClassDef] = []
 
     unread: set[int] = set()  # device choices bound to a name nothing reads
 
     def enter(node: cst.CSTNode) -> bool:
-        if facts.cuda_only is None:
+        kind = type(node)  # a dict lookup per node, not an isinstance on LibCST's ABCs
+        if kind is cst.FunctionDef:
+            functions.append(node)
+            if isinstance(node.body, cst.IndentedBlock):
+                unconditional.update(id(s) for s in node.body.body)
+        elif kind is cst.ClassDef:
+            classes.append(node)
+        if facts.cuda_only is None and kind.__name__ in _SAY_NEEDS_CUDA:
             why = _needs_cuda(node, id(node) in top_level, ctx.qualified_name, id(node) in unconditional)
             if why is not None:
                 facts.cuda_only = (node, f"the file needs CUDA anyway: it {why}")
-        if isinstance(node, (cst.Assign, cst.AnnAssign)):
+        if kind is cst.Assign or kind is cst.AnnAssign:
             _note_unread_choice(ctx, node, unread)
-        if facts.cpu_choice is None and id(node) not in unread:
+        if facts.cpu_choice is None and kind.__name__ in _SAY_CPU_CHOICE and id(node) not in unread:
             why = _cpu_choice(node, ctx.source)
             if why is not None:
                 facts.cpu_choice = (node, f"the file runs without CUDA: it {why}")
-        if isinstance(node, cst.FunctionDef):
+        if kind is cst.FunctionDef:
             step = _reads_device(node)
             if step is not None:
                 facts.device_generic[node] = step
             step = _calls_cuda_only(ctx, node)
             if step is not None:
                 facts.cuda_scopes[node] = step
-        if isinstance(node, cst.ClassDef):
+        elif kind is cst.ClassDef:
             for base in node.bases:
                 if ctx.qualified_name(base.value) in _GPU_ONLY_WRAPPERS:
                     facts.cuda_scopes[node] = (base, f"class `{node.name.value}` is a {code_of(base.value)}: "
@@ -351,7 +365,7 @@ def _facts(ctx, module: cst.Module) -> _FileFacts:
         return True
 
     walk(module, enter)
-    unconditional = [*module.body, *(s for f in collect(module, cst.FunctionDef) for s in f.body.body
+    unconditional = [*module.body, *(s for f in functions for s in f.body.body
                                       if isinstance(f.body, cst.IndentedBlock))]
     nccl = next((s for s in unconditional if _opens_nccl_group(s)), None)
     if nccl is not None and facts.cuda_only is None:
@@ -362,7 +376,7 @@ def _facts(ctx, module: cst.Module) -> _FileFacts:
             facts.cuda_only = (module, f"the file needs CUDA anyway: it calls the kernels of a CUDA extension "
                                        f"({builder} builds it)")
     needs = requirements.of_file(ctx, module)
-    for node in collect(module, cst.ClassDef):
+    for node in classes:
         methods = [m for m in node.body.body if isinstance(m, cst.FunctionDef)]
         for method in methods:
             statement = needs.needing_statement(method, node)

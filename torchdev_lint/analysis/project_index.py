@@ -23,6 +23,7 @@ import itertools
 import os
 import re
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from torchdev_lint import limits
@@ -441,16 +442,35 @@ def _path_text(expr: ast.expr, resolve, depth: int, nesting: int = 0) -> str:
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 
 
+# Fields that hold only the parser's singletons (``Load``, ``Add``, ``Eq``): no reader of
+# the index looks at them as nodes, and they are a third of a tree's nodes.
+_SINGLETON_FIELDS = frozenset(("ctx", "op", "ops"))
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
 def _children(node: ast.AST) -> list[ast.AST]:
-    """``list(ast.iter_child_nodes(node))``, without its generator per field."""
+    """``list(ast.iter_child_nodes(node))`` less the singletons of ``_SINGLETON_FIELDS``,
+    without its generator per field."""
+    fields = _FIELDS.get(type(node))
+    if fields is None:
+        fields = _FIELDS[type(node)] = tuple(f for f in node._fields if f not in _SINGLETON_FIELDS)
     found = []
-    for name in node._fields:
+    for name in fields:
         value = getattr(node, name, None)
-        if isinstance(value, ast.AST):
+        if type(value) is list:
+            found += [item for item in value if isinstance(item, ast.AST)]
+        elif isinstance(value, ast.AST):
             found.append(value)
-        elif type(value) is list:
-            found.extend(item for item in value if isinstance(item, ast.AST))
     return found
+
+
+def _walk(node: ast.AST) -> Iterator[ast.AST]:
+    """``ast.walk`` (breadth first) over ``_children``."""
+    todo = collections.deque([node])
+    while todo:
+        node = todo.popleft()
+        todo.extend(_children(node))
+        yield node
 
 
 def _own_nodes(scope: ast.AST) -> list[ast.AST]:
@@ -508,7 +528,7 @@ def _read_files(reader: _Reader, tree: ast.Module, lines: set[int]) -> tuple[lis
             elif kind is ast.Assign and len(node.targets) == 1 and type(node.targets[0]) is ast.Name:
                 single[id(node.targets[0])] = node.value
         if not isinstance(scope, ast.Module):
-            for arg in ast.walk(scope.args):
+            for arg in _walk(scope.args):
                 if isinstance(arg, ast.arg):
                     assigned.setdefault(arg.arg, []).append(None)
 
@@ -571,7 +591,7 @@ def process_groups(tree: ast.Module, text: str) -> list[str]:
     groups = ["other"] if any(word in text for word in _OTHER_GROUPS) else []
     if "init_process_group" not in text:
         return groups
-    for node in ast.walk(tree):
+    for node in _walk(tree):
         if isinstance(node, ast.Call) and (_dotted(node.func) or "").rsplit(".", 1)[-1] == "init_process_group":
             backend = next((k.value for k in node.keywords if k.arg == "backend"), node.args[0] if node.args else None)
             nccl = isinstance(backend, ast.Constant) and backend.value == "nccl"
@@ -664,7 +684,7 @@ def _root_name(node: ast.AST) -> str | None:
 def _moves_to_cpu(node: ast.AST) -> bool:
     """``node`` moves something to the CPU: ``.cpu()``, ``.to("cpu")``, ``.to(torch.device("cpu"))``,
     ``.to(device="cpu")``."""
-    return any(isinstance(n, ast.Call) and _is_cpu_move(n) for n in ast.walk(node))
+    return any(isinstance(n, ast.Call) and _is_cpu_move(n) for n in _walk(node))
 
 
 def _is_cpu_move(call: ast.Call) -> bool:
@@ -688,7 +708,7 @@ def weight_saves(reader: "_Reader", tree: ast.Module) -> list[str]:
     (``state_dict[key] = param.cpu()``) or a ``model.cpu()`` statement on it; else
     "plain:<line>". A ``.cpu()`` of something else (a metric) says nothing."""
     found: list[str] = []
-    for scope in [tree, *(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))]:
+    for scope in [tree, *(n for n in _walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))]:
         nodes = _own_nodes(scope)
         saves = [n for n in nodes if type(n) is ast.Call and n.args and reader.qualify(n.func) in kinds.TORCH_SAVERS
                  and not _NOT_WEIGHTS.search(_root_name(n.args[0]) or "")]
@@ -714,7 +734,7 @@ def saving_defs(reader: "_Reader", tree: ast.Module) -> list[str]:
     (``def save_model(model, target_dir, model_name): torch.save(..., target_dir / model_name)``)."""
     return [node.name for node in tree.body
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-            and any(type(n) is ast.Call and reader.qualify(n.func) in kinds.TORCH_SAVERS for n in ast.walk(node))]
+            and any(type(n) is ast.Call and reader.qualify(n.func) in kinds.TORCH_SAVERS for n in _walk(node))]
 
 
 _CUDA_TENSOR_TYPE = re.compile(r"torch\.cuda\.\w*Tensor$")
@@ -768,7 +788,7 @@ def cuda_defs(reader: "_Reader", tree: ast.Module, lines: set[int]) -> list[str]
                 return True
         if isinstance(node, ast.Assert) and _mentions(node.test, ("is_available",)):
             return True
-        return any(needs(child) for child in ast.iter_child_nodes(node))
+        return any(needs(child) for child in _children(node))
 
     verdicts: dict[str, bool] = {}
     for function in _definitions(tree):  # every definition of the name in the module
@@ -797,7 +817,7 @@ def _calls(node: ast.AST) -> set[str]:
             name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
             if name is not None:
                 found.add(name)
-        stack.extend(ast.iter_child_nodes(current))
+        stack.extend(_children(current))
     return found
 
 
@@ -823,7 +843,7 @@ def _scope_nodes(tree: ast.Module) -> list[tuple[ast.AST, list[ast.AST]]]:
     """Each scope of the module (its own code, then each function) with the calls and
     assignments of its own code, in one walk of the tree."""
     scopes: list[tuple[ast.AST, list[ast.AST]]] = [(tree, [])]
-    stack: list[tuple[ast.AST, list[ast.AST]]] = [(child, scopes[0][1]) for child in ast.iter_child_nodes(tree)]
+    stack: list[tuple[ast.AST, list[ast.AST]]] = [(child, scopes[0][1]) for child in _children(tree)]
     while stack:
         node, owner = stack.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -831,7 +851,7 @@ def _scope_nodes(tree: ast.Module) -> list[tuple[ast.AST, list[ast.AST]]]:
             owner = scopes[-1][1]
         elif isinstance(node, (ast.Call, ast.Assign)):
             owner.append(node)
-        stack.extend((child, owner) for child in ast.iter_child_nodes(node))
+        stack += zip(_children(node), itertools.repeat(owner))
     return scopes
 
 
@@ -860,7 +880,7 @@ def moved_and_handed(tree: ast.Module) -> tuple[list[str], dict[str, list[int]],
                 if isinstance(receiver, ast.Name):
                     moved_names.add(receiver.id)
                 elif isinstance(receiver, ast.Call):  # `nn.Sequential(Norm(...), ...).to(d)`
-                    found.update(_called_name(c) for c in ast.walk(receiver) if isinstance(c, ast.Call))
+                    found.update(_called_name(c) for c in _walk(receiver) if isinstance(c, ast.Call))
             callee = _called_name(node)
             for position, arg in enumerate(node.args):
                 maker = _called_name(arg) if isinstance(arg, ast.Call) else (
@@ -870,7 +890,7 @@ def moved_and_handed(tree: ast.Module) -> tuple[list[str], dict[str, list[int]],
         for node in nodes:
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and any(
                     isinstance(t, ast.Name) and t.id in moved_names for t in node.targets):
-                found.update(_called_name(c) for c in ast.walk(node.value) if isinstance(c, ast.Call))
+                found.update(_called_name(c) for c in _walk(node.value) if isinstance(c, ast.Call))
         if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
             names = [a.arg for a in (*scope.args.posonlyargs, *scope.args.args)]
             positions = [i for i, n in enumerate(names) if n in moved_names]
@@ -902,7 +922,7 @@ def cuda_extensions(tree: ast.Module) -> list[str]:
     ``load``/``load_inline`` of ``torch.utils.cpp_extension`` given ``.cu`` sources or CUDA
     flags."""
     found = []
-    for node in ast.walk(tree):
+    for node in _walk(tree):
         if not isinstance(node, ast.Call):
             continue
         called = _called_name(node)
@@ -947,7 +967,7 @@ def _names(module: ModuleFacts, name: str) -> bool:
 def _mentions(expr: ast.expr, words) -> bool:
     """A name or attribute in ``expr`` contains one of ``words`` (lower case)."""
     return any(any(w in (n.id if isinstance(n, ast.Name) else n.attr).lower() for w in words)
-               for n in ast.walk(expr) if isinstance(n, (ast.Name, ast.Attribute)))
+               for n in _walk(expr) if isinstance(n, (ast.Name, ast.Attribute)))
 
 
 def _ends_when_no_cuda(node: ast.If) -> bool:

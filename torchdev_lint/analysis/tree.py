@@ -8,7 +8,7 @@ helpers walk the dataclass fields directly and skip pure layout.
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Iterator
+from typing import Callable
 
 import libcst as cst
 
@@ -41,17 +41,19 @@ def is_node(cls: type) -> bool:
     return known
 
 
-def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     """The meaningful children of ``node``, in field order."""
-    for name in child_fields(type(node)):
+    cls = type(node)
+    fields = _CHILD_FIELDS.get(cls) or child_fields(cls)
+    found = []
+    for name in fields:
         value = getattr(node, name)
         kind = type(value)
         if kind is tuple or kind is list:
-            for item in value:
-                if is_node(type(item)):
-                    yield item
-        elif is_node(kind):
-            yield value
+            found += [item for item in value if _IS_NODE.get(type(item)) or is_node(type(item))]
+        elif _IS_NODE.get(kind) or is_node(kind):
+            found.append(value)
+    return found
 
 
 def walk(root: cst.CSTNode, enter: Callable[[cst.CSTNode], bool]) -> None:
@@ -61,7 +63,9 @@ def walk(root: cst.CSTNode, enter: Callable[[cst.CSTNode], bool]) -> None:
     while stack:
         node = stack.pop()
         if enter(node) is not False:
-            stack.extend(reversed(list(children(node))))
+            found = children(node)
+            found.reverse()
+            stack += found
 
 
 def collect(root: cst.CSTNode, kind, skip=()) -> list:
@@ -70,12 +74,26 @@ def collect(root: cst.CSTNode, kind, skip=()) -> list:
     found: list = []
 
     def enter(node: cst.CSTNode) -> bool:
-        if isinstance(node, kind):
+        cls = type(node)
+        if is_a(cls, kind):
             found.append(node)
-        return not (skip and isinstance(node, skip))
+        return not (skip and is_a(cls, skip))
 
     walk(root, enter)
     return found
+
+
+_IS_A: dict[tuple[type, object], bool] = {}
+
+
+def is_a(cls: type, kind) -> bool:
+    """``issubclass(cls, kind)``, remembered: LibCST's classes are ABCs, and an
+    ``isinstance`` that fails runs ``ABCMeta.__instancecheck__`` in Python."""
+    try:
+        return _IS_A[cls, kind]
+    except KeyError:
+        known = _IS_A[cls, kind] = issubclass(cls, kind)
+        return known
 
 
 def contains(root: cst.CSTNode, target: cst.CSTNode) -> bool:
