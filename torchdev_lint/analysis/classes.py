@@ -59,9 +59,11 @@ def holds_no_state(klass: cst.ClassDef) -> bool:
     tensors, so its ``.cuda()`` moves nothing and does not fail without CUDA."""
     if [code_of(b.value) for b in klass.bases] not in (["nn.Module"], ["torch.nn.Module"], ["Module"]):
         return False  # a base of its own may hold tensors
-    if any(not isinstance(s, (cst.FunctionDef, cst.SimpleStatementLine)) or isinstance(s, cst.SimpleStatementLine)
-           and not all(isinstance(small, (cst.Expr, cst.Pass)) for small in s.body) for s in klass.body.body):
-        return False  # class attributes, nested classes: perhaps tensors
+    for statement in klass.body.body:
+        plain = isinstance(statement, cst.SimpleStatementLine) and all(
+            isinstance(small, (cst.Expr, cst.Pass)) for small in statement.body)  # a docstring, `pass`
+        if not (plain or isinstance(statement, cst.FunctionDef)):
+            return False  # class attributes, nested classes: perhaps tensors
     for method, self_name in methods(klass):
         for node in collect(method.body, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.Call)):
             if isinstance(node, cst.Call):

@@ -221,19 +221,20 @@ def remember_module(module: cst.Module | None) -> None:
     _constants.set(_Constants(module) if module is not None else None)
 
 
-def _device_value(expr: cst.BaseExpression, depth: int = 0) -> Machine:
-    """What a value a device is compared with names: ``"cuda:0"``, ``torch.device("cuda")``,
+def device_named(expr: cst.BaseExpression, depth: int = 0) -> Machine:
+    """What a device value names (one a device is compared with, bound to a name, handed to a
+    constructor): ``"cuda:0"``, ``torch.device("cuda")``,
     ``DeviceType.CUDA``, ``("cuda", "xpu")`` -> ACCELERATOR; ``"cpu"`` -> CPU; a module
     constant bound to one of these, what its value names."""
     if isinstance(expr, cst.Name):
         constants = _constants.get()
         value = constants.get(expr.value) if constants is not None and depth < 4 else None
-        return _device_value(value, depth + 1) if value is not None else UNKNOWN
+        return device_named(value, depth + 1) if value is not None else UNKNOWN
     if isinstance(expr, (cst.Tuple, cst.List, cst.Set)):
-        found = {_device_value(e.value, depth) for e in expr.elements}
+        found = {device_named(e.value, depth) for e in expr.elements}
         return found.pop() if len(found) == 1 else UNKNOWN
     if isinstance(expr, cst.Call) and (dotted_name(expr.func) or "").endswith("device") and expr.args:
-        return _device_value(expr.args[0].value, depth)
+        return device_named(expr.args[0].value, depth)
     if isinstance(expr, cst.SimpleString):
         text = expr.evaluated_value
         if isinstance(text, bytes):
@@ -253,7 +254,7 @@ def _device_value(expr: cst.BaseExpression, depth: int = 0) -> Machine:
 def _names_cpu(expr: cst.BaseExpression) -> bool:
     """A tuple, list or set of device names that includes the CPU."""
     return isinstance(expr, (cst.Tuple, cst.List, cst.Set)) and any(
-        _device_value(e.value) is CPU for e in expr.elements
+        device_named(e.value) is CPU for e in expr.elements
     )
 
 
@@ -267,7 +268,8 @@ def _unlike(named: Machine) -> Machine:
     return ACCELERATOR if named is CPU else UNKNOWN
 
 
-def _number(expr: cst.BaseExpression) -> int | None:
+def integer_value(expr: cst.BaseExpression) -> int | None:
+    """An integer literal's value (``-1`` too), else None."""
     if isinstance(expr, cst.Integer):
         return int(expr.evaluated_value)
     if (
@@ -309,7 +311,7 @@ def _comparison(node: cst.Comparison, qualify: Qualifier | None) -> tuple[Machin
         return UNKNOWN, UNKNOWN
     if isinstance(op, (cst.In, cst.NotIn)):
         # `"cuda" in str(device)`, `device.type in ("cuda", "xpu")`
-        value = _device_value(left) if isinstance(left, cst.SimpleString) else _device_value(right)
+        value = device_named(left) if isinstance(left, cst.SimpleString) else device_named(right)
         if value is UNKNOWN and _names_cpu(right):
             # `flag in ("cpu", "mps")` is false: not the CPU, so an accelerator.
             pair = (UNKNOWN, ACCELERATOR)
@@ -319,14 +321,14 @@ def _comparison(node: cst.Comparison, qualify: Qualifier | None) -> tuple[Machin
             pair = (value, _unlike(value))
         return pair if isinstance(op, cst.In) else pair[::-1]
     if isinstance(op, (cst.Equal, cst.NotEqual, cst.Is, cst.IsNot)):
-        value = _device_value(right)
+        value = device_named(right)
         if value is UNKNOWN:
-            value = _device_value(left)
+            value = device_named(left)
         if value is not UNKNOWN:
             pair = (value, _unlike(value))
             return pair if isinstance(op, (cst.Equal, cst.Is)) else pair[::-1]
     if _subject(left, qualify) is ACCELERATOR:
-        n = _number(right)
+        n = integer_value(right)
         if n is not None:
             return _count_test(op, n)
         if isinstance(op, cst.GreaterThan):
@@ -390,7 +392,7 @@ def implies(test: cst.BaseExpression, holds: bool = True, qualify: Qualifier | N
         and test.func.attr.value == "startswith"
         and test.args
     ):  # str(device).startswith("cuda")
-        value = _device_value(test.args[0].value)
+        value = device_named(test.args[0].value)
         return value if holds else _unlike(value)
     if isinstance(test, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)):
         said = _subject(test, qualify)
@@ -433,7 +435,7 @@ def machine_only(test: cst.BaseExpression) -> bool:
     if isinstance(test, cst.BooleanOperation):
         return machine_only(test.left) and machine_only(test.right)
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
-        return _availability(test.left) and _number(test.comparisons[0].comparator) is not None
+        return _availability(test.left) and integer_value(test.comparisons[0].comparator) is not None
     return _availability(test)
 
 

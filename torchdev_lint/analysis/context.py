@@ -506,7 +506,8 @@ class FileContext:
         for scope in (self.function, self.ancestors[0] if self.ancestors else None):
             sites = self.bindings(scope).get(first.value) if scope is not None else None
             if sites:
-                return all(isinstance(site, cst.Assign) and _is_cpu_literal(site.value) for site in sites)
+                return all(isinstance(site, cst.Assign) and conditions.device_named(site.value) is conditions.CPU
+                           for site in sites)
         return False
 
     def _fed_from_accelerator(self, call: cst.Call) -> Value:
@@ -662,13 +663,6 @@ class FileContext:
 
     def _bind_name(self, name: str, value: Value) -> None:
         self.scopes[-1].values[name] = value
-
-
-def _is_cpu_literal(value: cst.BaseExpression) -> bool:
-    """``"cpu"``, or ``torch.device("cpu")``."""
-    if isinstance(value, cst.Call) and dotted_name(value.func) in ("torch.device", "device") and value.args:
-        value = value.args[0].value
-    return isinstance(value, cst.SimpleString) and value.evaluated_value == "cpu"
 
 
 def _is_static(node: cst.FunctionDef) -> bool:

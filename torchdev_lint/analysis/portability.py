@@ -42,7 +42,7 @@ from typing import Sequence
 
 import libcst as cst
 
-from torchdev_lint.analysis import guards, project_index, provenance, requirements
+from torchdev_lint.analysis import conditions, guards, project_index, provenance, requirements
 from torchdev_lint.analysis.guards import code_of
 from torchdev_lint.analysis.imports import dotted_name
 from torchdev_lint.analysis.tree import collect, walk
@@ -249,14 +249,8 @@ def _built_on_cuda_only(ctx, module: cst.Module, klass: cst.ClassDef, param: cst
         return True
 
     walk(module, enter)
-    return bool(passed) and all(value is not None and _cuda_literal(value) for value in passed)
-
-
-def _cuda_literal(value: cst.BaseExpression) -> bool:
-    """``"cuda"``, ``"cuda:0"``, ``torch.device("cuda")``."""
-    if isinstance(value, cst.Call) and code_of(value.func).endswith("device") and value.args:
-        value = value.args[0].value
-    return isinstance(value, cst.SimpleString) and value.evaluated_value.split(":")[0] == "cuda"
+    return bool(passed) and all(value is not None and conditions.device_named(value) is conditions.ACCELERATOR
+                                for value in passed)
 
 
 def _gpu_index(function: cst.FunctionDef | cst.ClassDef, name: str) -> bool:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchdev_lint.analysis import tree
-from torchdev_lint.analysis.conditions import is_main_guard, never_runs, words
+from torchdev_lint.analysis.conditions import integer_value, is_main_guard, never_runs, words
 from torchdev_lint.analysis.callees import Callees, Target, parameter_for
 from torchdev_lint.analysis.classes import methods
 from torchdev_lint.analysis.guards import code_of as code
@@ -229,7 +229,7 @@ class Uses:
                 return None  # an index: PyTorch takes CPU indices for tensors anywhere
             if any(isinstance(e.slice, cst.Index) and self.from_inputs(e.slice.value, inputs) for e in parent.slice):
                 return parent  # a CPU tensor indexed by indices on the device raises
-            if all(isinstance(e.slice, cst.Index) and _integer(e.slice.value) for e in parent.slice):
+            if all(isinstance(e.slice, cst.Index) and integer_value(e.slice.value) is not None for e in parent.slice):
                 return None  # `self.std[0]`: an element, perhaps 0-dim, which mixes with tensors anywhere
             return self._meeting(parent, inputs, step)  # a slice of it is on the CPU too
         if isinstance(parent, cst.Attribute) and parent.value is node:
@@ -1122,13 +1122,6 @@ def _pure(expr: cst.BaseExpression) -> bool:
     if isinstance(expr, cst.UnaryOperation):
         return _pure(expr.expression)
     return False
-
-
-def _integer(expr: cst.BaseExpression) -> bool:
-    """An integer literal, ``-1`` too."""
-    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
-        expr = expr.expression
-    return isinstance(expr, cst.Integer)
 
 
 def _constant(expr: cst.BaseExpression) -> bool:
