@@ -51,12 +51,13 @@ def test_a_preview_rule_reports_every_finding_as_possible_and_hides_it_by_defaul
 
 
 def test_a_file_that_falls_back_to_the_cpu_makes_cuda_call_certain_with_its_evidence():
-    code = "import torch\n" + FALLBACK + "def f(x):\n    return x.cuda()\n"
+    code = "import torch\n" + FALLBACK + "def f(x):\n    return x.cuda()\ny = f(torch.ones(1))\n"
     (finding,) = lint_source("t.py", code, [TDL001]).findings
     assert (finding.line, finding.column, finding.confidence) == (4, 12, Confidence.CERTAIN)
-    (step,) = finding.evidence
-    assert (step.line, step.column) == (2, 10)
-    assert "runs without CUDA" in step.message
+    choice, runs = finding.evidence
+    assert (choice.line, choice.column) == (2, 10)
+    assert "runs without CUDA" in choice.message
+    assert (runs.line, runs.message) == (3, "`f` runs there: the top level uses it")
 
 
 def test_a_script_with_no_cpu_path_is_possible_only():
@@ -122,6 +123,7 @@ def test_an_exit_only_when_the_user_asked_for_cuda_leaves_the_cpu_path():
         raise SystemExit("no GPU")
     def infer(model, x):
         return model(x.cuda())
+    infer(print, torch.ones(1))
     """
     assert found(code, TDL001) == [(9, 18, "certain")]
 
@@ -163,6 +165,7 @@ def test_an_optional_gpu_library_leaves_the_cpu_path():
         apex = None
     def f(x):
         return x.cuda()
+    f(torch.ones(1))
     """)
     assert found(code, TDL001) == [(8, 12, "certain")]
 
@@ -273,6 +276,7 @@ def test_a_load_from_another_runs_directory_is_no_round_trip():
     def train(args, model):
         model.load_state_dict(torch.load(os.path.join(args.init_from, "model.pt")))
         torch.save(model.state_dict(), os.path.join(args.output_dir, "model.pt"))
+    train(args, model)
     """)
     assert [c for _, _, c in found(code, TDL004)] == ["certain"]
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from torchdev_lint import cli
+from torchdev_lint.rule import Rule
 
 
 def write(root: Path, files: dict[str, str]) -> None:
@@ -32,6 +33,14 @@ def findings(capsys, root: Path, select: str) -> list[tuple]:
 def project(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     return tmp_path
+
+
+@pytest.fixture(autouse=True)
+def verdicts_of_preview_rules(monkeypatch):
+    """What the analysis says of each finding, also for the rules the default output does
+    not show yet (their findings all read as possible there; ``test_rule_examples`` checks that)."""
+    for code in ("TDL006", "TDL008", "TDL009"):
+        monkeypatch.setattr(Rule.registry[code], "preview", False)
 
 
 EXTENSION = {
@@ -120,6 +129,7 @@ def test_a_project_function_named_cuda_is_not_tensor_cuda(project, capsys):
             def validate(model, loader):
                 for x, y in loader:
                     yield model(utils.cuda(x)), y.cuda()
+            outputs = list(validate(net, []))
             """,
     })
     assert findings(capsys, project, "TDL001") == [("validate.py", 7, "TDL001", "certain")]
@@ -136,7 +146,7 @@ def test_a_project_function_named_cuda_is_not_tensor_cuda(project, capsys):
 ])
 def test_an_option_counts_as_a_cpu_path_only_when_the_script_reads_it(project, capsys, script, certain):
     write(project, {"train.py": "import argparse\nimport torch\np = argparse.ArgumentParser()\n" + script
-                    + "def step(x):\n    return x.cuda()\n"})
+                    + "def step(x):\n    return x.cuda()\nstep(torch.ones(1))\n"})
     (finding,) = findings(capsys, project, "TDL001")
     assert finding[3] == ("certain" if certain else "possible")
 
@@ -543,3 +553,178 @@ print(args.device)
 x = torch.ones(2).cuda()
 """})
     assert [f[3] for f in findings(capsys, project, "TDL001")] == [confidence]
+
+
+SCRIPT = """\
+import argparse
+import torch
+parser = argparse.ArgumentParser()
+parser.add_argument("--no-cuda", action="store_true")
+args = parser.parse_args()
+args.cuda = not args.no_cuda and torch.cuda.is_available()
+
+def mask_of(model):
+    return torch.ones(3).cuda()
+
+def copied_helper(x):
+    return x.cuda()
+
+class Pruner:
+    def __init__(self):
+        self.mask = mask_of(None)
+
+    def prune(self, x):
+        return x * self.weights()
+
+    def weights(self):
+        return torch.ones(3).cuda()
+
+def train(model):
+    if args.cuda:
+        model.cuda()
+    Pruner().prune(torch.ones(3))
+
+for epoch in range(3):
+    train(None)
+"""
+
+
+def test_a_cpu_choice_reaches_the_code_its_run_calls(project, capsys):
+    """The script offers --no-cuda and its top level calls `train`, which builds a `Pruner`
+    (all its methods run) and calls `mask_of`: those lines fail on the CPU path. The helper
+    nothing calls is not shown to run there."""
+    write(project, {"prune.py": SCRIPT})
+    assert findings(capsys, project, "TDL001") == [
+        ("prune.py", 9, "TDL001", "certain"), ("prune.py", 12, "TDL001", "possible"),
+        ("prune.py", 22, "TDL001", "certain")]
+    cli.main(["--isolated", "--no-cache", "--preview", "--show-evidence", "--select", "TDL001", str(project / "prune.py")])
+    out = capsys.readouterr().out
+    assert "`train` runs there: the top level uses it" in out and "`mask_of` runs there" in out
+    assert "nothing shows this line runs in that run" in out
+
+
+@pytest.mark.parametrize("chooser, confidence", [
+    # a helper returns the choice: its callers run in that run, and what they call
+    ("def pick():\n    return torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+     "def main():\n    device = pick()\n    embed(torch.ones(2))\nmain()\n", "certain"),
+    # a module-level device read by the function with the hardcoded line
+    ("device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+     "def other(x):\n    return x.to(device)\n", "certain"),
+    # the choice is made in a function nothing calls, and embed is called from nowhere it reaches
+    ("def pick():\n    return torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n", "possible"),
+])
+def test_where_a_cpu_choice_is_made_decides_what_it_reaches(project, capsys, chooser, confidence):
+    reads = "    y = x.to(device)\n" if "other" in chooser else ""
+    write(project, {"run.py": "import torch\ndef embed(x):\n" + reads + "    return x.cuda()\n" + chooser})
+    assert [f[3] for f in findings(capsys, project, "TDL001")] == [confidence]
+
+
+@pytest.mark.parametrize("engine, confidence", [
+    # the engine cannot be imported without apex: the script needs CUDA whatever it chooses
+    ("try:\n    from apex.parallel import DistributedDataParallel\nexcept ImportError:\n"
+     "    raise ImportError('Please install apex')\nclass Engine:\n    pass\n", "possible"),
+    # apex is optional there: the CPU path runs
+    ("try:\n    from apex.parallel import DistributedDataParallel\nexcept ImportError:\n"
+     "    DistributedDataParallel = None\nclass Engine:\n    pass\n", "certain"),
+])
+def test_a_project_module_that_requires_a_gpu_library(project, capsys, engine, confidence):
+    write(project, {"engine.py": engine, "evaluate.py": """\
+        import torch
+        from engine import Engine
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        engine = Engine()
+        images = torch.ones(2).to(device)
+        labels = torch.ones(2).cuda()
+        """})
+    assert [f[3] for f in findings(capsys, project, "TDL001")] == [confidence]
+
+
+TRAINER = """\
+import torch
+class Trainer:
+    def __init__(self, model, use_cuda):
+        self.model = model
+        {before}
+        self.optimizer = torch.optim.SGD(self.model.parameters(), lr=0.1)
+
+    def load(self, path):
+        self.optimizer.load_state_dict(torch.load(path, map_location="cpu"))
+
+    def save(self, path):
+        {save}
+        self.model.cuda()
+"""
+
+
+@pytest.mark.parametrize("before, save, confidence", [
+    # the model moves only after the state was loaded onto its CPU parameters
+    ("pass", "torch.save(self.model.state_dict(), 'm.pt')", "certain"),
+    # the same move came before the optimizer was built: the later one moves nothing
+    ("self.model.cuda()", "torch.save(self.model.state_dict(), 'm.pt')", "possible"),
+    # a round trip: to the CPU for the save, and back where the state is
+    ("pass", "self.model.cpu()\n        torch.save(self.model.state_dict(), 'm.pt')", "possible"),
+])
+def test_a_move_that_brings_the_model_back_where_its_state_is(project, capsys, before, save, confidence):
+    write(project, {"trainer.py": TRAINER.format(before=before, save=save)})
+    assert [f[3] for f in findings(capsys, project, "TDL005")] == [confidence]
+
+
+@pytest.mark.parametrize("imports, confidence", [
+    # a module the project's package no longer has: the script fails when imported
+    ("from data.kaldi_dataset import KaldiDataset\n", "possible"),
+    # a project module that does not parse (a merge left its conflict markers in)
+    ("from data.broken import Reader\n", "possible"),
+    # a subpackage without an __init__.py is a namespace package: it imports
+    ("from data.extra.readers import Reader\n", "certain"),
+    # an optional import the script guards is not required
+    ("try:\n    from data.kaldi_dataset import KaldiDataset\nexcept ImportError:\n    KaldiDataset = None\n",
+     "certain"),
+    # what the package's __init__ defines imports
+    ("from data.loader import Loader\n", "certain"),
+])
+def test_a_script_that_fails_when_imported_runs_no_line(project, capsys, imports, confidence):
+    write(project, {
+        "data/__init__.py": "def loader():\n    return None\n",
+        "data/loader.py": "class Loader:\n    pass\n",
+        "data/broken.py": "<<<<<<< HEAD\nclass Reader:\n    pass\n=======\n>>>>>>> branch\n",
+        "data/extra/readers.py": "class Reader:\n    pass\n",
+        "train.py": "import argparse\nimport torch\n" + imports + textwrap.dedent("""\
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--no-cuda", action="store_true")
+            args = parser.parse_args()
+            model = torch.nn.Linear(2, 2)
+            if not args.no_cuda:
+                model.cuda()
+            x = torch.ones(2).cuda()
+            """)})
+    assert [f[3] for f in findings(capsys, project, "TDL001")] == [confidence]
+
+
+@pytest.mark.parametrize("loss, confidence", [
+    ("nn.CrossEntropyLoss()", "possible"),  # no tensor in it: .cuda() moves nothing
+    ("nn.CrossEntropyLoss(reduction='sum')", "possible"),
+    ("nn.CrossEntropyLoss(weight=torch.ones(3))", "certain"),  # the class weight moves
+    ("nn.CrossEntropyLoss(torch.ones(3))", "certain"),
+])
+def test_cuda_of_a_torch_loss_without_tensors(project, capsys, loss, confidence):
+    write(project, {"run.py": "import torch\nimport torch.nn as nn\n" + CHOOSES + f"criterion = {loss}.cuda()\n"})
+    assert [f[3] for f in findings(capsys, project, "TDL001")] == [confidence]
+
+
+@pytest.mark.parametrize("test", [
+    "trainer_config.get('use_cuda')",  # a setting read by its name
+    "getattr(trainer_config, 'use_gpu', False)",
+    "torch.distributed.get_backend() == torch.distributed.Backend.NCCL and not x.is_cuda",  # NCCL needs GPUs
+    "backend == 'nccl'",
+    "use_cuda and not x.is_cuda",  # both hold: the machine has one, x is elsewhere
+])
+def test_guards_that_say_the_machine_has_a_gpu(project, capsys, test):
+    write(project, {"run.py": "import torch\n" + CHOOSES + "def step(x, trainer_config, backend, use_cuda):\n"
+                              f"    if {test}:\n        x = x.cuda()\n    return x\nstep(w, {{}}, 'gloo', False)\n"})
+    assert findings(capsys, project, "TDL001") == []
+
+
+def test_an_other_backend_than_nccl_says_nothing_of_the_machine(project, capsys):
+    write(project, {"run.py": "import torch\n" + CHOOSES + "def step(x, backend):\n"
+                              "    if backend != 'nccl':\n        x = x.cuda()\n    return x\nstep(w, 'gloo')\n"})
+    assert [f[3] for f in findings(capsys, project, "TDL001")] == ["certain"]

@@ -9,8 +9,8 @@ precision = importlib.util.module_from_spec(SPEC)
 SPEC.loader.exec_module(precision)
 
 # A script with a CPU path that loads weights, in a project whose training saves them from the
-# GPU (TRAIN): its loads are certain TDL004 findings, in the default tier; the hardcoded .cuda()
-# is a preview rule's (TDL001).
+# GPU (TRAIN): its loads are certain TDL004 findings, in the default tier, and so is the
+# hardcoded .cuda() the script runs (TDL001).
 SCRIPT = """\
 import argparse
 import torch
@@ -39,13 +39,16 @@ def build(net):
     opt = torch.optim.SGD(net.parameters(), lr=0.1)
     net.to(device)
     return opt
+
+
+warm_up()
 """
 
 
 def setup(tmp_path, monkeypatch, labels):
     checkout = tmp_path / "repos" / "someone+demo"
     checkout.mkdir(parents=True)
-    # TDL004 at 8 and 10, TDL001 at 14 (the file chooses the CPU: certain), TDL005 at 18
+    # TDL004 at 8 and 10, TDL001 at 14 (the script chooses the CPU and runs it: certain), TDL005 at 18
     # (an optimizer with no state yet: possible)
     (checkout / "a.py").write_text(SCRIPT + EXTRA)
     (checkout / "b.py").write_text(SCRIPT)  # TDL004 at 8

@@ -102,6 +102,9 @@ def test_flake8_reports_the_rules(tmp_path):
 
         def export(out):
             torch.save(model.to(device).state_dict(), out)
+
+
+        warm_up()
         """))
     status, out, err = run(script("flake8"), "--select", "TDL", "bug.py", cwd=tmp_path)
     assert status == 1 and out.splitlines() == [

@@ -161,6 +161,7 @@ def test_the_cpu_branch_of_a_guard_keeps_the_finding():
             model.load_state_dict(torch.load(path))
     device = "cuda" if torch.cuda.is_available() else "cpu"
     net = torch.nn.Linear(2, 2).to(device)
+    restore(net, "net.pt")
     """
     assert found(code) == [(4, 31, "certain")]
 
@@ -457,6 +458,7 @@ def test_a_cpu_copy_of_something_else_than_the_saved_weights_says_nothing(projec
                 accuracy = (model(x).argmax(1) == y).float().mean().cpu()
             state = {"model_state_dict": model.state_dict()}
             torch.save(state, exp_dir + "/best_model.pth")
+        main(torch.nn.Linear(2, 2).to(device), [], "runs")
     """})
     assert project_findings(capsys, project) == [("train.py", 7, 27, "certain")]
 

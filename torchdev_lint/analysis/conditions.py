@@ -68,6 +68,9 @@ def _name_of(expr: cst.BaseExpression, qualify: Qualifier | None) -> str | None:
         inner = dotted_name(expr.func)
         if inner in ("len", "bool", "int", "str") and len(expr.args) == 1:
             return _name_of(expr.args[0].value, qualify)
+        key = _key_read(expr)
+        if key is not None:  # `config.get("use_cuda")`, `getattr(args, "no_cuda", False)`
+            return key
         func = expr.func
     else:
         func = expr
@@ -85,6 +88,19 @@ def _name_of(expr: cst.BaseExpression, qualify: Qualifier | None) -> str | None:
         if qualified is not None:
             return qualified
     return dotted_name(func)
+
+
+def _key_read(call: cst.Call) -> str | None:
+    """``owner.key`` for a read of a setting by its name: ``owner.get("key", ...)`` or
+    ``getattr(owner, "key", ...)``."""
+    args = [a.value for a in call.args if a.keyword is None]
+    if isinstance(call.func, cst.Attribute) and call.func.attr.value == "get" and args \
+            and isinstance(args[0], cst.SimpleString):
+        return f"{dotted_name(call.func.value) or 'setting'}.{args[0].evaluated_value}"
+    if isinstance(call.func, cst.Name) and call.func.value == "getattr" and len(args) >= 2 \
+            and isinstance(args[1], cst.SimpleString):
+        return f"{dotted_name(args[0]) or 'setting'}.{args[1].evaluated_value}"
+    return None
 
 
 def _subject(expr: cst.BaseExpression, qualify: Qualifier | None) -> Machine:
@@ -324,6 +340,9 @@ def _comparison(node: cst.Comparison, qualify: Qualifier | None) -> tuple[Machin
         value = device_named(right)
         if value is UNKNOWN:
             value = device_named(left)
+        if value is UNKNOWN and (_names_nccl(left) or _names_nccl(right)):
+            # `get_backend() == Backend.NCCL`: NCCL runs on GPUs only; another backend says nothing
+            return (ACCELERATOR, UNKNOWN) if isinstance(op, (cst.Equal, cst.Is)) else (UNKNOWN, ACCELERATOR)
         if value is not UNKNOWN:
             pair = (value, _unlike(value))
             return pair if isinstance(op, (cst.Equal, cst.Is)) else pair[::-1]
@@ -335,6 +354,13 @@ def _comparison(node: cst.Comparison, qualify: Qualifier | None) -> tuple[Machin
             # `torch.cuda.device_count() > local_rank`: more GPUs than some index.
             return ACCELERATOR, UNKNOWN
     return UNKNOWN, UNKNOWN
+
+
+def _names_nccl(expr: cst.BaseExpression) -> bool:
+    """``"nccl"`` or ``torch.distributed.Backend.NCCL``: the process-group backend of GPUs."""
+    if isinstance(expr, cst.SimpleString):
+        return str(expr.evaluated_value).lower() == "nccl"
+    return isinstance(expr, cst.Attribute) and expr.attr.value.lower() == "nccl"
 
 
 def _compared_with_bool(test: cst.Comparison) -> tuple[cst.BaseExpression, bool] | None:
@@ -378,6 +404,10 @@ def implies(test: cst.BaseExpression, holds: bool = True, qualify: Qualifier | N
         conjunction = isinstance(test.operator, cst.And) == holds
         if conjunction and holds and (_availability(test.left) or _availability(test.right)):
             return ACCELERATOR  # `wish and torch.cuda.is_available()`: the machine has one
+        if conjunction and ACCELERATOR in (left, right):
+            # `use_cuda and not x.is_cuda`: both hold, so the machine has one (what the other
+            # side reads as the CPU is where a value is, not what the machine lacks)
+            return ACCELERATOR
         return _both(left, right) if conjunction else _either(left, right)
     if isinstance(test, cst.Comparison):
         flag = _compared_with_bool(test)

@@ -42,7 +42,7 @@ from typing import Sequence
 
 import libcst as cst
 
-from torchdev_lint.analysis import conditions, guards, project_index, provenance, requirements
+from torchdev_lint.analysis import conditions, guards, project_index, provenance, reach, requirements
 from torchdev_lint.analysis.guards import code_of
 from torchdev_lint.analysis.imports import dotted_name
 from torchdev_lint.analysis.tree import collect, walk
@@ -50,8 +50,7 @@ from torchdev_lint.analysis.tree import collect, walk
 # Step: a node and what it shows, as ``Rule.report(evidence=...)`` takes it.
 Step = tuple["cst.CSTNode", str]
 
-# Libraries with no CPU back end, and those that are used for their CUDA kernels.
-GPU_LIBRARIES = requirements.CUDA_LIBRARIES | {"apex", "bitsandbytes", "triton"}
+GPU_LIBRARIES = requirements.GPU_LIBRARIES
 _GPU_ONLY_WRAPPERS = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DataParallel",
                                 "torch.nn.parallel.DistributedDataParallel",
                                 "torch.nn.parallel.data_parallel.DataParallel"})
@@ -64,7 +63,8 @@ _CUDA_TARGETS = frozenset({"cuda", "rocm"})
 
 @dataclass
 class _FileFacts:
-    cpu_choice: Step | None = None
+    cpu_choice: Step | None = None  # the first; ``reach`` finds every one and what it reaches
+    unread: set[int] = field(default_factory=set)  # device choices bound to a name nothing reads
     cuda_only: Step | None = None
     device_generic: dict[cst.CSTNode, Step] = field(default_factory=dict)  # function/class -> why
     cuda_scopes: dict[cst.CSTNode, Step] = field(default_factory=dict)  # function/class -> why it needs CUDA
@@ -130,7 +130,8 @@ _SAY_CPU_CHOICE = frozenset({"IfExp", "If", "Call"})
 
 def _needs_cuda(node: cst.CSTNode, top_level: bool, qualify, unconditional: bool = True) -> str | None:
     """What a single node says about the file needing CUDA anyway, or None. Imports count
-    at the top level only: one inside ``try``, ``if`` or a function is optional; an exit
+    at the top level only (or in a ``try`` that raises when they fail): one inside ``try``,
+    ``if`` or a function is optional; an exit
     without CUDA only where it always runs (``unconditional``)."""
     if unconditional and isinstance(node, (cst.If, cst.SimpleStatementLine)) and _ends_without_cuda(node, qualify):
         return "asserts or exits when CUDA is missing"
@@ -153,6 +154,14 @@ def _needs_cuda(node: cst.CSTNode, top_level: bool, qualify, unconditional: bool
         ):
             return "places the model on GPU 0 with device_map"
     return None
+
+
+def _reraises(statement: cst.CSTNode) -> bool:
+    """A ``try`` whose every handler raises (``except ImportError: raise ImportError("install
+    apex")``): what its body imports is required, not optional."""
+    return isinstance(statement, cst.Try) and bool(statement.handlers) and all(
+        isinstance(handler.body, cst.IndentedBlock) and isinstance(handler.body.body[-1], cst.SimpleStatementLine)
+        and isinstance(handler.body.body[-1].body[-1], cst.Raise) for handler in statement.handlers)
 
 
 def _opens_nccl_group(statement: cst.CSTNode) -> bool:
@@ -314,8 +323,10 @@ def _facts(ctx, module: cst.Module) -> _FileFacts:
     if facts is not None:
         return facts
     facts = ctx._portability = _FileFacts()
-    top_level = {id(statement) for statement in module.body}
-    top_level |= {id(small) for statement in module.body if isinstance(statement, cst.SimpleStatementLine)
+    required = [*module.body, *(inner for statement in module.body if _reraises(statement)
+                                for inner in statement.body.body)]
+    top_level = {id(statement) for statement in required}
+    top_level |= {id(small) for statement in required if isinstance(statement, cst.SimpleStatementLine)
                   for small in statement.body}
     # An exit without CUDA says the file needs it only where it always runs: a statement of
     # the module's or a function's own body, not one under `if self._use_amp:` (a function's
@@ -324,7 +335,7 @@ def _facts(ctx, module: cst.Module) -> _FileFacts:
     functions: list[cst.FunctionDef] = []
     classes: list[cst.ClassDef] = []
 
-    unread: set[int] = set()  # device choices bound to a name nothing reads
+    unread = facts.unread
 
     def enter(node: cst.CSTNode) -> bool:
         kind = type(node)  # a dict lookup per node, not an isinstance on LibCST's ABCs
@@ -369,6 +380,10 @@ def _facts(ctx, module: cst.Module) -> _FileFacts:
         if builder is not None:
             facts.cuda_only = (module, f"the file needs CUDA anyway: it calls the kernels of a CUDA extension "
                                        f"({builder} builds it)")
+        library = ctx.index.gpu_library_imported(ctx.path) if builder is None else None
+        if library is not None:
+            facts.cuda_only = (module, f"the file needs CUDA anyway: it imports {library}, which drives "
+                                       "NVIDIA GPUs only")
     needs = requirements.of_file(ctx, module)
     for node in classes:
         methods = [m for m in node.body.body if isinstance(m, cst.FunctionDef)]
@@ -434,6 +449,16 @@ def _importers_run_without_cuda(ctx, ancestors: Sequence[cst.CSTNode]) -> Step |
     if where is None:
         return None
     return module, f"the file runs without CUDA: code that imports it runs without CUDA ({where})"
+
+
+def _unimportable(ctx, module: cst.Module) -> Step | None:
+    """The file imports a project module that is not there or does not parse
+    (``ProjectIndex.missing_import``): it fails when imported, on every machine, before this
+    line can."""
+    if ctx.index is None or ctx.path == "-":
+        return None
+    missing = ctx.index.missing_import(ctx.path)
+    return None if missing is None else (module, f"the file fails when imported, on any machine: it imports {missing}")
 
 
 def _runs_cuda_only_code(ctx, module: cst.Module) -> Step | None:
@@ -638,6 +663,9 @@ def runs_without_cuda(ctx, ancestors: Sequence[cst.CSTNode], library: bool = Fal
     facts = _facts(ctx, module)
     if facts.cuda_only is not None:
         return Verdict(False, (facts.cuda_only,))
+    step = _unimportable(ctx, module)
+    if step is not None:
+        return Verdict(False, (step,))
     for scope in reversed(ancestors):
         step = facts.cuda_scopes.get(scope)
         if step is not None:
@@ -658,8 +686,13 @@ def runs_without_cuda(ctx, ancestors: Sequence[cst.CSTNode], library: bool = Fal
     step = _runs_cuda_only_code(ctx, module)
     if step is not None:
         return Verdict(False, (step,))
+    unreached = None
     if facts.cpu_choice is not None:
-        return Verdict(True, (facts.cpu_choice,))
+        steps = _reach(ctx, module, facts).path(reach.innermost_scope(ancestors))
+        if steps is not None:
+            return Verdict(True, steps)
+        unreached = (facts.cpu_choice[0], "the file chooses the CPU here, but nothing shows this line runs in "
+                                          "that run: nothing the choice reaches calls its code")
     step = _importers_run_without_cuda(ctx, ancestors)
     if step is not None:
         return Verdict(True, (step,))
@@ -667,6 +700,16 @@ def runs_without_cuda(ctx, ancestors: Sequence[cst.CSTNode], library: bool = Fal
     if step is not None:
         doubt = _users_on_cuda(ctx, module)
         return Verdict(False, (doubt,)) if doubt is not None else Verdict(True, (step,))
-    return Verdict(False, ((module, "judged CUDA-only (target-devices auto): nothing here chooses the CPU, "
-                                    "offers a CPU option or takes a device; --target-devices cpu,cuda "
-                                    "says it must run without CUDA"),), unknown_intent=True)
+    return Verdict(False, (unreached or (module, "judged CUDA-only (target-devices auto): nothing here chooses the "
+                                                 "CPU, offers a CPU option or takes a device; --target-devices "
+                                                 "cpu,cuda says it must run without CUDA"),), unknown_intent=True)
+
+
+def _reach(ctx, module: cst.Module, facts: _FileFacts) -> reach.Reach:
+    """The file's CPU choices (those bound to a name something reads) and the code their run reaches."""
+
+    def is_choice(node: cst.CSTNode) -> str | None:
+        why = None if id(node) in facts.unread else _cpu_choice(node, ctx.source)
+        return None if why is None else f"the file runs without CUDA: it {why}"
+
+    return ctx.once(("portability: reach",), lambda: reach.Reach(module, is_choice))

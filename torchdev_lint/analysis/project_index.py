@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from torchdev_lint import limits
-from torchdev_lint.analysis import kinds
+from torchdev_lint.analysis import kinds, requirements
 
 _MAX_DEPTH = 20  # re-export chains longer than this are not followed
 # Code that names these may put tensors on an accelerator (Lightning and Accelerate place
@@ -129,6 +129,13 @@ class ModuleFacts:
     # shows no CPU path: code written for CUDA only (`ProjectIndex.cuda_only_import`)
     unguarded_cuda: bool = False
     cuda_only: bool = False
+    # a library that drives NVIDIA GPUs only (apex, TensorRT...) it must import when imported:
+    # at its top level, or in a `try` whose `except ImportError` raises; code importing this
+    # module needs CUDA too (`ProjectIndex.gpu_library_imported`)
+    gpu_library: str = ""
+    # the modules its top level imports outside any `try` or `if`: it cannot be imported
+    # without them (`ProjectIndex.missing_import`)
+    required_imports: list[str] = field(default_factory=list)
     handed: list[str] = field(default_factory=list)
     init_calls: dict[str, list[str]] = field(default_factory=dict)
     digest: str = ""  # of the file's bytes: code that follows calls into it depends on them
@@ -917,6 +924,24 @@ def lazy_imports(reader: "_Reader", tree: ast.Module) -> list[str]:
     return list(found)
 
 
+def required_gpu_library(tree: ast.Module) -> str:
+    """The GPU-only library (``requirements.GPU_LIBRARIES``) the module imports whenever it is
+    imported: at its top level, or in a ``try`` whose every handler raises (``except
+    ImportError: raise ImportError("Please install apex")``); "" when none."""
+    for statement in tree.body:
+        imports = [statement]
+        if isinstance(statement, ast.Try) and statement.handlers and all(
+                handler.body and isinstance(handler.body[-1], ast.Raise) for handler in statement.handlers):
+            imports = statement.body
+        for node in imports:
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else []
+            for name in names:
+                if name.split(".")[0] in requirements.GPU_LIBRARIES:
+                    return name.split(".")[0]
+    return ""
+
+
 def cuda_extensions(tree: ast.Module) -> list[str]:
     """The names of the CUDA extensions the module builds: a ``CUDAExtension``, or a
     ``load``/``load_inline`` of ``torch.utils.cpp_extension`` given ``.cu`` sources or CUDA
@@ -1128,6 +1153,11 @@ def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | No
     facts.cuda_only = facts.unguarded_cuda and not facts.cpu_path and not facts.cpu_choice
     if "cpp_extension" in text or "CUDAExtension" in text:
         facts.cuda_extensions = cuda_extensions(tree)
+    facts.gpu_library = required_gpu_library(tree)
+    facts.required_imports = [
+        _absolute(facts.name, reader.is_init, node.level, node.module) if node.level else node.module or ""
+        for node in tree.body if isinstance(node, ast.ImportFrom)] + [
+        alias.name for node in tree.body if isinstance(node, ast.Import) for alias in node.names]
     if _INDENTED_IMPORT.search(text):
         facts.lazy_imports = lazy_imports(reader, tree)
     found = _DEFAULT_DEVICE.search(text) if "set_default_" in text else None
@@ -1427,6 +1457,68 @@ class ProjectIndex:
             last = qualified.rsplit(".", 1)[-1]
             if last in builders and last != "":
                 return self._shown(builders[last])
+        return None
+
+    def missing_import(self, path: str) -> str | None:
+        """A module the file at ``path`` must import (``ModuleFacts.required_imports``) that
+        its own package does not have, or that does not parse: "<module> ...", or None. The
+        file fails when imported, before any of its lines run (a stale script of a project
+        that moved on). Only names under a package of the project (a directory with an
+        ``__init__.py``) that defines or imports no such name are judged missing."""
+        full = os.path.abspath(path)
+        module = next((m for m in self.modules.get(self.paths.get(full) or "", []) if m.path == full), None)
+        if module is None:
+            return None
+        unreadable = self._memo.get(("unreadable",))
+        if unreadable is None:
+            unreadable = self._memo[("unreadable",)] = {
+                name for p, name in self.paths.items() if p not in self.skipped and not self.modules.get(name)}
+        for source in module.required_imports:
+            parts = source.split(".")
+            prefix = parts[0]
+            if prefix in unreadable:
+                return f"{prefix}, which does not parse"
+            for part in parts[1:]:
+                parent = self._module(prefix, full)
+                if parent is None or not parent.path.endswith("__init__.py"):
+                    break
+                candidate = f"{prefix}.{part}"
+                if candidate in unreadable:
+                    return f"{candidate}, which does not parse"
+                if candidate in self.modules:
+                    prefix = candidate
+                    continue
+                if not parent.stars and part not in parent.names and part not in parent.defined \
+                        and part not in parent.classes and part not in parent.returns \
+                        and not self._on_disk(parent.directory, part):
+                    return f"{candidate}, which the project does not have"
+                break
+        return None
+
+    def _on_disk(self, directory: str, name: str) -> bool:
+        """A directory (a namespace package) or a file of any kind (a compiled extension,
+        a module over the index's budget) called ``name`` in ``directory``."""
+        entries = self._memo.get(("entries", directory))
+        if entries is None:
+            try:
+                entries = self._memo[("entries", directory)] = frozenset(
+                    entry.split(".", 1)[0] for entry in os.listdir(directory))
+            except OSError:
+                entries = self._memo[("entries", directory)] = frozenset()
+        return name in entries
+
+    def gpu_library_imported(self, path: str) -> str | None:
+        """A project module the file at ``path`` imports (by name or ``*``) that must import
+        a GPU-only library (``ModuleFacts.gpu_library``): "<file> imports <library>", or
+        None. The file cannot even be imported without it."""
+        full = os.path.abspath(path)
+        module = next((m for m in self.modules.get(self.paths.get(full) or "", []) if m.path == full), None)
+        if module is None:
+            return None
+        for qualified in [*module.names.values(), *module.stars]:
+            for found in (self._module(qualified, full), (self.locate(qualified, full) or (None,))[0]):
+                if found is not None and found.path != full and found.gpu_library:
+                    return f"{self._shown(found.path)} imports {found.gpu_library}"
         return None
 
     def cuda_only_import(self, path: str) -> str | None:

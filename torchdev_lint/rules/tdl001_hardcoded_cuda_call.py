@@ -13,6 +13,8 @@ from torchdev_lint.analysis.requirements import of_file
 from torchdev_lint.finding import Applicability, Fix
 from torchdev_lint.rule import Invalid, Rule, Valid
 
+# What a torch loss is given as tensors (a class weight): with one, its `.cuda()` moves it.
+_TENSOR_ARGUMENTS = frozenset({"weight", "pos_weight"})
 _CUDA_CALL = re.compile(r"\.[\s\\]*cuda[\s\\]*\(")  # `x.cuda(`, `x .cuda (`, across lines
 
 
@@ -78,9 +80,12 @@ class HardcodedCudaCall(Rule):
     Certain when the line runs on a machine without CUDA that the code is meant for: declared
     by `target-devices` (a machine without CUDA in it), or shown by the code, nearest scope
     first (the function takes a device or follows an input's `.device`, its class does, or
-    the file chooses the CPU somewhere: `"cuda" if torch.cuda.is_available() else "cpu"`,
-    `--cpu`, `--no-cuda`, `--device`, a `--cuda` flag off by default; a choice bound to a name
-    nothing reads, or an option nothing reads after parsing, is not one). Possible in code judged
+    the file chooses the CPU: `"cuda" if torch.cuda.is_available() else "cpu"`, `--cpu`,
+    `--no-cuda`, `--device`, a `--cuda` flag off by default, and the line runs in the run that
+    makes the choice: in the function that makes it or reads what it binds, in what the code
+    that calls that function runs, or in a function or class that code names; a choice bound
+    to a name nothing reads, or an option nothing reads after parsing, is not one). Possible
+    where the choice reaches nothing that runs the line (a helper nothing calls), in code judged
     CUDA-only (no CPU path shown; counted in the summary), in test code, and where the file,
     function or class needs CUDA anyway (apex/bitsandbytes/triton at the top of the file, a
     CUDA-only `torch.cuda` call, an `nn.DataParallel` subclass). `--show-evidence` prints the
@@ -120,13 +125,21 @@ class HardcodedCudaCall(Rule):
               "    model.cuda()\n    return model(x.cuda())\n"),
     ]
     INVALID = [
-        Invalid(  # certain: the file chooses the CPU where CUDA is missing, this line does not
+        Invalid(  # certain: the script chooses the CPU where CUDA is missing and runs `embed`
+            'import torch\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n'
+            "def embed(x):\n    return x.cuda()\nmodel = Net().to(device)\nout = model(embed(x))\n",
+            4, 12,
+            'import torch\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n'
+            "def embed(x):\n    return x.to(device)\nmodel = Net().to(device)\nout = model(embed(x))\n",
+            unsafe=True,
+        ),
+        Invalid(  # possible: nothing the choice's run reaches calls `embed`
             'import torch\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n'
             "def embed(x):\n    return x.cuda()\nmodel = Net().to(device)\n",
             4, 12,
             'import torch\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n'
             "def embed(x):\n    return x.to(device)\nmodel = Net().to(device)\n",
-            unsafe=True,
+            unsafe=True, possible=True,
         ),
         Invalid(  # memory statistics read 0 without CUDA: they require nothing
             "import torch\ndef report(model):\n    model.cuda()\n"
@@ -234,18 +247,27 @@ class HardcodedCudaCall(Rule):
                     certain = False
                 stateless = self._stateless_module(node.func.value)
                 if stateless is not None:
-                    steps, certain = (*steps, (stateless, f"`{stateless.name.value}` holds no tensors: its `.cuda()` "
-                                                          "moves nothing and does not fail without CUDA")), False
+                    steps, certain = (*steps, (stateless[0], f"`{stateless[1]}` holds no tensors: its `.cuda()` "
+                                                             "moves nothing and does not fail without CUDA")), False
                 self.report(node, fix=lambda node=node, ancestors=ancestors: self._fix(node, ancestors),
                             evidence=steps, certain=certain, set_aside=verdict.unknown_intent)
 
-    def _stateless_module(self, receiver: cst.BaseExpression) -> cst.ClassDef | None:
-        """The class of ``receiver`` when it is a new instance of a module class of this file
-        that holds no state (``VarifocalLoss().cuda()``)."""
-        if not (isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Name)):
+    def _stateless_module(self, receiver: cst.BaseExpression) -> tuple[cst.CSTNode, str] | None:
+        """``receiver`` and its class's name when it is a new module that holds no state: an
+        instance of a module class of this file with none (``VarifocalLoss().cuda()``), or a
+        torch loss given no tensor (``nn.CrossEntropyLoss().cuda()``; not one given a
+        ``weight``)."""
+        if not isinstance(receiver, cst.Call):
             return None
-        info = self.ctx.classes.get(receiver.func.value)
-        return info.node if info is not None and info.is_module and holds_no_state(info.node) else None
+        if isinstance(receiver.func, cst.Name):
+            info = self.ctx.classes.get(receiver.func.value)
+            if info is not None and info.is_module and holds_no_state(info.node):
+                return info.node, receiver.func.value
+        qualified = self.ctx.qualified_name(receiver.func) or ""
+        if qualified.startswith("torch.nn.") and qualified.endswith("Loss") and all(
+                arg.keyword is not None and arg.keyword.value not in _TENSOR_ARGUMENTS for arg in receiver.args):
+            return receiver, qualified.rsplit(".", 1)[-1]
+        return None
 
     def _fix(self, node: cst.Call, ancestors: tuple[cst.CSTNode, ...]) -> Fix:
         moved = code_of(node.func.value)

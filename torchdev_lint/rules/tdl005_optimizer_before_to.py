@@ -8,7 +8,7 @@ import libcst as cst
 from torchdev_lint.analysis.guards import code_of
 from torchdev_lint.analysis.kinds import OPTIMIZER_NAME, Kind
 from torchdev_lint.analysis import tree
-from torchdev_lint.analysis.tree import walk
+from torchdev_lint.analysis.tree import collect, walk
 from torchdev_lint.finding import Applicability, Fix
 from torchdev_lint.rule import Invalid, Rule, Valid
 
@@ -94,9 +94,11 @@ class OptimizerBeforeTo(Rule):
     parameters, and a use of the optimizer after the move where the two meet (a `step()`, the
     training function it is handed to, the caller it is returned to, the object it is kept
     on). Otherwise possible (`--preview`): the optimizer holds no state yet and keeps working,
-    or the model moves once training is over (for inference) and nothing steps again; the
-    order is still the one PyTorch documents. `--show-evidence` names the state, the move and
-    the use.
+    or the model moves once training is over (for inference) and nothing steps again, or a
+    class's later move puts the model back where its state already is (the method that built
+    the optimizer made the same move first; a save that takes the model to the CPU and back);
+    the order is still the one PyTorch documents. `--show-evidence` names the state, the move
+    and the use.
 
     ## Fix
     Moves the model's move to just before the optimizer is built, when it is one statement
@@ -475,17 +477,18 @@ class OptimizerBeforeTo(Rule):
     def leave_ClassDef(self, node: cst.ClassDef) -> None:
         for kept in self.kept.pop(id(node), ()):
             if kept.state and kept.moves:
-                optimizer, (move, mover) = kept.optimizer, kept.moves[0]
+                optimizer, (move, mover_def) = kept.optimizer, kept.moves[0]
                 state, loader = kept.state[0]
-                mover, loader = mover.name.value, loader.name.value
+                mover, loader = mover_def.name.value, loader.name.value
+                evidence = [(state, f"`{loader}` gives the optimizer state on the parameters' device of the moment"),
+                            (move, f"`{mover}` moves the parameters afterwards when it runs after "
+                                   f"`{loader}`; the state stays behind and the next `step()` mixes devices")]
+                already = _already_there(move, mover_def, kept.built_in, optimizer.call)
                 self.report(
                     optimizer.call,
                     f"Optimizer built from `{optimizer.model}` parameters before "
                     f"`{code_of(move)}` in `{mover}` moves the model: build it after the move",
-                    evidence=[(state, f"`{loader}` gives the optimizer state on the parameters' device "
-                                      "of the moment"),
-                              (move, f"`{mover}` moves the parameters afterwards when it runs after "
-                                     f"`{loader}`; the state stays behind and the next `step()` mixes devices")],
+                    evidence=evidence + [already] if already else evidence, certain=already is None,
                 )
 
     def end_of_file(self) -> None:
@@ -495,6 +498,30 @@ class OptimizerBeforeTo(Rule):
         # Fixes are built after this: each asks whether its block has another reordering,
         # counted once here rather than by a look at every other report (quadratic).
         self.reordered.update(id(_block_of(o.ancestors)) for o in self.moved)
+
+
+def _already_there(move: cst.Call, mover: cst.FunctionDef, built_in: cst.FunctionDef,
+                   optimizer: cst.Call) -> tuple[cst.CSTNode, str] | None:
+    """The later move puts the model where it already was when the state was loaded: the
+    method that built the optimizer made the same move before building it
+    (``self.encoder.cuda()`` twice under one flag), or the mover takes the model to the CPU
+    first and brings it back (``head.cpu(); torch.save(...); head.cuda()``). The state and
+    the parameters end on one device: no failure is shown."""
+    moved = code_of(move)
+    receiver = code_of(move.func.value)
+    for call in collect(built_in.body, cst.Call):
+        if call is optimizer:
+            break
+        if code_of(call) == moved:
+            return call, f"`{built_in.name.value}` made this move before building the optimizer: the later one " \
+                         "leaves the parameters where the state is"
+    for call in collect(mover.body, cst.Call):
+        if call is move:
+            break
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value == "cpu" and code_of(call.func.value) == receiver:
+            return call, f"`{mover.name.value}` takes the model to the CPU first and brings it back: a round trip " \
+                         "that leaves the parameters where the state is"
+    return None
 
 
 def _state_call(function: cst.FunctionDef, param: str) -> str | None:
