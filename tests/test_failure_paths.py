@@ -728,3 +728,33 @@ def test_an_other_backend_than_nccl_says_nothing_of_the_machine(project, capsys)
     write(project, {"run.py": "import torch\n" + CHOOSES + "def step(x, backend):\n"
                               "    if backend != 'nccl':\n        x = x.cuda()\n    return x\nstep(w, 'gloo')\n"})
     assert [f[3] for f in findings(capsys, project, "TDL001")] == ["certain"]
+
+
+@pytest.mark.parametrize("wrap, confidence", [
+    # a literal list of GPU numbers with a second GPU: a trainer for a multi-GPU machine
+    ("model = nn.DataParallel(model, device_ids=[0, 1, 2, 3])", "possible"),
+    ("model = torch.nn.DataParallel(model, [0, 1])", "possible"),
+    # one GPU, or the GPUs the machine has: nothing says the machine has several
+    ("model = nn.DataParallel(model, device_ids=[0])", "certain"),
+    ("model = nn.DataParallel(model)", "certain"),
+])
+def test_a_trainer_spread_over_named_gpus_is_multi_gpu_code(project, capsys, wrap, confidence):
+    write(project, {"train.py": "import torch\nimport torch.nn as nn\n" + CHOOSES
+                                + f"def main():\n    model = nn.Linear(2, 2)\n    model.cuda()\n    {wrap}\n"
+                                  "    return model(w)\nmain()\n"})
+    assert [f[3] for f in findings(capsys, project, "TDL001")] == [confidence]
+
+
+@pytest.mark.parametrize("use, confidence", [
+    ("", "possible"),  # `gpu` is never read: building a torch.device needs no CUDA
+    ("y = w.to(gpu)\n", "certain"),
+])
+def test_a_device_bound_to_a_name_nothing_reads_places_nothing(project, capsys, use, confidence):
+    write(project, {"run.py": "import torch\n" + CHOOSES + "gpu = torch.device('cuda')\n" + use})
+    assert [f[3] for f in findings(capsys, project, "TDL002")] == [confidence]
+
+
+def test_a_device_another_module_imports_is_read_there(project, capsys):
+    write(project, {"settings.py": "import torch\n" + CHOOSES + "gpu = torch.device('cuda')\n",
+                    "train.py": "import torch\nfrom settings import gpu\nx = torch.ones(2).to(gpu)\n"})
+    assert [f[3] for f in findings(capsys, project, "TDL002")] == ["certain"]

@@ -222,9 +222,13 @@ def _note_unread_choice(ctx, assignment: cst.Assign | cst.AnnAssign, unread: set
         return
     if isinstance(value, cst.Call) and value.args:
         value = value.args[0].value
-    if isinstance(value, cst.IfExp) and targets[0].value not in ctx.once(
-            ("portability: read names",), lambda: project_index.read_names(ctx.source)):
+    if isinstance(value, cst.IfExp) and targets[0].value not in names_read(ctx):
         unread.add(id(value))
+
+
+def names_read(ctx) -> frozenset[str]:
+    """The names the file reads somewhere (``project_index.read_names``), once per file."""
+    return ctx.once(("portability: read names",), lambda: project_index.read_names(ctx.source))
 
 
 def _root(node: cst.BaseExpression) -> str | None:
@@ -614,6 +618,31 @@ def _to_cuda(call: cst.Call) -> bool:
 _DEVICE_WORDS = re.compile(r"cuda|gpu|cpu|device|available", re.IGNORECASE)
 
 
+def _several_gpus(ctx, scope: cst.CSTNode) -> Step | None:
+    """The function (or the module's top level) spreads its model over GPUs it names:
+    ``nn.DataParallel(model, device_ids=[0, 1, 2, 3])``, a literal list of GPU numbers with a
+    second GPU in it. Code written for a multi-GPU machine, as ``.cuda(1)`` is: a CPU choice
+    elsewhere in it is boilerplate, not a path this code runs."""
+    found: list[Step] = []
+
+    def enter(node: cst.CSTNode) -> bool:
+        if found:
+            return False
+        if isinstance(node, cst.Call) and ctx.qualified_name(node.func) in _GPU_ONLY_WRAPPERS:
+            ids = _keyword(node, "device_ids")
+            if ids is None and len(node.args) > 1 and node.args[1].keyword is None:
+                ids = node.args[1].value
+            numbers = [conditions.integer_value(e.value) for e in ids.elements] \
+                if isinstance(ids, (cst.List, cst.Tuple)) else []
+            if any(n is not None and n >= 1 for n in numbers):
+                found.append((node, f"`{code_of(node.func)}` spreads the model over GPUs {code_of(ids)}: "
+                                    "code for a multi-GPU machine"))
+        return node is scope or not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda))
+
+    walk(scope, enter)
+    return found[0] if found else None
+
+
 def _off_the_path(ancestors: Sequence[cst.CSTNode]) -> Step | None:
     """The line is not where the code's CPU path runs: in an ``except`` handler (it runs
     only after the ``try`` failed, which nothing shows a machine without CUDA does), or in
@@ -673,6 +702,10 @@ def runs_without_cuda(ctx, ancestors: Sequence[cst.CSTNode], library: bool = Fal
     function = next((a for a in reversed(ancestors) if isinstance(a, cst.FunctionDef)), None)
     if provenance.is_test_function(ctx, function):
         return Verdict(False, ())
+    step = ctx.once(("portability: several GPUs", id(function or module)),
+                    lambda: _several_gpus(ctx, function or module))
+    if step is not None:
+        return Verdict(False, (step,))
     step = _off_the_path(ancestors)
     if step is not None:
         return Verdict(False, (step,))

@@ -86,8 +86,9 @@ class HardcodedCudaCall(Rule):
     that calls that function runs, or in a function or class that code names; a choice bound
     to a name nothing reads, or an option nothing reads after parsing, is not one). Possible
     where the choice reaches nothing that runs the line (a helper nothing calls), in code judged
-    CUDA-only (no CPU path shown; counted in the summary), in test code, and where the file,
-    function or class needs CUDA anyway (apex/bitsandbytes/triton at the top of the file, a
+    CUDA-only (no CPU path shown; counted in the summary), in test code, in code for a
+    multi-GPU machine (`.cuda(1)`, or a function that hands `nn.DataParallel` a literal list of
+    GPU numbers with a second GPU in it), and where the file, function or class needs CUDA anyway (apex/bitsandbytes/triton at the top of the file, a
     CUDA-only `torch.cuda` call, an `nn.DataParallel` subclass). `--show-evidence` prints the
     step. See [confidence](../confidence.md).
 

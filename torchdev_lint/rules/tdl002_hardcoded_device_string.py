@@ -149,8 +149,9 @@ class HardcodedDeviceString(Rule):
     code) and nothing says it needs CUDA anyway. Possible, besides: code judged CUDA-only, a
     CUDA string with a computed index (`f"cuda:{rank}"`, multi-GPU code), a `"cuda"` that is
     one branch of a choice with the CPU or with the caller's device (`"cuda" if backend ==
-    "nccl" else "cpu"`, `if device is None: device = "cuda"`), and the old-torch stand-in for
-    `torch.accelerator`.
+    "nccl" else "cpu"`, `if device is None: device = "cuda"`), the old-torch stand-in for
+    `torch.accelerator`, and a device bound at the top level to a name the file never reads
+    and no other module imports (building a `torch.device` needs no CUDA; nothing is placed).
 
         ## When not to use
     In a project that only ever runs on CUDA (a multi-GPU trainer, a library of CUDA
@@ -549,10 +550,32 @@ class HardcodedDeviceString(Rule):
             return
         # `f"cuda:{i}"` picks one of several GPUs: multi-GPU code, whose CPU path we cannot see
         indexed = not isinstance(literal, (cst.SimpleString, cst.ConcatenatedString))
+        unread = self._unread_binding(path)
+        steps = verdict.steps if unread is None else (*verdict.steps, unread)
         self.report(literal, message, fix=lambda: self._fix(literal, path, keep, device_call),
-                    evidence=verdict.steps, certain=verdict.certain and not indexed
+                    evidence=steps, certain=verdict.certain and not indexed and unread is None
                     and not _old_torch_fallback(path) and not _falls_back(path),
                     set_aside=verdict.unknown_intent and not indexed)
+
+    def _unread_binding(self, path) -> tuple[cst.CSTNode, str] | None:
+        """``device = torch.device("cuda")`` at the top level, bound to a name the file
+        never reads and no other module imports: the device places nothing (building a
+        ``torch.device`` does not need CUDA)."""
+        if len(path) < 3 or not isinstance(path[0], cst.Module):
+            return None
+        line = path[1]
+        assign = line.body[0] if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1 else None
+        if not isinstance(assign, cst.Assign) or len(assign.targets) != 1 \
+                or not isinstance(assign.targets[0].target, cst.Name):
+            return None
+        name = assign.targets[0].target.value
+        if name in portability.names_read(self.ctx):
+            return None
+        index = self.ctx.index
+        imported = index.imported_from(self.ctx.path) if index is not None and self.ctx.path != "-" else None
+        if imported is None or "*" in imported or name in imported:
+            return None
+        return assign, f"`{name}` is never read here nor imported elsewhere: the device places nothing"
 
     def _fix(self, literal, path, keep: bool, device_call: cst.Call | None) -> Fix | None:
         torch_name = self.ctx.torch_name
