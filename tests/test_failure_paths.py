@@ -758,3 +758,30 @@ def test_a_device_another_module_imports_is_read_there(project, capsys):
     write(project, {"settings.py": "import torch\n" + CHOOSES + "gpu = torch.device('cuda')\n",
                     "train.py": "import torch\nfrom settings import gpu\nx = torch.ones(2).to(gpu)\n"})
     assert [f[3] for f in findings(capsys, project, "TDL002")] == ["certain"]
+
+
+RESUME = """\
+import torch
+def main(path, device):
+    model = torch.nn.Linear(2, 2)
+    {before}
+    optimizer = torch.optim.Adam(model.parameters())
+    optimizer.load_state_dict(torch.load(path, map_location="cpu"))
+    {placed}
+    model.to(device)
+    optimizer.step()
+"""
+
+
+@pytest.mark.parametrize("before, placed, confidence", [
+    ("pass", "pass", "certain"),  # the state loaded onto CPU parameters stays there
+    # the script moves the loaded state itself
+    ("pass", "for state in optimizer.state.values():\n        for k, v in state.items():\n"
+             "            if torch.is_tensor(v):\n                state[k] = v.to(device)", "possible"),
+    # the model was already where the later move puts it
+    ("model = torch.nn.DataParallel(model).to(device)", "pass", "possible"),
+    ("model.to('cpu')", "pass", "certain"),  # a different move first: the later one still moves it
+])
+def test_a_resume_that_places_the_state_itself_does_not_fail(project, capsys, before, placed, confidence):
+    write(project, {"train.py": RESUME.format(before=before, placed=placed)})
+    assert [f[3] for f in findings(capsys, project, "TDL005")] == [confidence]

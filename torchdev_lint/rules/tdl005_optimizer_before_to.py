@@ -94,10 +94,11 @@ class OptimizerBeforeTo(Rule):
     parameters, and a use of the optimizer after the move where the two meet (a `step()`, the
     training function it is handed to, the caller it is returned to, the object it is kept
     on). Otherwise possible (`--preview`): the optimizer holds no state yet and keeps working,
-    or the model moves once training is over (for inference) and nothing steps again, or a
-    class's later move puts the model back where its state already is (the method that built
-    the optimizer made the same move first; a save that takes the model to the CPU and back);
-    the order is still the one PyTorch documents. `--show-evidence` names the state, the move
+    or the model moves once training is over (for inference) and nothing steps again, or the
+    move puts the model where it already is (the code that built the optimizer made the same
+    move first; a save that takes the model to the CPU and back), or the code moves the
+    loaded state itself (a loop over `optimizer.state` that moves what it holds); the order
+    is still the one PyTorch documents. `--show-evidence` names the state, the move
     and the use.
 
     ## Fix
@@ -432,6 +433,16 @@ class OptimizerBeforeTo(Rule):
         elif optimizer.state or replaces:
             evidence.append((node, "nothing in sight uses the optimizer after the move (training may "
                                    "be over): possible"))
+        placed = _places_state(optimizer.scope, optimizer.name) if optimizer.name and optimizer.state else None
+        if placed is not None:
+            meets = None
+            evidence.append((placed, f"the code moves `{optimizer.name}.state` itself: the state goes where the "
+                                     "parameters go"))
+        elif optimizer.state and not replaces:
+            already = _moved_before(optimizer.scope, optimizer.call, node)
+            if already is not None:
+                meets = None
+                evidence.append(already)
         self.report(
             optimizer.call,
             f"Optimizer built from `{receiver}` parameters before "
@@ -478,12 +489,16 @@ class OptimizerBeforeTo(Rule):
         for kept in self.kept.pop(id(node), ()):
             if kept.state and kept.moves:
                 optimizer, (move, mover_def) = kept.optimizer, kept.moves[0]
-                state, loader = kept.state[0]
-                mover, loader = mover_def.name.value, loader.name.value
+                state, state_def = kept.state[0]
+                mover, loader = mover_def.name.value, state_def.name.value
                 evidence = [(state, f"`{loader}` gives the optimizer state on the parameters' device of the moment"),
                             (move, f"`{mover}` moves the parameters afterwards when it runs after "
                                    f"`{loader}`; the state stays behind and the next `step()` mixes devices")]
                 already = _already_there(move, mover_def, kept.built_in, optimizer.call)
+                placed = _places_state(state_def, optimizer.name) if optimizer.name else None
+                if already is None and placed is not None:
+                    already = (placed, f"`{loader}` moves `{optimizer.name}.state` itself: the state goes where "
+                                       "the parameters go")
                 self.report(
                     optimizer.call,
                     f"Optimizer built from `{optimizer.model}` parameters before "
@@ -507,20 +522,57 @@ def _already_there(move: cst.Call, mover: cst.FunctionDef, built_in: cst.Functio
     (``self.encoder.cuda()`` twice under one flag), or the mover takes the model to the CPU
     first and brings it back (``head.cpu(); torch.save(...); head.cuda()``). The state and
     the parameters end on one device: no failure is shown."""
-    moved = code_of(move)
+    earlier = _moved_before(built_in, optimizer, move)
+    if earlier is not None:
+        return earlier
     receiver = code_of(move.func.value)
-    for call in collect(built_in.body, cst.Call):
-        if call is optimizer:
-            break
-        if code_of(call) == moved:
-            return call, f"`{built_in.name.value}` made this move before building the optimizer: the later one " \
-                         "leaves the parameters where the state is"
     for call in collect(mover.body, cst.Call):
         if call is move:
             break
         if isinstance(call.func, cst.Attribute) and call.func.attr.value == "cpu" and code_of(call.func.value) == receiver:
             return call, f"`{mover.name.value}` takes the model to the CPU first and brings it back: a round trip " \
                          "that leaves the parameters where the state is"
+    return None
+
+
+def _moved_before(scope: cst.CSTNode, optimizer: cst.Call, move: cst.Call) -> tuple[cst.CSTNode, str] | None:
+    """The same move of the model (``model.to(device)``, or ``model = DataParallel(model).to(device)``)
+    runs in ``scope`` before the optimizer is built: the later move leaves the parameters
+    where they are."""
+    receiver, method = code_of(move.func.value), move.func.attr.value
+    arguments = [code_of(a) for a in move.args]
+    found: list[tuple[cst.CSTNode, str]] = []
+    done = False
+
+    def same(call: cst.BaseExpression) -> bool:
+        return isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) \
+            and call.func.attr.value == method and [code_of(a) for a in call.args] == arguments
+
+    def enter(node: cst.CSTNode) -> bool:
+        nonlocal done
+        if done or found:
+            return False
+        if node is optimizer:
+            done = True
+            return False
+        if same(node) and code_of(node.func.value) == receiver or isinstance(node, cst.Assign) and same(
+                node.value) and any(code_of(t.target) == receiver for t in node.targets):
+            found.append((node, f"`{receiver}` was moved the same way before the optimizer was built: the later "
+                                 "move leaves the parameters where the state is"))
+        return True
+
+    walk(scope, enter)
+    return found[0] if found else None
+
+
+def _places_state(scope: cst.CSTNode, optimizer: str) -> cst.For | None:
+    """A loop over ``<optimizer>.state`` that moves what it holds (``state[k] = v.cuda()``):
+    the code puts the optimizer's state on the device itself."""
+    for loop in collect(scope, cst.For):
+        if code_of(loop.iter).startswith(f"{optimizer}.state.") or code_of(loop.iter) == f"{optimizer}.state":
+            if any(isinstance(c.func, cst.Attribute) and c.func.attr.value in ("to", "cuda")
+                   for c in collect(loop.body, cst.Call)):
+                return loop
     return None
 
 
