@@ -76,16 +76,22 @@ def test_a_device_parameter_makes_the_function_device_generic():
     assert found(code, TDL001) == [(3, 9, "certain")]
 
 
-def test_the_device_of_an_input_makes_a_module_device_generic():
-    code = """\
+@pytest.mark.parametrize("method, confidence", [
+    # a method that takes the device: the module's object follows its caller's choice
+    ("def to_device(self, device):\n            self.device = device", "certain"),
+    # one that follows an input's device is portable itself; the input may be what the
+    # module's own code moved with `.cuda()`, so it shows no CPU path for `generate`
+    ("def forward(self, text):\n            return self.net(text.to(text.device))", "possible"),
+])
+def test_a_module_is_device_generic_where_a_method_takes_the_device(method, confidence):
+    code = f"""\
     import torch
     class Generator(torch.nn.Module):
-        def forward(self, text):
-            return self.net(text.to(text.device))
+        {method}
         def generate(self, n):
             return torch.zeros(n).cuda()
     """
-    assert found(code, TDL001) == [(6, 16, "certain")]
+    assert found(code, TDL001) == [(6, 16, confidence)]
 
 
 def test_the_device_of_a_value_the_function_moved_itself_is_no_evidence():

@@ -785,3 +785,32 @@ def main(path, device):
 def test_a_resume_that_places_the_state_itself_does_not_fail(project, capsys, before, placed, confidence):
     write(project, {"train.py": RESUME.format(before=before, placed=placed)})
     assert [f[3] for f in findings(capsys, project, "TDL005")] == [confidence]
+
+
+@pytest.mark.parametrize("method, confidence", [
+    # a method follows its input's device: that input may be what the class moved itself
+    ("def loss(self, depth):\n        return torch.zeros(1, device=depth.device)\n", "possible"),
+    # a method takes the device: the object follows its caller's choice
+    ("def to_device(self, device):\n        self.device = device\n", "certain"),
+])
+def test_a_class_is_device_generic_only_where_it_takes_the_device(project, capsys, method, confidence):
+    write(project, {"trainer.py": "import torch\nclass Trainer:\n    " + method
+                                  + "    def step(self, depth):\n        return depth.cuda()\n"})
+    assert [f[3] for f in findings(capsys, project, "TDL001")] == [confidence]
+
+
+def test_a_script_whose_model_calls_cuda_kernels_needs_cuda(project, capsys):
+    """train.py -> models/net.py -> libs/ops/utils.py (no __init__.py in libs/ops) -> the
+    extension setup.py builds: the script's CPU choice is no path its model can run."""
+    write(project, {
+        "libs/__init__.py": "",
+        "libs/ops/setup.py": "from torch.utils.cpp_extension import CUDAExtension\n"
+                             "ext = CUDAExtension(name='ops._ext', sources=['ops.cu'])\n",
+        "libs/ops/utils.py": "try:\n    import ops._ext as _ext\nexcept ImportError:\n    raise\n"
+                             "def sample(x):\n    return _ext.sample(x)\n",
+        "models/__init__.py": "",
+        "models/net.py": "import torch\nfrom libs.ops.utils import sample\n"
+                         "class Net(torch.nn.Module):\n    def forward(self, x):\n        return sample(x)\n",
+        "train.py": "import torch\nfrom models.net import Net\n" + CHOOSES + "x = torch.ones(2).cuda()\n",
+    })
+    assert [f[3] for f in findings(capsys, project, "TDL001")] == ["possible"]

@@ -8,7 +8,8 @@ only where the code would otherwise run on a machine without CUDA. Guards and
 - the function is device-generic: it takes a device (``device``, ``*_device``; not a GPU
   number it hands to ``.cuda(device)``) or reads the ``.device`` of an input (``x.device``,
   ``args.device``; not ``self.device``, which the class may have set from a literal);
-- its class is, in any method (a module that follows its inputs' device);
+- its class is, through a method that takes the device (an object that follows its
+  caller's choice);
 - the file chooses a device with a CPU branch (``"cuda" if ... else "cpu"``, an ``if``
   that sets ``"cpu"``), or offers a command-line option that turns CUDA off (``--cpu``,
   ``--no-cuda``, ``--device``).
@@ -404,7 +405,10 @@ def _facts(ctx, module: cst.Module) -> _FileFacts:
                     and _built_on_cuda_only(ctx, module, node, step[0]):
                 del facts.device_generic[method]  # its CPU path is one no caller takes
                 continue
-            if step is not None:
+            # a method that takes the device makes the class's object follow its caller's choice;
+            # one that follows an input's `.device` is portable itself, and says nothing of the
+            # other methods (that input may be what the class moved with `.cuda()`)
+            if step is not None and isinstance(step[0], cst.Param):
                 facts.device_generic[node] = (step[0], f"class `{node.name.value}` is device-generic: " + step[1])
                 break
     return facts

@@ -1236,10 +1236,26 @@ class ProjectIndex:
         if origin is None or "." not in name:
             return None
         full = os.path.join(os.path.dirname(os.path.abspath(origin)), *name.split(".")) + ".py"
+        if full not in self.paths:  # `libs.pointnet2.utils` from the project root: the one file so placed
+            full = self._by_tail().get(os.path.join(*name.split(".")) + ".py", "")
         indexed = self.paths.get(full)
         if indexed is None:
             return None
         return next((m for m in self.modules.get(indexed, []) if m.path == full), None)
+
+    def _by_tail(self) -> dict[str, str]:
+        """The indexed files by their last two to four path parts (``libs/pointnet2/utils.py``),
+        for the tails only one file has."""
+        tails = self._memo.get(("tails",))
+        if tails is None:
+            found: dict[str, list[str]] = {}
+            for full in self.paths:
+                parts = full.split(os.sep)
+                for k in (2, 3, 4):
+                    if len(parts) > k:
+                        found.setdefault(os.path.join(*parts[-k:]), []).append(full)
+            tails = self._memo[("tails",)] = {tail: paths[0] for tail, paths in found.items() if len(paths) == 1}
+        return tails
 
     def _find(self, qualified: str, origin: str | None, depth: int = 0):
         """(module facts, name) where ``qualified`` is defined in the project, following
@@ -1432,11 +1448,20 @@ class ProjectIndex:
         self._memo[("cuda defs",)] = found = frozenset(names)
         return found
 
-    def cuda_extension_imported(self, path: str) -> str | None:
+    def cuda_extension_imported(self, path: str, depth: int = 2) -> str | None:
         """The module at ``path`` imports a CUDA extension the project builds (by its name,
-        or from the module that loads it): "<file>" of the builder, or None. Its code calls
-        CUDA kernels; a `.cuda()` that feeds them is no portability bug."""
+        or from the module that loads it), itself or through a project module it imports
+        that does (``pointnet2_utils``, the wrapper of the kernels; ``depth`` such hops):
+        "<file>" of the builder, or None. Its code calls CUDA kernels; a `.cuda()` that
+        feeds them is no portability bug."""
         full = os.path.abspath(path)
+        key = ("cuda extension imported", full, depth)
+        if key not in self._memo:
+            self._memo[key] = None  # an import cycle answers None
+            self._memo[key] = self._cuda_extension_imported(full, depth)
+        return self._memo[key]
+
+    def _cuda_extension_imported(self, full: str, depth: int) -> str | None:
         module = next((m for m in self.modules.get(self.paths.get(full) or "", []) if m.path == full), None)
         if module is None:
             return None
@@ -1450,13 +1475,20 @@ class ProjectIndex:
             self._memo[("cuda extensions",)] = builders
         if not builders:
             return None
+        wrappers = []
         for qualified in [*module.names.values(), *module.stars, *module.lazy_imports]:
             for found in (self._module(qualified, full), (self.locate(qualified, full) or (None,))[0]):
                 if found is not None and found.cuda_extensions:
                     return self._shown(found.path)
+                if found is not None and found.path != full:
+                    wrappers.append(found.path)
             last = qualified.rsplit(".", 1)[-1]
             if last in builders and last != "":
                 return self._shown(builders[last])
+        for wrapper in dict.fromkeys(wrappers) if depth > 0 else ():
+            builder = self.cuda_extension_imported(wrapper, depth - 1)
+            if builder is not None:
+                return builder
         return None
 
     def missing_import(self, path: str) -> str | None:
