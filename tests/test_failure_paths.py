@@ -814,3 +814,15 @@ def test_a_script_whose_model_calls_cuda_kernels_needs_cuda(project, capsys):
         "train.py": "import torch\nfrom models.net import Net\n" + CHOOSES + "x = torch.ones(2).cuda()\n",
     })
     assert [f[3] for f in findings(capsys, project, "TDL001")] == ["possible"]
+
+
+@pytest.mark.parametrize("between, confidence", [
+    ("", "possible"),  # the later definition replaces the first before anything runs it
+    ("first = evaluate(w)\n", "certain"),  # the first one runs before it is replaced
+])
+def test_a_function_a_later_definition_replaces_never_runs(project, capsys, between, confidence):
+    write(project, {"utils.py": "import torch\n" + CHOOSES
+                                + "def evaluate(x):\n    return x.to(device='cuda')\n" + between
+                                + "def evaluate(x):\n    return x.to(device)\n"
+                                + "print(evaluate(w))\n"})
+    assert [f[3] for f in findings(capsys, project, "TDL002")] == [confidence]

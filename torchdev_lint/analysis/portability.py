@@ -653,6 +653,9 @@ def _off_the_path(ancestors: Sequence[cst.CSTNode]) -> Step | None:
     the branch of an ``if`` that is no device test whose other branch moves values to a
     device it was given (``if args: x.to(args.device) else: x.cuda()``: the CPU path is
     the other branch)."""
+    step = _replaced(ancestors)
+    if step is not None:
+        return step
     for index in range(len(ancestors) - 1, 0, -1):
         node, child = ancestors[index - 1], ancestors[index]
         if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
@@ -665,6 +668,26 @@ def _off_the_path(ancestors: Sequence[cst.CSTNode]) -> Step | None:
             if other is not None and _moves_to_a_given_device(other):
                 return (node, f"the device the code is given is used on the other branch of `if {code_of(node.test)}:`: "
                               "this one runs where none was given")
+    return None
+
+
+def _replaced(ancestors: Sequence[cst.CSTNode]) -> Step | None:
+    """The line is in a function that a later definition of the same name in the same module
+    or class body replaces, with nothing in between naming it: that body never runs (a
+    copy-pasted first version of ``evaluate``)."""
+    for block, definition in zip(ancestors, ancestors[1:]):
+        if not isinstance(definition, cst.FunctionDef):
+            continue
+        body = block.body if isinstance(block, cst.Module) else \
+            block.body if isinstance(block, cst.IndentedBlock) else None
+        if not isinstance(body, (list, tuple)) or definition not in body:
+            continue
+        name = definition.name.value
+        for later in body[body.index(definition) + 1:]:
+            if isinstance(later, cst.FunctionDef) and later.name.value == name:
+                return later, f"a later `def {name}` replaces this one before anything calls it: this body never runs"
+            if any(n.value == name for n in collect(later, cst.Name)):
+                break
     return None
 
 
