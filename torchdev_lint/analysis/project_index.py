@@ -1543,30 +1543,27 @@ class ProjectIndex:
         """A project module the file at ``path`` imports (by name or ``*``) that must import
         a GPU-only library (``ModuleFacts.gpu_library``): "<file> imports <library>", or
         None. The file cannot even be imported without it."""
+        found = next((m for m in self._imported_modules(path) if m.gpu_library), None)
+        return None if found is None else f"{self._shown(found.path)} imports {found.gpu_library}"
+
+    def _imported_modules(self, path: str) -> Iterator[ModuleFacts]:
+        """The other project modules the file at ``path`` imports from (by name or ``*``)."""
         full = os.path.abspath(path)
         module = next((m for m in self.modules.get(self.paths.get(full) or "", []) if m.path == full), None)
         if module is None:
-            return None
+            return
         for qualified in [*module.names.values(), *module.stars]:
             for found in (self._module(qualified, full), (self.locate(qualified, full) or (None,))[0]):
-                if found is not None and found.path != full and found.gpu_library:
-                    return f"{self._shown(found.path)} imports {found.gpu_library}"
-        return None
+                if found is not None and found.path != full:
+                    yield found
 
     def cuda_only_import(self, path: str) -> str | None:
         """A project module the file at ``path`` imports from (by name or ``*``) that is
         written for CUDA only (``ModuleFacts.cuda_only``): "<file>", or None. A script that
         chooses the CPU but runs such code offers a CPU path that never ran: fixing its own
         ``.cuda()`` would not make it run there."""
-        full = os.path.abspath(path)
-        module = next((m for m in self.modules.get(self.paths.get(full) or "", []) if m.path == full), None)
-        if module is None:
-            return None
-        for qualified in [*module.names.values(), *module.stars]:
-            for found in (self._module(qualified, full), (self.locate(qualified, full) or (None,))[0]):
-                if found is not None and found.path != full and found.cuda_only:
-                    return self._shown(found.path)
-        return None
+        found = next((m for m in self._imported_modules(path) if m.cuda_only), None)
+        return None if found is None else self._shown(found.path)
 
     def default_device(self) -> str | None:
         """Where the project sets torch's default device to an accelerator's ("<file>:<line>"),
