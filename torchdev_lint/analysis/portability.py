@@ -647,13 +647,13 @@ def _several_gpus(ctx, scope: cst.CSTNode) -> Step | None:
     return found[0] if found else None
 
 
-def _off_the_path(ancestors: Sequence[cst.CSTNode]) -> Step | None:
+def _off_the_path(ctx, ancestors: Sequence[cst.CSTNode]) -> Step | None:
     """The line is not where the code's CPU path runs: in an ``except`` handler (it runs
     only after the ``try`` failed, which nothing shows a machine without CUDA does), or in
     the branch of an ``if`` that is no device test whose other branch moves values to a
     device it was given (``if args: x.to(args.device) else: x.cuda()``: the CPU path is
     the other branch)."""
-    step = _replaced(ancestors)
+    step = _replaced(ctx, ancestors)
     if step is not None:
         return step
     for index in range(len(ancestors) - 1, 0, -1):
@@ -671,24 +671,33 @@ def _off_the_path(ancestors: Sequence[cst.CSTNode]) -> Step | None:
     return None
 
 
-def _replaced(ancestors: Sequence[cst.CSTNode]) -> Step | None:
+def _replaced(ctx, ancestors: Sequence[cst.CSTNode]) -> Step | None:
     """The line is in a function that a later definition of the same name in the same module
     or class body replaces, with nothing in between naming it: that body never runs (a
     copy-pasted first version of ``evaluate``)."""
     for block, definition in zip(ancestors, ancestors[1:]):
-        if not isinstance(definition, cst.FunctionDef):
-            continue
-        body = block.body if isinstance(block, cst.Module) else \
-            block.body if isinstance(block, cst.IndentedBlock) else None
-        if not isinstance(body, (list, tuple)) or definition not in body:
-            continue
-        name = definition.name.value
-        for later in body[body.index(definition) + 1:]:
-            if isinstance(later, cst.FunctionDef) and later.name.value == name:
-                return later, f"a later `def {name}` replaces this one before anything calls it: this body never runs"
-            if any(n.value == name for n in collect(later, cst.Name)):
-                break
+        if isinstance(definition, cst.FunctionDef) and isinstance(block, (cst.Module, cst.IndentedBlock)):
+            later = ctx.once(("portability: replaced", id(block)), lambda block=block: _replacements(block))
+            if id(definition) in later:
+                return later[id(definition)], (f"a later `def {definition.name.value}` replaces this one before "
+                                               "anything calls it: this body never runs")
     return None
+
+
+def _replacements(block: cst.Module | cst.IndentedBlock) -> dict[int, cst.FunctionDef]:
+    """For each function of ``block`` that a later one of the same name replaces with no
+    statement in between naming it: that later definition. One pass from the end."""
+    found: dict[int, cst.FunctionDef] = {}
+    pending: dict[str, cst.FunctionDef] = {}  # name -> the next definition, not named since
+    for statement in reversed(block.body):
+        own = statement.name.value if isinstance(statement, cst.FunctionDef) else None
+        if own is not None and own in pending:
+            found[id(statement)] = pending[own]
+        for name in {n.value for n in collect(statement, cst.Name)} - {own}:
+            pending.pop(name, None)
+        if own is not None:
+            pending[own] = statement
+    return found
 
 
 def _moves_to_a_given_device(block: cst.CSTNode) -> bool:
@@ -733,7 +742,7 @@ def runs_without_cuda(ctx, ancestors: Sequence[cst.CSTNode], library: bool = Fal
                     lambda: _several_gpus(ctx, function or module))
     if step is not None:
         return Verdict(False, (step,))
-    step = _off_the_path(ancestors)
+    step = _off_the_path(ctx, ancestors)
     if step is not None:
         return Verdict(False, (step,))
     if targets is not None:
