@@ -734,12 +734,13 @@ def test_an_other_backend_than_nccl_says_nothing_of_the_machine(project, capsys)
     # a literal list of GPU numbers with a second GPU: a trainer for a multi-GPU machine
     ("model = nn.DataParallel(model, device_ids=[0, 1, 2, 3])", "possible"),
     ("model = torch.nn.DataParallel(model, [0, 1])", "possible"),
+    ("model = nn.DataParallel(model, device_ids=GPUS)", "possible"),  # GPUS = [0, 1] at the top
     # one GPU, or the GPUs the machine has: nothing says the machine has several
     ("model = nn.DataParallel(model, device_ids=[0])", "certain"),
     ("model = nn.DataParallel(model)", "certain"),
 ])
 def test_a_trainer_spread_over_named_gpus_is_multi_gpu_code(project, capsys, wrap, confidence):
-    write(project, {"train.py": "import torch\nimport torch.nn as nn\n" + CHOOSES
+    write(project, {"train.py": "import torch\nimport torch.nn as nn\nGPUS = [0, 1]\n" + CHOOSES
                                 + f"def main():\n    model = nn.Linear(2, 2)\n    model.cuda()\n    {wrap}\n"
                                   "    return model(w)\nmain()\n"})
     assert [f[3] for f in findings(capsys, project, "TDL001")] == [confidence]

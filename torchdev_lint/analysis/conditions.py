@@ -232,6 +232,12 @@ class _Constants:
 _constants: ContextVar[_Constants | None] = ContextVar("torchdev_lint_constants", default=None)
 
 
+def constant_value(name: str) -> cst.BaseExpression | None:
+    """The value a top-level constant of the file being checked holds (``module_constants``)."""
+    constants = _constants.get()
+    return constants.get(name) if constants is not None else None
+
+
 def remember_module(module: cst.Module | None) -> None:
     """Names in tests of ``module`` may be its constants (None: no file, no constants)."""
     _constants.set(_Constants(module) if module is not None else None)
