@@ -656,16 +656,41 @@ class Trainer:
 """
 
 
-@pytest.mark.parametrize("before, save, confidence", [
-    # the model moves only after the state was loaded onto its CPU parameters
-    ("pass", "torch.save(self.model.state_dict(), 'm.pt')", "certain"),
+RESUME = """\
+import torch
+def main(path, device):
+    model = torch.nn.Linear(2, 2)
+    {before}
+    optimizer = torch.optim.Adam(model.parameters())
+    optimizer.load_state_dict(torch.load(path, map_location="cpu"))
+    {placed}
+    model.to(device)
+    optimizer.step()
+"""
+
+
+SAVE = "torch.save(self.model.state_dict(), 'm.pt')"
+
+
+@pytest.mark.parametrize("program, confidence", [
+    # a trainer whose model moves only after the state was loaded onto its CPU parameters
+    (TRAINER.format(before="pass", save=SAVE), "certain"),
     # the same move came before the optimizer was built: the later one moves nothing
-    ("self.model.cuda()", "torch.save(self.model.state_dict(), 'm.pt')", "possible"),
+    (TRAINER.format(before="self.model.cuda()", save=SAVE), "possible"),
     # a round trip: to the CPU for the save, and back where the state is
-    ("pass", "self.model.cpu()\n        torch.save(self.model.state_dict(), 'm.pt')", "possible"),
+    (TRAINER.format(before="pass", save="self.model.cpu()\n        " + SAVE), "possible"),
+    # a resume: the state loaded onto CPU parameters stays there
+    (RESUME.format(before="pass", placed="pass"), "certain"),
+    # the script moves the loaded state itself
+    (RESUME.format(before="pass", placed="for state in optimizer.state.values():\n        for k, v in state.items():\n"
+                                         "            if torch.is_tensor(v):\n                state[k] = v.to(device)"),
+     "possible"),
+    # the model was already where the later move puts it
+    (RESUME.format(before="model = torch.nn.DataParallel(model).to(device)", placed="pass"), "possible"),
+    (RESUME.format(before="model.to('cpu')", placed="pass"), "certain"),  # a different move first: it still moves
 ])
-def test_a_move_that_brings_the_model_back_where_its_state_is(project, capsys, before, save, confidence):
-    write(project, {"trainer.py": TRAINER.format(before=before, save=save)})
+def test_a_move_that_leaves_the_state_where_the_parameters_are_shows_no_failure(project, capsys, program, confidence):
+    write(project, {"train.py": program})
     assert [f[3] for f in findings(capsys, project, "TDL005")] == [confidence]
 
 
@@ -759,33 +784,6 @@ def test_a_device_another_module_imports_is_read_there(project, capsys):
     write(project, {"settings.py": "import torch\n" + CHOOSES + "gpu = torch.device('cuda')\n",
                     "train.py": "import torch\nfrom settings import gpu\nx = torch.ones(2).to(gpu)\n"})
     assert [f[3] for f in findings(capsys, project, "TDL002")] == ["certain"]
-
-
-RESUME = """\
-import torch
-def main(path, device):
-    model = torch.nn.Linear(2, 2)
-    {before}
-    optimizer = torch.optim.Adam(model.parameters())
-    optimizer.load_state_dict(torch.load(path, map_location="cpu"))
-    {placed}
-    model.to(device)
-    optimizer.step()
-"""
-
-
-@pytest.mark.parametrize("before, placed, confidence", [
-    ("pass", "pass", "certain"),  # the state loaded onto CPU parameters stays there
-    # the script moves the loaded state itself
-    ("pass", "for state in optimizer.state.values():\n        for k, v in state.items():\n"
-             "            if torch.is_tensor(v):\n                state[k] = v.to(device)", "possible"),
-    # the model was already where the later move puts it
-    ("model = torch.nn.DataParallel(model).to(device)", "pass", "possible"),
-    ("model.to('cpu')", "pass", "certain"),  # a different move first: the later one still moves it
-])
-def test_a_resume_that_places_the_state_itself_does_not_fail(project, capsys, before, placed, confidence):
-    write(project, {"train.py": RESUME.format(before=before, placed=placed)})
-    assert [f[3] for f in findings(capsys, project, "TDL005")] == [confidence]
 
 
 @pytest.mark.parametrize("method, confidence", [

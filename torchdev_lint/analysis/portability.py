@@ -625,8 +625,9 @@ _DEVICE_WORDS = re.compile(r"cuda|gpu|cpu|device|available", re.IGNORECASE)
 def _several_gpus(ctx, scope: cst.CSTNode) -> Step | None:
     """The function (or the module's top level) spreads its model over GPUs it names:
     ``nn.DataParallel(model, device_ids=[0, 1, 2, 3])``, a literal list of GPU numbers (or a
-    top-level constant that holds one) with a second GPU in it. Code written for a multi-GPU machine, as ``.cuda(1)`` is: a CPU choice
-    elsewhere in it is boilerplate, not a path this code runs."""
+    top-level constant that holds one) with a second GPU in it. Code written for a multi-GPU
+    machine, as ``.cuda(1)`` is: a CPU choice elsewhere in it is boilerplate, not a path this
+    code runs."""
     found: list[Step] = []
 
     def enter(node: cst.CSTNode) -> bool:
