@@ -46,12 +46,10 @@ import libcst as cst
 from torchdev_lint.analysis import conditions, guards, project_index, provenance, reach, requirements
 from torchdev_lint.analysis.guards import code_of
 from torchdev_lint.analysis.imports import dotted_name
+from torchdev_lint.analysis.reach import Step
 from torchdev_lint.analysis.tree import collect, walk
 
-# Step: a node and what it shows, as ``Rule.report(evidence=...)`` takes it.
-Step = tuple["cst.CSTNode", str]
 
-GPU_LIBRARIES = requirements.GPU_LIBRARIES
 _GPU_ONLY_WRAPPERS = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DataParallel",
                                 "torch.nn.parallel.DistributedDataParallel",
                                 "torch.nn.parallel.data_parallel.DataParallel"})
@@ -137,12 +135,9 @@ def _needs_cuda(node: cst.CSTNode, top_level: bool, qualify, unconditional: bool
     if unconditional and isinstance(node, (cst.If, cst.SimpleStatementLine)) and _ends_without_cuda(node, qualify):
         return "asserts or exits when CUDA is missing"
     if isinstance(node, (cst.Import, cst.ImportFrom)) and top_level:
-        names = [dotted_name(node.module) or ""] if isinstance(node, cst.ImportFrom) and node.module else []
-        if isinstance(node, cst.Import):
-            names = [dotted_name(alias.name) or "" for alias in node.names]
-        for name in names:
-            if name.split(".")[0] in GPU_LIBRARIES:
-                return f"imports {name.split('.')[0]}, which drives NVIDIA GPUs only"
+        library = requirements.imported_library(node, requirements.GPU_LIBRARIES)
+        if library is not None:
+            return f"imports {library}, which drives NVIDIA GPUs only"
     if isinstance(node, cst.Call):
         for flag in ("load_in_8bit", "load_in_4bit"):
             value = _keyword(node, flag)
@@ -521,24 +516,14 @@ def _users_on_cuda(ctx, module: cst.Module) -> Step | None:
                     "show no CPU path: it runs where they do, on CUDA")
 
 
-# Libraries a function or branch imports for CUDA kernels only.
-_LOCAL_GPU_LIBRARIES = GPU_LIBRARIES | {"torch2trt"}
 _CUDA_TENSOR_TYPE = re.compile(r"torch\.cuda\.\w*Tensor")
 
 
 def _imports_gpu_library(statement: cst.CSTNode) -> str | None:
     if not isinstance(statement, cst.SimpleStatementLine):
         return None
-    for small in statement.body:
-        names = []
-        if isinstance(small, cst.Import):
-            names = [dotted_name(alias.name) or "" for alias in small.names]
-        elif isinstance(small, cst.ImportFrom) and small.module is not None and not small.relative:
-            names = [dotted_name(small.module) or ""]
-        for name in names:
-            if name.split(".")[0] in _LOCAL_GPU_LIBRARIES:
-                return name.split(".")[0]
-    return None
+    return next((library for small in statement.body
+                 if (library := requirements.imported_library(small, requirements.GPU_LIBRARIES))), None)
 
 
 def _cuda_tensor_type(ctx, statement: cst.CSTNode) -> cst.CSTNode | None:

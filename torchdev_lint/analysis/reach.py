@@ -22,6 +22,7 @@ import libcst as cst
 
 from torchdev_lint.analysis.tree import children
 
+# Step: a node and what it shows, as ``Rule.report(evidence=...)`` takes it.
 Step = tuple["cst.CSTNode", str]
 # Who holds parsed options (`args = parser.parse_args()`, `opt`, `cfg`): `args.no_cuda`
 # reads the `--no-cuda` choice.

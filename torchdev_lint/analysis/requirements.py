@@ -66,14 +66,20 @@ GPU_LIBRARIES = CUDA_LIBRARIES | {"apex", "bitsandbytes", "triton"}
 _MOVING_WORDS = frozenset({"to", "move", "moved", "send"})
 
 
-def _imports_cuda_library(statement: cst.BaseSmallStatement) -> bool:
+def imported_library(statement: cst.CSTNode, libraries: frozenset[str]) -> str | None:
+    """The first of ``libraries`` an (absolute) ``import``/``from ... import`` statement
+    imports, by its top-level name; None for any other statement."""
     if isinstance(statement, cst.Import):
         names = [dotted_name(a.name) or "" for a in statement.names]
     elif isinstance(statement, cst.ImportFrom) and statement.module is not None and not statement.relative:
         names = [dotted_name(statement.module) or ""]
     else:
-        return False
-    return any(n.split(".")[0] in CUDA_LIBRARIES for n in names)
+        return None
+    return next((n.split(".")[0] for n in names if n.split(".")[0] in libraries), None)
+
+
+def _imports_cuda_library(statement: cst.BaseSmallStatement) -> bool:
+    return imported_library(statement, CUDA_LIBRARIES) is not None
 
 
 def _runs(node: cst.CSTNode, found: list[cst.Call]) -> None:
