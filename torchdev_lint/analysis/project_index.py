@@ -708,14 +708,15 @@ def _is_cpu_move(call: ast.Call) -> bool:
     return isinstance(first, ast.Constant) and first.value == "cpu"
 
 
-def weight_saves(reader: "_Reader", tree: ast.Module) -> list[str]:
+def weight_saves(reader: "_Reader", tree: ast.Module, lines: set[int]) -> list[str]:
     """The module's ``torch.save`` calls of weights, each "cpu:<line>" when what it saves was
     moved to the CPU first: in the saved expression (``{k: v.cpu() ...}``,
     ``model.cpu().state_dict()``), by an earlier assignment to the saved name
     (``state_dict[key] = param.cpu()``) or a ``model.cpu()`` statement on it; else
-    "plain:<line>". A ``.cpu()`` of something else (a metric) says nothing."""
+    "plain:<line>". A ``.cpu()`` of something else (a metric) says nothing. Only the scopes
+    around ``lines`` (those that may call a saver) are read."""
     found: list[str] = []
-    for scope in [tree, *(n for n in _walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))]:
+    for scope in _scopes_at(tree, lines):
         nodes = _own_nodes(scope)
         saves = [n for n in nodes if type(n) is ast.Call and n.args and reader.qualify(n.func) in kinds.TORCH_SAVERS
                  and not _NOT_WEIGHTS.search(_root_name(n.args[0]) or "")]
@@ -736,12 +737,19 @@ def weight_saves(reader: "_Reader", tree: ast.Module) -> list[str]:
     return found
 
 
-def saving_defs(reader: "_Reader", tree: ast.Module) -> list[str]:
+def saving_defs(reader: "_Reader", tree: ast.Module, lines: set[int]) -> list[str]:
     """The module's top-level functions and classes whose code calls ``torch.save``
-    (``def save_model(model, target_dir, model_name): torch.save(..., target_dir / model_name)``)."""
+    (``def save_model(model, target_dir, model_name): torch.save(..., target_dir / model_name)``);
+    only those that span one of ``lines`` (that may call a saver) are read."""
     return [node.name for node in tree.body
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            and any(_first_line(node) <= line <= (node.end_lineno or node.lineno) for line in lines)
             and any(type(n) is ast.Call and reader.qualify(n.func) in kinds.TORCH_SAVERS for n in _walk(node))]
+
+
+def _first_line(node: ast.stmt) -> int:
+    """Where a definition starts: its first decorator, else its own line."""
+    return min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
 
 
 _CUDA_TENSOR_TYPE = re.compile(r"torch\.cuda\.\w*Tensor$")
@@ -911,17 +919,26 @@ _INDENTED_IMPORT = re.compile(r"^[ \t]+(?:from[ \t]+\S+[ \t]+)?import[ \t]", re.
 
 def lazy_imports(reader: "_Reader", tree: ast.Module) -> list[str]:
     """What the module's functions import (qualified as the module's own imports are):
-    ``_raymarching``, ``pkg.backend._backend`` for ``from .backend import _backend``."""
+    ``_raymarching``, ``pkg.backend._backend`` for ``from .backend import _backend``. One
+    walk: an import counts once, however deep the functions around it nest."""
     found: dict[str, None] = {}
-    for function in (n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
-        for node in ast.walk(function):
-            if isinstance(node, ast.Import):
-                found.update((alias.name, None) for alias in node.names)
-            elif isinstance(node, ast.ImportFrom):
-                source = _absolute(reader.facts.name, reader.is_init, node.level, node.module) if node.level \
-                    else (node.module or "")
-                found.update((f"{source}.{alias.name}", None) for alias in node.names if alias.name != "*")
+    stack: list[tuple[ast.AST, bool]] = [(tree, False)]
+    while stack:
+        node, in_function = stack.pop()
+        if in_function and isinstance(node, ast.Import):
+            found.update((alias.name, None) for alias in node.names)
+        elif in_function and isinstance(node, ast.ImportFrom):
+            source = _absolute(reader.facts.name, reader.is_init, node.level, node.module) if node.level \
+                else (node.module or "")
+            found.update((f"{source}.{alias.name}", None) for alias in node.names if alias.name != "*")
+        elif isinstance(node, (ast.stmt, ast.Module, ast.excepthandler, ast.match_case)):
+            inner = in_function or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            stack += [(child, inner) for child in _children(node) if isinstance(child, _STATEMENTS)]
     return list(found)
+
+
+# The nodes that hold statements: imports are statements, so a walk for them skips expressions.
+_STATEMENTS = (ast.stmt, ast.excepthandler, ast.match_case)
 
 
 def required_gpu_library(tree: ast.Module) -> str:
@@ -1167,8 +1184,11 @@ def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | No
                                         and m.name == "__init__" for s in m.body)))
         for node in tree.body if isinstance(node, ast.ClassDef)}
     if "save(" in text:
-        facts.weight_saves = weight_saves(reader, tree)
-        facts.saving_defs = saving_defs(reader, tree)
+        # The lines that may call a saver: `torch.save(`, `T.save(`, or a name bound to one.
+        saving = lines.containing(["save(", *(f"{local}(" for local, qualified in facts.names.items()
+                                              if qualified in kinds.TORCH_SAVERS)])
+        facts.weight_saves = weight_saves(reader, tree, saving)
+        facts.saving_defs = saving_defs(reader, tree, saving)
     devices = _device_lines(text, lines) if names_devices(text) else set()
     facts.names_devices = bool(devices)
     if devices or "load(" in text:
