@@ -986,16 +986,30 @@ def _called_name(call: ast.Call) -> str:
     return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
 
 
-def def_calls(tree: ast.Module, needing: list[str]) -> dict[str, list[list[str]]]:
+def definition_calls(tree: ast.Module) -> dict[int, set[str]]:
+    """The names of the calls each function and method of ``_definitions`` makes wherever it
+    runs (``_calls``), by the definition's id: read once, asked by ``def_calls`` and
+    ``init_calls``."""
+    return {id(function): set().union(*(_calls(s) for s in function.body)) for function in _definitions(tree)}
+
+
+def def_calls(tree: ast.Module, needing: list[str], calls: dict[int, set[str]]) -> dict[str, list[list[str]]]:
     """For each function and method ``cuda_defs`` walks, other than those in ``needing``, the
-    names of the calls it makes wherever it runs (``_calls``). FastSpeech's
+    names of the calls it makes wherever it runs (``calls``). FastSpeech's
     ``inference(mel, waveglow, ...)`` calls ``waveglow.infer``, which needs CUDA: so does
     every call of ``inference``."""
     found: dict[str, list[list[str]]] = {}
     for function in _definitions(tree):
         if function.name not in needing:
-            found.setdefault(function.name, []).append(sorted(set().union(*(_calls(s) for s in function.body))))
+            found.setdefault(function.name, []).append(sorted(calls[id(function)]))
     return found
+
+
+def init_calls(tree: ast.Module, calls: dict[int, set[str]]) -> dict[str, list[str]]:
+    """For each top-level class, the names of the calls its ``__init__`` makes."""
+    return {node.name: sorted(set().union(*(calls[id(m)] for m in node.body
+                                            if isinstance(m, ast.FunctionDef) and m.name == "__init__")))
+            for node in tree.body if isinstance(node, ast.ClassDef)}
 
 
 def _names(module: ModuleFacts, name: str) -> bool:
@@ -1162,7 +1176,8 @@ def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | No
     facts.cpu_choice = cpu_choice(text, lines)
     if "cuda." in text:
         facts.cuda_defs = cuda_defs(reader, tree, lines.containing(["cuda."]))
-    facts.def_calls = def_calls(tree, facts.cuda_defs)
+    calls = definition_calls(tree)
+    facts.def_calls = def_calls(tree, facts.cuda_defs, calls)
     facts.top_calls = sorted(set().union(*(_calls(s) for s in tree.body)))
     facts.moved_calls, facts.moved_params, facts.handed = moved_and_handed(tree)
     facts.unguarded_cuda = ".cuda(" in text and (
@@ -1179,10 +1194,7 @@ def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | No
         facts.lazy_imports = lazy_imports(reader, tree)
     found = _DEFAULT_DEVICE.search(text) if "set_default_" in text else None
     facts.default_device = f"line {lines.of(found.start())}" if found else ""
-    facts.init_calls = {
-        node.name: sorted(set().union(*(_calls(s) for m in node.body if isinstance(m, ast.FunctionDef)
-                                        and m.name == "__init__" for s in m.body)))
-        for node in tree.body if isinstance(node, ast.ClassDef)}
+    facts.init_calls = init_calls(tree, calls)
     if "save(" in text:
         # The lines that may call a saver: `torch.save(`, `T.save(`, or a name bound to one.
         saving = lines.containing(["save(", *(f"{local}(" for local, qualified in facts.names.items()
