@@ -925,7 +925,7 @@ def test_a_package_module_that_no_running_code_imports_is_possible(project, caps
     found_ = project_findings(capsys, project, evidence=True)
     assert [(path, confidence) for path, _, _, confidence, _ in found_] == [
         ("models/old_copy/make_model.py", "possible"), ("models/used/make_model.py", "certain")]
-    assert any("nothing in the project imports" in step for step in found_[0][4])
+    assert any("nothing indexed with it imports" in step for step in found_[0][4])
 
 
 def test_a_save_through_a_helper_that_prepares_the_path_is_a_round_trip():
@@ -946,3 +946,20 @@ def test_a_save_through_a_helper_that_prepares_the_path_is_a_round_trip():
     model.load_state_dict(torch.load(args.init))
     """
     assert found(code) == [(11, 23, "certain")]
+
+
+def test_a_run_on_one_file_says_where_it_looked_for_importers(project, capsys):
+    """Named alone, a package module is indexed with its package only: the evidence says so
+    instead of claiming that nothing in the project imports it."""
+    write(project, {
+        "src/models/__init__.py": "",
+        "src/models/make_model.py": COPY,
+        "src/models/device.py": 'import torch\nDEVICE = "cuda" if torch.cuda.is_available() else "cpu"\n',
+        "src/train.py": "import torch\nfrom models.make_model import Backbone\n"
+                        'device = "cuda" if torch.cuda.is_available() else "cpu"\nnet = Backbone().to(device)\n',
+    })
+    cli.main(["--format", "json", "--isolated", "--preview", "--no-cache", "--select", "TDL004",
+              "src/models/make_model.py"])
+    steps = [e["message"] for f in json.loads(capsys.readouterr().out) for e in f["evidence"]]
+    assert any("nothing indexed with it imports (the files under src/models/" in step for step in steps), steps
+    assert not any("nothing in the project imports" in step for step in steps)

@@ -507,8 +507,9 @@ def _users_on_cuda(ctx, module: cst.Module) -> Step | None:
     if ctx.index is None or ctx.path == "-":
         return None
     if not ctx.index.run_from(ctx.path):
-        return module, ("library code that nothing in the project imports (but its package's __init__): dead "
-                        "code, or callers out of sight, whatever its package shows")
+        return module, (f"library code that nothing indexed with it imports (the files under "
+                        f"{ctx.index.indexed_folder()}/, its package's __init__ aside): dead code, or callers "
+                        "out of sight, whatever its package shows")
     where, users = ctx.index.users_cpu_path(ctx.path)
     if where is not None or not users:
         return None

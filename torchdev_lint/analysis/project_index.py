@@ -1740,15 +1740,26 @@ class ProjectIndex:
             self._memo[key] = f"{self._shown(found[0][0])}:{found[0][1]}" if found else None
         return self._memo[key]
 
-    def _shown(self, path: str) -> str:
-        """``path`` as evidence names it: from the folder that holds every indexed file, so
-        that `train.py` and `backup/train.py` stay apart."""
+    def _root(self) -> str:
+        """The folder that holds every indexed file."""
         root = self._memo.get(("root",))
         if root is None:
             paths = [m.path for modules in self.modules.values() for m in modules]
             root = self._memo[("root",)] = os.path.dirname(os.path.commonpath(paths)) if len(paths) == 1 \
-                else os.path.commonpath(paths)
-        return os.path.relpath(path, root).replace(os.sep, "/")
+                else os.path.commonpath(paths) if paths else os.getcwd()
+        return root
+
+    def _shown(self, path: str) -> str:
+        """``path`` as evidence names it: from the folder that holds every indexed file, so
+        that `train.py` and `backup/train.py` stay apart."""
+        return os.path.relpath(path, self._root()).replace(os.sep, "/")
+
+    def indexed_folder(self) -> str:
+        """Where the index looked, as evidence names it (relative to the working directory
+        when under it): a run on one file indexes its package, not the whole project."""
+        root = self._root()
+        shown = os.path.relpath(root)
+        return (root if shown.startswith("..") else shown).replace(os.sep, "/")
 
     def users_cpu_path(self, path: str, fact: str = "cpu_path",
                        named: str | None = None) -> tuple[str | None, tuple[str, ...]]:
