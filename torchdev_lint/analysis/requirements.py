@@ -117,6 +117,11 @@ def _unconditional_calls(statement: cst.CSTNode) -> list[cst.Call]:
             _runs(small, found)
     elif isinstance(statement, cst.If):
         _runs(statement.test, found)
+        if statement.orelse is None and _unless_initialized(statement.test):
+            # `if not dist.is_initialized(): dist.init_process_group(...)`: after it, a group
+            # exists, and the one it opens is the only one this code can count on
+            found += [c for c in _suite_calls(statement.body)
+                      if (dotted_name(c.func) or "").rsplit(".", 1)[-1] == "init_process_group"]
     elif isinstance(statement, cst.While):
         _runs(statement.test, found)
         found += _suite_calls(statement.body)
@@ -130,6 +135,13 @@ def _unconditional_calls(statement: cst.CSTNode) -> list[cst.Call]:
     elif isinstance(statement, cst.Try):
         found += _suite_calls(statement.body)
     return found
+
+
+def _unless_initialized(test: cst.BaseExpression) -> bool:
+    """``not dist.is_initialized()``."""
+    return isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not) \
+        and isinstance(test.expression, cst.Call) and not test.expression.args \
+        and (dotted_name(test.expression.func) or "").rsplit(".", 1)[-1] == "is_initialized"
 
 
 def _suite_calls(suite: cst.BaseSuite) -> list[cst.Call]:

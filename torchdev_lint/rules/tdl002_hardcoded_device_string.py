@@ -62,7 +62,7 @@ class HardcodedDeviceString(Rule):
     and disable themselves without CUDA. Nor
     the `torch.cuda` API itself (`torch.cuda.set_device(...)`),
     or a `torch.device("cuda")` that is only compared (`x.device == torch.device("cuda")`,
-    `device.type == "cuda"`), asserted (`m.to.assert_called_with(torch.device("cuda"))`)
+    `device.type == "cuda"`), read for its type (`torch.device("cuda").type`), asserted (`m.to.assert_called_with(torch.device("cuda"))`)
     or listed (`[torch.device("cuda", i) for i in range(n)]`, multi-GPU code), nor devices
     in a test that fakes what it tests (`Mock()`, `mock.patch`, `monkeypatch`, `mocker`)
     or in code a test expects to fail (`with pytest.raises(ValueError):`): there they are
@@ -78,7 +78,8 @@ class HardcodedDeviceString(Rule):
     chosen at run time would not make it run anywhere else:
     - a block (up to its function, or the top level of the module for the whole file) that
       also needs CUDA by means no fix of ours changes: an NCCL process group
-      (`init_process_group(backend="nccl")`), a `torch.cuda` call that raises without a
+      (`init_process_group(backend="nccl")`, also as `if not dist.is_initialized():
+      dist.init_process_group(backend="nccl")`), a `torch.cuda` call that raises without a
       CUDA device (`synchronize`, `Event`, `Stream`, `reset_peak_memory_stats`,
       `get_device_properties`...; not the memory readers such as `max_memory_allocated`,
       which return 0, nor `set_device`/`current_device`, which go with the choice of a
@@ -151,7 +152,8 @@ class HardcodedDeviceString(Rule):
     one branch of a choice with the CPU or with the caller's device (`"cuda" if backend ==
     "nccl" else "cpu"`, `if device is None: device = "cuda"`), the old-torch stand-in for
     `torch.accelerator`, and a device bound at the top level to a name the file never reads
-    and no other module imports (building a `torch.device` needs no CUDA; nothing is placed).
+    and no other module imports, or to a `self` attribute its class never reads (building a
+    `torch.device` needs no CUDA; nothing is placed).
 
         ## When not to use
     In a project that only ever runs on CUDA (a multi-GPU trainer, a library of CUDA
@@ -179,6 +181,9 @@ class HardcodedDeviceString(Rule):
               '    device: str = "cuda"\n'),
         Valid('import torch\nwith torch.autocast(device_type="cuda"):\n    y = model(x)\n'
               'scaler = torch.amp.GradScaler("cuda")\n'),
+        # the device's type is the text "cuda": nothing is placed
+        Valid('import torch\ndef normalize(x, mean):\n'
+              '    if x.device.type == torch.device("cuda").type:\n        return x - mean\n'),
         Valid('import torch\ndef same(x, device):\n    if device.type == "cuda":\n'
               '        torch.cuda.synchronize()\n    return x.device == torch.device("cuda")\n'),
         Valid('import torch\nif torch.cuda.is_available():\n    model.to("cuda:0")\n'
@@ -401,6 +406,8 @@ class HardcodedDeviceString(Rule):
         consumer, value = _consumer(self.ctx.ancestors)
         if type(consumer).__name__ in _NOT_A_PLACEMENT:
             return
+        if isinstance(consumer, cst.Attribute) and consumer.value is value and consumer.attr.value in ("type", "index"):
+            return  # `torch.device("cuda").type` is the text "cuda": it places nothing
         if isinstance(consumer, cst.Arg) and isinstance(value, cst.Call):
             qualified = self.ctx.qualified_name(value.func) or ""
             called = _callee_name(value.func)
@@ -563,6 +570,9 @@ class HardcodedDeviceString(Rule):
         ``torch.device`` does not need CUDA)."""
         if len(path) < 3 or not isinstance(path[0], cst.Module):
             return None
+        unread = self._unread_attribute(path)
+        if unread is not None:
+            return unread
         line = path[1]
         assign = line.body[0] if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1 else None
         if not isinstance(assign, cst.Assign) or len(assign.targets) != 1 \
@@ -576,6 +586,27 @@ class HardcodedDeviceString(Rule):
         if imported is None or "*" in imported or name in imported:
             return None
         return assign, f"`{name}` is never read here nor imported elsewhere: the device places nothing"
+
+    def _unread_attribute(self, path) -> tuple[cst.CSTNode, str] | None:
+        """``self.device = torch.device("cuda")`` in a method of a class none of whose code
+        reads ``self.device``: the class places nothing there (its code uses another device)."""
+        klass = next((n for n in reversed(path) if isinstance(n, cst.ClassDef)), None)
+        method = next((n for n in reversed(path) if isinstance(n, cst.FunctionDef)), None)
+        assign = next((n for n in reversed(path) if isinstance(n, cst.Assign)), None)
+        if klass is None or method is None or assign is None or len(assign.targets) != 1:
+            return None
+        params = [*method.params.posonly_params, *method.params.params]
+        target = assign.targets[0].target
+        if not (params and isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name)
+                and target.value.value == params[0].name.value):
+            return None
+        attribute = target.attr.value
+        reads = [node for node in tree.collect(klass, cst.Attribute)
+                 if node.attr.value == attribute and node is not target
+                 and isinstance(node.value, cst.Name) and node.value.value in ("self", target.value.value)]
+        if reads or f'"{attribute}"' in code_of(klass) or f"'{attribute}'" in code_of(klass):
+            return None
+        return assign, f"nothing in `{klass.name.value}` reads `self.{attribute}`: the device places nothing"
 
     def _fix(self, literal, path, keep: bool, device_call: cst.Call | None) -> Fix | None:
         torch_name = self.ctx.torch_name
