@@ -825,3 +825,87 @@ def test_a_function_a_later_definition_replaces_never_runs(project, capsys, betw
                                 + "def evaluate(x):\n    return x.to(device)\n"
                                 + "print(evaluate(w))\n"})
     assert [f[3] for f in findings(capsys, project, "TDL002")] == [confidence]
+
+
+INFERENCE = """\
+import sys
+import torch
+device = "cuda" if torch.cuda.is_available() else "cpu"
+class Trainer:
+    def train(self, model):
+        torch.save(model.to(device).state_dict(), "best_model.pt")
+class Inference:
+    def __init__(self, model, path):
+        model.load_state_dict(torch.load(path))
+        self.model = model.to(device)
+def main():
+    model = torch.nn.Linear(2, 2)
+    Trainer().train(model)
+{call}
+if __name__ == "__main__":
+    main()
+"""
+
+
+@pytest.mark.parametrize("call, confidence", [
+    ("    Inference(model, sys.argv[1])", "certain"),
+    ("    # Inference(model, sys.argv[1])", "possible"),  # the only call is commented out: it never runs
+    ('    """\n    Inference(model, sys.argv[1])\n    """', "possible"),  # or left in a string
+])
+def test_a_class_nothing_in_the_script_names_never_runs(project, capsys, call, confidence):
+    write(project, {"infer.py": INFERENCE.format(call=call)})
+    assert [f[3] for f in findings(capsys, project, "TDL004")] == [confidence]
+
+
+def test_a_class_another_module_imports_may_run(project, capsys):
+    write(project, {"infer.py": INFERENCE.format(call="    pass"),
+                    "serve.py": "import sys\nfrom infer import Inference\nInference(None, sys.argv[1])\n"})
+    assert [f[3] for f in findings(capsys, project, "TDL004")] == ["certain"]
+
+
+@pytest.mark.parametrize("folder, confidence", [
+    ("old_code", "possible"), ("legacy", "possible"), ("models_old", "possible"),
+    ("tools", "certain"), ("golden", "certain"),
+])
+def test_code_kept_in_an_archive_folder_is_not_shown_to_run(project, capsys, folder, confidence):
+    write(project, {f"{folder}/eval.py": "import torch\n" + CHOOSES + "x = torch.ones(2).cuda()\n"})
+    assert [f[3] for f in findings(capsys, project, "TDL001")] == [confidence]
+
+
+@pytest.mark.parametrize("use, confidence", [
+    ("return x.to(self.device)", "certain"),
+    ("return x.to(device)", "possible"),  # the class never reads the device it set
+])
+def test_a_device_attribute_its_class_never_reads_places_nothing(project, capsys, use, confidence):
+    write(project, {"net.py": "import torch\n" + CHOOSES + "class Block(torch.nn.Module):\n"
+                              "    def __init__(self):\n        super().__init__()\n"
+                              "        self.device = torch.device('cuda')\n"
+                              f"    def forward(self, x):\n        {use}\n"
+                              "print(Block()(w))\n"})
+    assert [f[3] for f in findings(capsys, project, "TDL002")] == [confidence]
+
+
+@pytest.mark.parametrize("opens, confidence", [
+    ("dist.init_process_group(backend='nccl')", []),  # the branch runs only where CUDA is: not a finding
+    ("dist.init_process_group(backend='gloo')", ["certain"]),  # a CPU group: the branch runs without CUDA
+])
+def test_a_branch_that_makes_sure_an_nccl_group_exists_needs_cuda(project, capsys, opens, confidence):
+    write(project, {"evaluate.py": "import os\nimport torch\nimport torch.distributed as dist\n"
+                                   "def main():\n    if int(os.environ.get('RANK', -1)) != -1:\n"
+                                   f"        if not dist.is_initialized():\n            {opens}\n"
+                                   "        device = torch.device('cuda', int(os.environ['LOCAL_RANK']))\n"
+                                   "    else:\n"
+                                   "        device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+                                   "    return torch.ones(1).to(device)\n"
+                                   "if __name__ == '__main__':\n    main()\n"})
+    assert [f[3] for f in findings(capsys, project, "TDL002")] == confidence
+
+
+@pytest.mark.parametrize("call, confidence", [
+    ("    model.eval()", "possible"),  # no look-up of names: the class nothing names never runs
+    ("    print('x' in locals())", "possible"),  # asks whether a local exists
+    ("    globals()[sys.argv[2]](model, sys.argv[1])", "certain"),  # may run any definition
+])
+def test_only_a_look_up_by_name_may_run_what_the_script_never_names(project, capsys, call, confidence):
+    write(project, {"infer.py": INFERENCE.format(call=call)})
+    assert [f[3] for f in findings(capsys, project, "TDL004")] == [confidence]

@@ -915,8 +915,8 @@ def test_a_package_module_that_no_running_code_imports_is_possible(project, caps
         "models/__init__.py": "",
         "models/used/__init__.py": "from .make_model import Backbone\n",
         "models/used/make_model.py": COPY,
-        "models/old_copy/__init__.py": "from .make_model import Backbone\n",
-        "models/old_copy/make_model.py": COPY,
+        "models/second_copy/__init__.py": "from .make_model import Backbone\n",
+        "models/second_copy/make_model.py": COPY,
         "models/device.py": 'import torch\nDEVICE = "cuda" if torch.cuda.is_available() else "cpu"\n',
         "test.py": "import torch\nfrom models.used import Backbone\n"
                    'device = "cuda" if torch.cuda.is_available() else "cpu"\nnet = Backbone().to(device)\n',
@@ -924,7 +924,7 @@ def test_a_package_module_that_no_running_code_imports_is_possible(project, caps
     })
     found_ = project_findings(capsys, project, evidence=True)
     assert [(path, confidence) for path, _, _, confidence, _ in found_] == [
-        ("models/old_copy/make_model.py", "possible"), ("models/used/make_model.py", "certain")]
+        ("models/second_copy/make_model.py", "possible"), ("models/used/make_model.py", "certain")]
     assert any("nothing indexed with it imports" in step for step in found_[0][4])
 
 

@@ -464,6 +464,86 @@ def _unimportable(ctx, module: cst.Module) -> Step | None:
     return None if missing is None else (module, f"the file fails when imported, on any machine: it imports {missing}")
 
 
+# Folders where a project keeps code it no longer runs (`old_code/`, `legacy/`, `models_old/`).
+_ARCHIVED = re.compile(r"(?i)^(?:old|deprecated|legacy|archived?|unused|obsolete|outdated|backups?|attic|trash)"
+                       r"(?:[_-].*)?$|[_-](?:old|deprecated|legacy|archived?|unused|obsolete|backup)$")
+
+
+def _archived(ctx, module: cst.Module) -> Step | None:
+    """The file sits in a folder where the project keeps code it no longer runs (a folder
+    named ``old_code``, ``legacy``, ``deprecated``... below the working directory or the
+    indexed root): nothing shows the line still runs anywhere."""
+    if ctx.path == "-":
+        return None
+    parent = Path(ctx.path).resolve().parent
+    bases = [Path.cwd(), *([Path(ctx.index.indexed_folder()).resolve()] if ctx.index is not None else [])]
+    base = next((b for b in bases if parent == b or b in parent.parents), parent)
+    folder = next((f for f in parent.relative_to(base).parts if _ARCHIVED.search(f)), None)
+    if folder is None:
+        return None
+    return module, f"the file is kept in `{folder}/`, a folder of code the project no longer runs"
+
+
+def _never_named(ctx, ancestors: Sequence[cst.CSTNode]) -> Step | None:
+    """The line is in a top-level function or class of a script that nothing names: the
+    file never refers to it (a call left in a comment or a string does not count), no
+    module indexed with it imports the file, and nothing looks names up at run time
+    (``globals()``, ``eval``, a decorator that registers it). It never runs."""
+    if len(ancestors) < 2 or ctx.index is None or ctx.path == "-":
+        return None
+    module, definition = ancestors[0], ancestors[1]
+    if not isinstance(definition, (cst.FunctionDef, cst.ClassDef)) or definition.decorators:
+        return None
+    named = ctx.once(("portability: named definitions",), lambda: _named_definitions(ctx, module))
+    name = definition.name.value
+    if named is None or name in named or ctx.index.imported_from(ctx.path) != frozenset():
+        return None
+    kind = "class" if isinstance(definition, cst.ClassDef) else "function"
+    return definition, (f"nothing runs the {kind} `{name}`: the script never names it and no module indexed "
+                        "with it imports the script")
+
+
+# Ways a script reaches its own definitions by name at run time.
+_DYNAMIC_LOOKUPS = re.compile(r"(?<![.\w])(?:globals|locals|vars)\(\s*\)\s*(?:\[|\.get\b)"
+                              r"|(?<![.\w])(?:eval|exec)\s*\(|getattr\(\s*sys\.modules")
+
+
+def _named_definitions(ctx, module: cst.Module) -> frozenset[str] | None:
+    """The names of the module's top-level definitions that code outside them names (a
+    read of the name, or a string spelling it, as registries and configs do); None when the
+    file is no script (it runs nothing: its callers are elsewhere) or looks names up at
+    run time."""
+    defined = {s.name.value for s in module.body if isinstance(s, (cst.FunctionDef, cst.ClassDef))}
+    if _DYNAMIC_LOOKUPS.search(ctx.source) or not _runs_something(module, defined):
+        return None
+    named: set[str] = set()
+    for statement in module.body:
+        own = statement.name.value if isinstance(statement, (cst.FunctionDef, cst.ClassDef)) else None
+
+        def enter(node: cst.CSTNode, own=own) -> bool:
+            if isinstance(node, cst.Name) and node.value in defined and node.value != own:
+                named.add(node.value)
+            elif isinstance(node, cst.SimpleString):
+                text = str(node.evaluated_value) if not isinstance(node.evaluated_value, bytes) else ""
+                named.update(n for n in defined if text == n or text.endswith(f".{n}") or text.endswith(f":{n}"))
+            return True
+
+        walk(statement, enter)  # a definition names the others too (recursion aside)
+    return frozenset(named)
+
+
+def _runs_something(module: cst.Module, defined: set[str]) -> bool:
+    """The module is a script: a ``__main__`` block, or top-level code that calls one of its
+    own definitions (``main()``)."""
+    for statement in module.body:
+        if isinstance(statement, cst.If) and conditions.is_main_guard(statement.test):
+            return True
+        if isinstance(statement, cst.SimpleStatementLine) and any(
+                isinstance(call.func, cst.Name) and call.func.value in defined for call in collect(statement, cst.Call)):
+            return True
+    return False
+
+
 def _runs_cuda_only_code(ctx, module: cst.Module) -> Step | None:
     """The file imports a project module written for CUDA only (``.cuda()`` outside any
     device test, no CPU path; ``ProjectIndex.cuda_only_import``): whatever CPU choice the file
@@ -717,7 +797,7 @@ def runs_without_cuda(ctx, ancestors: Sequence[cst.CSTNode], library: bool = Fal
     facts = _facts(ctx, module)
     if facts.cuda_only is not None:
         return Verdict(False, (facts.cuda_only,))
-    step = _unimportable(ctx, module)
+    step = _unimportable(ctx, module) or _archived(ctx, module) or _never_named(ctx, ancestors)
     if step is not None:
         return Verdict(False, (step,))
     for scope in reversed(ancestors):
