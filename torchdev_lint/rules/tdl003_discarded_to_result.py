@@ -60,8 +60,10 @@ class DiscardedToResult(Rule):
     the device. A dropped `{k: v.to(device) for k, v in batch.items()}` is certain too.
     Possible when nothing after the drop reads the value in that function (an attribute set
     up in `__init__` and used elsewhere: whether it ever meets the device is out of sight),
-    and when the tensor was already placed on a device (`torch.randn(..., device=d)`, a kept
-    move): the move may do nothing.
+    when the tensor was already placed on a device (`torch.randn(..., device=d)`, a kept
+    move): the move may do nothing, and when only the dtype changes (`x.to(torch.float16)`,
+    `mask.to(q.dtype)`): a dropped cast leaves the tensor on its device, so no device meets
+    another there.
 
         ## When not to use
     Never: a discarded out-of-place move is always either a bug or dead code.
@@ -131,6 +133,12 @@ class DiscardedToResult(Rule):
             "    def place(self, d):\n        self.w = self.w.to(d)\n",
             unsafe=True, possible=True,
         ),
+        Invalid(  # possible: a dropped cast leaves the tensor on its device
+            "def attend(q, bias):\n    n = bias.size(0)\n    bias.to(q.dtype)\n    return q + bias\n",
+            3, 5,
+            "def attend(q, bias):\n    n = bias.size(0)\n    bias = bias.to(q.dtype)\n    return q + bias\n",
+            possible=True,
+        ),
         Invalid(
             "def flatten(x, device):\n    n = x.size(0)\n    x.to(device)\n"
             "    return x.view(n, -1)\n",
@@ -177,6 +185,9 @@ class DiscardedToResult(Rule):
             # Built on, or moved to, a device already: the move may do nothing (dead code).
             evidence += ((receiver, f"`{code_of(receiver)}` is already placed on a device the "
                                     "code chose: the move may do nothing"),)
+        dtype_only = call.func.attr.value == "to" and kinds.changes_dtype_only(call)
+        if dtype_only:
+            evidence += ((call, "only the dtype changes: the tensor stays where it is, on its device"),)
         use = _used_after(self.ctx.function or self.ctx.ancestors[0], node, receiver,
                           _container(self.ctx.ancestors, receiver))
         if use is not None:
@@ -184,7 +195,7 @@ class DiscardedToResult(Rule):
         else:
             evidence += ((node, f"nothing after the dropped move reads `{code_of(receiver)}` here: "
                                 "where it meets the device is out of sight"),)
-        self.report(call, fix=fix, evidence=evidence, certain=not placed and use is not None)
+        self.report(call, fix=fix, evidence=evidence, certain=not placed and not dtype_only and use is not None)
 
 
     def _built_placed(self, receiver: cst.BaseExpression) -> bool:
