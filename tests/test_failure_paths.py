@@ -909,3 +909,14 @@ def test_a_branch_that_makes_sure_an_nccl_group_exists_needs_cuda(project, capsy
 def test_only_a_look_up_by_name_may_run_what_the_script_never_names(project, capsys, call, confidence):
     write(project, {"infer.py": INFERENCE.format(call=call)})
     assert [f[3] for f in findings(capsys, project, "TDL004")] == [confidence]
+
+
+def test_fire_makes_every_function_of_a_script_a_command(project, capsys):
+    """`fire.Fire()` runs whichever top-level function the command line names."""
+    write(project, {"main.py": "import torch\nimport fire\n"
+                               "def gen():\n"
+                               "    device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+                               "    w = torch.zeros(1).to(device)\n"
+                               "    return torch.ones(1).cuda()\n"
+                               "if __name__ == '__main__':\n    fire.Fire()\n"})
+    assert [f[3] for f in findings(capsys, project, "TDL001")] == ["certain"]

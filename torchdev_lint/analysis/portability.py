@@ -503,9 +503,10 @@ def _never_named(ctx, ancestors: Sequence[cst.CSTNode]) -> Step | None:
                         "with it imports the script")
 
 
-# Ways a script reaches its own definitions by name at run time.
+# Ways a script reaches its own definitions by name at run time (`fire.Fire()` makes every
+# top-level function a command).
 _DYNAMIC_LOOKUPS = re.compile(r"(?<![.\w])(?:globals|locals|vars)\(\s*\)\s*(?:\[|\.get\b)"
-                              r"|(?<![.\w])(?:eval|exec)\s*\(|getattr\(\s*sys\.modules")
+                              r"|(?<![.\w])(?:eval|exec)\s*\(|getattr\(\s*sys\.modules|\bFire\(\s*\)")
 
 
 def _named_definitions(ctx, module: cst.Module) -> frozenset[str] | None:
