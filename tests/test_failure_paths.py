@@ -920,3 +920,30 @@ def test_fire_makes_every_function_of_a_script_a_command(project, capsys):
                                "    return torch.ones(1).cuda()\n"
                                "if __name__ == '__main__':\n    fire.Fire()\n"})
     assert [f[3] for f in findings(capsys, project, "TDL001")] == ["certain"]
+
+
+LIST_LOADER = """\
+import torch
+from torch_geometric.data import {loader}
+from torch_geometric.nn import DataParallel
+from model import Model
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+loader = {loader}(graphs, batch_size=8)
+model = Model()
+if torch.cuda.device_count() > 1:
+    model = DataParallel(model)
+model = model.to(device)
+for data_list in loader:
+    out = model(data_list)
+"""
+
+
+@pytest.mark.parametrize("loader, confidence", [
+    ("DataListLoader", ["possible"]),  # lists of graphs: only the multi-GPU DataParallel takes them
+    ("DataLoader", ["certain"]),
+])
+def test_a_list_loader_of_graphs_is_multi_gpu_code(project, capsys, loader, confidence):
+    write(project, {"train.py": LIST_LOADER.format(loader=loader) + "y = torch.ones(1).cuda()\n",
+                    "model.py": "import torch\nclass Model(torch.nn.Module):\n    def forward(self, data):\n"
+                                "        return data.x\n"})
+    assert [f[3] for f in findings(capsys, project, "TDL001")] == confidence

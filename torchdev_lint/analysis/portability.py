@@ -717,6 +717,17 @@ def _several_gpus(ctx, scope: cst.CSTNode) -> Step | None:
     return found[0] if found else None
 
 
+def _list_loader(ctx, module: cst.Module) -> Step | None:
+    """The file batches its data with torch_geometric's ``DataListLoader``
+    (``project_index.feeds_data_parallel``): multi-GPU code, whatever CPU choice it shows."""
+    if not project_index.feeds_data_parallel(ctx.source):
+        return None
+    return ctx.once(("portability: list loader",), lambda: next(
+        ((call, f"`{code_of(call.func)}` batches lists of graphs that only torch_geometric's multi-GPU "
+                "`DataParallel` takes: code for a multi-GPU machine")
+         for call in collect(module, cst.Call) if code_of(call.func).endswith("DataListLoader")), None))
+
+
 def _off_the_path(ctx, ancestors: Sequence[cst.CSTNode]) -> Step | None:
     """The line is not where the code's CPU path runs: in an ``except`` handler (it runs
     only after the ``try`` failed, which nothing shows a machine without CUDA does), or in
@@ -809,7 +820,7 @@ def runs_without_cuda(ctx, ancestors: Sequence[cst.CSTNode], library: bool = Fal
     if provenance.is_test_function(ctx, function):
         return Verdict(False, ())
     step = ctx.once(("portability: several GPUs", id(function or module)),
-                    lambda: _several_gpus(ctx, function or module))
+                    lambda: _several_gpus(ctx, function or module)) or _list_loader(ctx, module)
     if step is not None:
         return Verdict(False, (step,))
     step = _off_the_path(ctx, ancestors)

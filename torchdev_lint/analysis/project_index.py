@@ -620,7 +620,7 @@ def cpu_choice(text: str, lines: "_Lines") -> str:
     option that turns CUDA off or picks the device ("line N"); "" when it shows none. The
     text-level counterpart of ``portability``'s file-level choice, for the files that import
     a module. A choice bound to a name nothing reads is boilerplate, not a choice."""
-    if "cpu" not in text and "--device" not in text:
+    if "cpu" not in text and "--device" not in text or feeds_data_parallel(text):
         return ""
     unread: set[str] = set()  # options already found unread: one search each
     names: frozenset[str] | None = None
@@ -638,6 +638,16 @@ def cpu_choice(text: str, lines: "_Lines") -> str:
         if bound is None or bound.group(1) in names:
             return f"line {lines.of(found.start())}"
     return ""
+
+
+_LIST_LOADER = re.compile(r"\bDataListLoader\s*\(")
+
+
+def feeds_data_parallel(text: str) -> bool:
+    """The module batches graphs with torch_geometric's ``DataListLoader``, whose Python
+    lists only torch_geometric's multi-GPU ``DataParallel`` takes: its run needs GPUs, and a
+    CPU choice beside it is boilerplate."""
+    return "torch_geometric" in text and _LIST_LOADER.search(text) is not None
 
 
 def reads_option(text: str, option: str, dest: str | None = None) -> bool:

@@ -513,12 +513,14 @@ def _private(name: str) -> bool:
 
 
 def _nccl_backend(call: cst.Call) -> bool:
-    """``init_process_group(backend="nccl")`` (or ``"nccl"`` first): NCCL runs only on
-    NVIDIA GPUs."""
+    """``init_process_group(backend="nccl")`` (or ``"nccl"`` first, or ``dist.Backend.NCCL``):
+    NCCL runs only on NVIDIA GPUs."""
     for arg in call.args:
         if arg.keyword is None or arg.keyword.value == "backend":
             value = arg.value
-            return isinstance(value, cst.SimpleString) and value.evaluated_value == "nccl"
+            if isinstance(value, cst.Attribute):  # `dist.Backend.NCCL`
+                return (dotted_name(value) or "").endswith("Backend.NCCL")
+            return isinstance(value, cst.SimpleString) and str(value.evaluated_value).lower() == "nccl"
     return False
 
 

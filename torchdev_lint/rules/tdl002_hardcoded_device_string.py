@@ -648,8 +648,8 @@ class HardcodedDeviceString(Rule):
 
 def _falls_back(path: Sequence[cst.CSTNode]) -> bool:
     """``"cuda" if backend == "nccl" else "cpu"``: the literal is one branch of a choice whose
-    other branch is the CPU; or ``if device is None: device = "cuda"``, the default of a
-    device its caller may pass. The code already chooses; whether the choice can be wrong
+    other branch is the CPU; or ``if device is None: device = "cuda"`` (or ``return
+    torch.device("cuda")``), the default of a device its caller may pass. The code already chooses; whether the choice can be wrong
     is out of sight."""
     literal = path[-1]
     for parent in reversed(path[:-1]):
@@ -661,10 +661,26 @@ def _falls_back(path: Sequence[cst.CSTNode]) -> bool:
             break
     statement = next((p for p in reversed(path) if isinstance(p, (cst.Assign, cst.AnnAssign))), None)
     function = next((p for p in reversed(path) if isinstance(p, cst.FunctionDef)), None)
+    if function is not None and _default_of_parameter(path, function):
+        return True
     if statement is not None and function is not None:
         targets = [t.target for t in statement.targets] if isinstance(statement, cst.Assign) else [statement.target]
         params = {p.name.value for p in [*function.params.params, *function.params.kwonly_params]}
         return any(isinstance(t, cst.Name) and t.value in params for t in targets)
+    return False
+
+
+def _default_of_parameter(path: Sequence[cst.CSTNode], function: cst.FunctionDef) -> bool:
+    """The literal is in the body of ``if device is None:`` on a parameter of its function
+    (``if device is None: return torch.device("cuda")``): the default of a device the caller
+    may pass."""
+    params = {p.name.value for p in [*function.params.params, *function.params.kwonly_params]}
+    for parent, child in zip(path, path[1:]):
+        if isinstance(parent, cst.If) and child is parent.body and isinstance(parent.test, cst.Comparison) \
+                and isinstance(parent.test.left, cst.Name) and parent.test.left.value in params \
+                and len(parent.test.comparisons) == 1 and isinstance(parent.test.comparisons[0].operator, cst.Is) \
+                and code_of(parent.test.comparisons[0].comparator) == "None":
+            return True
     return False
 
 
