@@ -947,3 +947,34 @@ def test_a_list_loader_of_graphs_is_multi_gpu_code(project, capsys, loader, conf
                     "model.py": "import torch\nclass Model(torch.nn.Module):\n    def forward(self, data):\n"
                                 "        return data.x\n"})
     assert [f[3] for f in findings(capsys, project, "TDL001")] == confidence
+
+
+@pytest.mark.parametrize("backend, found", [
+    ("dist.Backend.NCCL", []),  # the enum names NCCL as the string does: the branch needs CUDA
+    ("dist.Backend.GLOO", ["certain"]),
+])
+def test_the_nccl_backend_named_by_its_enum(project, capsys, backend, found):
+    write(project, {"parallel.py": "import torch\nimport torch.distributed as dist\n"
+                                   "def set_device(config, rank):\n    if config.DDP:\n"
+                                   "        torch.cuda.set_device(rank)\n"
+                                   "        if not dist.is_initialized():\n"
+                                   f"            dist.init_process_group(backend={backend})\n"
+                                   "        device = torch.device('cuda', rank)\n    else:\n"
+                                   "        device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+                                   "    return device\n"
+                                   "x = torch.ones(1).to(set_device(cfg, 0))\n"})
+    assert [f[3] for f in findings(capsys, project, "TDL002")] == found
+
+
+@pytest.mark.parametrize("body, confidence", [
+    ("        if device is None:\n            return torch.device('cuda')\n        return device\n", "possible"),
+    ("        return torch.device('cuda')\n", "certain"),  # no device the caller may pass: always CUDA
+])
+def test_a_cuda_default_for_a_device_the_caller_may_pass(project, capsys, body, confidence):
+    write(project, {"model.py": "import torch\n" + CHOOSES + "class Net(torch.nn.Module):\n"
+                                "    def __init__(self, device=None):\n        super().__init__()\n"
+                                "        self.device = self.init_device(device)\n"
+                                "    @staticmethod\n    def init_device(device):\n" + body
+                                + "    def forward(self, x):\n        return x.to(self.device)\n"
+                                "print(Net(device)(w))\n"})
+    assert [f[3] for f in findings(capsys, project, "TDL002")] == [confidence]
