@@ -248,13 +248,27 @@ def test_a_second_gpu_is_multi_gpu_code(project, capsys):
 
 
 @pytest.mark.parametrize("after, flagged", [
+    ("print(net(t).is_cuda)", True),  # used as if it had moved, with the model on the device
     ("print(t.is_cuda)", False),  # inspecting the tensor shows the move did not happen
     ("t = t.cpu().numpy()", False),  # brought back and rebound before any use
-    ("print(t + 1)", True),  # used as if it had moved
 ])
 def test_a_dropped_move_is_certain_only_where_the_value_is_used_as_moved(project, capsys, after, flagged):
-    write(project, {"demo.py": f"import torch\nt = torch.ones(2)\nt.to('cuda')\n{after}\n"})
+    write(project, {"demo.py": f"import torch\nnet = torch.nn.Linear(2, 2).to('cuda')\n"
+                               f"t = torch.ones(2)\nt.to('cuda')\n{after}\n"})
     assert [f[3] for f in findings(capsys, project, "TDL003")] == (["certain"] if flagged else ["possible"])
+
+
+@pytest.mark.parametrize("program, confidence", [
+    # nothing else goes to the device: the tensor left behind meets only CPU values
+    ("t = torch.ones(2)\nt.to('cuda')\nprint(t + 1)\n", "possible"),
+    # a DataParallel moves the inputs it is called with to its copies' devices
+    ("net = torch.nn.DataParallel(torch.nn.Linear(2, 2), device_ids=[0, 1])\nnet.cuda()\n"
+     "t = torch.ones(2)\nt.cuda()\nprint(net(t))\n", "possible"),
+    ("net = torch.nn.Linear(2, 2)\nnet.cuda()\nt = torch.ones(2)\nt.cuda()\nprint(net(t))\n", "certain"),
+])
+def test_a_dropped_move_fails_where_the_rest_is_on_the_device(project, capsys, program, confidence):
+    write(project, {"demo.py": "import torch\n" + program})
+    assert [f[3] for f in findings(capsys, project, "TDL003")] == [confidence]
 
 
 def test_a_cpu_tensor_type_brings_the_value_back(project, capsys):

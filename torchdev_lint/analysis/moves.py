@@ -15,6 +15,7 @@ import libcst as cst
 from torchdev_lint.analysis import kinds
 from torchdev_lint.analysis.conditions import words
 from torchdev_lint.analysis.imports import dotted_name
+from torchdev_lint.analysis.tree import collect
 
 PARAMETER_CLASSES = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
 # Methods that return a copy on an accelerator (or in another dtype than float32).
@@ -158,3 +159,19 @@ def _one_file_index(ctx):
         return index
 
     return ctx.once(("one-file index",), build)
+
+
+# Wrappers that scatter their inputs to the devices of the module's copies themselves.
+_SCATTERING = frozenset({"DataParallel"})
+
+
+def scatters_inputs(scope: cst.CSTNode, callee: cst.BaseExpression) -> bool:
+    """``callee`` (``model``) is bound in ``scope``'s code to a ``DataParallel`` wrapper,
+    which moves the inputs it is called with to its copies' devices."""
+    wanted = dotted_name(callee)
+    if wanted is None:
+        return False
+    return any(
+        any(dotted_name(t.target) == wanted for t in assign.targets)
+        and any((dotted_name(c.func) or "").rsplit(".", 1)[-1] in _SCATTERING for c in collect(assign.value, cst.Call))
+        for assign in collect(scope, cst.Assign))

@@ -1,8 +1,10 @@
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
-from torchdev_lint.analysis import kinds, narrowing, receivers, tree
+from torchdev_lint.analysis import kinds, moves, narrowing, receivers, tree
 from torchdev_lint.analysis.guards import code_of
 from torchdev_lint.analysis.kinds import Kind
 from torchdev_lint.analysis.tree import collect
@@ -55,10 +57,15 @@ class DiscardedToResult(Rule):
     from a loader (`batch[key]`, `v` of `batch.items()`), an annotated or tensor-used
     parameter, a parameter spread into a call with `**`, or one checked by
     `isinstance(x, torch.Tensor)` / `torch.is_tensor(x)` on the way (which `--show-evidence`
-    names), and the code goes on to use it as if it had moved (`model(images)` after
-    `images.to(device)`; `return self` from a `to()` of its own): that use is where it meets
-    the device. A dropped `{k: v.to(device) for k, v in batch.items()}` is certain too.
-    Possible when nothing after the drop reads the value in that function (an attribute set
+    names), the code goes on to use it as if it had moved (`model(images)` after
+    `images.to(device)`; `return self` from a `to()` of its own), and something puts the
+    rest of the computation on the device: a device the caller passes (a `device`
+    parameter), a module's own code (its inputs and state follow the module), or another
+    move in the function or at the module's top level (`model.to(device)`). That use is where
+    the tensor left behind meets the device. A dropped `{k: v.to(device) for k, v in batch.items()}` is certain too.
+    Possible when nothing else goes to the device (the tensor left behind meets only CPU
+    values), when the value is handed to a `DataParallel`, which moves its inputs itself, when
+    nothing after the drop reads the value in that function (an attribute set
     up in `__init__` and used elsewhere: whether it ever meets the device is out of sight),
     when the tensor was already placed on a device (`torch.randn(..., device=d)`, a kept
     move): the move may do nothing, and when only the dtype changes (`x.to(torch.float16)`,
@@ -94,11 +101,18 @@ class DiscardedToResult(Rule):
             "import torch\nx = torch.randn(4, 4)\nx = x.to('cuda')\n", possible=True,
         ),
         Invalid(
-            "for step, (images, labels) in enumerate(train_loader):\n"
+            "model.to(device)\nfor step, (images, labels) in enumerate(train_loader):\n"
             "    images.to(device)  # move the batch\n    loss = model(images)\n",
+            3, 5,
+            "model.to(device)\nfor step, (images, labels) in enumerate(train_loader):\n"
+            "    images = images.to(device)  # move the batch\n    loss = model(images)\n",
+        ),
+        Invalid(  # possible: nothing in sight puts the model on the device
+            "for step, (images, labels) in enumerate(train_loader):\n"
+            "    images.to(device)\n    loss = model(images)\n",
             2, 5,
             "for step, (images, labels) in enumerate(train_loader):\n"
-            "    images = images.to(device)  # move the batch\n    loss = model(images)\n",
+            "    images = images.to(device)\n    loss = model(images)\n", possible=True,
         ),
         Invalid(
             "import torch.nn as nn\nclass Net(nn.Module):\n    def forward(self, x, mask=None):\n"
@@ -188,15 +202,59 @@ class DiscardedToResult(Rule):
         dtype_only = call.func.attr.value == "to" and kinds.changes_dtype_only(call)
         if dtype_only:
             evidence += ((call, "only the dtype changes: the tensor stays where it is, on its device"),)
-        use = _used_after(self.ctx.function or self.ctx.ancestors[0], node, receiver,
-                          _container(self.ctx.ancestors, receiver))
-        if use is not None:
-            evidence += ((use, f"`{code_of(receiver)}` is used here as if it had moved"),)
-        else:
+        scope = self.ctx.function or self.ctx.ancestors[0]
+        use = _used_after(scope, node, receiver, _container(self.ctx.ancestors, receiver))
+        rest = self._rest_on_device(scope, call) if use is not None else None
+        scattered = self._scattered(scope, use) if rest is not None else None
+        if use is None:
             evidence += ((node, f"nothing after the dropped move reads `{code_of(receiver)}` here: "
                                 "where it meets the device is out of sight"),)
-        self.report(call, fix=fix, evidence=evidence, certain=not placed and not dtype_only and use is not None)
+        elif scattered is not None:
+            evidence += scattered
+        elif rest is None:
+            evidence += ((use, f"`{code_of(receiver)}` is used here, but nothing in sight puts the rest of the "
+                               "computation on the device: left on the CPU, it meets only CPU values"),)
+        else:
+            evidence += (rest, (use, f"`{code_of(receiver)}` is used here as if it had moved"))
+        self.report(call, fix=fix, evidence=evidence,
+                    certain=not placed and not dtype_only and rest is not None and scattered is None)
 
+    def _rest_on_device(self, scope: cst.CSTNode, dropped: cst.Call) -> tuple[cst.CSTNode, str] | None:
+        """What puts the rest of the computation on the device the dropped move names, so
+        that the value left behind meets it: a device the caller passes (a ``device``
+        parameter), a module's own code (its inputs and state follow the module), or another
+        move in the function or at the module's top level (``model.to(device)``, a kept
+        ``x = x.to(device)``). None when the code moves nothing else: everything stays on the
+        CPU together, and nothing fails."""
+        if isinstance(scope, cst.FunctionDef):
+            param = next((p for p in [*scope.params.params, *scope.params.kwonly_params]
+                          if _DEVICE_PARAMETER.search(p.name.value)), None)
+            if param is not None:
+                return param, f"the caller chooses the device (`{param.name.value}`): the rest of the values go there"
+            info = self.ctx.enclosing_class
+            if info is not None and info.is_module:
+                return scope, f"`{info.name}.{scope.name.value}` is a module's code: its inputs and state follow the module"
+        skip = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+        for where in dict.fromkeys((scope, self.ctx.ancestors[0])):
+            body = where.body if isinstance(where, cst.FunctionDef) else where
+            statements = {id(e.value) for e in tree.collect(body, cst.Expr, skip=skip)}
+            for other in tree.collect(body, cst.Call, skip=skip):
+                if other is dropped or not _moves_to_device(other):
+                    continue
+                # a move whose result is dropped puts nothing anywhere, unless it moves a module in place
+                if id(other) in statements and isinstance(other.func, cst.Attribute) \
+                        and self.ctx.value_by_use(other.func.value).kind is Kind.TENSOR:
+                    continue
+                return other, f"`{code_of(other)}` puts values on the device"
+        return None
+
+    def _scattered(self, scope: cst.CSTNode, use: cst.CSTNode) -> tuple | None:
+        """The value is handed to a ``DataParallel``-wrapped module, which scatters its inputs
+        to the devices of its copies itself: the dropped move was not needed."""
+        for found in tree.collect(scope, cst.Call):
+            if any(arg.value is use for arg in found.args) and moves.scatters_inputs(scope, found.func):
+                return ((found, f"`{code_of(found.func)}` is a `DataParallel`: it moves its inputs itself"),)
+        return None
 
     def _built_placed(self, receiver: cst.BaseExpression) -> bool:
         """Every binding of the name in its scope gives it a device: ``device=`` (not the
@@ -224,6 +282,21 @@ class DiscardedToResult(Rule):
         self.report(element, evidence=(
             (comp, f"the moved tensors of `{code_of(source)}` go into a "
                    f"{'dict' if isinstance(comp, cst.DictComp) else 'list'} that nothing keeps"),))
+
+
+# A parameter that carries the caller's device: `device`, `dev`, `target_device`.
+_DEVICE_PARAMETER = re.compile(r"(?i)(?:^|_)(?:device|dev)$")
+
+
+def _moves_to_device(call: cst.Call) -> bool:
+    """``x.cuda()``, ``x.to(device)`` (not the CPU, not only a dtype), or a factory given a
+    device other than the CPU."""
+    if isinstance(call.func, cst.Attribute) and call.func.attr.value == "cuda":
+        return True
+    if isinstance(call.func, cst.Attribute) and call.func.attr.value == "to" and call.args:
+        return not kinds.changes_dtype_only(call) and not moves.names_cpu(call.args[0].value)
+    device = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "device"), None)
+    return device is not None and not moves.names_cpu(device)
 
 
 def _container(ancestors, receiver: cst.BaseExpression) -> str | None:
