@@ -963,3 +963,23 @@ def test_a_run_on_one_file_says_where_it_looked_for_importers(project, capsys):
     steps = [e["message"] for f in json.loads(capsys.readouterr().out) for e in f["evidence"]]
     assert any("nothing indexed with it imports (the files under src/models/" in step for step in steps), steps
     assert not any("nothing in the project imports" in step for step in steps)
+
+
+@pytest.mark.parametrize("path, confidence", [
+    ('os.path.expanduser("~/.cache/torch/hub/checkpoints/" + model_urls[name].split("/")[-1])', "possible"),
+    ("args.weights", "certain"),
+])
+def test_weights_from_the_model_zoo_are_cpu_tensors(project, capsys, path, confidence):
+    write(project, {
+        **TRAINER,
+        "backbone.py": "import os\nimport sys\nimport torch\n"
+                       "model_urls = {'resnet50': 'https://download.pytorch.org/models/resnet50-19c8e357.pth'}\n"
+                       'device = "cuda" if torch.cuda.is_available() else "cpu"\n'
+                       "def load(net, name, args):\n"
+                       f"    cached = {path}\n"
+                       "    net.load_state_dict(torch.load(cached))\n"
+                       "    return net.to(device)\n"
+                       "if __name__ == '__main__':\n    load(torch.nn.Linear(2, 2), 'resnet50', sys.argv)\n",
+    })
+    found_ = [f for f in project_findings(capsys, project) if f[0] == "backbone.py"]
+    assert [f[3] for f in found_] == [confidence]

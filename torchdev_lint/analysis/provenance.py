@@ -293,6 +293,29 @@ def fetched_here(ctx, ancestors, call: cst.Call) -> cst.Call | None:
     return None
 
 
+# Where published weights of PyTorch's model zoo are: torch.hub's cache, a torchvision URL table.
+_MODEL_ZOO = re.compile(r"torch[/\\]hub|\.cache[/\\]torch|hub\.get_dir|model_urls|model_zoo|download\.pytorch\.org")
+
+
+def from_model_zoo(ctx, ancestors, call: cst.Call) -> cst.CSTNode | None:
+    """The file ``call`` loads is published weights from PyTorch's model zoo: its path (or
+    the one value a name in it was given in the same function) names torch.hub's cache or a
+    ``model_urls`` table. download.pytorch.org publishes them as CPU tensors. The node that
+    says so, or None."""
+    target = loaded_file(call)
+    scope = _scope_of(ancestors)
+    if target is None or scope is None:
+        return None
+    if _MODEL_ZOO.search(code_of(target)):
+        return target
+    for name in _roots(target):
+        sites = ctx.bindings(scope).get(name, ())
+        value = sites[0].value if len(sites) == 1 and isinstance(sites[0], (cst.Assign, cst.AnnAssign)) else None
+        if value is not None and _MODEL_ZOO.search(code_of(value)):
+            return value
+    return None
+
+
 def _writes_checkpoint(ctx, call: cst.Call) -> bool:
     """A torch save, or a method that writes a checkpoint or model (``_WRITERS``)."""
     return ctx.qualified_name(call.func) in kinds.TORCH_SAVERS or (

@@ -116,7 +116,8 @@ class LoadWithoutMapLocation(Rule):
     through a project helper that saves); a resume of the script's own checkpoint or a
     trainer's start point (code that writes checkpoints in a loop); a file of unknown origin
     (a name the code spells that the project never writes, a file the code fetches from
-    elsewhere such as a download, a name the code does not spell in a project that saves
+    elsewhere such as a download, published weights of PyTorch's model zoo (torch.hub's
+    cache, a `model_urls` table: saved as CPU tensors), a name the code does not spell in a project that saves
     weights both as CPU tensors and from a device, or a project that saves its weights as
     CPU tensors or never from code on a device); weights going into a module moved
     to CUDA anyway; library code that no running code imports or whose users all run on
@@ -411,6 +412,10 @@ class LoadWithoutMapLocation(Rule):
         if fetched is not None:
             yield (fetched, "the file is fetched here by code that is no torch save (a download): its tensors "
                             "are on whatever device its publisher saved them from, which the code does not show")
+        zoo = provenance.from_model_zoo(ctx, ancestors, node)
+        if zoo is not None:
+            yield (zoo, "the file is published weights from PyTorch's model zoo (torch.hub's cache, a "
+                        "`model_urls` table): they are saved as CPU tensors")
         cpu_save = provenance.cpu_weights_somewhere(ctx) if weights is not None else None
         if cpu_save is not None and provenance.loaded_name(ctx, ancestors, node) is None:
             yield (node, f"the project also saves weights as CPU tensors ({cpu_save}) and the code does not spell "
