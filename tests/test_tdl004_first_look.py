@@ -983,3 +983,22 @@ def test_weights_from_the_model_zoo_are_cpu_tensors(project, capsys, path, confi
     })
     found_ = [f for f in project_findings(capsys, project) if f[0] == "backbone.py"]
     assert [f[3] for f in found_] == [confidence]
+
+
+@pytest.mark.parametrize("module, confidence", [
+    ("torch2trt.TRTModule()", "possible"),  # a TensorRT engine: the code around the load needs CUDA
+    ("torch.nn.Linear(2, 2)", "certain"),
+])
+def test_weights_loaded_into_a_tensorrt_module_need_cuda_anyway(project, capsys, module, confidence):
+    write(project, {
+        **TRAINER,
+        "pose.py": "import sys\nimport torch\ntry:\n    import torch2trt\nexcept ImportError:\n    pass\n"
+                   'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+                   "def load(path):\n"
+                   f"    model = {module}\n"
+                   "    model.load_state_dict(torch.load(path))\n"
+                   "    return model.to(device)\n"
+                   "if __name__ == '__main__':\n    load(sys.argv[1])\n",
+    })
+    found_ = [f for f in project_findings(capsys, project) if f[0] == "pose.py"]
+    assert [f[3] for f in found_] == [confidence]

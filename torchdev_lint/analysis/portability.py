@@ -638,8 +638,9 @@ def _cuda_tensor_type(ctx, statement: cst.CSTNode) -> cst.CSTNode | None:
 def needs_cuda_around(ctx, ancestors: Sequence[cst.CSTNode]) -> Step | None:
     """The code that runs whenever the innermost node of ``ancestors`` runs needs CUDA
     anyway: a statement of a block around it, up to its function's body (the module's
-    top level for code outside functions), imports a CUDA-only library (``from torch2trt
-    import TRTModule``, apex, TensorRT, PyCUDA, CuPy) or uses a ``torch.cuda.*Tensor`` type.
+    top level for code outside functions), imports or calls a CUDA-only library (``from
+    torch2trt import TRTModule``, ``torch2trt.TRTModule()``, TensorRT, PyCUDA, CuPy) or uses a
+    ``torch.cuda.*Tensor`` type.
     (``torch.cuda`` calls that raise without CUDA are ``requirements.py``'s and
     ``cuda_scopes``'.) A bare ``.cuda()`` does not count: in code that runs without CUDA it is
     TDL001's bug, not a reason the code needs CUDA."""
@@ -652,9 +653,21 @@ def needs_cuda_around(ctx, ancestors: Sequence[cst.CSTNode]) -> Step | None:
                 used = _cuda_tensor_type(ctx, statement)
                 if used is not None:
                     return used, f"the code around it needs CUDA anyway: it uses `{code_of(used)}`"
+                called = _cuda_library_call(ctx, statement)
+                if called is not None:
+                    return called, f"the code around it needs CUDA anyway: it calls `{code_of(called.func)}`"
         if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
             break
     return None
+
+
+def _cuda_library_call(ctx, statement: cst.CSTNode) -> cst.Call | None:
+    """A call of a library with no CPU back end (``requirements.CUDA_LIBRARIES``) that a simple
+    statement always makes."""
+    if not isinstance(statement, cst.SimpleStatementLine):
+        return None
+    return next((call for call in collect(statement, cst.Call, skip=(cst.Lambda,))
+                 if (ctx.qualified_name(call.func) or "").split(".")[0] in requirements.CUDA_LIBRARIES), None)
 
 
 def moved_to_cuda_anyway(ancestors: Sequence[cst.CSTNode], receiver: str) -> Step | None:
