@@ -96,7 +96,8 @@ class OptimizerBeforeTo(Rule):
     on). Otherwise possible (`--preview`): the optimizer holds no state yet and keeps working,
     or the model moves once training is over (for inference) and nothing steps again, or the
     move puts the model where it already is (the code that built the optimizer made the same
-    move first; a save that takes the model to the CPU and back), or the code moves the
+    move first, or called the method that moves it, its only caller, before building the
+    optimizer; a save that takes the model to the CPU and back), or the code moves the
     loaded state itself (a loop over `optimizer.state` that moves what it holds); the order
     is still the one PyTorch documents. `--show-evidence` names the state, the move
     and the use.
@@ -494,7 +495,8 @@ class OptimizerBeforeTo(Rule):
                 evidence = [(state, f"`{loader}` gives the optimizer state on the parameters' device of the moment"),
                             (move, f"`{mover}` moves the parameters afterwards when it runs after "
                                    f"`{loader}`; the state stays behind and the next `step()` mixes devices")]
-                already = _already_there(move, mover_def, kept.built_in, optimizer.call)
+                already = _already_there(move, mover_def, kept.built_in, optimizer.call) or _mover_ran_first(
+                    node, mover_def, kept.built_in, optimizer.call)
                 placed = _places_state(state_def, optimizer.name) if optimizer.name else None
                 if already is None and placed is not None:
                     already = (placed, f"`{loader}` moves `{optimizer.name}.state` itself: the state goes where "
@@ -532,6 +534,25 @@ def _already_there(move: cst.Call, mover: cst.FunctionDef, built_in: cst.Functio
         if isinstance(call.func, cst.Attribute) and call.func.attr.value == "cpu" and code_of(call.func.value) == receiver:
             return call, f"`{mover.name.value}` takes the model to the CPU first and brings it back: a round trip " \
                          "that leaves the parameters where the state is"
+    return None
+
+
+def _mover_ran_first(klass: cst.ClassDef, mover: cst.FunctionDef, built_in: cst.FunctionDef,
+                     optimizer: cst.Call) -> tuple[cst.CSTNode, str] | None:
+    """The method that moves the model is called once in the class, by the method that builds
+    the optimizer and before it does (``self.build_model()`` then ``self.optimizer =
+    Adam(...)`` in ``__init__``): its move ran before the optimizer existed, not after the
+    state was loaded."""
+    name = mover.name.value
+    mentions = [a for a in collect(klass, cst.Attribute) if a.attr.value == name]
+    if len(mentions) != 1:
+        return None
+    for call in collect(built_in.body, cst.Call):
+        if call is optimizer or tree.contains(call, optimizer):
+            return None
+        if call.func is mentions[0]:
+            return call, (f"`{name}` runs only here, in `{built_in.name.value}` before the optimizer is built: the "
+                          "model had moved before the optimizer took its parameters")
     return None
 
 
