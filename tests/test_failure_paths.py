@@ -265,6 +265,9 @@ def test_a_dropped_move_is_certain_only_where_the_value_is_used_as_moved(project
     ("net = torch.nn.DataParallel(torch.nn.Linear(2, 2), device_ids=[0, 1])\nnet.cuda()\n"
      "t = torch.ones(2)\nt.cuda()\nprint(net(t))\n", "possible"),
     ("net = torch.nn.Linear(2, 2)\nnet.cuda()\nt = torch.ones(2)\nt.cuda()\nprint(net(t))\n", "certain"),
+    # an index on the CPU indexes a tensor on any device
+    ("net = torch.nn.Linear(2, 2)\nnet.cuda()\ndata = torch.ones(8, 2)\nr = torch.randperm(8)\nr.cuda()\n"
+     "print(net(data[r].cuda()))\n", "possible"),
 ])
 def test_a_dropped_move_fails_where_the_rest_is_on_the_device(project, capsys, program, confidence):
     write(project, {"demo.py": "import torch\n" + program})
@@ -992,3 +995,31 @@ def test_a_cuda_default_for_a_device_the_caller_may_pass(project, capsys, body, 
                                 + "    def forward(self, x):\n        return x.to(self.device)\n"
                                 "print(Net(device)(w))\n"})
     assert [f[3] for f in findings(capsys, project, "TDL002")] == [confidence]
+
+
+TRAINER_CLASS = """\
+import torch
+class Trainer:
+    def __init__(self, args):
+        self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        self.build_model()
+        self.optimizer = torch.optim.Adam(self.net.parameters())
+        if args.resume:
+            self.restore(args.resume)
+{extra}
+    def build_model(self):
+        self.net = torch.nn.Linear(2, 2)
+        self.net = self.net.to(self.device)
+    def restore(self, path):
+        state = torch.load(path, map_location=self.device)
+        self.optimizer.load_state_dict(state["optimizer"])
+"""
+
+
+@pytest.mark.parametrize("extra, confidence", [
+    ("", "possible"),  # the helper that moves the model runs once, before the optimizer is built
+    ("    def reset(self):\n        self.build_model()\n", "certain"),  # it may also run after the resume
+])
+def test_a_helper_that_moved_the_model_before_the_optimizer(project, capsys, extra, confidence):
+    write(project, {"trainer.py": TRAINER_CLASS.format(extra=extra)})
+    assert [f[3] for f in findings(capsys, project, "TDL005")] == [confidence]

@@ -64,7 +64,8 @@ class DiscardedToResult(Rule):
     move in the function or at the module's top level (`model.to(device)`). That use is where
     the tensor left behind meets the device. A dropped `{k: v.to(device) for k, v in batch.items()}` is certain too.
     Possible when nothing else goes to the device (the tensor left behind meets only CPU
-    values), when the value is handed to a `DataParallel`, which moves its inputs itself, when
+    values), when the value is handed to a `DataParallel`, which moves its inputs itself, or
+    is used as an index (a CPU index works on a tensor on any device), when
     nothing after the drop reads the value in that function (an attribute set
     up in `__init__` and used elsewhere: whether it ever meets the device is out of sight),
     when the tensor was already placed on a device (`torch.randn(..., device=d)`, a kept
@@ -205,7 +206,7 @@ class DiscardedToResult(Rule):
         scope = self.ctx.function or self.ctx.ancestors[0]
         use = _used_after(scope, node, receiver, _container(self.ctx.ancestors, receiver))
         rest = self._rest_on_device(scope, call) if use is not None else None
-        scattered = self._scattered(scope, use) if rest is not None else None
+        scattered = (self._scattered(scope, use) or _indexes(scope, use)) if rest is not None else None
         if use is None:
             evidence += ((node, f"nothing after the dropped move reads `{code_of(receiver)}` here: "
                                 "where it meets the device is out of sight"),)
@@ -282,6 +283,14 @@ class DiscardedToResult(Rule):
         self.report(element, evidence=(
             (comp, f"the moved tensors of `{code_of(source)}` go into a "
                    f"{'dict' if isinstance(comp, cst.DictComp) else 'list'} that nothing keeps"),))
+
+
+def _indexes(scope: cst.CSTNode, use: cst.CSTNode) -> tuple | None:
+    """The value is used as an index (``data[r]``): indices on the CPU index a tensor on any
+    device, so the value left behind fails nowhere there."""
+    found = next((index for index in tree.collect(scope, cst.Index) if index.value is use), None)
+    return None if found is None else (
+        (found, f"`{code_of(use)}` is used as an index: a CPU index works on a tensor on any device"),)
 
 
 # A parameter that carries the caller's device: `device`, `dev`, `target_device`.
