@@ -1023,3 +1023,14 @@ class Trainer:
 def test_a_helper_that_moved_the_model_before_the_optimizer(project, capsys, extra, confidence):
     write(project, {"trainer.py": TRAINER_CLASS.format(extra=extra)})
     assert [f[3] for f in findings(capsys, project, "TDL005")] == [confidence]
+
+
+@pytest.mark.parametrize("use, confidence", [
+    ("state = torch.load(sys.argv[1], map_location=device)", "possible"),  # the choice places nothing
+    ("state = torch.load(sys.argv[1], map_location=device)\nw = torch.zeros(1).to(device)", "certain"),
+])
+def test_a_device_choice_that_only_maps_loads_is_no_cpu_path(project, capsys, use, confidence):
+    write(project, {"mask.py": "import sys\nimport torch\n"
+                               'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+                               f"{use}\nmodel = torch.nn.Linear(2, 2)\nmodel.load_state_dict(state)\nmodel.cuda()\n"})
+    assert [f[3] for f in findings(capsys, project, "TDL001")] == [confidence]

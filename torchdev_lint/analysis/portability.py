@@ -208,9 +208,10 @@ def _gpu_indices(add_argument: cst.Call) -> bool:
 
 
 def _note_unread_choice(ctx, assignment: cst.Assign | cst.AnnAssign, unread: set[int]) -> None:
-    """``device = torch.device("cuda" if cuda else "cpu")`` where nothing reads ``device``: a
-    choice nothing follows (boilerplate of a script that moves everything with ``.cuda()``)
-    says nothing about where the script runs. Adds the choice's node to ``unread``."""
+    """``device = torch.device("cuda" if cuda else "cpu")`` where nothing reads ``device``, or
+    only ``map_location=device`` does: a choice nothing is placed by (boilerplate of a script
+    that moves everything with ``.cuda()``) says nothing about where the script runs. Adds
+    the choice's node to ``unread``."""
     targets = ([t.target for t in assignment.targets] if isinstance(assignment, cst.Assign)
                else [assignment.target])
     value = assignment.value
@@ -218,7 +219,8 @@ def _note_unread_choice(ctx, assignment: cst.Assign | cst.AnnAssign, unread: set
         return
     if isinstance(value, cst.Call) and value.args:
         value = value.args[0].value
-    if isinstance(value, cst.IfExp) and targets[0].value not in names_read(ctx):
+    name = targets[0].value
+    if isinstance(value, cst.IfExp) and (name not in names_read(ctx) or project_index.only_maps_loads(ctx.source, name)):
         unread.add(id(value))
 
 

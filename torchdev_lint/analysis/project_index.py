@@ -635,7 +635,7 @@ def cpu_choice(text: str, lines: "_Lines") -> str:
         bound = _BOUND.match(text, start)
         if bound is not None and names is None:
             names = read_names(text)
-        if bound is None or bound.group(1) in names:
+        if bound is None or bound.group(1) in names and not only_maps_loads(text, bound.group(1)):
             return f"line {lines.of(found.start())}"
     return ""
 
@@ -668,6 +668,15 @@ def read_names(text: str) -> frozenset[str]:
 
 
 _READ_NAME = re.compile(r"(?<![\w.])([A-Za-z_]\w*)(?!\w)(?!\s*=[^=])")
+
+
+def only_maps_loads(text: str, name: str) -> bool:
+    """Every read of ``name`` in the source is ``map_location=name``: the device it holds
+    only tells ``torch.load`` where to put a checkpoint, and places nothing the code runs on
+    (the code moves its model with ``.cuda()``)."""
+    reads = [m for m in _READ_NAME.finditer(text) if m.group(1) == name]
+    return bool(reads) and all(re.search(r"map_location\s*=\s*$", text[max(0, m.start() - 40):m.start()])
+                               for m in reads)
 
 
 def cpu_path(text: str, lines: "_Lines") -> str:
