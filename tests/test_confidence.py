@@ -311,8 +311,9 @@ def test_a_value_checked_with_isinstance_is_a_tensor():
     """
     (finding,) = lint_source("t.py", textwrap.dedent(code), [TDL003], preview=True).findings
     assert (finding.line, finding.column) == (6, 13)
-    # the check says it is a tensor; `print(value)` uses it as if it had moved
-    assert [s.line for s in finding.evidence] == [5, 7]
+    # the check says it is a tensor; the caller's `device` puts the rest there; `print(value)`
+    # uses it as if it had moved
+    assert [s.line for s in finding.evidence] == [5, 2, 7]
     assert finding.confidence is Confidence.CERTAIN
 
 
