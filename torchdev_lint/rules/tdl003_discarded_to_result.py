@@ -206,7 +206,7 @@ class DiscardedToResult(Rule):
         scope = self.ctx.function or self.ctx.ancestors[0]
         use = _used_after(scope, node, receiver, _container(self.ctx.ancestors, receiver))
         rest = self._rest_on_device(scope, call) if use is not None else None
-        scattered = (self._scattered(scope, use) or _indexes(scope, use)) if rest is not None else None
+        scattered = (self._scattered(scope, use) or self._indexes(scope, use)) if rest is not None else None
         if use is None:
             evidence += ((node, f"nothing after the dropped move reads `{code_of(receiver)}` here: "
                                 "where it meets the device is out of sight"),)
@@ -235,27 +235,40 @@ class DiscardedToResult(Rule):
             info = self.ctx.enclosing_class
             if info is not None and info.is_module:
                 return scope, f"`{info.name}.{scope.name.value}` is a module's code: its inputs and state follow the module"
-        skip = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
         for where in dict.fromkeys((scope, self.ctx.ancestors[0])):
-            body = where.body if isinstance(where, cst.FunctionDef) else where
-            statements = {id(e.value) for e in tree.collect(body, cst.Expr, skip=skip)}
-            for other in tree.collect(body, cst.Call, skip=skip):
-                if other is dropped or not _moves_to_device(other):
-                    continue
-                # a move whose result is dropped puts nothing anywhere, unless it moves a module in place
-                if id(other) in statements and isinstance(other.func, cst.Attribute) \
-                        and self.ctx.value_by_use(other.func.value).kind is Kind.TENSOR:
-                    continue
+            other = next((c for c in self.ctx.once(("TDL003: moves", id(where)), lambda where=where: self._moves(where))
+                          if c is not dropped), None)
+            if other is not None:
                 return other, f"`{code_of(other)}` puts values on the device"
         return None
+
+    def _moves(self, where: cst.CSTNode) -> list[cst.Call]:
+        """The moves to a device in ``where``'s own code that put something there: not a
+        dropped move of a tensor (it puts nothing anywhere), but a module moved in place."""
+        skip = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+        body = where.body if isinstance(where, cst.FunctionDef) else where
+        statements = {id(e.value) for e in tree.collect(body, cst.Expr, skip=skip)}
+        return [other for other in tree.collect(body, cst.Call, skip=skip) if _moves_to_device(other) and not (
+            id(other) in statements and isinstance(other.func, cst.Attribute)
+            and self.ctx.value_by_use(other.func.value).kind is Kind.TENSOR)]
 
     def _scattered(self, scope: cst.CSTNode, use: cst.CSTNode) -> tuple | None:
         """The value is handed to a ``DataParallel``-wrapped module, which scatters its inputs
         to the devices of its copies itself: the dropped move was not needed."""
-        for found in tree.collect(scope, cst.Call):
-            if any(arg.value is use for arg in found.args) and moves.scatters_inputs(scope, found.func):
-                return ((found, f"`{code_of(found.func)}` is a `DataParallel`: it moves its inputs itself"),)
+        found = self.ctx.once(("TDL003: handed", id(scope)), lambda: _handed_to(scope)).get(id(use))
+        if found is not None and self.ctx.once(("TDL003: scatters", id(scope), code_of(found.func)),
+                                               lambda: moves.scatters_inputs(scope, found.func)):
+            return ((found, f"`{code_of(found.func)}` is a `DataParallel`: it moves its inputs itself"),)
         return None
+
+    def _indexes(self, scope: cst.CSTNode, use: cst.CSTNode) -> tuple | None:
+        """The value is used as an index (``data[r]``): indices on the CPU index a tensor on
+        any device, so the value left behind fails nowhere there."""
+        indexes = self.ctx.once(("TDL003: indexes", id(scope)),
+                                lambda: {id(index.value): index for index in tree.collect(scope, cst.Index)})
+        found = indexes.get(id(use))
+        return None if found is None else (
+            (found, f"`{code_of(use)}` is used as an index: a CPU index works on a tensor on any device"),)
 
     def _built_placed(self, receiver: cst.BaseExpression) -> bool:
         """Every binding of the name in its scope gives it a device: ``device=`` (not the
@@ -285,12 +298,9 @@ class DiscardedToResult(Rule):
                    f"{'dict' if isinstance(comp, cst.DictComp) else 'list'} that nothing keeps"),))
 
 
-def _indexes(scope: cst.CSTNode, use: cst.CSTNode) -> tuple | None:
-    """The value is used as an index (``data[r]``): indices on the CPU index a tensor on any
-    device, so the value left behind fails nowhere there."""
-    found = next((index for index in tree.collect(scope, cst.Index) if index.value is use), None)
-    return None if found is None else (
-        (found, f"`{code_of(use)}` is used as an index: a CPU index works on a tensor on any device"),)
+def _handed_to(scope: cst.CSTNode) -> dict[int, cst.Call]:
+    """Each argument value of a call in ``scope``, by id, with the call it is handed to."""
+    return {id(arg.value): call for call in tree.collect(scope, cst.Call) for arg in call.args}
 
 
 # A parameter that carries the caller's device: `device`, `dev`, `target_device`.
