@@ -643,6 +643,8 @@ def test_where_a_cpu_choice_is_made_decides_what_it_reaches(project, capsys, cho
     # apex is optional there: the CPU path runs
     ("try:\n    from apex.parallel import DistributedDataParallel\nexcept ImportError:\n"
      "    DistributedDataParallel = None\nclass Engine:\n    pass\n", "certain"),
+    # Mamba's selective scan is a CUDA kernel: no CPU build
+    ("from mamba_ssm import Mamba\nclass Engine:\n    pass\n", "possible"),
 ])
 def test_a_project_module_that_requires_a_gpu_library(project, capsys, engine, confidence):
     write(project, {"engine.py": engine, "evaluate.py": """\
