@@ -965,24 +965,27 @@ def test_a_run_on_one_file_says_where_it_looked_for_importers(project, capsys):
     assert not any("nothing in the project imports" in step for step in steps)
 
 
+def confidences_beside_the_trainer(project, capsys, script: str) -> list[str]:
+    """The confidences of the TDL004 findings in ``script.py``, in a project whose trainer saves
+    weights from a device."""
+    write(project, {**TRAINER, "script.py": script})
+    return [f[3] for f in project_findings(capsys, project) if f[0] == "script.py"]
+
+
 @pytest.mark.parametrize("path, confidence", [
     ('os.path.expanduser("~/.cache/torch/hub/checkpoints/" + model_urls[name].split("/")[-1])', "possible"),
     ("args.weights", "certain"),
 ])
 def test_weights_from_the_model_zoo_are_cpu_tensors(project, capsys, path, confidence):
-    write(project, {
-        **TRAINER,
-        "backbone.py": "import os\nimport sys\nimport torch\n"
-                       "model_urls = {'resnet50': 'https://download.pytorch.org/models/resnet50-19c8e357.pth'}\n"
-                       'device = "cuda" if torch.cuda.is_available() else "cpu"\n'
-                       "def load(net, name, args):\n"
-                       f"    cached = {path}\n"
-                       "    net.load_state_dict(torch.load(cached))\n"
-                       "    return net.to(device)\n"
-                       "if __name__ == '__main__':\n    load(torch.nn.Linear(2, 2), 'resnet50', sys.argv)\n",
-    })
-    found_ = [f for f in project_findings(capsys, project) if f[0] == "backbone.py"]
-    assert [f[3] for f in found_] == [confidence]
+    script = ("import os\nimport sys\nimport torch\n"
+              "model_urls = {'resnet50': 'https://download.pytorch.org/models/resnet50-19c8e357.pth'}\n"
+              'device = "cuda" if torch.cuda.is_available() else "cpu"\n'
+              "def load(net, name, args):\n"
+              f"    cached = {path}\n"
+              "    net.load_state_dict(torch.load(cached))\n"
+              "    return net.to(device)\n"
+              "if __name__ == '__main__':\n    load(torch.nn.Linear(2, 2), 'resnet50', sys.argv)\n")
+    assert confidences_beside_the_trainer(project, capsys, script) == [confidence]
 
 
 @pytest.mark.parametrize("module, confidence", [
@@ -990,15 +993,11 @@ def test_weights_from_the_model_zoo_are_cpu_tensors(project, capsys, path, confi
     ("torch.nn.Linear(2, 2)", "certain"),
 ])
 def test_weights_loaded_into_a_tensorrt_module_need_cuda_anyway(project, capsys, module, confidence):
-    write(project, {
-        **TRAINER,
-        "pose.py": "import sys\nimport torch\ntry:\n    import torch2trt\nexcept ImportError:\n    pass\n"
-                   'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
-                   "def load(path):\n"
-                   f"    model = {module}\n"
-                   "    model.load_state_dict(torch.load(path))\n"
-                   "    return model.to(device)\n"
-                   "if __name__ == '__main__':\n    load(sys.argv[1])\n",
-    })
-    found_ = [f for f in project_findings(capsys, project) if f[0] == "pose.py"]
-    assert [f[3] for f in found_] == [confidence]
+    script = ("import sys\nimport torch\ntry:\n    import torch2trt\nexcept ImportError:\n    pass\n"
+              'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+              "def load(path):\n"
+              f"    model = {module}\n"
+              "    model.load_state_dict(torch.load(path))\n"
+              "    return model.to(device)\n"
+              "if __name__ == '__main__':\n    load(sys.argv[1])\n")
+    assert confidences_beside_the_trainer(project, capsys, script) == [confidence]
