@@ -824,7 +824,8 @@ def runs_without_cuda(ctx, ancestors: Sequence[cst.CSTNode], library: bool = Fal
     facts = _facts(ctx, module)
     if facts.cuda_only is not None:
         return Verdict(False, (facts.cuda_only,))
-    step = _unimportable(ctx, module) or _archived(ctx, module) or _never_named(ctx, ancestors)
+    step = _unimportable(ctx, module) or ctx.once(("portability: archived",), lambda: _archived(ctx, module)) \
+        or _never_named(ctx, ancestors)
     if step is not None:
         return Verdict(False, (step,))
     for scope in reversed(ancestors):
