@@ -1036,3 +1036,14 @@ def test_a_device_choice_that_only_maps_loads_is_no_cpu_path(project, capsys, us
                                'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
                                f"{use}\nmodel = torch.nn.Linear(2, 2)\nmodel.load_state_dict(state)\nmodel.cuda()\n"})
     assert [f[3] for f in findings(capsys, project, "TDL001")] == [confidence]
+
+
+@pytest.mark.parametrize("mention, confidence", [
+    ("parser.add_argument('--device', default='cuda:0')  # device", "possible"),  # a string and a comment
+    ("print(f'running on {device}')", "certain"),  # an f-string's field reads the name
+])
+def test_a_device_choice_named_only_in_strings_is_unread(project, capsys, mention, confidence):
+    write(project, {"main.py": "import argparse\nimport torch\nparser = argparse.ArgumentParser()\n"
+                               "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+                               f"{mention}\nmodel = torch.nn.Linear(2, 2).cuda()\n"})
+    assert [f[3] for f in findings(capsys, project, "TDL001")] == [confidence]

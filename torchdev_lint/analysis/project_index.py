@@ -662,9 +662,20 @@ _BOUND = re.compile(r"[ \t]*(\w+)\s*=[^=]")
 
 
 def read_names(text: str) -> frozenset[str]:
-    """The names the source reads somewhere, in one pass: occurrences that are not an
-    attribute (``x.device``), a keyword or an assignment (``device=...``)."""
-    return frozenset(_READ_NAME.findall(text))
+    """The names the source reads somewhere, in one pass: occurrences in its code (not in a
+    comment or a plain string such as ``"--device"``; an f-string's fields count) that are
+    not an attribute (``x.device``), a keyword or an assignment (``device=...``)."""
+    return frozenset(_READ_NAME.findall(_code_only(text)))
+
+
+# Comments and string literals; a prefix with `f` marks an f-string, whose fields are code.
+_NOT_CODE = re.compile(r"#[^\n]*|(?P<prefix>\b[rRbBuUfF]{1,2})?(?:'\'\'(?:\\.|[^\\])*?'\'\'|\"\"\"(?:\\.|[^\\])*?\"\"\""
+                       r"|'(?:\\.|[^\\'\n])*'|\"(?:\\.|[^\\\"\n])*\")")
+
+
+def _code_only(text: str) -> str:
+    """``text`` with its comments and plain strings blanked (f-strings kept)."""
+    return _NOT_CODE.sub(lambda m: m.group(0) if "f" in (m.group("prefix") or "").lower() else " ", text)
 
 
 _READ_NAME = re.compile(r"(?<![\w.])([A-Za-z_]\w*)(?!\w)(?!\s*=[^=])")
