@@ -1047,3 +1047,17 @@ def test_a_device_choice_named_only_in_strings_is_unread(project, capsys, mentio
                                "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
                                f"{mention}\nmodel = torch.nn.Linear(2, 2).cuda()\n"})
     assert [f[3] for f in findings(capsys, project, "TDL001")] == [confidence]
+
+
+@pytest.mark.parametrize("cell, confidence", [
+    ("        return x + torch.zeros(2).cuda()\n", "possible"),  # the cells need CUDA: no CPU run
+    ("        return x + torch.zeros(2, device=x.device)\n", "certain"),
+])
+def test_a_cuda_only_module_two_imports_away(project, capsys, cell, confidence):
+    write(project, {"cells.py": "import torch\nclass Cell(torch.nn.Module):\n    def forward(self, x):\n" + cell,
+                    "encoder.py": "import torch\nfrom cells import Cell\nclass Encoder(torch.nn.Module):\n"
+                                  "    def __init__(self):\n        super().__init__()\n        self.cell = Cell()\n"
+                                  "    def forward(self, x):\n        return self.cell(x)\n",
+                    "main.py": "import torch\nfrom encoder import Encoder\n" + CHOOSES
+                               + "net = Encoder().to(device)\ny = net(w).cuda()\n"})
+    assert [f[3] for f in findings(capsys, project, "TDL001") if f[0] == "main.py"] == [confidence]

@@ -1619,13 +1619,28 @@ class ProjectIndex:
                 if found is not None and found.path != full:
                     yield found
 
-    def cuda_only_import(self, path: str) -> str | None:
-        """A project module the file at ``path`` imports from (by name or ``*``) that is
-        written for CUDA only (``ModuleFacts.cuda_only``): "<file>", or None. A script that
-        chooses the CPU but runs such code offers a CPU path that never ran: fixing its own
-        ``.cuda()`` would not make it run there."""
-        found = next((m for m in self._imported_modules(path) if m.cuda_only), None)
-        return None if found is None else self._shown(found.path)
+    def cuda_only_import(self, path: str, depth: int = 2) -> str | None:
+        """A project module the file at ``path`` imports from (by name or ``*``), directly or
+        through up to ``depth - 1`` project modules between (a script -> its model -> the
+        model's recurrent cells), that is written for CUDA only (``ModuleFacts.cuda_only``):
+        "<file>" or "<file>, which imports <file>", or None. A script that chooses the CPU but
+        runs such code offers a CPU path that never ran: fixing its own ``.cuda()`` would not
+        make it run there."""
+        start = os.path.abspath(path)
+        seen, frontier = {start}, [(start, "")]
+        for _ in range(depth):
+            following = []
+            for current, via in frontier:
+                for module in self._imported_modules(current):
+                    if module.path in seen:
+                        continue
+                    seen.add(module.path)
+                    shown = self._shown(module.path)
+                    if module.cuda_only:
+                        return f"{via}, which imports {shown}" if via else shown
+                    following.append((module.path, via or shown))
+            frontier = following
+        return None
 
     def default_device(self) -> str | None:
         """Where the project sets torch's default device to an accelerator's ("<file>:<line>"),
