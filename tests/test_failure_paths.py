@@ -904,22 +904,6 @@ def test_a_device_attribute_its_class_never_reads_places_nothing(project, capsys
     assert [f[3] for f in findings(capsys, project, "TDL002")] == [confidence]
 
 
-@pytest.mark.parametrize("opens, confidence", [
-    ("dist.init_process_group(backend='nccl')", []),  # the branch runs only where CUDA is: not a finding
-    ("dist.init_process_group(backend='gloo')", ["certain"]),  # a CPU group: the branch runs without CUDA
-])
-def test_a_branch_that_makes_sure_an_nccl_group_exists_needs_cuda(project, capsys, opens, confidence):
-    write(project, {"evaluate.py": "import os\nimport torch\nimport torch.distributed as dist\n"
-                                   "def main():\n    if int(os.environ.get('RANK', -1)) != -1:\n"
-                                   f"        if not dist.is_initialized():\n            {opens}\n"
-                                   "        device = torch.device('cuda', int(os.environ['LOCAL_RANK']))\n"
-                                   "    else:\n"
-                                   "        device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
-                                   "    return torch.ones(1).to(device)\n"
-                                   "if __name__ == '__main__':\n    main()\n"})
-    assert [f[3] for f in findings(capsys, project, "TDL002")] == confidence
-
-
 @pytest.mark.parametrize("call, confidence", [
     ("    model.eval()", "possible"),  # no look-up of names: the class nothing names never runs
     ("    print('x' in locals())", "possible"),  # asks whether a local exists
@@ -969,13 +953,15 @@ def test_a_list_loader_of_graphs_is_multi_gpu_code(project, capsys, loader, conf
 
 
 @pytest.mark.parametrize("backend, found", [
-    ("dist.Backend.NCCL", []),  # the enum names NCCL as the string does: the branch needs CUDA
+    # the branch makes sure an NCCL group exists: it runs only where CUDA is, not a finding
+    ("'nccl'", []),
+    ("dist.Backend.NCCL", []),  # the enum names NCCL as the string does
+    ("'gloo'", ["certain"]),  # a CPU group: the branch runs without CUDA
     ("dist.Backend.GLOO", ["certain"]),
 ])
-def test_the_nccl_backend_named_by_its_enum(project, capsys, backend, found):
+def test_a_branch_that_makes_sure_an_nccl_group_exists_needs_cuda(project, capsys, backend, found):
     write(project, {"parallel.py": "import torch\nimport torch.distributed as dist\n"
                                    "def set_device(config, rank):\n    if config.DDP:\n"
-                                   "        torch.cuda.set_device(rank)\n"
                                    "        if not dist.is_initialized():\n"
                                    f"            dist.init_process_group(backend={backend})\n"
                                    "        device = torch.device('cuda', rank)\n    else:\n"

@@ -685,8 +685,9 @@ def only_maps_loads(text: str, name: str) -> bool:
     """Every read of ``name`` in the source is ``map_location=name``: the device it holds
     only tells ``torch.load`` where to put a checkpoint, and places nothing the code runs on
     (the code moves its model with ``.cuda()``)."""
-    reads = [m for m in _READ_NAME.finditer(text) if m.group(1) == name]
-    return bool(reads) and all(re.search(r"map_location\s*=\s*$", text[max(0, m.start() - 40):m.start()])
+    code = _code_only(text)  # the reads `read_names` counts: none in comments or plain strings
+    reads = [m for m in _READ_NAME.finditer(code) if m.group(1) == name]
+    return bool(reads) and all(re.search(r"map_location\s*=\s*$", code[max(0, m.start() - 40):m.start()])
                                for m in reads)
 
 

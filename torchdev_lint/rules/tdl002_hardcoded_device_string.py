@@ -62,8 +62,8 @@ class HardcodedDeviceString(Rule):
     and disable themselves without CUDA. Nor
     the `torch.cuda` API itself (`torch.cuda.set_device(...)`),
     or a `torch.device("cuda")` that is only compared (`x.device == torch.device("cuda")`,
-    `device.type == "cuda"`), read for its type (`torch.device("cuda").type`), asserted (`m.to.assert_called_with(torch.device("cuda"))`)
-    or listed (`[torch.device("cuda", i) for i in range(n)]`, multi-GPU code), nor devices
+    `device.type == "cuda"`), read for its type (`torch.device("cuda").type`), asserted
+    (`m.to.assert_called_with(torch.device("cuda"))`) or listed (`[torch.device("cuda", i) for i in range(n)]`, multi-GPU code), nor devices
     in a test that fakes what it tests (`Mock()`, `mock.patch`, `monkeypatch`, `mocker`)
     or in code a test expects to fail (`with pytest.raises(ValueError):`): there they are
     test data. A test without fakes is checked like any code: the test
