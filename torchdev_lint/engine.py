@@ -16,7 +16,7 @@ import libcst as cst
 from torchdev_lint.analysis import project_index
 from torchdev_lint.analysis.context import FileContext
 from torchdev_lint.analysis.tree import child_fields, is_node, walk
-from torchdev_lint import limits, placement
+from torchdev_lint import limits, placement, pyast
 from torchdev_lint.files import SourceFile
 from torchdev_lint.finding import Confidence, Evidence, FileError, Finding, Fix
 from torchdev_lint.noqa import NoqaMap, unused
@@ -363,9 +363,7 @@ def lint_source(
         # LibCST confirms (it knows newer syntax).
         if project_index.parsed_lately(source):
             return FileResult(path, source)
-        try:
-            ast.parse(source)
-        except (SyntaxError, ValueError, RecursionError):
+        if pyast.parse(source) is None:
             error = parse(path, source)
             if isinstance(error, FileError):
                 return FileResult(path, source, error=error)

@@ -26,7 +26,7 @@ import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from torchdev_lint import limits
+from torchdev_lint import limits, pyast
 from torchdev_lint.analysis import kinds, requirements
 
 _MAX_DEPTH = 20  # re-export chains longer than this are not followed
@@ -302,10 +302,10 @@ class _Reader:
 
     def _annotation(self, node: ast.expr) -> str | None:
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            try:
-                node = ast.parse(node.value, mode="eval").body
-            except SyntaxError:
+            parsed = pyast.parse(node.value, mode="eval")
+            if parsed is None:
                 return None
+            node = parsed.body
         return self.qualify(node)
 
     def _device_kind(self, value: ast.expr | None) -> str | None:
@@ -1186,9 +1186,8 @@ def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | No
     why = limits.index_budget(len(data), text)
     if why is not None:
         return skipped(full, why)
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    tree = pyast.parse(source)
+    if tree is None:
         return None
     if len(_PARSED) >= _PARSED_LIMIT:
         del _PARSED[next(iter(_PARSED))]

@@ -12,6 +12,7 @@ import re
 
 import libcst as cst
 
+from torchdev_lint import pyast
 from torchdev_lint.analysis import kinds, tree
 from torchdev_lint.analysis.guards import code_of, is_guarded
 from torchdev_lint.analysis.classes import methods
@@ -663,10 +664,8 @@ def _built_in(ctx, function: cst.FunctionDef, facts: _MethodFacts, self_name: st
 
 def _as_ast(expr: cst.BaseExpression) -> ast.expr:
     """The stdlib tree of an expression, for the analyses the project index shares."""
-    try:
-        return ast.parse(f"({code_of(expr)})", mode="eval").body
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return ast.Name("_", ast.Load())  # unknown
+    tree = pyast.parse(f"({code_of(expr)})", mode="eval")
+    return ast.Name("_", ast.Load()) if tree is None else tree.body  # unknown, or the expression
 
 
 def _single_value(ctx, scope: cst.CSTNode | None, name: str) -> ast.expr | None:

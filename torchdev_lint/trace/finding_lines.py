@@ -196,10 +196,14 @@ def unobserved_lines(path: str, findings) -> set[int]:
     so nothing the simulator intercepts happens there."""
     import ast
 
+    from torchdev_lint import pyast
+
     try:
         with open(path, encoding="utf-8") as handle:
-            tree = ast.parse(handle.read())
-    except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
+            tree = pyast.parse(handle.read())
+    except (OSError, UnicodeDecodeError):
+        return set()
+    if tree is None:
         return set()
     called: set[int] = set()
     for node in ast.walk(tree):

@@ -28,6 +28,7 @@ import torch
 import torch.utils._device as _device_utils
 from torch.overrides import TorchFunctionMode
 
+from torchdev_lint import pyast
 from torchdev_lint.trace import sim
 from torchdev_lint.trace.kernels import RNN as RNN_TEXT
 from torchdev_lint.trace.text import DEVICE_ERROR
@@ -77,9 +78,8 @@ def _dropped(frame) -> bool:
 @functools.lru_cache(maxsize=256)
 def _dropped_comprehension_lines(filename: str) -> frozenset[int]:
     """The lines of the file's dict and list comprehensions written as statements."""
-    try:
-        tree = ast.parse("".join(linecache.getlines(filename)))
-    except (SyntaxError, ValueError):
+    tree = pyast.parse("".join(linecache.getlines(filename)))
+    if tree is None:
         return frozenset()
     return frozenset(
         line for node in ast.walk(tree)

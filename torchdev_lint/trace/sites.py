@@ -12,6 +12,8 @@ import ast
 import os
 import sys
 
+from torchdev_lint import pyast
+
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _PACKAGE = os.path.dirname(_HERE)  # torchdev_lint/
 
@@ -135,10 +137,7 @@ def _scope_nodes(code) -> list | None:
     tree = _TREES.get(code.co_filename)
     if tree is None:
         source = "".join(linecache.getlines(code.co_filename))
-        try:
-            tree = ast.parse(source) if source else False
-        except (SyntaxError, ValueError):
-            tree = False
+        tree = (pyast.parse(source) if source else None) or False
         _TREES[code.co_filename] = tree
     if tree is False:
         return None

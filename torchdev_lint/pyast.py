@@ -1,0 +1,32 @@
+"""The standard library's parser, safe to call from several threads.
+
+CPython 3.11 and 3.12 keep the depth counter of the parser's tree construction in state that
+every thread shares: a parse that another thread's parse interrupts (a garbage collection can
+switch threads in the middle) fails with ``SystemError: AST constructor recursion depth
+mismatch``. The tool parses in several threads at once (the tracer's runs beside the checks,
+each check on a large stack of its own, the resident checker), so every parse of ours holds one
+lock, and one that a parse outside the tool interrupted is made again.
+"""
+
+from __future__ import annotations
+
+import ast
+import threading
+
+_ONE_AT_A_TIME = threading.Lock()
+_UNPARSABLE = (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError)
+
+
+def parse(source: str, mode: str = "exec") -> ast.AST | None:
+    """The tree of ``source``, or None when CPython cannot parse it (a syntax error, a null
+    byte, nesting too deep for the parser or for the tree's construction)."""
+    with _ONE_AT_A_TIME:
+        for attempt in (1, 2):
+            try:
+                return ast.parse(source, mode=mode)
+            except _UNPARSABLE:
+                return None
+            except SystemError as error:
+                if attempt == 2 or "recursion depth mismatch" not in str(error):
+                    raise
+    return None
