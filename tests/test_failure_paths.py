@@ -1047,3 +1047,18 @@ def test_a_cuda_only_module_two_imports_away(project, capsys, cell, confidence):
                     "main.py": "import torch\nfrom encoder import Encoder\n" + CHOOSES
                                + "net = Encoder().to(device)\ny = net(w).cuda()\n"})
     assert [f[3] for f in findings(capsys, project, "TDL001") if f[0] == "main.py"] == [confidence]
+
+
+@pytest.mark.parametrize("model_tail, confidence", [
+    # the model file's own smoke test: importing it does not run it
+    ('if __name__ == "__main__":\n    net = Net().cuda()\n    print(net(torch.zeros(1, 2).cuda()))\n', "certain"),
+    # code an import runs: the model needs CUDA wherever it is built
+    ("NET = Net().cuda()\n", "possible"),
+])
+def test_a_models_main_block_does_not_make_importers_cuda_only(project, capsys, model_tail, confidence):
+    write(project, {"model.py": "import torch\nclass Net(torch.nn.Module):\n    def __init__(self):\n"
+                                "        super().__init__()\n        self.fc = torch.nn.Linear(2, 2)\n"
+                                "    def forward(self, x):\n        return self.fc(x)\n" + model_tail,
+                    "export.py": "import torch\nfrom model import Net\n" + CHOOSES
+                                 + "net = Net().to(device)\ny = net(w).cuda()\n"})
+    assert [f[3] for f in findings(capsys, project, "TDL001") if f[0] == "export.py"] == [confidence]

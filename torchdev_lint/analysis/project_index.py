@@ -125,7 +125,8 @@ class ModuleFacts:
     # what its functions import when they run (`def get_backend(): from .backend import _backend`):
     # a lazily built extension is reached this way
     lazy_imports: list[str] = field(default_factory=list)
-    # its code calls `.cuda()` outside any test for a device (`unguarded_cuda`), and also
+    # its code calls `.cuda()` outside any test for a device (`unguarded_cuda`); and, in
+    # the code an import runs (its functions, its top level but for the `__main__` block),
     # shows no CPU path: code written for CUDA only (`ProjectIndex.cuda_only_import`)
     unguarded_cuda: bool = False
     cuda_only: bool = False
@@ -843,6 +844,14 @@ def cuda_defs(reader: "_Reader", tree: ast.Module, lines: set[int]) -> list[str]
     return sorted(name for name, all_need in verdicts.items() if all_need)
 
 
+def _main_guard(statement: ast.stmt) -> bool:
+    """``if __name__ == "__main__":``: the block runs when the file is a script, never on import."""
+    test = statement.test if isinstance(statement, ast.If) else None
+    return (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__"
+            and len(test.comparators) == 1 and isinstance(test.comparators[0], ast.Constant)
+            and test.comparators[0].value == "__main__")
+
+
 def _calls(node: ast.AST) -> set[str]:
     """The names of the calls ``node`` makes wherever it runs, as ``cuda_defs`` reads code:
     not in a nested definition; under a test for a device, only the calls both branches make."""
@@ -1210,9 +1219,11 @@ def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | No
     facts.def_calls = def_calls(tree, facts.cuda_defs, calls)
     facts.top_calls = sorted(set().union(*(_calls(s) for s in tree.body)))
     facts.moved_calls, facts.moved_params, facts.handed = moved_and_handed(tree)
-    facts.unguarded_cuda = ".cuda(" in text and (
-        "cuda" in facts.top_calls or any("cuda" in calls for each in facts.def_calls.values() for calls in each))
-    facts.cuda_only = facts.unguarded_cuda and not facts.cpu_path and not facts.cpu_choice
+    in_functions = any("cuda" in calls for each in facts.def_calls.values() for calls in each)
+    facts.unguarded_cuda = ".cuda(" in text and (in_functions or "cuda" in facts.top_calls)
+    # what an importer runs: not the file's `__main__` block (a smoke test of its model)
+    facts.cuda_only = ".cuda(" in text and not facts.cpu_path and not facts.cpu_choice and (
+        in_functions or any("cuda" in _calls(s) for s in tree.body if not _main_guard(s)))
     if "cpp_extension" in text or "CUDAExtension" in text:
         facts.cuda_extensions = cuda_extensions(tree)
     facts.gpu_library = required_gpu_library(tree)
