@@ -1062,3 +1062,52 @@ def test_a_models_main_block_does_not_make_importers_cuda_only(project, capsys, 
                     "export.py": "import torch\nfrom model import Net\n" + CHOOSES
                                  + "net = Net().to(device)\ny = net(w).cuda()\n"})
     assert [f[3] for f in findings(capsys, project, "TDL001") if f[0] == "export.py"] == [confidence]
+
+
+@pytest.mark.parametrize("where, confidence", [
+    # a training script's evaluation method: the script calls it, nothing collects it as a test
+    ("class Trainer:\n", "certain"),
+    # a unittest case: its machine is the project's CI
+    ("class Trainer(unittest.TestCase):\n", "possible"),
+])
+def test_a_scripts_test_method_is_its_evaluation_not_a_test(project, capsys, where, confidence):
+    write(project, {"train.py": "import unittest\nimport torch\n" + where
+                                + "    def __init__(self):\n"
+                                "        self.device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+                                "        self.model = torch.nn.Linear(2, 2).to(self.device)\n"
+                                "    def test(self):\n"
+                                "        y = self.model(torch.zeros(1, 2, device=self.device))\n"
+                                "        return y.cuda().cpu().numpy()\n"
+                                "    def train(self):\n        return self.test()\n"
+                                'if __name__ == "__main__":\n    Trainer().train()\n'})
+    assert [f[3] for f in findings(capsys, project, "TDL001")] == [confidence]
+
+
+IF_CHOICE = ("if CONFIG['gpu'] != '':\n    device = torch.device('cuda')\nelse:\n    device = torch.device('cpu')\n")
+
+
+@pytest.mark.parametrize("choice, use, found", [
+    # an if statement that chooses as `"cuda" if ... else "cpu"` does: the .cuda() line fails on
+    # its CPU branch; the choice's own "cuda" is one branch of a choice with the CPU
+    (IF_CHOICE, "w = torch.zeros(1).to(device)\n", [("TDL001", 8, "certain"), ("TDL002", 4, "possible")]),
+    # a choice nothing places anything by is boilerplate
+    (IF_CHOICE, "", [("TDL001", 7, "possible"), ("TDL002", 4, "possible")]),
+    # where state is kept (a dict entry), not where the code runs
+    ("state = {}\nif CONFIG['gpu']:\n    state['storage'] = torch.device('cpu')\nelse:\n"
+     "    state['storage'] = torch.device('cuda')\n", "", [("TDL001", 8, "possible")]),
+    # both branches name CUDA: the test picks how to reach a GPU, not the CPU
+    ("if CONFIG['ddp']:\n    device = torch.device('cuda', 0)\nelse:\n"
+     "    device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n",
+     "w = torch.zeros(1).to(device)\n", [("TDL001", 8, "certain"), ("TDL002", 4, "certain")]),
+])
+def test_an_if_statement_that_chooses_the_cpu(project, capsys, choice, use, found):
+    write(project, {"run.py": "import torch\nCONFIG = {'gpu': '0', 'ddp': False}\n" + choice + use
+                              + "y = torch.ones(2).cuda()\n"})
+    assert sorted((f[2], f[1], f[3]) for f in findings(capsys, project, "TDL001,TDL002")) == sorted(found)
+
+
+def test_an_importer_choosing_with_an_if_statement_runs_the_module_without_cuda(project, capsys):
+    write(project, {"task.py": "import torch\ndef predict(model, x):\n    return model(x.cuda())\n",
+                    "main.py": "import torch\nimport task\nCONFIG = {'gpu': ''}\n" + IF_CHOICE
+                               + "model = torch.nn.Linear(2, 2).to(device)\nprint(task.predict(model, torch.ones(2)))\n"})
+    assert [(f[0], f[3]) for f in findings(capsys, project, "TDL001")] == [("task.py", "certain")]

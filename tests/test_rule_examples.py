@@ -10,7 +10,7 @@ from torchdev_lint.fixer import fix_file
 from torchdev_lint.rule import Rule
 
 RULES = sorted(Rule.registry.values(), key=lambda r: r.code)
-VALID = [pytest.param(r, v.code, id=f"{r.code}-valid-{i}") for r in RULES for i, v in enumerate(r.VALID)]
+VALID = [pytest.param(r, v, id=f"{r.code}-valid-{i}") for r in RULES for i, v in enumerate(r.VALID)]
 INVALID = [pytest.param(r, v, id=f"{r.code}-invalid-{i}") for r in RULES for i, v in enumerate(r.INVALID)]
 
 
@@ -19,9 +19,9 @@ def test_every_rule_has_examples_of_both_kinds():
         assert len(rule.VALID) >= 3 and len(rule.INVALID) >= 3, rule.code
 
 
-@pytest.mark.parametrize("rule, code", VALID)
-def test_valid_code_is_not_flagged(rule, code):
-    assert lint_source("example.py", code, [rule], preview=True).findings == []
+@pytest.mark.parametrize("rule, example", VALID)
+def test_valid_code_is_not_flagged(rule, example):
+    assert lint_source(example.path, example.code, [rule], preview=True).findings == []
 
 
 @pytest.mark.parametrize("rule, example", INVALID)

@@ -17,9 +17,11 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Valid:
-    """Code the rule must not flag."""
+    """Code the rule must not flag, in a file at ``path`` (a test's example is in a test file:
+    pytest collects tests from those only)."""
 
     code: str
+    path: str = "example.py"
 
 
 @dataclass(frozen=True)

@@ -89,6 +89,21 @@ def _mentions_cpu(node: cst.CSTNode) -> bool:
     return found
 
 
+def _devices_assigned(block: cst.BaseSuite) -> dict[str, conditions.Machine]:
+    """What a branch binds names or attributes to, by target (``device = torch.device("cpu")``,
+    ``self.device = "cuda"``), for the device values among them. A dict entry
+    (``state["storage_device"] = "cpu"``) is where something is kept, not where code runs."""
+    found = {}
+    for statement in getattr(block, "body", ()):
+        for small in getattr(statement, "body", ()) if isinstance(statement, cst.SimpleStatementLine) else ():
+            if isinstance(small, cst.Assign) and len(small.targets) == 1 \
+                    and isinstance(small.targets[0].target, (cst.Name, cst.Attribute)):
+                machine = conditions.device_named(small.value)
+                if machine is not conditions.UNKNOWN:
+                    found[code_of(small.targets[0].target)] = machine
+    return found
+
+
 def _tests_availability(test: cst.BaseExpression) -> bool:
     found = False
 
@@ -182,6 +197,11 @@ def _cpu_choice(node: cst.CSTNode, source: str) -> str | None:
         branches = [node.body, node.orelse] if node.orelse is not None else [node.body]
         if any(_mentions_cpu(branch) for branch in branches):
             return "falls back to the CPU"
+    if isinstance(node, cst.If) and isinstance(node.orelse, cst.Else):
+        chosen, otherwise = _devices_assigned(node.body), _devices_assigned(node.orelse.body)
+        if any({machine, otherwise.get(target)} == {conditions.CPU, conditions.ACCELERATOR}
+               for target, machine in chosen.items()):
+            return "chooses the CPU when the condition says so"  # `if cfg["gpu"]: device = "cuda"` / `else: ... "cpu"`
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "add_argument":
         action = _keyword(node, "action")
         opt_in = isinstance(action, cst.SimpleString) and action.evaluated_value == "store_true"
@@ -207,11 +227,19 @@ def _gpu_indices(add_argument: cst.Call) -> bool:
     return isinstance(kind, cst.Name) and kind.value == "int"
 
 
-def _note_unread_choice(ctx, assignment: cst.Assign | cst.AnnAssign, unread: set[int]) -> None:
+def _note_unread_choice(ctx, assignment: cst.Assign | cst.AnnAssign | cst.If, unread: set[int]) -> None:
     """``device = torch.device("cuda" if cuda else "cpu")`` where nothing reads ``device``, or
     only ``map_location=device`` does: a choice nothing is placed by (boilerplate of a script
     that moves everything with ``.cuda()``) says nothing about where the script runs. Adds
-    the choice's node to ``unread``."""
+    the choice's node to ``unread``; the same for ``if ...: device = "cuda"`` / ``else: device =
+    "cpu"``."""
+    if isinstance(assignment, cst.If):
+        names = {target.target.value for statement in _branch_statements(assignment)
+                 if isinstance(statement, cst.SimpleStatementLine) for small in statement.body
+                 if isinstance(small, cst.Assign) for target in small.targets if isinstance(target.target, cst.Name)}
+        if names and all(n not in names_read(ctx) or project_index.only_maps_loads(ctx.source, n) for n in names):
+            unread.add(id(assignment))
+        return
     targets = ([t.target for t in assignment.targets] if isinstance(assignment, cst.Assign)
                else [assignment.target])
     value = assignment.value
@@ -222,6 +250,13 @@ def _note_unread_choice(ctx, assignment: cst.Assign | cst.AnnAssign, unread: set
     name = targets[0].value
     if isinstance(value, cst.IfExp) and (name not in names_read(ctx) or project_index.only_maps_loads(ctx.source, name)):
         unread.add(id(value))
+
+
+def _branch_statements(node: cst.If) -> list[cst.BaseStatement]:
+    """The statements of an ``if``'s branches (an ``elif`` is one statement of them)."""
+    blocks = [node.body] + ([node.orelse if isinstance(node.orelse, cst.If) else node.orelse.body]
+                            if node.orelse is not None else [])
+    return [s for block in blocks for s in ([block] if isinstance(block, cst.If) else block.body)]
 
 
 def names_read(ctx) -> frozenset[str]:
@@ -351,7 +386,7 @@ def _facts(ctx, module: cst.Module) -> _FileFacts:
             why = _needs_cuda(node, id(node) in top_level, ctx.qualified_name, id(node) in unconditional)
             if why is not None:
                 facts.cuda_only = (node, f"the file needs CUDA anyway: it {why}")
-        if kind is cst.Assign or kind is cst.AnnAssign:
+        if kind is cst.Assign or kind is cst.AnnAssign or kind is cst.If:
             _note_unread_choice(ctx, node, unread)
         if facts.cpu_choice is None and kind.__name__ in _SAY_CPU_CHOICE and id(node) not in unread:
             why = _cpu_choice(node, ctx.source)
@@ -833,7 +868,7 @@ def runs_without_cuda(ctx, ancestors: Sequence[cst.CSTNode], library: bool = Fal
         if step is not None:
             return Verdict(False, (step,))
     function = next((a for a in reversed(ancestors) if isinstance(a, cst.FunctionDef)), None)
-    if provenance.is_test_function(ctx, function):
+    if provenance.is_test_function(ctx, function, ancestors):
         return Verdict(False, ())
     step = ctx.once(("portability: several GPUs", id(function or module)),
                     lambda: _several_gpus(ctx, function or module)) or _list_loader(ctx, module)

@@ -613,7 +613,8 @@ _CPU_PATH = re.compile(
 
 
 _CPU_CHOICE = re.compile(  # `--device` with `type=int` takes GPU indices (`portability._gpu_indices`)
-    r"""else\s+(?:torch\.device\(\s*)?["']cpu["']|["']--(cpu|no[-_]cuda|use[-_]cpu|device)["'](?![^)]*type\s*=\s*int\b)""")
+    r"""else\s+(?:torch\.device\(\s*)?["']cpu["']|["']--(cpu|no[-_]cuda|use[-_]cpu|device)["'](?![^)]*type\s*=\s*int\b)"""
+    r"""|else\s*:[ \t]*(?:#[^\n]*)?\n(?P<assigned>[ \t]*[\w.]+\s*=\s*(?:torch\.device\(\s*)?["']cpu["'])""")
 
 
 def cpu_choice(text: str, lines: "_Lines") -> str:
@@ -632,7 +633,8 @@ def cpu_choice(text: str, lines: "_Lines") -> str:
                 return f"line {lines.of(found.start())}"
             unread.add(option)
             continue
-        start = text.rfind("\n", 0, found.start()) + 1
+        # the line that binds the choice: the `else:` branch's own line for an if statement
+        start = found.start("assigned") if found.group("assigned") else text.rfind("\n", 0, found.start()) + 1
         bound = _BOUND.match(text, start)
         if bound is not None and names is None:
             names = read_names(text)

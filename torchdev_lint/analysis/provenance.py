@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Sequence
 
 import libcst as cst
 
@@ -43,10 +44,17 @@ _CARRIERS = frozenset({"dict", "list", "tuple", "set", "frozenset", "zip", "sort
                        "copy.copy", "copy.deepcopy", "collections.OrderedDict"})
 
 
-def is_test_function(ctx, function: cst.FunctionDef | None) -> bool:
-    """A pytest/unittest test: a ``test*`` function, or any function of test code (a
-    ``test_*.py`` file or one under a ``tests/`` folder: helpers and fixtures of tests)."""
-    return (function is not None and function.name.value.startswith("test")) or _test_code(ctx)
+def is_test_function(ctx, function: cst.FunctionDef | None, ancestors: Sequence[cst.CSTNode] = ()) -> bool:
+    """A pytest/unittest test: any function of test code (a ``test_*.py`` file or one under a
+    ``tests/`` folder: tests, their helpers and fixtures), or a ``test*`` method of a
+    ``unittest.TestCase`` class (``ancestors``: the function's). Elsewhere a ``def test(...)``
+    is what a training script calls to evaluate its model, not a test: nothing collects it."""
+    if _test_code(ctx):
+        return True
+    if function is None or not function.name.value.startswith("test"):
+        return False
+    klass = next((a for a in reversed(ancestors) if isinstance(a, cst.ClassDef)), None)
+    return klass is not None and any("TestCase" in code_of(base.value) for base in klass.bases)
 
 
 def _test_code(ctx) -> bool:
@@ -190,7 +198,7 @@ def written_here(ctx, call: cst.Call) -> bool:
             # the same file (`p`, `f.name`), or the buffer the loaded one is made from
             if index < position and not _only_when_missing(ctx, scope, save):
                 return True  # a round trip in one process
-    if function is None or not is_test_function(ctx, function):
+    if function is None or not is_test_function(ctx, function, ctx.ancestors):
         return False
     if any(_TEMPORARY.search(root) for root in roots):
         return True
@@ -683,7 +691,7 @@ def in_accelerator_test(ctx, ancestors) -> bool:
     """A load in test code that only runs where an accelerator is (``@require_torch_accelerator``
     on its class, ``RunIf(min_cuda_gpus=1)``, a guard): one process on a machine of the
     project's own CI, so a fixture saved on the CPU or on a GPU loads there alike."""
-    return is_test_function(ctx, ctx.function) and is_guarded(ancestors, ctx.qualified_name)
+    return is_test_function(ctx, ctx.function, ancestors) and is_guarded(ancestors, ctx.qualified_name)
 
 
 def sent_from_cpu(ctx, call: cst.Call) -> bool:

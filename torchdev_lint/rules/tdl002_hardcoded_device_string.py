@@ -647,10 +647,10 @@ class HardcodedDeviceString(Rule):
 
 
 def _falls_back(path: Sequence[cst.CSTNode]) -> bool:
-    """``"cuda" if backend == "nccl" else "cpu"``: the literal is one branch of a choice whose
-    other branch is the CPU; or ``if device is None: device = "cuda"`` (or ``return
-    torch.device("cuda")``), the default of a device its caller may pass. The code already chooses; whether the choice can be wrong
-    is out of sight."""
+    """``"cuda" if backend == "nccl" else "cpu"`` (or an ``if``/``else`` of statements): the
+    literal is one branch of a choice whose other branch is the CPU; or ``if device is None:
+    device = "cuda"`` (or ``return torch.device("cuda")``), the default of a device its caller
+    may pass. The code already chooses; whether the choice can be wrong is out of sight."""
     literal = path[-1]
     for parent in reversed(path[:-1]):
         if isinstance(parent, cst.IfExp):
@@ -658,6 +658,14 @@ def _falls_back(path: Sequence[cst.CSTNode]) -> bool:
             if "cpu" in code_of(other).lower() or "device" in code_of(other).lower():
                 return True  # the CPU, or the device the caller passed
         if isinstance(parent, (cst.FunctionDef, cst.SimpleStatementLine)):
+            break
+    for parent, child in zip(reversed(path[:-1]), reversed(path[1:])):
+        if isinstance(parent, cst.If) and parent.orelse is not None and child in (parent.body, parent.orelse):
+            other = parent.orelse if child is parent.body else parent.body
+            other_code = code_of(other).lower()
+            if "cpu" in other_code and "cuda" not in other_code:
+                return True  # `if cfg["gpu"]: device = "cuda"` / `else: device = "cpu"`
+        if isinstance(parent, (cst.FunctionDef, cst.ClassDef)):
             break
     statement = next((p for p in reversed(path) if isinstance(p, (cst.Assign, cst.AnnAssign))), None)
     function = next((p for p in reversed(path) if isinstance(p, cst.FunctionDef)), None)

@@ -164,9 +164,9 @@ class LoadWithoutMapLocation(Rule):
               "    model = torch.load(f)\n"),
         # A test that wrote the file itself.
         Valid("import torch\ndef test_resume(tmp_path):\n"
-              "    ckpt = torch.load(tmp_path / 'last.ckpt', weights_only=True)\n"),
+              "    ckpt = torch.load(tmp_path / 'last.ckpt', weights_only=True)\n", "test_resume.py"),
         Valid("import torch\ndef test_hparams(trainer, model):\n    trainer.fit(model)\n"
-              "    ckpt = torch.load(trainer.checkpoint_callback.best_model_path)\n"),
+              "    ckpt = torch.load(trainer.checkpoint_callback.best_model_path)\n", "test_hparams.py"),
         # Metadata, and the name says so.
         Valid("import torch\ndef read(d):\n    metadata = torch.load(d / 'meta.pt')\n"
               "    return metadata['world_size']\n"),
@@ -174,7 +174,7 @@ class LoadWithoutMapLocation(Rule):
               "    return torch.load(path)['hyper_parameters']\n"),
         # A test that only runs where an accelerator is.
         Valid("import torch\n@require_torch_accelerator\ndef test_pipeline(pipe):\n"
-              "    embeds = torch.load(hf_hub_download('org/slices', 'embeds.pt'))\n"),
+              "    embeds = torch.load(hf_hub_download('org/slices', 'embeds.pt'))\n", "test_pipeline.py"),
         # A worker's results, moved to the CPU, sent to the main process as bytes.
         Valid("import io\nimport torch\ndef results(trainer):\n"
               "    metrics = {k: v.cpu() for k, v in trainer.metrics.items()}\n"
