@@ -212,3 +212,16 @@ def test_a_program_that_fails_before_using_a_gpu_is_not_called_cpu_only(tmp_path
     assert "  the program raised KeyError at needs_torchrun.py:3" in text
     assert "  the program stopped before it used a GPU: this run confirms nothing\n" in text
     assert "ran on the CPU only" not in text
+
+
+@pytest.mark.traces("torch-func", "torch-func-bug")
+def test_torch_func_transforms_and_fake_tracing_keep_the_simulated_device(traced):
+    """Tensors that torch.func wraps (jvp over jacrev, functional_call) are on their wrapped
+    tensor's device, and fake tracing meets no kernel: no device problem where a GPU has none;
+    a CPU tensor that meets the GPU inside a transform still fails, as on a GPU."""
+    clean = traced("torch-func")
+    assert clean.report["runs"][0]["outcome"] == {"kind": "exit", "status": 0}, clean.stdout + clean.stderr
+    assert clean.findings == []
+    bug = traced("torch-func-bug")
+    [mixed] = bug.at(30, "TDL100")
+    assert "mixed cuda:0 and cpu tensors" in mixed["evidence"], bug.stdout

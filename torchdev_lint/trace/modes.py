@@ -32,7 +32,7 @@ from torchdev_lint import pyast
 from torchdev_lint.trace import sim
 from torchdev_lint.trace.kernels import RNN as RNN_TEXT
 from torchdev_lint.trace.text import DEVICE_ERROR
-from torchdev_lint.trace.runtime import CPU, NUMPY_TEXT, Runtime
+from torchdev_lint.trace.runtime import CPU, NUMPY_TEXT, Runtime, storage_of
 from torchdev_lint.trace.sites import frame_site
 
 Tensor = torch.Tensor
@@ -143,16 +143,13 @@ class TraceFunctionMode(TorchFunctionMode):
             # tensors with ``device=x.device``, which reads the real cpu; SimDispatchMode gives
             # them the ambient device.
             ambient = None
-            try:
-                for a in args:
-                    if isinstance(a, Tensor):
-                        ambient = getattr(a.untyped_storage(), "_tdl_dev", None)
-                    elif isinstance(a, (list, tuple)) and a and isinstance(a[0], Tensor):
-                        ambient = getattr(a[0].untyped_storage(), "_tdl_dev", None)
-                    if ambient is not None:
-                        break
-            except (RuntimeError, NotImplementedError, TypeError):  # tensors without storage
-                ambient = None
+            for a in args:
+                if isinstance(a, Tensor):
+                    ambient = getattr(storage_of(a), "_tdl_dev", None)
+                elif isinstance(a, (list, tuple)) and a and isinstance(a[0], Tensor):
+                    ambient = getattr(storage_of(a[0]), "_tdl_dev", None)
+                if ambient is not None:
+                    break
             if ambient is None:
                 return func(*args, **kwargs)
             local = self.local

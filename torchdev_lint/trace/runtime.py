@@ -28,6 +28,22 @@ import torch
 
 from torchdev_lint.trace import sites
 
+_functorch = getattr(torch._C, "_functorch", None)
+_WRAPPED = getattr(_functorch, "is_functorch_wrapped_tensor", None)
+
+
+def storage_of(t):
+    """``t``'s storage, which carries its simulated device; None for a tensor without one. A
+    tensor inside ``torch.func`` (grad, vmap, jvp) is a wrapper with no storage of its own:
+    the tensor it wraps has it, and with it the device (as on a GPU, where the wrapper reports
+    the wrapped tensor's device)."""
+    try:
+        while _WRAPPED is not None and _WRAPPED(t):
+            t = _functorch.get_unwrapped(t)
+        return t.untyped_storage()
+    except (RuntimeError, NotImplementedError, TypeError):
+        return None
+
 CPU = "cpu"
 ACCEL = "cuda"
 
@@ -237,10 +253,7 @@ class Runtime:
     def dev(self, t) -> str:
         """The device ``t`` lives on, as a string ("cpu", "cuda:0")."""
         if self.sim:
-            try:
-                return getattr(t.untyped_storage(), "_tdl_dev", CPU)
-            except (RuntimeError, NotImplementedError, TypeError):
-                return CPU
+            return getattr(storage_of(t), "_tdl_dev", CPU)
         device = t.device
         if device.type == "cuda" and device.index is None:
             return f"cuda:{torch.cuda.current_device()}"
@@ -248,9 +261,8 @@ class Runtime:
 
     def tag(self, t, device: str) -> None:
         """Put ``t``'s storage on a virtual device (simulator only)."""
-        try:
-            storage = t.untyped_storage()
-        except (RuntimeError, NotImplementedError, TypeError):
+        storage = storage_of(t)
+        if storage is None:
             return
         if device == CPU:
             if "_tdl_dev" in storage.__dict__:
@@ -279,12 +291,7 @@ class Runtime:
         return str(device)
 
     # -- provenance ---------------------------------------------------------------------
-    @staticmethod
-    def _storage(t):
-        try:
-            return t.untyped_storage()
-        except (RuntimeError, NotImplementedError, TypeError):
-            return None
+    _storage = staticmethod(storage_of)
 
     def origin(self, t) -> dict | None:
         storage = self._storage(t)

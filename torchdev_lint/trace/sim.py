@@ -27,10 +27,11 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from torchdev_lint.trace import kernels
-from torchdev_lint.trace.runtime import CPU, NO_CUDA_TEXT, TAGS, Runtime, SimulatedDeviceError
+from torchdev_lint.trace.runtime import CPU, NO_CUDA_TEXT, TAGS, Runtime, SimulatedDeviceError, storage_of
 
 aten = torch.ops.aten
 Tensor = torch.Tensor
+_FAKE = torch._subclasses.FakeTensor
 
 # How an op treats its operands' devices (decided once per op overload):
 NORMAL = 0      # all tensor operands must agree (0-dim CPU tensors excepted, as TensorIterator does)
@@ -164,6 +165,11 @@ class SimDispatchMode(TorchDispatchMode):
 
     def _mismatch(self, func, args, kwargs, skip, strict) -> None:
         rt = self.rt
+        if any(isinstance(t, _FAKE) for a in (*args, *kwargs.values())
+               for t in (a if isinstance(a, (list, tuple)) else (a,))):
+            # tracing with fake tensors (make_fx, torch.export): the fake mode below this one makes
+            # the real operands fake before anything runs; no kernel meets them
+            return
         if getattr(self.local, "script_device", None) is not None:
             # Compiled TorchScript on accelerator inputs: inside it x.device reads the real CPU and
             # constants are folded on the CPU, so a CPU operand here is one the simulator cannot
@@ -310,11 +316,7 @@ def _tag_outputs(fresh, out, device, keep_cpu) -> None:
                 _tag_any(o, device)
 
 
-def _storage(t):
-    try:
-        return t.untyped_storage()
-    except (RuntimeError, NotImplementedError, TypeError):
-        return None
+_storage = storage_of
 
 
 def _tag_any(out, device) -> None:

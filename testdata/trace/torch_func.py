@@ -1,0 +1,31 @@
+"""torch.func transforms and fake tracing on the GPU, as curvature libraries' test suites run
+them: ``clean`` runs on a GPU (and on the simulated one) without a device problem; ``bug``
+multiplies by a CPU tensor inside ``jacrev``, which fails on a real GPU."""
+
+import sys
+from functools import partial
+
+import torch
+from torch.func import functional_call, jacrev, jvp
+from torch.fx.experimental.proxy_tensor import make_fx
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+pred = torch.randn(2, 3, device=device)
+target = torch.randn(2, 3, device=device)
+loss = torch.nn.MSELoss()
+# forward over reverse: the tensors torch.func wraps keep their device
+_, hvp = jvp(jacrev(lambda p: loss(p, target)), (pred,), (torch.randn_like(pred),))
+
+model = torch.nn.Sequential(torch.nn.Linear(5, 4), torch.nn.Linear(4, 3)).to(device)
+biases = {name: p.detach().clone() for name, p in model.named_parameters() if "bias" in name}
+x = torch.randn(8, 5, device=device)
+ones = {name: torch.ones_like(b) for name, b in biases.items()}
+out, tangent = jvp(lambda b: functional_call(model, b, (x,)), (biases,), (ones,))
+
+weight = torch.randn(5, 4)  # a CPU constant the traced function captures: fake tracing makes it fake
+graph = partial(make_fx, tracing_mode="fake", _allow_non_fake_inputs=True)(lambda a: a @ weight)(torch.randn(3, 5))
+
+if sys.argv[1:] == ["bug"]:
+    scale = torch.randn(2, 3)
+    jacrev(lambda p: (p * scale).sum())(pred)
+print("ran", tuple(hvp.shape), tuple(tangent.shape), len(graph.graph.nodes))
