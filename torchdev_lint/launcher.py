@@ -312,8 +312,10 @@ def _served(connection: socket.socket, request: tuple[bytes, list[int]], verbose
         pid = int(detail)
     except (OSError, ValueError):  # the checker went away before it took the run
         return None
-    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # Ctrl-C stops the run, not just us
-        signal.signal(signum, lambda number, frame: _signal(pid, number))
+    # Ctrl-C stops the run, not just us; the caller's handlers come back when the run ends
+    # (a host that runs the command in-process keeps its own Ctrl-C)
+    previous = {signum: signal.signal(signum, lambda number, frame: _signal(pid, number))
+                for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     if verbose:
         print(f"torchdev-lint: checked by the resident process {pid} (--no-daemon checks here)", file=sys.stderr)
     try:
@@ -324,6 +326,9 @@ def _served(connection: socket.socket, request: tuple[bytes, list[int]], verbose
         print(f"torchdev-lint: error: the resident process {pid} died before it finished this run; "
               "run again with --no-daemon", file=sys.stderr)
         return 2
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
 
 
 def _signal(pid: int, signum: int) -> None:
