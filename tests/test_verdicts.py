@@ -445,6 +445,22 @@ def test_confirm_points_the_suite_at_the_gpu_and_says_what_it_did(tmp_path):
     assert args == ["--device=cpu"]  # the user's choice stands
 
 
+@pytest.mark.parametrize("accepted, value", [
+    ('{"cpu", "cuda:0"}', "cuda:0"),  # the suite checks the value against its own spelling
+    ('{"cpu", "cuda"}', "cuda"),
+    ("None", "cuda"),
+])
+def test_confirm_spells_the_gpu_as_the_suite_does(tmp_path, accepted, value):
+    from torchdev_lint import confirm
+
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "settings.py").write_text(
+        f'import os\nPOSSIBLE = {accepted}\nDEVICE = os.environ.get("PYTEST_TORCH_DEVICE", "cpu")\n')
+    env = {}
+    confirm.detect(tmp_path, env, [])
+    assert env["PYTEST_TORCH_DEVICE"] == value
+
+
 def test_the_action_runs_confirm_before_the_annotations_when_asked():
     sys.path.insert(0, str(ROOT / "action"))
     try:
@@ -468,3 +484,35 @@ def test_confirm_runs_the_tests_and_prints_the_verdicts(suite):
     assert "2 failed" in done.stderr  # pytest's own output goes to standard error
     assert ("1 confirmed, 1 in a device problem, 0 ran clean, 0 ran where their bug cannot show, 1 not reached; "
             "1 new device problem(s)") in done.stderr
+
+
+def test_a_terminated_confirm_ends_its_tests(tmp_path):
+    """The tests run in a process group of their own (Ctrl-C is handled by confirm): a SIGTERM
+    (a cancelled CI job) must end them too, not leave pytest running."""
+    import signal
+    import time
+
+    (tmp_path / "test_slow.py").write_text(
+        "import os, pathlib, time\ndef test_slow():\n"
+        "    pathlib.Path('pid').write_text(str(os.getpid()))\n    time.sleep(120)\n")
+    confirm = subprocess.Popen([sys.executable, "-m", "torchdev_lint", "confirm", "--mode", "sim", "--no-detect",
+                                "-p", "no:cacheprovider", "test_slow.py"], cwd=tmp_path,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               env={**env(), "PYTHONPATH": str(ROOT)})
+    pid_file = tmp_path / "pid"
+    deadline = time.monotonic() + 120
+    while not pid_file.exists() or not pid_file.read_text():
+        assert time.monotonic() < deadline and confirm.poll() is None
+        time.sleep(0.2)
+    confirm.send_signal(signal.SIGTERM)
+    confirm.wait(timeout=60)
+    pytest_pid = int(pid_file.read_text())
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pytest_pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.2)
+    os.kill(pytest_pid, signal.SIGKILL)
+    pytest.fail("pytest outlived the confirm run it belonged to")

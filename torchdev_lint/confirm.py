@@ -15,6 +15,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -28,6 +29,7 @@ _ENV_READ = re.compile(r"""(?:os\.environ(?:\.get)?\s*[(\[]|os\.getenv\s*\()\s*[
                        r"""[A-Za-z0-9_]*)["']""")
 _DEVICE_OPTION = re.compile(r"""addoption\(\s*["'](--(?:[\w-]*-)?device)["']""")
 _INDEX_ALONE = re.compile(r"torch\.device\(\s*0\s*\)")
+_CUDA_SPELLING = re.compile(r"""["'](cuda(?::\d+)?)["']""")
 _SKIP_DIRS = {".git", ".venv", "venv", "env", "node_modules", "build", "dist", "__pycache__", ".tox", ".nox",
               "site-packages", ".torchdev_lint_cache"}
 
@@ -124,9 +126,17 @@ def _gpu_here() -> bool:
     return done.stdout.strip() == "True"
 
 
+def _interrupted(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
 def _run(command: list[str], root: Path, env: dict, limit: float | None) -> tuple[int, bool]:
+    """Run pytest in a process group of its own; ended at the time limit, and with this
+    process: Ctrl-C or a SIGTERM (a CI job cancelled) ends the tests too."""
     process = subprocess.Popen(command, cwd=root, env=env, stdout=sys.stderr.fileno(), stderr=sys.stderr.fileno(),
                                start_new_session=True)
+    main_thread = threading.current_thread() is threading.main_thread()
+    handler = signal.signal(signal.SIGTERM, _interrupted) if main_thread else None
     try:
         return process.wait(timeout=limit), False
     except subprocess.TimeoutExpired:
@@ -139,6 +149,9 @@ def _run(command: list[str], root: Path, env: dict, limit: float | None) -> tupl
     except KeyboardInterrupt:
         _kill(process, signal.SIGKILL)
         raise
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, handler if handler is not None else signal.SIG_DFL)
 
 
 def _kill(process, sig) -> None:
@@ -168,7 +181,7 @@ def detect(root: Path, env: dict, pytest_args: list[str]) -> list[str]:
     environment variables it reads (``TEST_DEVICE=cuda``, ``USE_CUDA=1``), add ``--device cuda``
     where a conftest defines that option; say what was done, and what is not simulated."""
     said = []
-    names: dict[str, Path] = {}
+    names: dict[str, tuple[Path, str]] = {}
     options: dict[str, Path] = {}
     index_alone: list[Path] = []
     for path in test_files(root):
@@ -177,18 +190,18 @@ def detect(root: Path, env: dict, pytest_args: list[str]) -> list[str]:
         except OSError:
             continue
         for name in _ENV_READ.findall(text):
-            names.setdefault(name, path)
+            names.setdefault(name, (path, text))
         if path.name == "conftest.py":
             for option in _DEVICE_OPTION.findall(text):
                 options.setdefault(option, path)
         if _INDEX_ALONE.search(text):
             index_alone.append(path)
-    for name, path in sorted(names.items()):
+    for name, (path, text) in sorted(names.items()):
         where = path.relative_to(root)
         if name in env:
             said.append(f"{where} reads ${name}; it is set already ({name}={env[name]}), left as it is")
             continue
-        value = "cuda" if "DEVICE" in name.upper() else "1"
+        value = _cuda_spelling(text) if "DEVICE" in name.upper() else "1"
         if name.upper() in ("CUDA_VISIBLE_DEVICES",):
             continue
         env[name] = value
@@ -206,6 +219,13 @@ def detect(root: Path, env: dict, pytest_args: list[str]) -> list[str]:
         said.append("no device variable or option found in the tests: tests that check torch.cuda.is_available() "
                     "see a GPU; others run as they are written")
     return said
+
+
+def _cuda_spelling(text: str) -> str:
+    """How the file that reads a device variable spells the GPU: ``"cuda"`` unless it only
+    names ``"cuda:0"`` (a suite that checks the value against its own list rejects another)."""
+    spelled = _CUDA_SPELLING.findall(text)
+    return "cuda" if "cuda" in spelled or not spelled else spelled[0]
 
 
 def tally(store: verdict_store.VerdictStore, paths: list[Path]) -> dict[str, int]:
