@@ -355,11 +355,21 @@ def never(x):
 
 def load(path):
     return torch.load(path)
+
+
+def at_import(path):
+    return torch.load(path)
 """
 RECORDED_TESTS = """\
+import os
+import tempfile
 import torch
-from pkg.rec import Heads, load, outer
+from pkg.rec import Heads, at_import, load, outer
 from pkg import unused
+
+_SAVED = os.path.join(tempfile.mkdtemp(), "saved.pt")
+torch.save({"w": torch.ones(1)}, _SAVED)
+FIXTURE = at_import(_SAVED)  # runs while pytest collects the file
 
 
 def test_load(tmp_path):
@@ -406,6 +416,7 @@ def test_lines_that_ran_are_ran_clean_and_lines_never_run_not_reached(tmp_path):
         "sim": {"tests/test_rec.py::test_load"}, "gpu-unused": {"tests/test_rec.py::test_load_on_the_cpu"}}
     assert statuses[23] == "ran where it cannot show", found  # outer's .cuda(), run by test_outer
     assert statuses[28] == "not reached", found  # never()
+    assert statuses[36] == "ran where it cannot show", found  # at_import(), run by collection on the CPU
     # a module imported but never calling torch: its findings are not reached either
     _, text, _ = cli("--format", "json", "--preview", "pkg/unused.py", cwd=tmp_path)
     assert [f["verdict"]["status"] for f in json.loads(text)] == ["not reached"]

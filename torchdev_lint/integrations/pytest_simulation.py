@@ -294,7 +294,11 @@ class Simulation:
     @pytest.hookimpl(hookwrapper=True)
     def pytest_make_collect_report(self, collector):
         previous, self.recorder.owner = self.recorder.owner, collector.nodeid
+        requests = self.rt.gpu_requests if self.rt is not None else 0
         outcome = yield
+        if self.rt is not None and self.rt.gpu_requests == requests and self.mode != "cpu-only":
+            # what collection ran (imports, unittest cases' __init__) asked for no GPU: its lines ran on the CPU
+            self.gpu_unused.add(collector.nodeid)
         self.recorder.owner = previous
         report = outcome.get_result()
         if not self.whole_session:
