@@ -1111,3 +1111,22 @@ def test_an_importer_choosing_with_an_if_statement_runs_the_module_without_cuda(
                     "main.py": "import torch\nimport task\nCONFIG = {'gpu': ''}\n" + IF_CHOICE
                                + "model = torch.nn.Linear(2, 2).to(device)\nprint(task.predict(model, torch.ones(2)))\n"})
     assert [(f[0], f[3]) for f in findings(capsys, project, "TDL001")] == [("task.py", "certain")]
+
+
+def test_a_load_of_a_file_the_same_notebook_writes_says_so_and_nothing_contrary(project, capsys):
+    """A notebook (which the project index does not read) that writes the checkpoint it loads:
+    the evidence says so, and not that no code writes it or that it comes from elsewhere."""
+    cells = ["import os\nimport torch\n" + CHOOSES + "model = torch.nn.Linear(2, 2).to(device)\n",
+             "if os.path.exists('ckpt/checkpoint.pth'):\n"
+             "    model.load_state_dict(torch.load('ckpt/checkpoint.pth')['model'])\n"
+             "for epoch in range(3):\n"
+             "    torch.save({'model': model.state_dict()}, os.path.join('ckpt', 'checkpoint.pth'))\n"]
+    (project / "train.ipynb").write_text(json.dumps({
+        "cells": [{"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": c}
+                  for c in cells], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    cli.main(["--format", "json", "--isolated", "--preview", "--no-cache", "--select", "TDL004", str(project)])
+    [finding] = json.loads(capsys.readouterr().out)
+    evidence = [e["message"] for e in finding["evidence"]]
+    assert finding["confidence"] == "possible"
+    assert "the same file writes a file of that name: this may read it back" in evidence
+    assert not [e for e in evidence if "no code of the project writes" in e or "comes from elsewhere" in e], evidence

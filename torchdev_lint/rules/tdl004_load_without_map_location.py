@@ -391,21 +391,22 @@ class LoadWithoutMapLocation(Rule):
             if save is not None:
                 sure = False  # it may read back what it wrote, on the machine that wrote it
                 steps.append((save, "the same file writes a file of that name: this may read it back"))
-            for step in self._doubts(node, ancestors, weights):
+            for step in self._doubts(node, ancestors, weights, written_here=save is not None):
                 sure = False
                 steps.append(step)
             self.report(node, fix=lambda node=node, ancestors=ancestors: self._fix(node, ancestors),
                         evidence=steps, certain=verdict.certain and sure,
                         set_aside=verdict.unknown_intent and sure)
 
-    def _doubts(self, node: cst.Call, ancestors: tuple[cst.CSTNode, ...], weights):
+    def _doubts(self, node: cst.Call, ancestors: tuple[cst.CSTNode, ...], weights, written_here: bool):
         """What makes a load of tensors that can run without CUDA still uncertain: nothing
         shows the file can hold accelerator tensors (the project never saves weights from
         code on a device, or never writes a file of that name), the code around it needs
         CUDA anyway, it reads back what a helper saved earlier in the same run, it is a
-        trainer's start point, or the project saves CPU tensors."""
+        trainer's start point, or the project saves CPU tensors. ``written_here``: the file
+        itself writes a file of that name (so it is not one no code writes)."""
         ctx = self.ctx
-        if weights is not None and provenance.weights_saved_from_a_device(ctx) is None:
+        if weights is not None and not written_here and provenance.weights_saved_from_a_device(ctx) is None:
             yield (node, "nothing in the project saves weights from code that places tensors on devices: "
                          "the file comes from elsewhere, saved on a device the code does not show")
         fetched = provenance.fetched_here(ctx, ancestors, node)
@@ -420,7 +421,7 @@ class LoadWithoutMapLocation(Rule):
         if cpu_save is not None and provenance.loaded_name(ctx, ancestors, node) is None:
             yield (node, f"the project also saves weights as CPU tensors ({cpu_save}) and the code does not spell "
                          "this file's name: which save wrote it is not shown")
-        foreign = provenance.never_written(ctx, ancestors, node)
+        foreign = None if written_here else provenance.never_written(ctx, ancestors, node)
         if foreign is not None:
             yield (node, f"no code of the project writes a file named `{foreign}`: it comes from elsewhere "
                          "(a release, a download), saved on a device the code does not show")
