@@ -1130,3 +1130,21 @@ def test_a_load_of_a_file_the_same_notebook_writes_says_so_and_nothing_contrary(
     assert finding["confidence"] == "possible"
     assert "the same file writes a file of that name: this may read it back" in evidence
     assert not [e for e in evidence if "no code of the project writes" in e or "comes from elsewhere" in e], evidence
+
+
+@pytest.mark.parametrize("cpu_saver, confidence", [
+    # a test fixture's CPU copy: code outside the tests never loads it
+    ("tests/conftest.py", "certain"),
+    # a project script that saves CPU weights: the loaded file may be one of those
+    ("export_cpu.py", "possible"),
+])
+def test_a_test_fixtures_cpu_save_does_not_cover_the_projects_loads(project, capsys, cpu_saver, confidence):
+    (project / "tests").mkdir()
+    write(project, {
+        "train.py": "import sys\nimport torch\n" + CHOOSES
+                    + "model = torch.nn.Linear(2, 2).to(device)\ntorch.save(model.state_dict(), sys.argv[1])\n",
+        "evaluate.py": "import sys\nimport torch\n" + CHOOSES
+                       + "model = torch.nn.Linear(2, 2).to(device)\nmodel.load_state_dict(torch.load(sys.argv[1]))\n",
+        cpu_saver: "import torch\ndef saved(path):\n"
+                   "    torch.save(torch.nn.Linear(2, 2).cpu().state_dict(), path)\n    return path\n"})
+    assert [f[3] for f in findings(capsys, project, "TDL004") if f[0] == "evaluate.py"] == [confidence]

@@ -646,6 +646,14 @@ def cpu_choice(text: str, lines: "_Lines") -> str:
 _LIST_LOADER = re.compile(r"\bDataListLoader\s*\(")
 
 
+def is_test_path(path: str) -> bool:
+    """A file of a test suite: ``test_*.py``, ``*_test.py``, ``conftest.py``, or any file
+    under a ``tests/`` folder (the tests' helpers and fixtures)."""
+    path = path.replace("\\", "/")
+    name = path.rsplit("/", 1)[-1]
+    return name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py" or "/tests/" in f"/{path}"
+
+
 def feeds_data_parallel(text: str) -> bool:
     """The module batches graphs with torch_geometric's ``DataListLoader``, whose Python
     lists only torch_geometric's multi-GPU ``DataParallel`` takes: its run needs GPUs, and a
@@ -1786,15 +1794,17 @@ class ProjectIndex:
                                if first is not None and others_on_cpu else None)
         return self._memo[key]
 
-    def some_cpu_weights(self) -> str | None:
+    def some_cpu_weights(self, tests: bool = True) -> str | None:
         """Where the project saves weights as CPU tensors: a ``torch.save`` of weights moved
         to the CPU first, or one in a module that places nothing on a device
-        (``_writes_from_cpu``). "<file>:<line>" of the first, or None."""
-        key = ("some cpu weights",)
+        (``_writes_from_cpu``). "<file>:<line>" of the first, or None. ``tests``: count the
+        saves of test code too (a fixture's file is only ever loaded by tests)."""
+        key = ("some cpu weights", tests)
         if key not in self._memo:
             found = sorted((m.path, int(entry.partition(":")[2]))
                            for modules in self.modules.values() for m in modules for entry in m.weight_saves
-                           if entry.startswith("cpu:") or self._writes_from_cpu(m))
+                           if (entry.startswith("cpu:") or self._writes_from_cpu(m))
+                           and (tests or not is_test_path(m.path)))
             self._memo[key] = f"{self._shown(found[0][0])}:{found[0][1]}" if found else None
         return self._memo[key]
 

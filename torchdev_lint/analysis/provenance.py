@@ -19,7 +19,7 @@ from torchdev_lint.analysis.guards import code_of, is_guarded
 from torchdev_lint.analysis.classes import methods
 from torchdev_lint.analysis.imports import dotted_name
 from torchdev_lint.analysis.project_index import (
-    ProjectIndex, file_name_shape, path_template, read_facts, template_names,
+    ProjectIndex, file_name_shape, is_test_path, path_template, read_facts, template_names,
 )
 
 # Methods that write checkpoints or models the test then reads back: `scripted.save(f)`,
@@ -58,12 +58,7 @@ def is_test_function(ctx, function: cst.FunctionDef | None, ancestors: Sequence[
 
 
 def _test_code(ctx) -> bool:
-    path = ctx.path.replace("\\", "/")
-    name = path.rsplit("/", 1)[-1]
-    return (
-        name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
-        or "/tests/" in f"/{path}"
-    )
+    return is_test_path(ctx.path)
 
 
 # Words of a path expression that name no particular file.
@@ -1048,8 +1043,10 @@ def never_written(ctx, ancestors, call: cst.Call) -> str | None:
 
 def cpu_weights_somewhere(ctx) -> str | None:
     """Where the project also saves weights as CPU tensors ("<file>:<line>", the index's
-    ``some_cpu_weights``): a file whose name the code does not spell may be one of those."""
-    return _project(ctx).some_cpu_weights()
+    ``some_cpu_weights``): a file whose name the code does not spell may be one of those. A
+    test's save counts only for a load in test code: code outside the tests never reads a
+    fixture's file."""
+    return _project(ctx).some_cpu_weights(tests=_test_code(ctx))
 
 
 def saved_earlier_by_project_helper(ctx, ancestors, call: cst.Call) -> cst.Call | None:
