@@ -24,8 +24,11 @@ out, tangent = jvp(lambda b: functional_call(model, b, (x,)), (biases,), (ones,)
 
 weight = torch.randn(5, 4)  # a CPU constant the traced function captures: fake tracing makes it fake
 graph = partial(make_fx, tracing_mode="fake", _allow_non_fake_inputs=True)(lambda a: a @ weight)(torch.randn(3, 5))
+# the same on the GPU, with a leaf that requires grad
+leaf = torch.randn(5, 4, device=device, requires_grad=True)
+on_gpu = partial(make_fx, tracing_mode="fake", _allow_non_fake_inputs=True)(lambda a: a @ leaf)(x[:3])
 
 if sys.argv[1:] == ["bug"]:
     scale = torch.randn(2, 3)
     jacrev(lambda p: (p * scale).sum())(pred)
-print("ran", tuple(hvp.shape), tuple(tangent.shape), len(graph.graph.nodes))
+print("ran", tuple(hvp.shape), tuple(tangent.shape), len(graph.graph.nodes), len(on_gpu.graph.nodes))

@@ -217,11 +217,13 @@ def test_a_program_that_fails_before_using_a_gpu_is_not_called_cpu_only(tmp_path
 @pytest.mark.traces("torch-func", "torch-func-bug")
 def test_torch_func_transforms_and_fake_tracing_keep_the_simulated_device(traced):
     """Tensors that torch.func wraps (jvp over jacrev, functional_call) are on their wrapped
-    tensor's device, and fake tracing meets no kernel: no device problem where a GPU has none;
+    tensor's device, and fake tracing is taken on the CPU (a fake CUDA leaf that requires grad
+    would abort the process): no device problem where a GPU has none, and the limit is said;
     a CPU tensor that meets the GPU inside a transform still fails, as on a GPU."""
     clean = traced("torch-func")
     assert clean.report["runs"][0]["outcome"] == {"kind": "exit", "status": 0}, clean.stdout + clean.stderr
     assert clean.findings == []
+    assert "fake tensors (make_fx, torch.export)" in clean.stdout
     bug = traced("torch-func-bug")
-    [mixed] = bug.at(30, "TDL100")
+    [mixed] = bug.at(33, "TDL100")
     assert "mixed cuda:0 and cpu tensors" in mixed["evidence"], bug.stdout

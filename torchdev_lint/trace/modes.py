@@ -245,9 +245,13 @@ class TraceFunctionMode(TorchFunctionMode):
 
     # -- getters (simulator) ------------------------------------------------------------
     def _get_device(self, func, args, kwargs):
+        if getattr(self.local, "real_devices", False):  # sim.patch_fake_tensors
+            return _GET_DEVICE(args[0])
         return self.rt.torch_device(self.rt.dev(args[0]))
 
     def _get_is_cuda(self, func, args, kwargs):
+        if getattr(self.local, "real_devices", False):
+            return _GET_IS_CUDA(args[0])
         return self.rt.dev(args[0]).startswith("cuda")
 
     def _get_is_cpu(self, func, args, kwargs):

@@ -755,8 +755,36 @@ def patch_cuda(rt: Runtime, patches: Patches) -> None:
         return model
 
     patches.set(torch, "compile", compile)
+    patch_fake_tensors(rt, patches)
     # nn.DataParallel scatters through torch._C._scatter (absent on CPU builds): one device anyway.
     patches.set(torch.nn.DataParallel, "forward", lambda self, *a, **k: self.module(*a, **k))
+
+
+FAKE_LIMIT = ("fake tensors (make_fx, torch.export) were made from the CPU tensors that hold the values: the trace "
+              "was taken on the CPU (a device mix inside traced code is not checked)")
+
+
+def patch_fake_tensors(rt: Runtime, patches: Patches) -> None:
+    """A fake tensor copies the device its real tensor reports: made from a simulated CUDA
+    tensor, it would reach CUDA code this torch does not have (its autograd aborts the
+    process) and meet fake CPU tensors made from the same run's constants. Fake tensors are
+    made from the real (CPU) device instead."""
+    converter = getattr(getattr(torch._subclasses, "fake_tensor", None), "FakeTensorConverter", None)
+    original = getattr(converter, "from_real_tensor", None)
+    if original is None:
+        return
+
+    def from_real_tensor(self, *args, **kwargs):
+        local = rt.local
+        previous = getattr(local, "real_devices", False)
+        local.real_devices = True
+        rt.limit("fake tensors", FAKE_LIMIT)
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            local.real_devices = previous
+
+    patches.set(converter, "from_real_tensor", from_real_tensor)
 
 
 AUTOCAST_LIMIT = ("autocast('cuda') ran as the CPU's autocast with the same dtype: the ops it casts are the "
