@@ -69,3 +69,17 @@ def test_an_attribute_a_module_never_assigns_may_be_an_inherited_parameter(base)
         "        self.weight.to(d)\n        x.to(d)\n"
     )
     assert fixes(code) == [(6, 9, "unsafe"), (7, 9, "safe")]
+
+
+@pytest.mark.parametrize("rebinding, confidence", [
+    # reshaped and repeated: still on the device it was built on, so the dropped move may do nothing
+    ("    mask = mask.unsqueeze(1).repeat(1, 3)\n", "possible"),
+    # moved to the CPU on the way: the dropped move is what would put it back
+    ("    mask = mask.unsqueeze(1).cpu()\n", "certain"),
+])
+def test_a_tensor_built_on_a_device_stays_there_through_reshapes(rebinding, confidence):
+    code = ("import torch\ndef noise(weight, device):\n"
+            "    mask = torch.zeros(weight.size(0), device=weight.device)\n" + rebinding
+            + "    mask.to(device)\n    return weight.to(device) * mask\n")
+    result = lint_source("example.py", code, [RULE], preview=True)
+    assert [(f.line, f.confidence.value) for f in result.findings] == [(5, confidence)]

@@ -272,14 +272,17 @@ class DiscardedToResult(Rule):
 
     def _built_placed(self, receiver: cst.BaseExpression) -> bool:
         """Every binding of the name in its scope gives it a device: ``device=`` (not the
-        CPU) or a kept move."""
+        CPU) or a kept move, or derives it from the name itself with methods that keep the
+        device (``mask = mask.unsqueeze(1).repeat(1, 3)``)."""
         if not isinstance(receiver, cst.Name):
             return False
         scope = self.ctx.function or self.ctx.ancestors[0]
         sites = self.ctx.bindings(scope).get(receiver.value, [])
-        return bool(sites) and all(
-            isinstance(site, cst.Assign) and isinstance(site.value, cst.Call) and _places(site.value)
-            for site in sites)
+        placing = [isinstance(site, cst.Assign) and isinstance(site.value, cst.Call) and _places(site.value)
+                   for site in sites]
+        return any(placing) and all(
+            placed or isinstance(site, cst.Assign) and _derived_in_place(site.value, receiver.value)
+            for site, placed in zip(sites, placing))
 
     def _dropped_comprehension(self, comp: cst.DictComp | cst.ListComp) -> None:
         """``{k: v.to(device) for k, v in batch.items()}`` as a statement: every moved
@@ -389,6 +392,20 @@ def _places(call: cst.Call) -> bool:
             call.args and "cpu" in code_of(call.args[0].value))
     device = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "device"), None)
     return device is not None and "cpu" not in code_of(device)
+
+
+# Methods whose result may sit on another device than the tensor's.
+_LEAVES_DEVICE = frozenset({"to", "cpu", "cuda", "numpy", "tolist", "item", "pin_memory"})
+
+
+def _derived_in_place(value: cst.BaseExpression, name: str) -> bool:
+    """``name.unsqueeze(2).repeat(1, 1, k, k)``: a chain of method calls on ``name`` that
+    keeps its device (a reshape, a repeat, arithmetic), none of them a move."""
+    while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
+        if value.func.attr.value in _LEAVES_DEVICE:
+            return False
+        value = value.func.value
+    return isinstance(value, cst.Name) and value.value == name
 
 
 def _dead_loop_copy(ancestors, receiver: cst.BaseExpression) -> bool:
