@@ -342,7 +342,28 @@ def test_a_dtype_bug_outside_autocast():
     torch.mv(torch.randn(3, 4, device="cuda").half(), torch.randn(4, device="cuda"))
 """
 
+TEST_FAKE_TRACE = """\
+import torch
+from torch.fx.experimental.proxy_tensor import make_fx
+
+needs_cuda = __import__("pytest").mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+
+
+@needs_cuda
+def test_a_trainable_weight_traced_with_fake_tensors():
+    w = torch.randn(5, 4, device="cuda", requires_grad=True)
+    assert len(list(make_fx(lambda w: w * 2, tracing_mode="fake")(w).graph.nodes)) == 3
+
+
+@needs_cuda
+def test_a_graph_replayed_on_the_device_it_was_traced_for():
+    add_eye = lambda w: w + torch.eye(4, dtype=w.dtype, device=w.device)
+    w = torch.randn(4, 4, device="cuda")
+    assert make_fx(add_eye, tracing_mode="fake")(w)(w).device.type == "cuda"
+"""
+
 FILES = {
+    "fx/test_fake_trace.py": TEST_FAKE_TRACE,
     "mypkg/__init__.py": "",
     "mypkg/model.py": MODEL,
     "tests/conftest.py": CONFTEST,
@@ -666,6 +687,19 @@ def test_cuda_autocast_is_simulated_and_what_it_cannot_be_is_a_labelled_skip(pyt
         "amp/test_autocast.py::test_a_dtype_bug_outside_autocast FAILED*",
         "SKIPPED [1] amp/test_autocast.py:31: autocast('cuda') is simulated by the CPU's autocast, which casts "
         "a different list of ops than a GPU's: this dtype error may be the simulator's",
+    ])
+
+
+def test_fake_tracing_on_the_simulated_gpu_runs_and_what_it_bakes_in_is_a_labelled_skip(pytester):
+    """make_fx's fake tensors are made from the CPU tensors that hold the values: a trainable
+    weight traces (a fake CUDA leaf would abort the process in autograd); a graph that bakes in
+    the device it was traced on meets the GPU input when replayed: a skip that says why."""
+    result = run(pytester, "--simulate-gpu", "fx", "-v")
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines_random([
+        "fx/test_fake_trace.py::test_a_trainable_weight_traced_with_fake_tensors PASSED*",
+        "SKIPPED ?1? fx/test_fake_trace.py:*: fake tensors (make_fx, torch.export) are traced on the CPU by the "
+        "simulated GPU, so a traced graph holds the CPU's devices: this device error may be the simulator's",
     ])
 
 

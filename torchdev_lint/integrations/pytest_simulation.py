@@ -76,6 +76,10 @@ SPARSE = "sparse tensors are not simulated: the simulated GPU does not track the
 DTYPE_ERROR = re.compile(r"dtype|scalar type|type \(.*\) should be the same")
 AUTOCAST = ("autocast('cuda') is simulated by the CPU's autocast, which casts a different list of ops than "
             "a GPU's: this dtype error may be the simulator's")
+# A device error where the test made fake tensors (make_fx, torch.export): the simulator takes
+# such traces on the CPU, so devices baked into a traced graph are the CPU's.
+FAKE_TRACING = ("fake tensors (make_fx, torch.export) are traced on the CPU by the simulated GPU, so a traced graph "
+                "holds the CPU's devices: this device error may be the simulator's")
 
 # Events that confirm no finding by themselves in a test that passed: a CUDA request on the
 # simulated GPU (on a machine without one it is the problem), a limit of the run, an optimizer
@@ -352,7 +356,7 @@ class Simulation:
     def _judge_phase(self, item, call, report) -> None:
         excinfo = call.excinfo
         if report.failed and excinfo is not None:
-            reason = (not_simulated(excinfo) or self._autocast_limit(item.nodeid, excinfo)) if self.mode == "sim" \
+            reason = (not_simulated(excinfo) or self._limit_reason(item.nodeid, excinfo)) if self.mode == "sim" \
                 else None
             if reason is not None:
                 self.unsupported[item.nodeid] = reason
@@ -371,11 +375,15 @@ class Simulation:
         if report.failed:
             self._add_evidence(report, item.nodeid)
 
-    def _autocast_limit(self, owner: str, excinfo) -> str | None:
-        """AUTOCAST, for a dtype error in a test that entered autocast("cuda")."""
-        if DTYPE_ERROR.search(str(excinfo.value)) and any(
-                e["kind"] == "limit" and e.get("what") == sim.AUTOCAST_LIMIT for e in self.recorder.events(owner)):
+    def _limit_reason(self, owner: str, excinfo) -> str | None:
+        """AUTOCAST, for a dtype error in a test that entered autocast("cuda"); FAKE_TRACING,
+        for a device error in a test that made fake tensors."""
+        limits = {e.get("what") for e in self.recorder.events(owner) if e["kind"] == "limit"}
+        message = str(excinfo.value)
+        if sim.AUTOCAST_LIMIT in limits and DTYPE_ERROR.search(message):
             return AUTOCAST
+        if sim.FAKE_LIMIT in limits and "device" in message.lower():
+            return FAKE_TRACING
         return None
 
     def _silent_problems(self, item, report) -> None:
