@@ -6,7 +6,7 @@ import sys
 from functools import partial
 
 import torch
-from torch.func import functional_call, jacrev, jvp
+from torch.func import functional_call, jacrev, jvp, vmap
 from torch.fx.experimental.proxy_tensor import make_fx
 
 device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -27,6 +27,10 @@ graph = partial(make_fx, tracing_mode="fake", _allow_non_fake_inputs=True)(lambd
 # the same on the GPU, with a leaf that requires grad
 leaf = torch.randn(5, 4, device=device, requires_grad=True)
 on_gpu = partial(make_fx, tracing_mode="fake", _allow_non_fake_inputs=True)(lambda a: a @ leaf)(x[:3])
+# a factory inside vmap inside a fake trace takes the device of the tensor it was handed
+per_row = lambda row: torch.zeros(2, *row.shape, device=row.device)  # noqa: E731
+batched = make_fx(lambda a: vmap(per_row)(a.sin()) + 1, tracing_mode="fake")(torch.randn(3, 4))
+assert batched(torch.randn(3, 4)).device.type == "cpu"
 
 if sys.argv[1:] == ["bug"]:
     scale = torch.randn(2, 3)

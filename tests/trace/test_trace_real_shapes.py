@@ -225,5 +225,5 @@ def test_torch_func_transforms_and_fake_tracing_keep_the_simulated_device(traced
     assert clean.findings == []
     assert "fake tensors (make_fx, torch.export)" in clean.stdout
     bug = traced("torch-func-bug")
-    [mixed] = bug.at(33, "TDL100")
+    [mixed] = bug.at(37, "TDL100")
     assert "mixed cuda:0 and cpu tensors" in mixed["evidence"], bug.stdout

@@ -32,15 +32,19 @@ _functorch = getattr(torch._C, "_functorch", None)
 _WRAPPED = getattr(_functorch, "is_functorch_wrapped_tensor", None)
 
 
+def unwrapped(t):
+    """The tensor that holds ``t``'s values: a tensor inside ``torch.func`` (grad, vmap, jvp)
+    is a wrapper with no storage of its own; the tensor it wraps has it, and with it the device
+    (as on a GPU, where the wrapper reports the wrapped tensor's device)."""
+    while _WRAPPED is not None and _WRAPPED(t):
+        t = _functorch.get_unwrapped(t)
+    return t
+
+
 def storage_of(t):
-    """``t``'s storage, which carries its simulated device; None for a tensor without one. A
-    tensor inside ``torch.func`` (grad, vmap, jvp) is a wrapper with no storage of its own:
-    the tensor it wraps has it, and with it the device (as on a GPU, where the wrapper reports
-    the wrapped tensor's device)."""
+    """``t``'s storage, which carries its simulated device; None for a tensor without one."""
     try:
-        while _WRAPPED is not None and _WRAPPED(t):
-            t = _functorch.get_unwrapped(t)
-        return t.untyped_storage()
+        return unwrapped(t).untyped_storage()
     except (RuntimeError, NotImplementedError, TypeError):
         return None
 
@@ -253,7 +257,11 @@ class Runtime:
     def dev(self, t) -> str:
         """The device ``t`` lives on, as a string ("cpu", "cuda:0")."""
         if self.sim:
-            return getattr(storage_of(t), "_tdl_dev", CPU)
+            inner = unwrapped(t)
+            fake = getattr(inner, "fake_device", None)  # a fake tensor (make_fx) is where it says
+            if fake is not None:
+                return CPU if fake.type == "cpu" else str(fake)
+            return getattr(storage_of(inner), "_tdl_dev", CPU)
         device = t.device
         if device.type == "cuda" and device.index is None:
             return f"cuda:{torch.cuda.current_device()}"
