@@ -21,12 +21,12 @@ def parse(source: str, mode: str = "exec") -> ast.AST | None:
     """The tree of ``source``, or None when CPython cannot parse it (a syntax error, a null
     byte, nesting too deep for the parser or for the tree's construction)."""
     with _ONE_AT_A_TIME:
-        for attempt in (1, 2):
+        try:
             try:
                 return ast.parse(source, mode=mode)
-            except _UNPARSABLE:
-                return None
             except SystemError as error:
-                if attempt == 2 or "recursion depth mismatch" not in str(error):
+                if "recursion depth mismatch" not in str(error):
                     raise
-    return None
+                return ast.parse(source, mode=mode)  # a foreign thread's parse interrupted ours
+        except _UNPARSABLE:
+            return None
