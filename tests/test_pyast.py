@@ -1,6 +1,7 @@
 """The stdlib parser from several threads at once (the tracer's runs beside the checks)."""
 
 import gc
+import sys
 import threading
 import time
 
@@ -47,7 +48,8 @@ def test_parses_in_four_threads_never_fail(collections_switch_threads):
 @pytest.mark.parametrize("source", [
     "x = (",                          # a syntax error
     "x = 1\0",                        # a null byte
-    "x = 1" + "+1" * 100_000,         # too deep for the tree's construction
+    pytest.param("x = 1" + "+1" * 100_000, marks=pytest.mark.skipif(
+        sys.version_info < (3, 11), reason="CPython 3.10 builds the tree without a depth limit")),  # too deep for the tree
     "x = " + "[" * 300 + "]" * 300,   # too deep for the parser
 ])
 def test_unparsable_text_gives_no_tree(source):
