@@ -48,8 +48,8 @@ def test_parses_in_four_threads_never_fail(collections_switch_threads):
 @pytest.mark.parametrize("source", [
     "x = (",                          # a syntax error
     "x = 1\0",                        # a null byte
-    pytest.param("x = 1" + "+1" * 100_000, marks=pytest.mark.skipif(
-        sys.version_info < (3, 11), reason="CPython 3.10 builds the tree without a depth limit")),  # too deep for the tree
+    pytest.param("x = 1" + "+1" * 100_000, marks=pytest.mark.skipif(  # too deep for the tree's construction
+        sys.version_info < (3, 11), reason="CPython 3.10 builds the tree without a depth limit")),
     "x = " + "[" * 300 + "]" * 300,   # too deep for the parser
 ])
 def test_unparsable_text_gives_no_tree(source):
