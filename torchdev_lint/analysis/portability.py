@@ -104,6 +104,16 @@ def _devices_assigned(block: cst.BaseSuite) -> dict[str, conditions.Machine]:
     return found
 
 
+def if_chooses_cpu(node: cst.If) -> bool:
+    """``if cfg["gpu"]: device = "cuda"`` / ``else: device = "cpu"``: an ``if``/``else`` that
+    binds the same name or attribute to CUDA in one branch and to the CPU in the other."""
+    if not isinstance(node.orelse, cst.Else):
+        return False
+    chosen, otherwise = _devices_assigned(node.body), _devices_assigned(node.orelse.body)
+    return any({machine, otherwise.get(target)} == {conditions.CPU, conditions.ACCELERATOR}
+               for target, machine in chosen.items())
+
+
 def _tests_availability(test: cst.BaseExpression) -> bool:
     found = False
 
@@ -197,11 +207,8 @@ def _cpu_choice(node: cst.CSTNode, source: str) -> str | None:
         branches = [node.body, node.orelse] if node.orelse is not None else [node.body]
         if any(_mentions_cpu(branch) for branch in branches):
             return "falls back to the CPU"
-    if isinstance(node, cst.If) and isinstance(node.orelse, cst.Else):
-        chosen, otherwise = _devices_assigned(node.body), _devices_assigned(node.orelse.body)
-        if any({machine, otherwise.get(target)} == {conditions.CPU, conditions.ACCELERATOR}
-               for target, machine in chosen.items()):
-            return "chooses the CPU when the condition says so"  # `if cfg["gpu"]: device = "cuda"` / `else: ... "cpu"`
+    if isinstance(node, cst.If) and if_chooses_cpu(node):
+        return "chooses the CPU when the condition says so"  # `if cfg["gpu"]: device = "cuda"` / `else: ... "cpu"`
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "add_argument":
         action = _keyword(node, "action")
         opt_in = isinstance(action, cst.SimpleString) and action.evaluated_value == "store_true"
@@ -234,9 +241,8 @@ def _note_unread_choice(ctx, assignment: cst.Assign | cst.AnnAssign | cst.If, un
     the choice's node to ``unread``; the same for ``if ...: device = "cuda"`` / ``else: device =
     "cpu"``."""
     if isinstance(assignment, cst.If):
-        names = {target.target.value for statement in _branch_statements(assignment)
-                 if isinstance(statement, cst.SimpleStatementLine) for small in statement.body
-                 if isinstance(small, cst.Assign) for target in small.targets if isinstance(target.target, cst.Name)}
+        branches = [assignment.body] + ([assignment.orelse.body] if isinstance(assignment.orelse, cst.Else) else [])
+        names = {target for branch in branches for target in _devices_assigned(branch) if "." not in target}
         if names and all(n not in names_read(ctx) or project_index.only_maps_loads(ctx.source, n) for n in names):
             unread.add(id(assignment))
         return
@@ -250,13 +256,6 @@ def _note_unread_choice(ctx, assignment: cst.Assign | cst.AnnAssign | cst.If, un
     name = targets[0].value
     if isinstance(value, cst.IfExp) and (name not in names_read(ctx) or project_index.only_maps_loads(ctx.source, name)):
         unread.add(id(value))
-
-
-def _branch_statements(node: cst.If) -> list[cst.BaseStatement]:
-    """The statements of an ``if``'s branches (an ``elif`` is one statement of them)."""
-    blocks = [node.body] + ([node.orelse if isinstance(node.orelse, cst.If) else node.orelse.body]
-                            if node.orelse is not None else [])
-    return [s for block in blocks for s in ([block] if isinstance(block, cst.If) else block.body)]
 
 
 def names_read(ctx) -> frozenset[str]:

@@ -660,11 +660,8 @@ def _falls_back(path: Sequence[cst.CSTNode]) -> bool:
         if isinstance(parent, (cst.FunctionDef, cst.SimpleStatementLine)):
             break
     for parent, child in zip(reversed(path[:-1]), reversed(path[1:])):
-        if isinstance(parent, cst.If) and parent.orelse is not None and child in (parent.body, parent.orelse):
-            other = parent.orelse if child is parent.body else parent.body
-            other_code = code_of(other).lower()
-            if "cpu" in other_code and "cuda" not in other_code:
-                return True  # `if cfg["gpu"]: device = "cuda"` / `else: device = "cpu"`
+        if isinstance(parent, cst.If) and child in (parent.body, parent.orelse) and portability.if_chooses_cpu(parent):
+            return True  # `if cfg["gpu"]: device = "cuda"` / `else: device = "cpu"`
         if isinstance(parent, (cst.FunctionDef, cst.ClassDef)):
             break
     statement = next((p for p in reversed(path) if isinstance(p, (cst.Assign, cst.AnnAssign))), None)
