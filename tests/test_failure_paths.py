@@ -779,6 +779,10 @@ def test_an_other_backend_than_nccl_says_nothing_of_the_machine(project, capsys)
     ("model = nn.DataParallel(model, device_ids=[0, 1, 2, 3])", "possible"),
     ("model = torch.nn.DataParallel(model, [0, 1])", "possible"),
     ("model = nn.DataParallel(model, device_ids=GPUS)", "possible"),  # GPUS = [0, 1] at the top
+    ("ids = [0, 1, 2, 3]\n    model = nn.DataParallel(model, device_ids=ids)", "possible"),  # bound in the function
+    ("ids = [0]\n    model = nn.DataParallel(model, device_ids=ids)", "certain"),
+    # bound twice: which list reaches the wrapper is not known
+    ("ids = [0, 1]\n    ids = [0]\n    model = nn.DataParallel(model, device_ids=ids)", "certain"),
     # one GPU, or the GPUs the machine has: nothing says the machine has several
     ("model = nn.DataParallel(model, device_ids=[0])", "certain"),
     ("model = nn.DataParallel(model)", "certain"),

@@ -741,7 +741,8 @@ _DEVICE_WORDS = re.compile(r"cuda|gpu|cpu|device|available", re.IGNORECASE)
 def _several_gpus(ctx, scope: cst.CSTNode) -> Step | None:
     """The function (or the module's top level) spreads its model over GPUs it names:
     ``nn.DataParallel(model, device_ids=[0, 1, 2, 3])``, a literal list of GPU numbers (or a
-    top-level constant that holds one) with a second GPU in it. Code written for a multi-GPU
+    name the function binds once to one, or a top-level constant that holds one) with a
+    second GPU in it. Code written for a multi-GPU
     machine, as ``.cuda(1)`` is: a CPU choice elsewhere in it is boilerplate, not a path this
     code runs."""
     found: list[Step] = []
@@ -753,8 +754,9 @@ def _several_gpus(ctx, scope: cst.CSTNode) -> Step | None:
             ids = _keyword(node, "device_ids")
             if ids is None and len(node.args) > 1 and node.args[1].keyword is None:
                 ids = node.args[1].value
-            if isinstance(ids, cst.Name):  # `gpus = [0, 1]` at the top of the file
-                ids = conditions.constant_value(ids.value)
+            if isinstance(ids, cst.Name):  # `gpus = [0, 1]` in the function, or at the top of the file
+                bound = requirements.assignments(scope, ids.value) if isinstance(scope, cst.FunctionDef) else []
+                ids = bound[0] if len(bound) == 1 else None if bound else conditions.constant_value(ids.value)
             numbers = [conditions.integer_value(e.value) for e in ids.elements] \
                 if isinstance(ids, (cst.List, cst.Tuple)) else []
             if any(n is not None and n >= 1 for n in numbers):

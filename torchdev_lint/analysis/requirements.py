@@ -395,7 +395,7 @@ class Requirements:
         process group: its first return is ``if <no group>: return 1``, possibly after
         ``if not dist.is_available(): return 1``."""
         if isinstance(expr, cst.Name):
-            values = _assignments(function, expr.value)
+            values = assignments(function, expr.value)
             return len(values) == 1 and values[0] is not None and self._world_size(values[0], function)
         if not (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and not expr.args):
             return False
@@ -574,7 +574,7 @@ def _assigned(statement: cst.CSTNode) -> list[cst.BaseExpression]:
     return found
 
 
-def _assignments(function: cst.FunctionDef, name: str) -> list[cst.BaseExpression | None]:
+def assignments(function: cst.FunctionDef, name: str) -> list[cst.BaseExpression | None]:
     """What each binding of ``name`` in the function binds: the value of ``name = value``,
     None for any other kind of binding (a parameter, a loop, unpacking)."""
     found: list[cst.BaseExpression | None] = []
