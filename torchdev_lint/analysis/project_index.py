@@ -1808,7 +1808,7 @@ class ProjectIndex:
             self._memo[key] = f"{self._shown(found[0][0])}:{found[0][1]}" if found else None
         return self._memo[key]
 
-    def _root(self) -> str:
+    def root(self) -> str:
         """The folder that holds every indexed file."""
         root = self._memo.get(("root",))
         if root is None:
@@ -1820,12 +1820,12 @@ class ProjectIndex:
     def _shown(self, path: str) -> str:
         """``path`` as evidence names it: from the folder that holds every indexed file, so
         that `train.py` and `backup/train.py` stay apart."""
-        return os.path.relpath(path, self._root()).replace(os.sep, "/")
+        return os.path.relpath(path, self.root()).replace(os.sep, "/")
 
     def indexed_folder(self) -> str:
         """Where the index looked, as evidence names it (relative to the working directory
         when under it): a run on one file indexes its package, not the whole project."""
-        root = self._root()
+        root = self.root()
         shown = os.path.relpath(root)
         return (root if shown.startswith("..") else shown).replace(os.sep, "/")
 

@@ -8,12 +8,13 @@ devices."""
 from __future__ import annotations
 
 import ast
+import os
 import re
 from collections.abc import Sequence
 
 import libcst as cst
 
-from torchdev_lint import pyast
+from torchdev_lint import checkpoints, pyast
 from torchdev_lint.analysis import kinds, tree
 from torchdev_lint.analysis.guards import code_of, is_guarded
 from torchdev_lint.analysis.classes import methods
@@ -1019,16 +1020,51 @@ def loaded_name(ctx, ancestors, call: cst.Call) -> str | None:
     (``def __init__(self, path="pretrain/hubert.pt")``). None: the name comes from outside
     (``torch.load(args.model)``), and so does which save wrote the file."""
     shape = _load_shape(ctx, ancestors, call)
+    if shape is None:
+        default = _path_default(ctx, ancestors, call)
+        shape = file_name_shape(_as_ast(default), lambda name: None) if default is not None else None
+    return shape if shape is not None and re.search(r"[A-Za-z0-9]", shape.replace("{}", "")) else None
+
+
+def _path_default(ctx, ancestors, call: cst.Call) -> cst.BaseExpression | None:
+    """The literal default of the parameter a load's path is, when nothing else binds it."""
     target = loaded_file(call)
     scope = _scope_of(ancestors)
-    if shape is None and isinstance(target, cst.Name) and isinstance(scope, cst.FunctionDef):
-        param = next((p for p in (*scope.params.params, *scope.params.kwonly_params)
-                      if p.name.value == target.value), None)
-        sites = ctx.bindings(scope).get(target.value, ())
-        default = param.default if param is not None and all(s is param.name for s in sites) else None
-        if isinstance(default, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)):
-            shape = file_name_shape(_as_ast(default), lambda name: None)
-    return shape if shape is not None and re.search(r"[A-Za-z0-9]", shape.replace("{}", "")) else None
+    if not (isinstance(target, cst.Name) and isinstance(scope, cst.FunctionDef)):
+        return None
+    param = next((p for p in (*scope.params.params, *scope.params.kwonly_params)
+                  if p.name.value == target.value), None)
+    sites = ctx.bindings(scope).get(target.value, ())
+    default = param.default if param is not None and all(s is param.name for s in sites) else None
+    return default if isinstance(default, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)) else None
+
+
+def shipped_checkpoint(ctx, ancestors, call: cst.Call) -> tuple[str, list[str]] | None:
+    """The checkpoint a load reads when the code spells its whole path and the repository
+    holds that file (from the loading file's folder or one above it, up to the project's
+    root): the path as the code spells it, and the devices its tensors were saved from
+    (``checkpoints.storage_locations``). What the file holds is then known, not guessed."""
+    target = loaded_file(call)
+    if target is None or ctx.path == "-":
+        return None
+    scope = _scope_of(ancestors)
+    path = path_template(_as_ast(target), lambda name: _single_value(ctx, scope, name))
+    if "{}" in path:
+        default = _path_default(ctx, ancestors, call)
+        path = path_template(_as_ast(default), lambda name: None) if default is not None else "{}"
+    if "{}" in path or not path.strip() or os.path.isabs(path):
+        return None
+    folder = os.path.dirname(os.path.abspath(ctx.path))
+    top = ctx.index.root() if ctx.index is not None else folder
+    while True:
+        candidate = os.path.join(folder, path)
+        if os.path.isfile(candidate):
+            found = checkpoints.file_locations(candidate)
+            return (path, found) if found is not None else None
+        if os.path.normcase(folder) == os.path.normcase(top) or os.path.dirname(folder) == folder \
+                or not os.path.normcase(folder).startswith(os.path.normcase(top)):
+            return None
+        folder = os.path.dirname(folder)
 
 
 def never_written(ctx, ancestors, call: cst.Call) -> str | None:

@@ -107,6 +107,16 @@ class LoadWithoutMapLocation(Rule):
     `torch.load(args.weights)` in a project whose training saves from the GPU is the shape:
     its checkpoints, published ones included, fail to load on a laptop.
 
+    A checkpoint the repository ships settles the last step by itself: when the code spells
+    the whole path (`torch.load("weights/net.pth")`, a name bound once to it, a parameter's
+    literal default) and that file is in the repository (from the loading file's folder up
+    to the project's root), its records say where its tensors were saved. A file saved on
+    `cuda:0` makes the load certain wherever the code runs without CUDA, whatever the object
+    is used for (restoring the file needs that device); one saved on the CPU makes it
+    possible (it loads anywhere), whatever the project's savers suggest. The file is read
+    without torch and without running it (its pickles are read with classes that build
+    nothing); a Git LFS pointer or a plain pickle says nothing.
+
     Possible where a step is missing or the file may come back to the machine that wrote it:
     code judged CUDA-only; a file of plain objects or a scheduler's state; a load that only
     runs where CUDA is wanted or present, or in code that needs CUDA anyway (a CUDA-only
@@ -377,12 +387,23 @@ class LoadWithoutMapLocation(Rule):
                 continue
             steps, sure = list(verdict.steps), True  # sure: the rest of the path holds
             weights = _weights_use(ancestors, node)
+            shipped = provenance.shipped_checkpoint(self.ctx, ancestors, node)
+            on_devices = [where for where in shipped[1] if where != "cpu"] if shipped is not None else []
+            if on_devices:
+                # the file's own records: restoring them needs that device, whatever the tensors are for
+                steps.append((node, f"the repository ships `{shipped[0]}`, whose tensors were saved on "
+                                    f"{', '.join(on_devices)}: loading it without a map_location needs that device"))
+            elif shipped is not None:
+                sure = False
+                steps.append((node, f"the repository ships `{shipped[0]}`, whose tensors were all saved on the CPU: "
+                                    "it loads anywhere"))
             if weights is None:
-                sure = False  # a file of plain objects or arrays holds no device
+                sure = sure and bool(on_devices)  # a file of plain objects or arrays holds no device
             else:
                 steps.append(weights)
                 origin = provenance.weights_saved_from_a_device(self.ctx)
-                if origin is not None and provenance.fetched_here(self.ctx, ancestors, node) is None:
+                if shipped is None and origin is not None \
+                        and provenance.fetched_here(self.ctx, ancestors, node) is None:
                     steps.append((node, f"the project saves weights from code that places tensors on devices "
                                         f"({origin}): its checkpoints can hold accelerator tensors"))
             save = next((s for s in self.saves if provenance.same_file_named(s, node, self.opened)), None)
@@ -391,40 +412,24 @@ class LoadWithoutMapLocation(Rule):
             if save is not None:
                 sure = False  # it may read back what it wrote, on the machine that wrote it
                 steps.append((save, "the same file writes a file of that name: this may read it back"))
-            for step in self._doubts(node, ancestors, weights, written_here=save is not None):
+            for step in self._doubts(node, ancestors, weights, written_here=save is not None,
+                                     known=shipped is not None):
                 sure = False
                 steps.append(step)
             self.report(node, fix=lambda node=node, ancestors=ancestors: self._fix(node, ancestors),
                         evidence=steps, certain=verdict.certain and sure,
                         set_aside=verdict.unknown_intent and sure)
 
-    def _doubts(self, node: cst.Call, ancestors: tuple[cst.CSTNode, ...], weights, written_here: bool):
-        """What makes a load of tensors that can run without CUDA still uncertain: nothing
-        shows the file can hold accelerator tensors (the project never saves weights from
-        code on a device, or never writes a file of that name), the code around it needs
-        CUDA anyway, it reads back what a helper saved earlier in the same run, it is a
-        trainer's start point, or the project saves CPU tensors. ``written_here``: the file
-        itself writes a file of that name (so it is not one no code writes)."""
+    def _doubts(self, node: cst.Call, ancestors: tuple[cst.CSTNode, ...], weights, written_here: bool,
+                known: bool):
+        """What makes a load of tensors that can run without CUDA still uncertain: doubts of
+        where the file comes from (``_origin_doubts``; not when ``known``: the repository ships
+        it, and what it holds was read), the code around it needs CUDA anyway, it reads back
+        what a helper saved earlier in the same run, or it is a trainer's start point.
+        ``written_here``: the file itself writes a file of that name."""
         ctx = self.ctx
-        if weights is not None and not written_here and provenance.weights_saved_from_a_device(ctx) is None:
-            yield (node, "nothing in the project saves weights from code that places tensors on devices: "
-                         "the file comes from elsewhere, saved on a device the code does not show")
-        fetched = provenance.fetched_here(ctx, ancestors, node)
-        if fetched is not None:
-            yield (fetched, "the file is fetched here by code that is no torch save (a download): its tensors "
-                            "are on whatever device its publisher saved them from, which the code does not show")
-        zoo = provenance.from_model_zoo(ctx, ancestors, node)
-        if zoo is not None:
-            yield (zoo, "the file is published weights from PyTorch's model zoo (torch.hub's cache, a "
-                        "`model_urls` table): they are saved as CPU tensors")
-        cpu_save = provenance.cpu_weights_somewhere(ctx) if weights is not None else None
-        if cpu_save is not None and provenance.loaded_name(ctx, ancestors, node) is None:
-            yield (node, f"the project also saves weights as CPU tensors ({cpu_save}) and the code does not spell "
-                         "this file's name: which save wrote it is not shown")
-        foreign = None if written_here else provenance.never_written(ctx, ancestors, node)
-        if foreign is not None:
-            yield (node, f"no code of the project writes a file named `{foreign}`: it comes from elsewhere "
-                         "(a release, a download), saved on a device the code does not show")
+        if not known:
+            yield from self._origin_doubts(node, ancestors, weights, written_here)
         if guards.is_guarded(ancestors, ctx.qualified_name):
             yield (node, "it only runs where CUDA is wanted or present (a guard, as TDL001's): no CPU-only "
                          "machine runs it, though every process of a multi-GPU job loads it onto GPU 0")
@@ -458,6 +463,31 @@ class LoadWithoutMapLocation(Rule):
         if trainer is not None:
             yield (trainer, "the code that loads it saves checkpoints in a loop: a trainer's start point (its "
                             "resume, a model to fine-tune), read where it trains")
+
+    def _origin_doubts(self, node: cst.Call, ancestors: tuple[cst.CSTNode, ...], weights, written_here: bool):
+        """Nothing shows the file can hold accelerator tensors: the project never saves weights
+        from code on a device, never writes a file of that name, or saves CPU tensors; the file
+        is downloaded, or published by the model zoo."""
+        ctx = self.ctx
+        if weights is not None and not written_here and provenance.weights_saved_from_a_device(ctx) is None:
+            yield (node, "nothing in the project saves weights from code that places tensors on devices: "
+                         "the file comes from elsewhere, saved on a device the code does not show")
+        fetched = provenance.fetched_here(ctx, ancestors, node)
+        if fetched is not None:
+            yield (fetched, "the file is fetched here by code that is no torch save (a download): its tensors "
+                            "are on whatever device its publisher saved them from, which the code does not show")
+        zoo = provenance.from_model_zoo(ctx, ancestors, node)
+        if zoo is not None:
+            yield (zoo, "the file is published weights from PyTorch's model zoo (torch.hub's cache, a "
+                        "`model_urls` table): they are saved as CPU tensors")
+        cpu_save = provenance.cpu_weights_somewhere(ctx) if weights is not None else None
+        if cpu_save is not None and provenance.loaded_name(ctx, ancestors, node) is None:
+            yield (node, f"the project also saves weights as CPU tensors ({cpu_save}) and the code does not spell "
+                         "this file's name: which save wrote it is not shown")
+        foreign = None if written_here else provenance.never_written(ctx, ancestors, node)
+        if foreign is not None:
+            yield (node, f"no code of the project writes a file named `{foreign}`: it comes from elsewhere "
+                         "(a release, a download), saved on a device the code does not show")
         where = ctx.index.cpu_weights() if ctx.index is not None else None
         if where is not None:
             yield (node, f"the project saves its weights as CPU tensors ({where} moves them to the CPU "

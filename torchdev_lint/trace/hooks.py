@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import io
 import os
-import pickle
 import threading
-import zipfile
 
 import torch
 import torch.nn as nn
 from torch.optim.optimizer import Optimizer, register_optimizer_step_post_hook
 
+from torchdev_lint.checkpoints import storage_locations
 from torchdev_lint.trace.runtime import CPU, Runtime, StopTracing
 from torchdev_lint.trace.sim import Patches
 
@@ -101,9 +100,9 @@ def _install_save(rt: Runtime, patches: Patches) -> None:
         if path is not None and hasattr(f, "flush"):
             f.flush()  # an open file: its size and time as the load will see them
         if path is not None:
-            locations = archive_locations(path)
+            locations = _locations(path)
         elif hasattr(f, "getvalue"):
-            locations = archive_locations(io.BytesIO(f.getvalue()))
+            locations = _locations(io.BytesIO(f.getvalue()))
         else:
             locations = []
         site = rt.site()
@@ -214,7 +213,7 @@ def _install_load(rt: Runtime, patches: Patches) -> None:
                 return result
             return jit_original(f, map_location, *args, **kwargs)
         site = rt.site()
-        seen = archive_locations(f)
+        seen = _locations(f)
         origin = provenance(rt, f)
         devices = simulated_devices(f) if rt.sim else None
         if devices is not None:  # the locations a GPU would have written
@@ -242,48 +241,9 @@ def _install_load(rt: Runtime, patches: Patches) -> None:
     patches.set(torch.jit, "save", jit_save)
 
 
-class _Anything(dict):
-    def __init__(self, *args, **kwargs):
-        pass
-
-    def __setstate__(self, state):
-        pass
-
-
-def archive_locations(f) -> list[str]:
-    """The storage locations recorded in a torch.save / torch.jit.save zip archive, read
-    without importing anything (a pickle ``find_class`` that returns a dummy)."""
-    seen: list[str] = []
-    try:
-        if hasattr(f, "read"):
-            position = f.tell()
-            data = f.read()
-            f.seek(position)
-            archive = zipfile.ZipFile(io.BytesIO(data))
-        else:
-            archive = zipfile.ZipFile(f)
-    except (OSError, zipfile.BadZipFile, ValueError):
-        return seen
-    with archive:
-        for name in archive.namelist():
-            if not name.endswith(("data.pkl", "constants.pkl")):
-                continue
-
-            class Peek(pickle.Unpickler):
-                def find_class(self, module, name):
-                    return _Anything
-
-                def persistent_load(self, pid):
-                    if isinstance(pid, tuple) and len(pid) > 3 and isinstance(pid[3], str):
-                        if pid[3] not in seen:
-                            seen.append(pid[3])
-                    return _Anything()
-
-            try:
-                Peek(io.BytesIO(archive.read(name))).load()
-            except Exception:  # noqa: BLE001 - a peek, never an error
-                continue
-    return seen
+def _locations(f) -> list[str]:
+    """The storage locations a checkpoint records (none for what is no checkpoint)."""
+    return storage_locations(f) or []
 
 
 # -- module moves ---------------------------------------------------------------------------
