@@ -895,6 +895,24 @@ def test_code_kept_in_an_archive_folder_is_not_shown_to_run(project, capsys, fol
     assert [f[3] for f in findings(capsys, project, "TDL001")] == [confidence]
 
 
+@pytest.mark.parametrize("license_file, confidence", [
+    ("third_party/deepinv/LICENSE", "possible"),  # a copy of another project, as its authors wrote it
+    ("third_party/deepinv/License.txt", "possible"),
+    ("third_party/deepinv/other/COPYING", "possible"),
+    ("other/COPYING", "certain"),  # a license beside other code, not above the file
+    ("LICENSE", "certain"),  # the project's own license, at its root
+    ("third_party/deepinv/LICENSE_NOTES/readme.md", "certain"),  # a folder of that name is no license
+    (None, "certain"),
+])
+def test_code_in_a_folder_with_a_license_of_its_own_is_a_copy(project, capsys, license_file, confidence):
+    files = {"third_party/deepinv/other/invert.py": "import torch\n" + CHOOSES + "x = torch.ones(2).cuda()\n",
+             "main.py": "print(1)\n"}
+    if license_file is not None:
+        files[license_file] = "Copyright someone\n"
+    write(project, files)
+    assert [f[3] for f in findings(capsys, project, "TDL001")] == [confidence]
+
+
 @pytest.mark.parametrize("use, confidence", [
     ("return x.to(self.device)", "certain"),
     ("return x.to(device)", "possible"),  # the class never reads the device it set

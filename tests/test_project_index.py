@@ -336,3 +336,37 @@ def test_an_importer_that_chooses_the_cpu_counts_only_for_what_it_calls(tmp_path
     project["demo.py"] = project["demo.py"].replace("utils.get_vocoder", "torch.hub.load")
     write(tmp_path, project)
     assert tdl001_confidences(tmp_path, ["utils.py"]) == {("utils.py", 6): "possible"}
+
+
+def test_a_file_with_quotes_inside_its_f_strings_has_facts(tmp_path):
+    # Python 3.12 allows `f"{a + "/" + b}"`; an older parser rejects it, and the file's facts
+    # (what it imports, its CPU choice and on which line) must not be lost with it
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent('''\
+        import torch
+        from helpers import load_batch
+        note = f"""{"multi"}
+        line"""
+        out = f"{"runs" + "/" + "x"}.txt"
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        x = torch.ones(1).to(device)
+        batch = load_batch().cuda()
+    '''))
+    facts = project_index.read_facts(str(script))
+    assert facts is not None
+    assert facts.cpu_choice == "line 6"
+    assert facts.names["load_batch"] == "helpers.load_batch"
+    assert facts.unguarded_cuda
+
+
+def test_a_script_running_a_cuda_only_helper_is_judged_despite_its_f_strings(tmp_path, monkeypatch, capsys):
+    # the helper hardcodes CUDA with no CPU path: the script's own CPU choice is a path that never ran
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "helpers.py").write_text("import torch\ndef load_batch():\n    return torch.ones(2).cuda()\n")
+    (tmp_path / "train.py").write_text(
+        'import torch\nfrom helpers import load_batch\nname = f"{"a" + "b"}"\n'
+        'device = "cuda" if torch.cuda.is_available() else "cpu"\nx = torch.ones(2).cuda()\nprint(load_batch())\n')
+    cli.main(["--format", "json", "--isolated", "--preview", "--no-cache", "--select", "TDL001", "train.py"])
+    found = json.loads(capsys.readouterr().out)
+    assert [(f["line"], f["confidence"]) for f in found] == [(5, "possible")]
+    assert any("helpers.py" in e["message"] for e in found[0]["evidence"])

@@ -23,6 +23,10 @@ when the code around a load needs CUDA anyway: the blocks that run whenever it r
 its function, import a CUDA-only library (torch2trt, TensorRT, apex...), call ``.cuda()``
 or use a ``torch.cuda.*Tensor`` type.
 
+Code kept in a folder of code the project no longer runs (``legacy/``), or in a copy of
+another project (a folder below the root with a license of its own), is not shown to run
+without CUDA, whatever it chooses.
+
 A file that needs CUDA anyway says the opposite, and wins: it asserts or exits on
 ``torch.cuda.is_available()``, imports a library that only drives NVIDIA GPUs (apex,
 bitsandbytes, triton, TensorRT, PyCUDA, CuPy) at its top level, or loads a model quantised
@@ -36,6 +40,7 @@ says. Each file's answers are computed once, on the first question.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -505,19 +510,51 @@ _ARCHIVED = re.compile(r"(?i)^(?:old|deprecated|legacy|archived?|unused|obsolete
                        r"(?:[_-].*)?$|[_-](?:old|deprecated|legacy|archived?|unused|obsolete|backup)$")
 
 
+def _folders(ctx) -> tuple[Path, Path]:
+    """The file's folder and the folder the project is seen from: the working directory or
+    the indexed root, whichever holds it (the file's own folder when neither does)."""
+    parent = Path(ctx.path).resolve().parent
+    bases = [Path.cwd(), *([Path(ctx.index.indexed_folder()).resolve()] if ctx.index is not None else [])]
+    return parent, next((b for b in bases if parent == b or b in parent.parents), parent)
+
+
 def _archived(ctx, module: cst.Module) -> Step | None:
     """The file sits in a folder where the project keeps code it no longer runs (a folder
     named ``old_code``, ``legacy``, ``deprecated``... below the working directory or the
     indexed root): nothing shows the line still runs anywhere."""
     if ctx.path == "-":
         return None
-    parent = Path(ctx.path).resolve().parent
-    bases = [Path.cwd(), *([Path(ctx.index.indexed_folder()).resolve()] if ctx.index is not None else [])]
-    base = next((b for b in bases if parent == b or b in parent.parents), parent)
+    parent, base = _folders(ctx)
     folder = next((f for f in parent.relative_to(base).parts if _ARCHIVED.search(f)), None)
     if folder is None:
         return None
     return module, f"the file is kept in `{folder}/`, a folder of code the project no longer runs"
+
+
+_LICENSE = re.compile(r"(?i)^(?:licen[cs]e|copying)(?:[._-][\w.-]*)?$")
+
+
+def _vendored(ctx, module: cst.Module) -> Step | None:
+    """The file sits in a folder below the project's root that carries a license of its own
+    (``third_party/apex/LICENSE``, ``other_frameworks/DeepInversion/LICENSE``): a copy of
+    another project kept in this one. Its lines are upstream's choices, and nothing shows
+    this project runs them without CUDA."""
+    if ctx.path == "-":
+        return None
+    parent, base = _folders(ctx)
+    folder = parent
+    while folder != base and base in folder.parents:
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            names = []
+        found = next((n for n in sorted(names) if _LICENSE.match(n) and (folder / n).is_file()), None)
+        if found is not None:
+            shown = folder.relative_to(base).as_posix()
+            return module, (f"the file is in `{shown}/`, which carries a license of its own ({found}): a copy of "
+                            "another project, kept here as its authors wrote it")
+        folder = folder.parent
+    return None
 
 
 def _never_named(ctx, ancestors: Sequence[cst.CSTNode]) -> Step | None:
@@ -861,7 +898,7 @@ def runs_without_cuda(ctx, ancestors: Sequence[cst.CSTNode], library: bool = Fal
     if facts.cuda_only is not None:
         return Verdict(False, (facts.cuda_only,))
     step = _unimportable(ctx, module) or ctx.once(("portability: archived",), lambda: _archived(ctx, module)) \
-        or _never_named(ctx, ancestors)
+        or ctx.once(("portability: vendored",), lambda: _vendored(ctx, module)) or _never_named(ctx, ancestors)
     if step is not None:
         return Verdict(False, (step,))
     for scope in reversed(ancestors):

@@ -23,6 +23,7 @@ import itertools
 import os
 import re
 import stat
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -1184,6 +1185,28 @@ def parsed_lately(text: str) -> bool:
     return (len(text), hash(text)) in _PARSED
 
 
+def _parse_without_fstrings(text: str) -> ast.Module | None:
+    """The stdlib tree of a file this Python's parser rejects only for its f-strings: the
+    quotes Python 3.12 allows inside them (``f"{a + "/" + b}"``), which the checks' parser
+    (LibCST) reads. Each f-string becomes an empty string over as many lines, so every other
+    node keeps its line; what the f-strings spell (a file name template) is lost. None when
+    the file fails for another reason."""
+    if sys.version_info >= (3, 12) or not re.search(r"(?i)(?<![\w])[rb]?f[rb]?['\"]", text):
+        return None
+    import libcst as cst
+
+    class Blank(cst.CSTTransformer):
+        def leave_FormattedString(self, original, updated):
+            lines = cst.Module([]).code_for_node(original).count("\n")
+            return cst.SimpleString('"""' + "\n" * lines + '"""' if lines else '""')
+
+    try:
+        blank = cst.parse_module(text).visit(Blank()).code
+    except (cst.ParserSyntaxError, RecursionError, ValueError, MemoryError):
+        return None
+    return pyast.parse(blank)
+
+
 def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | None:
     """What one file defines and imports; None when it cannot be read or parsed (the lint
     reports that); no facts but why (``skipped``) when it is over the size or depth budget
@@ -1206,6 +1229,8 @@ def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | No
     if why is not None:
         return skipped(full, why)
     tree = pyast.parse(source)
+    if tree is None:
+        tree = _parse_without_fstrings(text)
     if tree is None:
         return None
     if len(_PARSED) >= _PARSED_LIMIT:
