@@ -895,6 +895,41 @@ def test_code_kept_in_an_archive_folder_is_not_shown_to_run(project, capsys, fol
     assert [f[3] for f in findings(capsys, project, "TDL001")] == [confidence]
 
 
+@pytest.mark.parametrize("init, chooses, confidence", [
+    # its object only exists where CUDA is: following an input's device is no CPU path
+    ("self.net = torch.nn.Linear(2, 2)\n        self.net.cuda()", False, "possible"),
+    ("self.mean = torch.zeros(2).to('cuda')", False, "possible"),
+    # the file's own CPU choice still reaches it: both lines fail on the CPU path
+    ("self.net = torch.nn.Linear(2, 2)\n        self.net.cuda()", True, "certain"),
+    # built where its caller says, or under a test: the method's device is its input's
+    ("self.net = torch.nn.Linear(2, 2)", False, "certain"),
+    ("self.net = torch.nn.Linear(2, 2)\n        if torch.cuda.is_available():\n            self.net.cuda()",
+     False, "certain"),
+])
+def test_a_method_following_its_input_in_a_class_built_on_cuda(project, capsys, init, chooses, confidence):
+    write(project, {"flow.py": "import torch\n" + (CHOOSES if chooses else "")
+                               + "class Flow(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                                 f"        {init}\n"
+                                 "    def forward(self, batch):\n        grid = torch.ones(2).to(batch['rgb'].device)\n"
+                                 "        return grid + torch.zeros(2).cuda()\n"})
+    found = findings(capsys, project, "TDL001")
+    last = (project / "flow.py").read_text().count("\n")  # the `return` line
+    assert [f[3] for f in found if f[1] == last] == [confidence]
+
+
+@pytest.mark.parametrize("choice, confidence", [
+    # where gathered results are kept, not where the code runs: no CPU path
+    ("gather_device = torch.device('cpu') if gather_on_cpu else torch.device('cuda')", "possible"),
+    ("if gather_on_cpu:\n    storage_device = 'cpu'\nelse:\n    storage_device = 'cuda'", "possible"),
+    ("run_device = torch.device('cpu') if gather_on_cpu else torch.device('cuda')", "certain"),
+])
+def test_a_device_named_for_where_data_is_kept_is_no_cpu_path(project, capsys, choice, confidence):
+    name = choice.split("=")[0].split()[-1]
+    write(project, {"extract.py": "import torch\ngather_on_cpu = False\n" + choice + "\n"
+                                  f"feats = torch.zeros(2).to({name})\nx = torch.ones(2).cuda()\n"})
+    assert [f[3] for f in findings(capsys, project, "TDL001")] == [confidence]
+
+
 @pytest.mark.parametrize("license_file, confidence", [
     ("third_party/deepinv/LICENSE", "possible"),  # a copy of another project, as its authors wrote it
     ("third_party/deepinv/License.txt", "possible"),

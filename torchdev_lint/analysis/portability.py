@@ -242,13 +242,15 @@ def _gpu_indices(add_argument: cst.Call) -> bool:
 def _note_unread_choice(ctx, assignment: cst.Assign | cst.AnnAssign | cst.If, unread: set[int]) -> None:
     """``device = torch.device("cuda" if cuda else "cpu")`` where nothing reads ``device``, or
     only ``map_location=device`` does: a choice nothing is placed by (boilerplate of a script
-    that moves everything with ``.cuda()``) says nothing about where the script runs. Adds
+    that moves everything with ``.cuda()``) says nothing about where the script runs; nor does
+    one named for where data is kept (``gather_device``: ``project_index.places_data``). Adds
     the choice's node to ``unread``; the same for ``if ...: device = "cuda"`` / ``else: device =
     "cpu"``."""
     if isinstance(assignment, cst.If):
         branches = [assignment.body] + ([assignment.orelse.body] if isinstance(assignment.orelse, cst.Else) else [])
         names = {target for branch in branches for target in _devices_assigned(branch) if "." not in target}
-        if names and all(n not in names_read(ctx) or project_index.only_maps_loads(ctx.source, n) for n in names):
+        if names and all(n not in names_read(ctx) or project_index.only_maps_loads(ctx.source, n)
+                         or project_index.places_data(n) for n in names):
             unread.add(id(assignment))
         return
     targets = ([t.target for t in assignment.targets] if isinstance(assignment, cst.Assign)
@@ -259,7 +261,8 @@ def _note_unread_choice(ctx, assignment: cst.Assign | cst.AnnAssign | cst.If, un
     if isinstance(value, cst.Call) and value.args:
         value = value.args[0].value
     name = targets[0].value
-    if isinstance(value, cst.IfExp) and (name not in names_read(ctx) or project_index.only_maps_loads(ctx.source, name)):
+    if isinstance(value, cst.IfExp) and (name not in names_read(ctx) or project_index.only_maps_loads(ctx.source, name)
+                                         or project_index.places_data(name)):
         unread.add(id(value))
 
 
@@ -433,6 +436,13 @@ def _facts(ctx, module: cst.Module) -> _FileFacts:
             if statement is not None:
                 facts.cuda_scopes.setdefault(node, (statement, f"class `{node.name.value}` needs CUDA anyway: "
                                                     f"`{method.name.value}` always runs code that needs it"))
+        if _built_on_cuda(methods):
+            # its object only exists where CUDA is: a method that follows an input's `.device`
+            # follows what the class itself put on CUDA, and shows no CPU path
+            for method in methods:
+                step = facts.device_generic.get(method)
+                if step is not None and not isinstance(step[0], cst.Param):
+                    del facts.device_generic[method]
         for method in methods:
             step = facts.device_generic.get(method)
             if isinstance(step and step[0], cst.Param) and _gpu_index(node, step[0].name.value):
@@ -448,6 +458,17 @@ def _facts(ctx, module: cst.Module) -> _FileFacts:
                 facts.device_generic[node] = (step[0], f"class `{node.name.value}` is device-generic: " + step[1])
                 break
     return facts
+
+
+def _built_on_cuda(methods: list[cst.FunctionDef]) -> bool:
+    """The class's ``__init__`` hardcodes CUDA in a statement of its own body, which runs
+    whenever an object is built (``model.cuda()``, ``self.mean = m.to("cuda")``)."""
+    init = next((m for m in methods if m.name.value == "__init__"), None)
+    if init is None or not isinstance(init.body, cst.IndentedBlock):
+        return False
+    return any(isinstance(s, cst.SimpleStatementLine) and any(
+        isinstance(c.func, cst.Attribute) and c.func.attr.value in ("cuda", "to") and _to_cuda(c)
+        for c in collect(s, cst.Call, skip=(cst.Lambda,))) for s in init.body.body)
 
 
 @dataclass(frozen=True)

@@ -637,6 +637,8 @@ def cpu_choice(text: str, lines: "_Lines") -> str:
         # the line that binds the choice: the `else:` branch's own line for an if statement
         start = found.start("assigned") if found.group("assigned") else text.rfind("\n", 0, found.start()) + 1
         bound = _BOUND.match(text, start)
+        if bound is not None and places_data(bound.group(1)):
+            continue
         if bound is not None and names is None:
             names = read_names(text)
         if bound is None or bound.group(1) in names and not only_maps_loads(text, bound.group(1)):
@@ -671,6 +673,15 @@ def reads_option(text: str, option: str, dest: str | None = None) -> bool:
 
 
 _BOUND = re.compile(r"[ \t]*(\w+)\s*=[^=]")
+# Words of names for where a program keeps data, not where it runs.
+_DATA_PLACES = frozenset({"gather", "storage", "store", "offload", "cache", "output", "outputs", "result",
+                          "results", "save", "buffer"})
+
+
+def places_data(name: str) -> bool:
+    """``gather_device = "cpu" if gather_on_cpu else "cuda"``: a device named for where data
+    is kept (gathered, stored, offloaded, cached), not a choice of where the code runs."""
+    return not _DATA_PLACES.isdisjoint(w.lower() for w in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])", name))
 
 
 def read_names(text: str) -> frozenset[str]:
