@@ -803,6 +803,16 @@ def test_a_device_bound_to_a_name_nothing_reads_places_nothing(project, capsys, 
     assert [f[3] for f in findings(capsys, project, "TDL002")] == [confidence]
 
 
+@pytest.mark.parametrize("use, confidence", [
+    # read only where the caller asks for the GPU: nothing is placed there without CUDA
+    ("def flows(x, use_gpu=False):\n    if use_gpu:\n        x = x.to(gpu)\n    return x\n", "possible"),
+    ("def flows(x, use_gpu=False):\n    if use_gpu:\n        x = x.to(gpu)\n    return x.to(gpu)\n", "certain"),
+])
+def test_a_device_read_only_under_a_gpu_test_places_nothing_without_cuda(project, capsys, use, confidence):
+    write(project, {"run.py": "import torch\n" + CHOOSES + "gpu = torch.device('cuda')\n" + use})
+    assert [f[3] for f in findings(capsys, project, "TDL002")] == [confidence]
+
+
 def test_a_device_another_module_imports_is_read_there(project, capsys):
     write(project, {"settings.py": "import torch\n" + CHOOSES + "gpu = torch.device('cuda')\n",
                     "train.py": "import torch\nfrom settings import gpu\nx = torch.ones(2).to(gpu)\n"})
@@ -928,6 +938,29 @@ def test_a_device_named_for_where_data_is_kept_is_no_cpu_path(project, capsys, c
     write(project, {"extract.py": "import torch\ngather_on_cpu = False\n" + choice + "\n"
                                   f"feats = torch.zeros(2).to({name})\nx = torch.ones(2).cuda()\n"})
     assert [f[3] for f in findings(capsys, project, "TDL001")] == [confidence]
+
+
+@pytest.mark.parametrize("call, confidence", [
+    ("attack(net, device='cuda')", "possible"),  # every call passes CUDA: a CPU path nothing takes
+    ("attack(net)", "possible"),  # the CUDA default, taken by every call
+    ("attack(net, device=torch.device('cpu'))", "certain"),
+    ("attack(net, device=args.device)", "certain"),
+])
+def test_a_device_parameter_every_call_fills_with_cuda(project, capsys, call, confidence):
+    write(project, {"attack.py": "import torch\ndef attack(model, device='cuda'):\n"
+                                 "    x = torch.zeros(2).to(device)\n    model.cuda()\n    return model(x)\n"
+                                 "if __name__ == '__main__':\n    net = torch.nn.Linear(2, 2)\n"
+                                 f"    {call}\n"})
+    assert [f[3] for f in findings(capsys, project, "TDL001")] == [confidence]
+
+
+def test_a_packages_function_with_a_cuda_default_is_its_users_api(project, capsys):
+    # `predict(..., device=torch.device("cuda"))` in a package: users outside pass their device
+    write(project, {"pkg/__init__.py": "", "pkg/infer.py": "import torch\ndef predict(x, device='cuda'):\n"
+                                                         "    model = torch.nn.Linear(2, 2).to(device)\n"
+                                                         "    return model(x.cuda())\n"
+                                                         "if __name__ == '__main__':\n    predict(torch.ones(2))\n"})
+    assert [f[3] for f in findings(capsys, project, "TDL001")] == ["certain"]
 
 
 @pytest.mark.parametrize("license_file, confidence", [

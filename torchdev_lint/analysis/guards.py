@@ -18,7 +18,7 @@ from typing import Sequence
 
 import libcst as cst
 
-from torchdev_lint.analysis import conditions
+from torchdev_lint.analysis import conditions, tree
 from torchdev_lint.analysis.conditions import ACCELERATOR, CPU, Machine, Qualifier
 from torchdev_lint.analysis.imports import dotted_name
 
@@ -283,6 +283,32 @@ def is_guarded(ancestors: Sequence[cst.CSTNode], qualify: Qualifier | None = Non
         elif isinstance(parent, cst.Call) and _marked_for_accelerator(parent, qualify):
             return True
     return named_for_accelerator(ancestors)
+
+
+def reads_only_guarded(module: cst.Module, name: str, qualify: Qualifier | None = None) -> bool:
+    """Every read of the top-level ``name`` in ``module`` (there is one at least) is guarded
+    (``is_guarded``): ``torch_gpu = torch.device("cuda")`` used only under ``if use_gpu:``
+    places nothing on a machine without CUDA."""
+    reads = 0
+    parents: dict[int, cst.CSTNode] = {}
+    stack: list[cst.CSTNode] = [module]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Name) and node.value == name:
+            parent = parents.get(id(node))
+            if not (isinstance(parent, (cst.AssignTarget, cst.Param))
+                    or (isinstance(parent, cst.Attribute) and parent.attr is node)):
+                path = [node]
+                while id(path[-1]) in parents:
+                    path.append(parents[id(path[-1])])
+                if not is_guarded(path[::-1], qualify):
+                    return False
+                reads += 1
+            continue
+        for child in tree.children(node):
+            parents[id(child)] = node
+            stack.append(child)
+    return reads > 0
 
 
 def runs_on_cpu(ancestors: Sequence[cst.CSTNode], qualify: Qualifier | None = None) -> bool:

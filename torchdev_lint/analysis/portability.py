@@ -277,18 +277,24 @@ def _root(node: cst.BaseExpression) -> str | None:
     return node.value if isinstance(node, cst.Name) else None
 
 
-def _built_on_cuda_only(ctx, module: cst.Module, klass: cst.ClassDef, param: cst.Param) -> bool:
-    """Every construction of ``klass`` in its file passes a CUDA device for ``param``
-    (``liGRU_layer(..., device="cuda")``), and no other module of the project imports it:
-    the device parameter offers a CPU path that nothing takes. The constructions carry the
-    hardcoded device, and their findings."""
+def _built_on_cuda_only(ctx, module: cst.Module, definition: cst.ClassDef | cst.FunctionDef,
+                        param: cst.Param) -> bool:
+    """Every call of ``definition`` in its file (a construction, for a class) passes a CUDA
+    device for ``param`` (``liGRU_layer(..., device="cuda")``; an omitted one its CUDA
+    default), and no other module of the project imports the file: the device parameter
+    offers a CPU path that nothing takes. The calls carry the hardcoded device, and their
+    findings."""
     if ctx.index is None or ctx.path == "-" or ctx.index.imported_from(ctx.path):
         return False
-    init = next((m for m in klass.body.body if isinstance(m, cst.FunctionDef) and m.name.value == "__init__"), None)
-    if init is None:
-        return False
-    positional = [p.name.value for p in init.params.params][1:]  # after `self`
-    name = klass.name.value
+    if isinstance(definition, cst.ClassDef):
+        function = next((m for m in definition.body.body
+                         if isinstance(m, cst.FunctionDef) and m.name.value == "__init__"), None)
+        if function is None:
+            return False
+        positional = [p.name.value for p in function.params.params][1:]  # after `self`
+    else:
+        function, positional = definition, [p.name.value for p in definition.params.params]
+    name = definition.name.value
     passed: list[cst.BaseExpression | None] = []
 
     def enter(node: cst.CSTNode) -> bool:
@@ -298,7 +304,7 @@ def _built_on_cuda_only(ctx, module: cst.Module, klass: cst.ClassDef, param: cst
             index = positional.index(param.name.value) if param.name.value in positional else None
             plain = [a.value for a in node.args if a.keyword is None and not a.star]
             passed.append(keyword if keyword is not None else
-                          plain[index] if index is not None and index < len(plain) else None)
+                          plain[index] if index is not None and index < len(plain) else param.default)
         return True
 
     walk(module, enter)
@@ -428,6 +434,12 @@ def _facts(ctx, module: cst.Module) -> _FileFacts:
         if library is not None:
             facts.cuda_only = (module, f"the file needs CUDA anyway: it imports {library}, which drives "
                                        "NVIDIA GPUs only")
+    # a script's function (a package's is its users' API: `predict(..., device=...)`)
+    scripted = ctx.path != "-" and not (Path(ctx.path).parent / "__init__.py").is_file()
+    for function in module.body if scripted else ():
+        step = facts.device_generic.get(function) if isinstance(function, cst.FunctionDef) else None
+        if isinstance(step and step[0], cst.Param) and _built_on_cuda_only(ctx, module, function, step[0]):
+            del facts.device_generic[function]  # every call passes CUDA: a CPU path no caller takes
     needs = requirements.of_file(ctx, module)
     for node in classes:
         methods = [m for m in node.body.body if isinstance(m, cst.FunctionDef)]

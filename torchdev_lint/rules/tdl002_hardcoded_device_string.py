@@ -7,7 +7,7 @@ import libcst as cst
 
 from torchdev_lint import fixes
 from torchdev_lint.analysis import kinds, portability, tree
-from torchdev_lint.analysis.guards import code_of, is_guarded
+from torchdev_lint.analysis.guards import code_of, is_guarded, reads_only_guarded
 from torchdev_lint.analysis.requirements import of_file
 from torchdev_lint.finding import Applicability, Fix
 from torchdev_lint.rule import Invalid, Rule, Valid
@@ -152,8 +152,9 @@ class HardcodedDeviceString(Rule):
     one branch of a choice with the CPU or with the caller's device (`"cuda" if backend ==
     "nccl" else "cpu"`, `if device is None: device = "cuda"`), the old-torch stand-in for
     `torch.accelerator`, and a device bound at the top level to a name the file never reads
-    and no other module imports, or to a `self` attribute its class never reads (building a
-    `torch.device` needs no CUDA; nothing is placed).
+    (or reads only under a GPU test: `if use_gpu: x = x.to(gpu)`) and no other module
+    imports, or to a `self` attribute its class never reads (building a `torch.device` needs
+    no CUDA; nothing is placed without it).
 
         ## When not to use
     In a project that only ever runs on CUDA (a multi-GPU trainer, a library of CUDA
@@ -566,8 +567,9 @@ class HardcodedDeviceString(Rule):
 
     def _unread_binding(self, path) -> tuple[cst.CSTNode, str] | None:
         """``device = torch.device("cuda")`` at the top level, bound to a name the file
-        never reads and no other module imports: the device places nothing (building a
-        ``torch.device`` does not need CUDA)."""
+        never reads, or reads only under a GPU test, and no other module imports: the device
+        places nothing on a machine without CUDA (building a ``torch.device`` does not need
+        CUDA)."""
         if len(path) < 3 or not isinstance(path[0], cst.Module):
             return None
         unread = self._unread_attribute(path)
@@ -579,13 +581,16 @@ class HardcodedDeviceString(Rule):
                 or not isinstance(assign.targets[0].target, cst.Name):
             return None
         name = assign.targets[0].target.value
-        if name in portability.names_read(self.ctx):
-            return None
         index = self.ctx.index
         imported = index.imported_from(self.ctx.path) if index is not None and self.ctx.path != "-" else None
         if imported is None or "*" in imported or name in imported:
             return None
-        return assign, f"`{name}` is never read here nor imported elsewhere: the device places nothing"
+        if name not in portability.names_read(self.ctx):
+            return assign, f"`{name}` is never read here nor imported elsewhere: the device places nothing"
+        if reads_only_guarded(path[0], name, self.ctx.qualified_name):
+            return assign, (f"`{name}` is read only where CUDA is wanted or present (under a GPU test): the "
+                            "device places nothing on a machine without CUDA")
+        return None
 
     def _unread_attribute(self, path) -> tuple[cst.CSTNode, str] | None:
         """``self.device = torch.device("cuda")`` in a method of a class none of whose code
