@@ -287,13 +287,13 @@ def _built_on_cuda_only(ctx, module: cst.Module, definition: cst.ClassDef | cst.
     if ctx.index is None or ctx.path == "-" or ctx.index.imported_from(ctx.path):
         return False
     if isinstance(definition, cst.ClassDef):
-        function = next((m for m in definition.body.body
-                         if isinstance(m, cst.FunctionDef) and m.name.value == "__init__"), None)
-        if function is None:
+        init = next((m for m in definition.body.body
+                     if isinstance(m, cst.FunctionDef) and m.name.value == "__init__"), None)
+        if init is None:
             return False
-        positional = [p.name.value for p in function.params.params][1:]  # after `self`
+        positional = [p.name.value for p in init.params.params][1:]  # after `self`
     else:
-        function, positional = definition, [p.name.value for p in definition.params.params]
+        positional = [p.name.value for p in definition.params.params]
     name = definition.name.value
     passed: list[cst.BaseExpression | None] = []
 
