@@ -336,6 +336,19 @@ def test_an_optimizer_with_state_is_certain_where_it_is_used_after_the_move(proj
     assert findings(capsys, project, "TDL005") == [("nb.py", 3, "TDL005", confidence)]
 
 
+@pytest.mark.parametrize("call, confidence", [
+    # the training function steps the optimizer before the move: its state stays behind
+    ("train(model, optimizer)\nmodel.to(device)\ntrain(model, optimizer)\n", "certain"),
+    # the argument moves the model before the training function runs: no state before the move
+    ("train(model=model.to(device), optimizer=optimizer)\n", "possible"),
+    ("train(model.cuda(), optimizer)\n", "possible"),
+])
+def test_a_move_in_the_arguments_of_the_training_call_comes_first(project, capsys, call, confidence):
+    write(project, {"nb.py": "import torch\ndef train(model, optimizer):\n    optimizer.step()\n"
+                             "model = Net()\noptimizer = torch.optim.AdamW(model.parameters())\n" + call})
+    assert findings(capsys, project, "TDL005") == [("nb.py", 5, "TDL005", confidence)]
+
+
 def test_a_parameter_cast_in_place_is_no_plain_attribute(project, capsys):
     """`nn.Parameter(w).float()` returns the Parameter itself when the dtype does not change:
     `named_parameters()` lists it and `model.to()` moves it."""

@@ -363,6 +363,8 @@ class OptimizerBeforeTo(Rule):
         for optimizer in self.pending:
             if optimizer.name is None or optimizer.moves or optimizer.scope is not self._scope():
                 continue
+            if _moves_in_arguments(call, optimizer.model):
+                continue  # `train(model.to(device), opt)`: the arguments move it before the callee steps
             for position, arg in enumerate(call.args):
                 if code_of(arg.value) != optimizer.name or arg.star:
                     continue
@@ -554,6 +556,14 @@ def _mover_ran_first(klass: cst.ClassDef, mover: cst.FunctionDef, built_in: cst.
             return call, (f"`{name}` runs only here, in `{built_in.name.value}` before the optimizer is built: the "
                           "model had moved before the optimizer took its parameters")
     return None
+
+
+def _moves_in_arguments(call: cst.Call, model: str) -> bool:
+    """An argument of ``call`` moves ``model`` (``train(model=net.to(device), ...)``): Python
+    evaluates it, and so moves the parameters, before the callee runs."""
+    return any(isinstance(c.func, cst.Attribute) and c.func.attr.value in _MOVE_METHODS
+               and code_of(c.func.value) == model
+               for arg in call.args for c in collect(arg.value, cst.Call))
 
 
 def _moved_before(scope: cst.CSTNode, optimizer: cst.Call, move: cst.Call) -> tuple[cst.CSTNode, str] | None:
