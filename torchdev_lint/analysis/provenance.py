@@ -1027,16 +1027,26 @@ def loaded_name(ctx, ancestors, call: cst.Call) -> str | None:
 
 
 def _path_default(ctx, ancestors, call: cst.Call) -> cst.BaseExpression | None:
-    """The literal default of the parameter a load's path is, when nothing else binds it."""
+    """The literal a load's path is when its caller gives none: the parameter's literal
+    default (``path="pretrain/hubert.pt"``), or the one literal the function puts in place of
+    a missing one (``weight_path=None`` then ``if not weight_path: weight_path = "zoo/swin.pth"``),
+    when nothing else binds it."""
     target = loaded_file(call)
     scope = _scope_of(ancestors)
     if not (isinstance(target, cst.Name) and isinstance(scope, cst.FunctionDef)):
         return None
     param = next((p for p in (*scope.params.params, *scope.params.kwonly_params)
                   if p.name.value == target.value), None)
-    sites = ctx.bindings(scope).get(target.value, ())
-    default = param.default if param is not None and all(s is param.name for s in sites) else None
-    return default if isinstance(default, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)) else None
+    if param is None:
+        return None
+    literals = [param.default] if param.default is not None and not tree.is_none(param.default) else []
+    for site in ctx.bindings(scope).get(target.value, ()):
+        if isinstance(site, cst.Assign) and len(site.targets) == 1:
+            literals.append(site.value)
+        elif site is not param.name:
+            return None
+    literal = literals[0] if len(literals) == 1 else None
+    return literal if isinstance(literal, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)) else None
 
 
 def shipped_checkpoint(ctx, ancestors, call: cst.Call) -> tuple[str, list[str]] | None:

@@ -120,3 +120,8 @@ class Reader:
     def _enter(self, node: cst.CSTNode) -> bool:
         visit = getattr(self, "visit_" + type(node).__name__, None)
         return visit is None or visit(node) is not False
+
+
+def is_none(node: cst.CSTNode | None) -> bool:
+    """The literal ``None``."""
+    return isinstance(node, cst.Name) and node.value == "None"

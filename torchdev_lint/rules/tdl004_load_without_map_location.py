@@ -109,7 +109,7 @@ class LoadWithoutMapLocation(Rule):
 
     A checkpoint the repository ships settles the last step by itself: when the code spells
     the whole path (`torch.load("weights/net.pth")`, a name bound once to it, a parameter's
-    literal default) and that file is in the repository (from the loading file's folder up
+    literal default or the literal a missing path falls back to) and that file is in the repository (from the loading file's folder up
     to the project's root), its records say where its tensors were saved. A file saved on
     `cuda:0` makes the load certain wherever the code runs without CUDA, whatever the object
     is used for (restoring the file needs that device); one saved on the CPU makes it
@@ -125,7 +125,8 @@ class LoadWithoutMapLocation(Rule):
     variable, literal, name template or file handle opened on the same path, itself or
     through a project helper that saves); a resume of the script's own checkpoint or a
     trainer's start point (code that writes checkpoints in a loop); a file of unknown origin
-    (a name the code spells that the project never writes, a file the code fetches from
+    (a name the code spells, as a literal, a parameter's default or the literal a missing path
+    falls back to, that the project never writes, a file the code fetches from
     elsewhere such as a download, published weights of PyTorch's model zoo (torch.hub's
     cache, a `model_urls` table: saved as CPU tensors), a name the code does not spell in a project that saves
     weights both as CPU tensors and from a device, or a project that saves its weights as
@@ -221,6 +222,14 @@ class LoadWithoutMapLocation(Rule):
             5, 27,
             _EXPORT + "def backbone(model, device, path='pretrained/resnet50.pth'):\n"
             "    model.load_state_dict(torch.load(path, map_location=device))\n", possible=True,
+        ),
+        Invalid(  # possible: the file a missing path falls back to is a release too
+            _EXPORT + "def backbone(model, device, path=None):\n    if not path:\n"
+            "        path = 'zoo/swin_tiny_22k.pth'\n    model.load_state_dict(torch.load(path)['model'])\n",
+            7, 27,
+            _EXPORT + "def backbone(model, device, path=None):\n    if not path:\n"
+            "        path = 'zoo/swin_tiny_22k.pth'\n"
+            "    model.load_state_dict(torch.load(path, map_location=device)['model'])\n", possible=True,
         ),
         Invalid(  # possible: a trainer's start point, read where it trains
             "import torch\ndef train(model, args, device):\n    model.load_state_dict(torch.load(args.init))\n"
