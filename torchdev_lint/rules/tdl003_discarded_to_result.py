@@ -69,7 +69,8 @@ class DiscardedToResult(Rule):
     nothing after the drop reads the value in that function (an attribute set
     up in `__init__` and used elsewhere: whether it ever meets the device is out of sight),
     when the tensor was already placed on a device (`torch.randn(..., device=d)`, a kept
-    move): the move may do nothing, and when only the dtype changes (`x.to(torch.float16)`,
+    move, a Parameter wrapping such a tensor, for a name or a `self.<attr>` the function
+    assigns): the move may do nothing, and when only the dtype changes (`x.to(torch.float16)`,
     `mask.to(q.dtype)`): a dropped cast leaves the tensor on its device, so no device meets
     another there.
 
@@ -146,6 +147,20 @@ class DiscardedToResult(Rule):
             "    def __init__(self):\n        super().__init__()\n"
             "        self.w = nn.Parameter(torch.zeros(2))\n"
             "    def place(self, d):\n        self.w = self.w.to(d)\n",
+            unsafe=True, possible=True,
+        ),
+        Invalid(  # possible: built on that device inside a Parameter (None in the other branch)
+            "import torch\nimport torch.nn as nn\nclass Policy(nn.Module):\n"
+            "    def __init__(self, n, device, learned):\n        super().__init__()\n"
+            "        if learned:\n            self.std = nn.Parameter(torch.zeros(n, device=device))\n"
+            "            self.std.to(device)\n        else:\n            self.std = None\n"
+            "        self.opt = torch.optim.Adam([self.std])\n",
+            8, 13,
+            "import torch\nimport torch.nn as nn\nclass Policy(nn.Module):\n"
+            "    def __init__(self, n, device, learned):\n        super().__init__()\n"
+            "        if learned:\n            self.std = nn.Parameter(torch.zeros(n, device=device))\n"
+            "            self.std = self.std.to(device)\n        else:\n            self.std = None\n"
+            "        self.opt = torch.optim.Adam([self.std])\n",
             unsafe=True, possible=True,
         ),
         Invalid(  # possible: a dropped cast leaves the tensor on its device
@@ -271,18 +286,32 @@ class DiscardedToResult(Rule):
             (found, f"`{code_of(use)}` is used as an index: a CPU index works on a tensor on any device"),)
 
     def _built_placed(self, receiver: cst.BaseExpression) -> bool:
-        """Every binding of the name in its scope gives it a device: ``device=`` (not the
-        CPU) or a kept move, or derives it from the name itself with methods that keep the
-        device (``mask = mask.unsqueeze(1).repeat(1, 3)``)."""
-        if not isinstance(receiver, cst.Name):
-            return False
+        """Every binding of the name in its scope (of ``self.<attr>`` in the function) but
+        ``None`` gives it a device: ``device=`` (not the CPU) or a kept move, itself or wrapped in a
+        Parameter, or derives it from the name itself with methods that keep the device
+        (``mask = mask.unsqueeze(1).repeat(1, 3)``)."""
         scope = self.ctx.function or self.ctx.ancestors[0]
-        sites = self.ctx.bindings(scope).get(receiver.value, [])
-        placing = [isinstance(site, cst.Assign) and isinstance(site.value, cst.Call) and _places(site.value)
-                   for site in sites]
+        if isinstance(receiver, cst.Name):
+            sites = self.ctx.bindings(scope).get(receiver.value, [])
+        elif isinstance(receiver, cst.Attribute) and self.ctx.function is not None:
+            target = code_of(receiver)
+            sites = [a for a in tree.collect(self.ctx.function, cst.Assign)
+                     if len(a.targets) == 1 and code_of(a.targets[0].target) == target]
+        else:
+            return False
+        values = [self._unwrapped(site.value) if isinstance(site, cst.Assign) else None for site in sites
+                  if not (isinstance(site, cst.Assign) and tree.is_none(site.value))]  # None has no `.to`
+        placing = [isinstance(value, cst.Call) and _places(value) for value in values]
         return any(placing) and all(
-            placed or isinstance(site, cst.Assign) and _derived_in_place(site.value, receiver.value)
-            for site, placed in zip(sites, placing))
+            placed or value is not None and _derived_in_place(value, code_of(receiver))
+            for value, placed in zip(values, placing))
+
+    def _unwrapped(self, value: cst.BaseExpression) -> cst.BaseExpression:
+        """The tensor a ``nn.Parameter(...)`` wraps (it stays on that tensor's device)."""
+        if isinstance(value, cst.Call) and value.args and value.args[0].keyword is None \
+                and self.ctx.qualified_name(value.func) in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
+            return value.args[0].value
+        return value
 
     def _dropped_comprehension(self, comp: cst.DictComp | cst.ListComp) -> None:
         """``{k: v.to(device) for k, v in batch.items()}`` as a statement: every moved
@@ -399,13 +428,13 @@ _LEAVES_DEVICE = frozenset({"to", "cpu", "cuda", "numpy", "tolist", "item", "pin
 
 
 def _derived_in_place(value: cst.BaseExpression, name: str) -> bool:
-    """``name.unsqueeze(2).repeat(1, 1, k, k)``: a chain of method calls on ``name`` that
+    """``name.unsqueeze(2).repeat(1, 1, k, k)`` (``name`` as the code spells it): a chain of method calls on ``name`` that
     keeps its device (a reshape, a repeat, arithmetic), none of them a move."""
     while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
         if value.func.attr.value in _LEAVES_DEVICE:
             return False
         value = value.func.value
-    return isinstance(value, cst.Name) and value.value == name
+    return isinstance(value, (cst.Name, cst.Attribute)) and code_of(value) == name
 
 
 def _dead_loop_copy(ancestors, receiver: cst.BaseExpression) -> bool:
