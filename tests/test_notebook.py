@@ -98,3 +98,22 @@ def test_a_timed_cell_is_python_and_its_fix_keeps_the_magic(tmp_path, run_cli):
     cells = json.loads((tmp_path / "timed.ipynb").read_text(encoding="utf-8"))["cells"]
     assert cells[0]["source"][0] == "%%time\n" and ".cuda()" not in "".join(cells[0]["source"])
     assert cells[1]["source"] == data["cells"][1]["source"]
+
+
+def _cells(*sources):
+    return {**NOTEBOOK, "cells": [{"cell_type": "code", "execution_count": i, "metadata": {}, "outputs": [],
+                                   "source": source} for i, source in enumerate(sources, 1)]}
+
+
+CHOICE = "import torch\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\nw = torch.ones(2).to(device)\n"
+MAIN = "def main():\n    x = torch.ones(2).cuda()\n    print(x)\n\n"
+
+
+def test_a_function_the_notebook_calls_only_where_cuda_is_does_not_run_in_its_cpu_run(tmp_path, run_cli):
+    guarded = "if __name__ == '__main__':\n    if torch.cuda.is_available():\n        main()\n" \
+              "    else:\n        print('needs a GPU')\n"
+    for name, call, expected in (("guarded", guarded, []), ("plain", "main()\n", [(2, 2, 9)])):
+        write_notebook(tmp_path / f"{name}.ipynb", _cells(CHOICE, MAIN + call))
+        status, out, err = run_cli("--isolated", "--select", "TDL001", "--format", "json", f"{name}.ipynb",
+                                   cwd=tmp_path)
+        assert [(f["cell"], f["line"], f["column"]) for f in json.loads(out)] == expected, (name, err)

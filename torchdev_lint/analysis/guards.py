@@ -267,6 +267,12 @@ def _branch_selects(parent: cst.CSTNode, child: cst.CSTNode, qualify: Qualifier 
     return False
 
 
+def runs_only_on_accelerator(parent: cst.CSTNode, child: cst.CSTNode, qualify: Qualifier | None = None) -> bool:
+    """``child`` of ``parent`` runs only where an accelerator is, by a branch's test or an
+    early exit before it (``_branch_selects``)."""
+    return _branch_selects(parent, child, qualify, ACCELERATOR)
+
+
 def is_guarded(ancestors: Sequence[cst.CSTNode], qualify: Qualifier | None = None) -> bool:
     """True if the innermost node of ``ancestors`` runs only where an accelerator is wanted
     or present: in the branch of a test that says so, after an early exit that ensures it,

@@ -984,4 +984,7 @@ def _reach(ctx, module: cst.Module, facts: _FileFacts) -> reach.Reach:
         why = None if id(node) in facts.unread else _cpu_choice(node, ctx.source)
         return None if why is None else f"the file runs without CUDA: it {why}"
 
-    return ctx.once(("portability: reach",), lambda: reach.Reach(module, is_choice))
+    def needs_cuda(parent: cst.CSTNode, child: cst.CSTNode) -> bool:
+        return guards.runs_only_on_accelerator(parent, child, ctx.qualified_name)
+
+    return ctx.once(("portability: reach",), lambda: reach.Reach(module, is_choice, needs_cuda))

@@ -4,7 +4,8 @@ A CPU choice (``"cuda" if torch.cuda.is_available() else "cpu"``, a ``--no-cuda`
 shows that the file runs without CUDA, but only the code that runs in the same run runs
 there: the function (or the module's top level) that makes the choice and the code that
 uses it, the code that reads the name, attribute or option it binds, and everything those
-name (call, build, hand on as a callback), down the file's own functions and classes. A
+name (call, build, hand on as a callback), down the file's own functions and classes, but
+not what they name only in a branch that needs CUDA (``if torch.cuda.is_available(): main()``). A
 helper nothing there names runs where its other callers run (importers, out of this file),
 not where this choice does: a hardcoded ``.cuda()`` in it is not shown to fail.
 
@@ -31,6 +32,10 @@ _OPTION_HOLDERS = frozenset({"args", "arg", "opt", "opts", "options", "flags", "
 _PARSE = frozenset({"parse_args", "parse_known_args"})
 
 
+# Nodes whose children may run only on some machines (a branch, code after an early exit).
+_BRANCHING = frozenset({cst.If, cst.IfExp, cst.While, cst.BooleanOperation, cst.Module, cst.IndentedBlock})
+
+
 @dataclass
 class _Scope:
     node: cst.CSTNode  # a FunctionDef or the Module
@@ -52,8 +57,12 @@ class _Choice:
 class Reach:
     """The scopes of one file and how they name each other; ``path(scope)`` answers."""
 
-    def __init__(self, module: cst.Module, is_choice: Callable[[cst.CSTNode], str | None]) -> None:
+    def __init__(self, module: cst.Module, is_choice: Callable[[cst.CSTNode], str | None],
+                 needs_cuda: Callable[[cst.CSTNode, cst.CSTNode], bool] = lambda parent, child: False) -> None:
+        """``needs_cuda(parent, child)``: ``child`` runs only where CUDA is (``if
+        torch.cuda.is_available(): main()``), so nothing in it runs in a choice's CPU run."""
         self.module = module
+        self._needs_cuda = needs_cuda
         self.scopes: dict[int, _Scope] = {}
         self.functions: dict[str, list[_Scope]] = {}  # plain functions by name
         self.methods: dict[int, dict[str, list[_Scope]]] = {}  # class -> name -> methods
@@ -99,7 +108,10 @@ class Reach:
                 why = is_choice(node)
                 if why is not None:
                     self.choices.append(self._choice(node, why, scope, targets))
-            stack += [(child, scope, klass, targets) for child in reversed(children(node))]
+            below = children(node)
+            if kind in _BRANCHING:
+                below = [child for child in below if not self._needs_cuda(node, child)]
+            stack += [(child, scope, klass, targets) for child in reversed(below)]
 
     def _choice(self, node: cst.CSTNode, why: str, scope: _Scope, targets) -> _Choice:
         choice = _Choice((node, why), scope)
