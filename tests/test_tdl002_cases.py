@@ -528,3 +528,16 @@ def test_a_public_method_only_code_that_needs_cuda_calls(tmp_path):
 ])
 def test_a_public_method_that_code_without_cuda_may_call_is_flagged(tmp_path, other, profiler):
     assert lint_profiler(tmp_path, other, profiler) == [(14, 17)]
+
+
+@pytest.mark.parametrize("between, certain", [
+    ("def loader(data):\n    return iter(data)\n", False),  # nothing reads the first value
+    ("print(device)\n", True),  # read before it is bound again
+    ("def place(x):\n    return x.to(device)\nplace(w)\n", True),  # a function reads it
+])
+def test_a_device_bound_again_before_anything_reads_it_places_nothing(between, certain):
+    code = ('import torch\ndevice = "cuda:0"\nw = torch.ones(2)\n' + between
+            + 'device = "cuda:0" if torch.cuda.is_available() else "cpu"\nw = w.to(device)\n')
+    result = lint_source("t.py", code, [RULE], preview=True)
+    first = [f for f in result.findings if f.line == 2]
+    assert [f.confidence.value for f in first] == ["certain" if certain else "possible"]

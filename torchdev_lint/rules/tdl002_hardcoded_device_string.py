@@ -151,9 +151,9 @@ class HardcodedDeviceString(Rule):
     CUDA string with a computed index (`f"cuda:{rank}"`, multi-GPU code), a `"cuda"` that is
     one branch of a choice with the CPU or with the caller's device (`"cuda" if backend ==
     "nccl" else "cpu"`, `if device is None: device = "cuda"`), the old-torch stand-in for
-    `torch.accelerator`, and a device bound at the top level to a name the file never reads
-    (or reads only under a GPU test: `if use_gpu: x = x.to(gpu)`) and no other module
-    imports, or to a `self` attribute its class never reads (building a `torch.device` needs
+    `torch.accelerator`, a device bound at the top level to a name the file binds again
+    before anything reads it, and one bound to a name the file never reads (or reads only
+    under a GPU test: `if use_gpu: x = x.to(gpu)`) and no other module imports, or to a `self` attribute its class never reads (building a `torch.device` needs
     no CUDA; nothing is placed without it).
 
         ## When not to use
@@ -566,8 +566,9 @@ class HardcodedDeviceString(Rule):
                     set_aside=verdict.unknown_intent and not indexed)
 
     def _unread_binding(self, path) -> tuple[cst.CSTNode, str] | None:
-        """``device = torch.device("cuda")`` at the top level, bound to a name the file
-        never reads, or reads only under a GPU test, and no other module imports: the device
+        """``device = torch.device("cuda")`` at the top level, bound to a name the file binds
+        again before anything reads it, or never reads, or reads only under a GPU test, and no
+        other module imports: the device
         places nothing on a machine without CUDA (building a ``torch.device`` does not need
         CUDA)."""
         if len(path) < 3 or not isinstance(path[0], cst.Module):
@@ -581,6 +582,9 @@ class HardcodedDeviceString(Rule):
                 or not isinstance(assign.targets[0].target, cst.Name):
             return None
         name = assign.targets[0].target.value
+        rebound = _rebound_before_read(path[0], line, name)
+        if rebound is not None:
+            return rebound, f"`{name}` is bound again here before anything reads it: the device places nothing"
         index = self.ctx.index
         imported = index.imported_from(self.ctx.path) if index is not None and self.ctx.path != "-" else None
         if imported is None or "*" in imported or name in imported:
@@ -848,5 +852,24 @@ def _moved(path: Sequence[cst.CSTNode]) -> str | None:
             if _MOVER.search(_callee_name(func)) and node.args:
                 return code_of(node.args[0].value)
             return None
+    return None
+
+
+def _rebound_before_read(module: cst.Module, line: cst.CSTNode, name: str) -> cst.CSTNode | None:
+    """The first top-level statement after ``line`` that names ``name``, when it only binds it
+    again (``device = "cuda:0"``, then ``device = "cuda:0" if ... else "cpu"``): the first value
+    is never read."""
+    body = list(module.body)
+    index = next((i for i, statement in enumerate(body) if statement is line), None)
+    for statement in body[index + 1:] if index is not None else ():
+        named = [n for n in tree.collect(statement, cst.Name) if n.value == name]
+        if not named:
+            continue
+        assign = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1 \
+            else None
+        if isinstance(assign, cst.Assign) and len(assign.targets) == 1 and len(named) == 1 \
+                and named[0] is assign.targets[0].target:
+            return statement
+        return None
     return None
 
