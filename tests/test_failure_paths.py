@@ -928,9 +928,15 @@ def test_code_kept_in_an_archive_folder_is_not_shown_to_run(project, capsys, fol
     ("self.net = torch.nn.Linear(2, 2)", False, "certain"),
     ("self.net = torch.nn.Linear(2, 2)\n        if torch.cuda.is_available():\n            self.net.cuda()",
      False, "certain"),
+    # a CUDA tensor type, and an object of a class whose __init__ hardcodes one
+    ("self.z = torch.zeros(2).type(torch.cuda.FloatTensor)", False, "possible"),
+    ("self.latent = Latent()", False, "possible"),
+    ("self.latent = Latent if torch.cuda.is_available() else None", False, "certain"),
 ])
 def test_a_method_following_its_input_in_a_class_built_on_cuda(project, capsys, init, chooses, confidence):
     write(project, {"flow.py": "import torch\n" + (CHOOSES if chooses else "")
+                               + "class Latent:\n    def __init__(self):\n"
+                                 "        self.z = torch.zeros(2).type('torch.cuda.FloatTensor')\n"
                                + "class Flow(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
                                  f"        {init}\n"
                                  "    def forward(self, batch):\n        grid = torch.ones(2).to(batch['rgb'].device)\n"

@@ -441,6 +441,7 @@ def _facts(ctx, module: cst.Module) -> _FileFacts:
         if isinstance(step and step[0], cst.Param) and _built_on_cuda_only(ctx, module, function, step[0]):
             del facts.device_generic[function]  # every call passes CUDA: a CPU path no caller takes
     needs = requirements.of_file(ctx, module)
+    on_cuda = _classes_built_on_cuda(classes)
     for node in classes:
         methods = [m for m in node.body.body if isinstance(m, cst.FunctionDef)]
         for method in methods:
@@ -448,7 +449,7 @@ def _facts(ctx, module: cst.Module) -> _FileFacts:
             if statement is not None:
                 facts.cuda_scopes.setdefault(node, (statement, f"class `{node.name.value}` needs CUDA anyway: "
                                                     f"`{method.name.value}` always runs code that needs it"))
-        if _built_on_cuda(methods):
+        if node.name.value in on_cuda:
             # its object only exists where CUDA is: a method that follows an input's `.device`
             # follows what the class itself put on CUDA, and shows no CPU path
             for method in methods:
@@ -472,15 +473,29 @@ def _facts(ctx, module: cst.Module) -> _FileFacts:
     return facts
 
 
-def _built_on_cuda(methods: list[cst.FunctionDef]) -> bool:
-    """The class's ``__init__`` hardcodes CUDA in a statement of its own body, which runs
-    whenever an object is built (``model.cuda()``, ``self.mean = m.to("cuda")``)."""
-    init = next((m for m in methods if m.name.value == "__init__"), None)
-    if init is None or not isinstance(init.body, cst.IndentedBlock):
-        return False
-    return any(isinstance(s, cst.SimpleStatementLine) and any(
-        isinstance(c.func, cst.Attribute) and c.func.attr.value in ("cuda", "to") and _to_cuda(c)
-        for c in collect(s, cst.Call, skip=(cst.Lambda,))) for s in init.body.body)
+def _classes_built_on_cuda(classes: list[cst.ClassDef]) -> set[str]:
+    """The names of the file's classes whose ``__init__`` hardcodes CUDA in a statement of its
+    own body, which runs whenever an object is built (``model.cuda()``, ``self.mean =
+    m.to("cuda")``, ``.type(torch.cuda.FloatTensor)``), or builds an object of such a class
+    there (``self.Z = Latent(shape)``)."""
+    inits = {}
+    for klass in classes:
+        init = next((m for m in klass.body.body if isinstance(m, cst.FunctionDef) and m.name.value == "__init__"),
+                    None)
+        if init is not None and isinstance(init.body, cst.IndentedBlock):
+            inits[klass.name.value] = [c for s in init.body.body if isinstance(s, cst.SimpleStatementLine)
+                                       for c in collect(s, cst.Call, skip=(cst.Lambda,))]
+    found = {name for name, calls in inits.items() if any(
+        isinstance(c.func, cst.Attribute) and c.func.attr.value in ("cuda", "to", "type") and _to_cuda(c)
+        for c in calls)}
+    grown = True
+    while grown:  # a class that builds one of those, and so on
+        grown = False
+        for name, calls in inits.items():
+            if name not in found and any(isinstance(c.func, cst.Name) and c.func.value in found for c in calls):
+                found.add(name)
+                grown = True
+    return found
 
 
 @dataclass(frozen=True)
@@ -797,10 +812,14 @@ def moved_to_cuda_anyway(ancestors: Sequence[cst.CSTNode], receiver: str) -> Ste
 
 
 def _to_cuda(call: cst.Call) -> bool:
-    """``x.cuda()``, ``x.cuda(0)``, ``x.to("cuda")``, ``x.to("cuda:0")``."""
+    """``x.cuda()``, ``x.cuda(0)``, ``x.to("cuda")``, ``x.to("cuda:0")``,
+    ``x.type(torch.cuda.FloatTensor)``."""
     method = call.func.attr.value
     if method == "cuda":
         return all(a.keyword is None for a in call.args)
+    if method == "type":
+        parts = code_of(call.args[0].value).strip("\"'").split(".") if len(call.args) == 1 else []
+        return len(parts) >= 2 and parts[-2] == "cuda" and parts[-1].endswith("Tensor")
     first = call.args[0].value if method == "to" and call.args else None
     return isinstance(first, cst.SimpleString) and str(first.evaluated_value).split(":")[0] == "cuda"
 
