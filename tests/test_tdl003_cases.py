@@ -83,3 +83,18 @@ def test_a_tensor_built_on_a_device_stays_there_through_reshapes(rebinding, conf
             + "    mask.to(device)\n    return weight.to(device) * mask\n")
     result = lint_source("example.py", code, [RULE], preview=True)
     assert [(f.line, f.confidence.value) for f in result.findings] == [(5, confidence)]
+
+
+@pytest.mark.parametrize("dropped, confidence", [
+    # an input: by the convention that puts the rest on the module's device, it arrives there too
+    ("        labels.cuda()\n", "possible"),
+    ("        labels[0].cuda()\n", "possible"),
+    # built here on the CPU: it does not follow the module
+    ("        labels = torch.zeros(2, dtype=torch.long)\n        labels.cuda()\n", "certain"),
+])
+def test_a_module_input_arrives_on_the_module_device(dropped, confidence):
+    code = ("import torch\nimport torch.nn as nn\nclass Full(nn.Module):\n"
+            "    def forward(self, inputs, labels):\n        out = self.model(inputs)\n" + dropped
+            + "        return self.loss(out, labels)\n")
+    result = lint_source("example.py", code, [RULE], preview=True)
+    assert [f.confidence.value for f in result.findings] == [confidence]

@@ -64,7 +64,9 @@ class DiscardedToResult(Rule):
     move in the function or at the module's top level (`model.to(device)`). That use is where
     the tensor left behind meets the device. A dropped `{k: v.to(device) for k, v in batch.items()}` is certain too.
     Possible when nothing else goes to the device (the tensor left behind meets only CPU
-    values), when the value is handed to a `DataParallel`, which moves its inputs itself, or
+    values), when the value is an input of a module's method and only the module puts the
+    rest on the device (by that convention its inputs arrive on the module's device, where
+    the move does nothing), when the value is handed to a `DataParallel`, which moves its inputs itself, or
     is used as an index (a CPU index works on a tensor on any device), when
     nothing after the drop reads the value in that function (an attribute set
     up in `__init__` and used elsewhere: whether it ever meets the device is out of sight),
@@ -232,8 +234,29 @@ class DiscardedToResult(Rule):
                                "computation on the device: left on the CPU, it meets only CPU values"),)
         else:
             evidence += (rest, (use, f"`{code_of(receiver)}` is used here as if it had moved"))
+        arrived = self._module_input(scope, receiver, rest)
+        if arrived is not None:
+            evidence += (arrived,)
         self.report(call, fix=fix, evidence=evidence,
-                    certain=not placed and not dtype_only and rest is not None and scattered is None)
+                    certain=not placed and not dtype_only and rest is not None and scattered is None
+                    and arrived is None)
+
+    def _module_input(self, scope: cst.CSTNode, receiver: cst.BaseExpression,
+                      rest: tuple[cst.CSTNode, str] | None) -> tuple[cst.CSTNode, str] | None:
+        """The value is an input of a module's method, and only the module puts the rest on the
+        device: by that same convention its inputs arrive on the module's device, where the
+        move does nothing. Where it fails, a caller passes a value from elsewhere: not shown."""
+        if rest is None or rest[0] is not scope or not isinstance(scope, cst.FunctionDef):
+            return None
+        root = receiver
+        while isinstance(root, (cst.Attribute, cst.Subscript)):
+            root = root.value
+        param = next((p for p in (*scope.params.params, *scope.params.kwonly_params)
+                      if isinstance(root, cst.Name) and p.name.value == root.value and root.value != "self"), None)
+        if param is None or any(site is not param.name for site in self.ctx.bindings(scope).get(root.value, ())):
+            return None  # bound again in the function: not (only) the input
+        return param, (f"`{param.name.value}` is an input of `{scope.name.value}`: a module's inputs arrive on "
+                       "its device, where the move does nothing; no caller is shown passing it from elsewhere")
 
     def _rest_on_device(self, scope: cst.CSTNode, dropped: cst.Call) -> tuple[cst.CSTNode, str] | None:
         """What puts the rest of the computation on the device the dropped move names, so
