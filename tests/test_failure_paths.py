@@ -1257,3 +1257,37 @@ def test_a_test_fixtures_cpu_save_does_not_cover_the_projects_loads(project, cap
         cpu_saver: "import torch\ndef saved(path):\n"
                    "    torch.save(torch.nn.Linear(2, 2).cpu().state_dict(), path)\n    return path\n"})
     assert [f[3] for f in findings(capsys, project, "TDL004") if f[0] == "evaluate.py"] == [confidence]
+
+
+SHARED = """\
+import torch
+
+def save_model(model, args):
+    torch.save({"model": model.state_dict()}, args.filepath)
+
+def train_epoch(model, args):
+    save_model(model, args)
+
+def train(args, model):
+    for epoch in range(args.epochs):
+        train_epoch(model, args)
+"""
+
+
+@pytest.mark.parametrize("main, confidence", [
+    # the training the same run does saved it through two helpers: it comes back where it was written
+    ("args = get_args()\ntrain(args, Net())\ngenerate(args)\n", "possible"),
+    ("if __name__ == '__main__':\n    args = get_args()\n    train(args, Net())\n    generate(args)\n", "possible"),
+    # another run's file: a checkpoint published from the GPU
+    ("args = get_args()\ngenerate(args)\n", "certain"),
+    # handed another object: what was saved is not shown to be this file
+    ("args = get_args()\ntrain(other, Net())\ngenerate(args)\n", "certain"),
+])
+def test_a_load_after_the_run_trained_and_saved_through_its_callers(project, capsys, main, confidence):
+    write(project, {"shared.py": SHARED, "generate.py": (
+        "import torch\nfrom shared import train\n"
+        "def generate(args):\n"
+        "    device = torch.device('cuda') if args.use_gpu else torch.device('cpu')\n"
+        "    saved = torch.load(args.filepath)\n"
+        "    model = Net()\n    model.load_state_dict(saved['model'])\n    return model.to(device)\n" + main)})
+    assert [f[3] for f in findings(capsys, project, "TDL004") if f[0] == "generate.py"] == [confidence]

@@ -855,7 +855,8 @@ def _load_shape(ctx, ancestors, call: cst.Call) -> str | None:
 def _callee_saves(ctx, module: cst.Module, scope: cst.CSTNode, call: cst.Call, shape: str | None) -> bool:
     """``call`` reaches a ``torch.save`` of a file named ``shape`` (any file when the name is
     unknown): a function or class of the same file that saves one, or a project one whose
-    module does (the index's ``saves``); a local bound to an instance of such a class
+    module does (the index's ``saves``; for any file, one that saves itself or through a
+    function of its module it calls); a local bound to an instance of such a class
     (``early_stopping = EarlyStopping(...)`` then ``early_stopping(loss, model, path)``)."""
     func = call.func
     if isinstance(func, cst.Name):
@@ -871,8 +872,18 @@ def _callee_saves(ctx, module: cst.Module, scope: cst.CSTNode, call: cst.Call, s
     found = ctx.index.locate(qualified, ctx.path) if ctx.index is not None and qualified else None
     if found is None:
         return False
-    saves = found[0].saves
-    return shape in saves if shape is not None else bool(saves)
+    module_facts, name = found
+    if shape is not None:
+        return shape in module_facts.saves
+    # no file name to match: a save of any name in that module, or one the callee makes itself
+    # or through functions of its module it calls (`train` -> `train_epoch` -> `save_model`)
+    savers = set(module_facts.saving_defs)
+    reached, todo = {name}, [name]
+    while todo and len(reached) < 64:
+        for calls in module_facts.def_calls.get(todo.pop(), ()):
+            todo += [c for c in calls if c not in reached]
+            reached.update(calls)
+    return bool(module_facts.saves) or bool(reached & savers)
 
 
 def saved_earlier_by_callee(ctx, ancestors, call: cst.Call) -> cst.Call | None:
@@ -897,6 +908,45 @@ def saved_earlier_by_callee(ctx, ancestors, call: cst.Call) -> cst.Call | None:
         if any(code_of(a.value) in roots for a in earlier.args) and _callee_saves(ctx, ancestors[0], scope, earlier, shape):
             return earlier
     return None
+
+
+def saved_before_each_call(ctx, ancestors, call: cst.Call) -> cst.Call | None:
+    """A round trip through the function's callers: the load reads a path one of the
+    function's parameters carries (``torch.load(args.filepath)``), and each call of the
+    function in the file's top-level code (its ``__main__`` block included; no other module
+    imports it) comes after a call handed the same argument that reaches a ``torch.save``
+    (``train(args, Net)`` then ``generate(args)``). The first such earlier call, or None."""
+    target = loaded_file(call)
+    scope = _scope_of(ancestors)
+    module = ancestors[0]
+    if target is None or not isinstance(scope, cst.FunctionDef) or not any(s is scope for s in module.body):
+        return None
+    params = [p.name.value for p in scope.params.params]
+    roots = _roots(target) & set(params)
+    if len(roots) != 1:
+        return None
+    root = roots.pop()
+    name = scope.name.value
+    imported = ctx.index.imported_from(ctx.path) if ctx.index is not None and ctx.path != "-" else None
+    if imported is None or "*" in imported or name in imported:
+        return None  # callers elsewhere are not read
+    shape = _load_shape(ctx, ancestors, call)
+    calls = _scope_calls(ctx, module)
+    found = None
+    for index, caller in enumerate(calls.calls):
+        if not (isinstance(caller.func, cst.Name) and caller.func.value == name):
+            continue
+        positional = [a.value for a in caller.args if a.keyword is None]
+        handed = next((a.value for a in caller.args if a.keyword is not None and a.keyword.value == root),
+                      positional[params.index(root)] if params.index(root) < len(positional) else None)
+        earlier = None if handed is None else next((
+            e for e in calls.calls[:index]
+            if any(code_of(a.value) == code_of(handed) for a in e.args)
+            and _may_write(ctx.qualified_name(e.func) or "") and _callee_saves(ctx, module, module, e, shape)), None)
+        if earlier is None:
+            return None
+        found = found or earlier
+    return found
 
 
 # Words of a name for the checkpoint a run resumes from: `resume` or `restart` in any name; `checkpoint`

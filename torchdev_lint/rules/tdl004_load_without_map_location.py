@@ -123,7 +123,9 @@ class LoadWithoutMapLocation(Rule):
     library, a `torch.cuda.*Tensor` type or a raising `torch.cuda` call on its path); a round
     trip (the same function, script, class or notebook writes a file of that name: the same
     variable, literal, name template or file handle opened on the same path, itself or
-    through a project helper that saves); a resume of the script's own checkpoint or a
+    through a project helper that saves; or the run that calls the loading function first
+    hands the object the path comes from, `args` of `args.filepath`, to project code that
+    saves); a resume of the script's own checkpoint or a
     trainer's start point (code that writes checkpoints in a loop); a file of unknown origin
     (a name the code spells, as a literal, a parameter's default or the literal a missing path
     falls back to, that the project never writes, a file the code fetches from
@@ -455,6 +457,10 @@ class LoadWithoutMapLocation(Rule):
         if callee is not None:
             yield (callee, f"`{code_of(callee.func)}` was handed the same path earlier and saves a file of that "
                            "name: this reads back what this run wrote")
+        caller = provenance.saved_before_each_call(ctx, ancestors, node) if callee is None else None
+        if caller is not None:
+            yield (caller, f"`{code_of(caller.func)}` was handed the same object earlier in the run that calls "
+                           "this function, and saves with torch.save: this reads back what that run wrote")
         helper = provenance.saved_earlier_by_project_helper(ctx, ancestors, node) if callee is None else None
         if helper is not None:
             yield (helper, f"`{code_of(helper.func)}` saves with torch.save and was handed the name of this "
