@@ -35,6 +35,11 @@ def findings(code, rules=(TDL001,), **options):
     # A helper that needs CUDA itself, called first.
     "import torch\ndef flush():\n    torch.cuda.reset_peak_memory_stats()\n"
     "def run(model):\n    flush()\n    model.cuda()\n",
+    # A helper that stops the run without CUDA, called after the line.
+    "import torch\ndef distribute(model):\n    if torch.cuda.is_available():\n        model.to('cuda')\n"
+    "    else:\n        raise NotImplementedError('needs a GPU')\n"
+    "def evaluate(model):\n    x = torch.ones(2).cuda()\n    distribute(model)\n",
+    "import sys\nimport torch\nif not torch.cuda.is_available():\n    sys.exit('needs a GPU')\nmodel = Net().cuda()\n",
 ])
 def test_not_flagged_in_code_that_needs_cuda_anyway(code):
     assert findings(code) == []
@@ -56,6 +61,9 @@ def test_not_flagged_in_code_that_needs_cuda_anyway(code):
     ("def _ddp_fn(rank):\n    m = Metric().cuda(rank)\n"
      "@RunIf(min_cuda_gpus=2)\ndef test_reduce():\n    spawn(_ddp_fn)\ndef test_cpu():\n    _ddp_fn(0)\n",
      (2, 9)),
+    # Without CUDA the helper only returns: the run goes on.
+    ("import torch\ndef distribute(model):\n    if not torch.cuda.is_available():\n        return\n"
+     "    model.to('cuda')\ndef evaluate(model):\n    x = torch.ones(2).cuda()\n    distribute(model)\n", (7, 9)),
     # `set_device` goes with the choice of a device: fixing the choice fixes both.
     ("import torch\ndef main(rank, model):\n    torch.cuda.set_device(rank)\n    model.cuda()\n", (4, 5)),
 ])

@@ -128,6 +128,30 @@ def is_exit(statement: cst.BaseStatement) -> bool:
     return False
 
 
+def stops_without_accelerator(statement: cst.CSTNode, qualify: Qualifier | None) -> bool:
+    """Without an accelerator the statement ends the run: the branch it then takes ends in
+    ``raise`` or ``sys.exit()`` (``if torch.cuda.is_available(): ... else: raise
+    NotImplementedError``, ``if not torch.cuda.is_available(): sys.exit("needs a GPU")``).
+    A ``return`` only skips work: the run goes on."""
+    if not isinstance(statement, cst.If):
+        return False
+    if isinstance(statement.orelse, cst.Else) and _runs_on(statement.test, True, qualify):
+        branch = statement.orelse.body
+    elif _runs_on(statement.test, False, qualify):
+        branch = statement.body
+    else:
+        return False
+    last = branch.body[-1] if isinstance(branch, cst.IndentedBlock) and branch.body else None
+    if not isinstance(last, cst.SimpleStatementLine) or not last.body:
+        return False
+    small = last.body[-1]
+    return isinstance(small, cst.Raise) or (isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)
+                                            and code_of(small.value.func) in _STOPPING_CALLS)
+
+
+_STOPPING_CALLS = frozenset({"sys.exit", "exit", "quit", "os._exit"})
+
+
 def exits_early(statement: cst.BaseStatement, qualify: Qualifier | None,
                  machine: Machine = ACCELERATOR) -> bool:
     """The code after ``statement`` runs only on ``machine`` (an accelerator:

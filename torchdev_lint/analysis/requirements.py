@@ -8,8 +8,9 @@ guards of ``guards.py`` do not see either, because no test in the code says so:
   whenever the block does): it opens an NCCL process group, calls a ``torch.cuda`` function
   that raises without a CUDA device (``synchronize``, ``Event``, ``Stream``,
   ``reset_peak_memory_stats``...), imports a library that only drives NVIDIA GPUs
-  (TensorRT, torch2trt, PyCUDA, CuPy), or calls a function of the same file that needs CUDA in the same
-  way or whose name says it is for CUDA (``with cuda_timer(times):``; ``guards.py`` already
+  (TensorRT, torch2trt, PyCUDA, CuPy), stops the run without CUDA (``if
+  torch.cuda.is_available(): ... else: raise``), or calls a function of the same file that needs
+  CUDA in the same way or whose name says it is for CUDA (``with cuda_timer(times):``; ``guards.py`` already
   treats such a function's body as chosen by its caller). At the top level of a module
   this covers the whole file;
 - a function of the file that no other module calls (a private ``_name``, or a module-level
@@ -40,7 +41,7 @@ import libcst as cst
 
 from torchdev_lint.analysis import conditions, tree
 from torchdev_lint.analysis.conditions import Qualifier
-from torchdev_lint.analysis.guards import ACCELERATOR_NAME_WORDS, code_of, is_guarded
+from torchdev_lint.analysis.guards import ACCELERATOR_NAME_WORDS, code_of, is_guarded, stops_without_accelerator
 from torchdev_lint.analysis.imports import dotted_name
 
 
@@ -444,6 +445,8 @@ class Requirements:
         if isinstance(statement, cst.SimpleStatementLine) and any(
             _imports_cuda_library(s) for s in statement.body
         ):
+            return True
+        if stops_without_accelerator(statement, self.qualify):
             return True
         return any(self._call_needs_cuda(c, cls) for c in _unconditional_calls(statement))
 
