@@ -1291,3 +1291,28 @@ def test_a_load_after_the_run_trained_and_saved_through_its_callers(project, cap
         "    saved = torch.load(args.filepath)\n"
         "    model = Net()\n    model.load_state_dict(saved['model'])\n    return model.to(device)\n" + main)})
     assert [f[3] for f in findings(capsys, project, "TDL004") if f[0] == "generate.py"] == [confidence]
+
+
+STOPS = "import sys\nimport torch\nif torch.cuda.is_available():\n    torch.cuda.manual_seed(0)\nelse:\n" \
+        "    print('CUDA unavailable'); sys.exit()\n"
+APPROACH = ("import torch\nclass Appr:\n    def __init__(self):\n"
+            "        self.device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+            "        self.w = torch.zeros(2).cuda()\n")
+RUN = "import sys\n{prepare}if sys.argv[1] == 'a':\n    from approaches import base as approach\napproach.Appr()\n"
+
+
+@pytest.mark.parametrize("files, confidence", [
+    # the only run imports a module that exits without CUDA: the class's CPU choice is never taken
+    ({"run.py": RUN.format(prepare="from preparation import *\n")}, "possible"),
+    # a module nothing imports that does no work when run starts no run
+    ({"run.py": RUN.format(prepare="from preparation import *\n"),
+      "approaches/other.py": "import sys\nsys.path.append('.')\nfrom approaches.base import Appr\n"}, "possible"),
+    # no stop on the way
+    ({"run.py": RUN.format(prepare="")}, "certain"),
+    # another script reaches it without stopping
+    ({"run.py": RUN.format(prepare="from preparation import *\n"),
+      "demo.py": "from approaches.base import Appr\nAppr()\n"}, "certain"),
+])
+def test_code_every_run_reaches_only_after_stopping_without_cuda(project, capsys, files, confidence):
+    write(project, {"preparation.py": STOPS, "approaches/__init__.py": "", "approaches/base.py": APPROACH, **files})
+    assert [f[3] for f in findings(capsys, project, "TDL001") if f[0] == "approaches/base.py"] == [confidence]

@@ -949,6 +949,10 @@ def runs_without_cuda(ctx, ancestors: Sequence[cst.CSTNode], library: bool = Fal
     facts = _facts(ctx, module)
     if facts.cuda_only is not None:
         return Verdict(False, (facts.cuda_only,))
+    stop = ctx.index.stopped_without_cuda(ctx.path) if ctx.index is not None and ctx.path != "-" else None
+    if stop is not None:
+        return Verdict(False, ((module, f"every run that reaches this file stops first where there is no CUDA "
+                                        f"({stop}): its CPU choices are never taken"),))
     step = _unimportable(ctx, module) or ctx.once(("portability: archived",), lambda: _archived(ctx, module)) \
         or ctx.once(("portability: vendored",), lambda: _vendored(ctx, module)) or _never_named(ctx, ancestors)
     if step is not None:

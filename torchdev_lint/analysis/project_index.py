@@ -131,6 +131,18 @@ class ModuleFacts:
     # shows no CPU path: code written for CUDA only (`ProjectIndex.cuda_only_import`)
     unguarded_cuda: bool = False
     cuda_only: bool = False
+    # its top level (a `__main__` block included) stops the run without CUDA: "line N" of
+    # `if torch.cuda.is_available(): ... else: sys.exit()`, `if not ...: raise`, `assert
+    # torch.cuda.is_available()` ("" when it does not); every run it starts or is imported by
+    # needs CUDA (`ProjectIndex.stopped_without_cuda`)
+    stops_without_cuda: str = ""
+    # every module its top level imports, under an `if` or `try` too (`import_classification`'s
+    # `if args.backbone == ...: from approaches import bert_cnn as approach`): who may start a
+    # run that reaches a module (`ProjectIndex.stopped_without_cuda`)
+    top_imports: list[str] = field(default_factory=list)
+    # it does work when run (a `__main__` block, or a call or loop as a top-level statement):
+    # a module nothing imports starts runs only if it does (`ProjectIndex.stopped_without_cuda`)
+    runs_code: bool = False
     # a library that drives NVIDIA GPUs only (apex, TensorRT...) it must import when imported:
     # at its top level, or in a `try` whose `except ImportError` raises; code importing this
     # module needs CUDA too (`ProjectIndex.gpu_library_imported`)
@@ -866,6 +878,62 @@ def cuda_defs(reader: "_Reader", tree: ast.Module, lines: set[int]) -> list[str]
     return sorted(name for name, all_need in verdicts.items() if all_need)
 
 
+def stops_without_cuda(tree: ast.Module) -> str:
+    """``ModuleFacts.stops_without_cuda``: the first statement of the top level, or of its
+    ``__main__`` block, after which a run without CUDA has stopped."""
+    body = [s for top in tree.body for s in (top.body if _main_guard(top) else [top])]
+    for statement in body:
+        if isinstance(statement, ast.Assert) and _tests_cuda(statement.test) is True:
+            return f"line {statement.lineno}"
+        if isinstance(statement, ast.If):
+            holds = _tests_cuda(statement.test)
+            branch = statement.orelse if holds is True else statement.body if holds is False else []
+            if branch and _stops(branch[-1]):
+                return f"line {statement.lineno}"
+    return ""
+
+
+# Calls a module makes at import to set itself up, not to do a run's work.
+_SETUP_CALLS = ("sys.path.", "warnings.", "logging.", "os.environ", "torch.backends.", "matplotlib.use")
+
+
+def top_imports(tree: ast.Module, name: str, is_init: bool) -> list[str]:
+    """``ModuleFacts.top_imports``: modules (and ``module.name``, which may be one) that
+    import statements outside functions and classes name."""
+    found: dict[str, None] = {}
+    todo = list(tree.body)
+    while todo:
+        statement = todo.pop()
+        if isinstance(statement, ast.Import):
+            found.update(dict.fromkeys(alias.name for alias in statement.names))
+        elif isinstance(statement, ast.ImportFrom):
+            base = _absolute(name, is_init, statement.level, statement.module) if statement.level \
+                else statement.module or ""
+            found[base] = None
+            found.update(dict.fromkeys(f"{base}.{alias.name}" for alias in statement.names if alias.name != "*"))
+        elif isinstance(statement, (ast.If, ast.Try, ast.With, ast.For, ast.While)):
+            todo += [*statement.body, *getattr(statement, "orelse", ()), *getattr(statement, "finalbody", ()),
+                     *(s for handler in getattr(statement, "handlers", ()) for s in handler.body)]
+    return sorted(found)
+
+
+def _tests_cuda(test: ast.expr) -> bool | None:
+    """True for ``torch.cuda.is_available()``, False for its negation, None otherwise."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = _tests_cuda(test.operand)
+        return None if inner is None else not inner
+    if isinstance(test, ast.Call) and not test.args and (_dotted(test.func) or "").endswith("cuda.is_available"):
+        return True
+    return None
+
+
+def _stops(statement: ast.stmt) -> bool:
+    """``raise ...`` or ``sys.exit(...)``: the run ends there."""
+    return isinstance(statement, ast.Raise) or (
+        isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call)
+        and _dotted(statement.value.func) in ("sys.exit", "exit", "quit", "os._exit"))
+
+
 def _main_guard(statement: ast.stmt) -> bool:
     """``if __name__ == "__main__":``: the block runs when the file is a script, never on import."""
     test = statement.test if isinstance(statement, ast.If) else None
@@ -1259,6 +1327,12 @@ def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | No
     facts.groups = process_groups(tree, text)
     facts.cpu_path = cpu_path(text, lines)
     facts.cpu_choice = cpu_choice(text, lines)
+    if "is_available" in text:
+        facts.stops_without_cuda = stops_without_cuda(tree)
+    facts.top_imports = top_imports(tree, facts.name, reader.is_init)
+    facts.runs_code = any(_main_guard(s) or isinstance(s, (ast.For, ast.While, ast.With)) or (
+        isinstance(s, ast.Expr) and isinstance(s.value, ast.Call)
+        and not (_dotted(s.value.func) or "").startswith(_SETUP_CALLS)) for s in tree.body)
     if "cuda." in text:
         facts.cuda_defs = cuda_defs(reader, tree, lines.containing(["cuda."]))
     calls = definition_calls(tree)
@@ -1899,6 +1973,60 @@ class ProjectIndex:
             self._memo[key] = (f"{self._shown(first[0])}:{first[1]}" if first else None, tuple(sorted(users)))
         return self._memo[key]
 
+    def stopped_without_cuda(self, path: str) -> str | None:
+        """Every run that reaches the module at ``path`` stops first where there is no CUDA:
+        each module a run starts from (one nothing imports that does work when run, up the
+        importers from ``path``; there is one at least) stops itself (``ModuleFacts.stops_without_cuda``) or imports a module that does
+        (``from preparation import *`` of a script whose helper exits without a GPU). The
+        first such stop ("<file>:<line>"), or None."""
+        full = os.path.abspath(path)
+        key = ("stopped without CUDA", full)
+        if key not in self._memo:
+            importers = self._top_importers()
+            reached, todo, starts = {full}, [full], []
+            while todo and len(reached) < 4096:
+                current = todo.pop()
+                above = importers.get(current, ())
+                if not above:
+                    starts.append(current)
+                for importer in above:
+                    if importer.path not in reached:
+                        reached.add(importer.path)
+                        todo.append(importer.path)
+            stops = [self._stop_of(start) for start in sorted(starts)
+                     if (found := self._module_at(start)) is not None and found.runs_code]
+            self._memo[key] = stops[0] if stops and all(stops) else None
+        return self._memo[key]
+
+    def _stop_of(self, path: str) -> str | None:
+        """Where the module at ``path`` or one it imports stops a run without CUDA."""
+        module = self._module_at(path)
+        if module is None:
+            return None
+        imported = [self._module(q, module.path) or self._module(q.rpartition(".")[0], module.path)
+                    for q in [*module.names.values(), *module.stars]]
+        for found in (module, *imported):
+            if found is not None and found.stops_without_cuda:
+                return f"{self._shown(found.path)}:{found.stops_without_cuda.removeprefix('line ')}"
+        return None
+
+    def _top_importers(self) -> dict[str, list[ModuleFacts]]:
+        """Module path -> the project modules whose top level imports it (``top_imports``)."""
+        importers = self._memo.get(("top importers",))
+        if importers is None:
+            importers = {}
+            for modules in self.modules.values():
+                for other in modules:
+                    for name in other.top_imports:
+                        target = self._module(name, other.path)
+                        if target is not None and target is not other:
+                            importers.setdefault(target.path, []).append(other)
+            self._memo[("top importers",)] = importers
+        return importers
+
+    def _module_at(self, path: str) -> ModuleFacts | None:
+        return next((m for m in self.modules.get(self.paths.get(path) or "", []) if m.path == path), None)
+
     def run_from(self, path: str) -> bool:
         """Code that runs imports the module at ``path``, directly or through other modules:
         one outside any package (a script, or a module beside the scripts) or a test. No:
@@ -2028,6 +2156,7 @@ class ProjectIndex:
         facts.append(("users' CPU choice by definition", tuple(
             (name, self.users_cpu_path(full, "cpu_choice", name)[0]) for name in (*module.defs, *module.classes))))
         facts.append(("imported by code that runs", self.run_from(full)))
+        facts.append(("stopped without CUDA", self.stopped_without_cuda(full)))
         facts.append(("written names", self.written_names()))
         facts.append(("process groups NCCL only", self.nccl_groups_only(full)))
         facts.append(("defs that need CUDA", self.cuda_def_names()))
