@@ -35,6 +35,9 @@ def findings(code, rules=(TDL001,), **options):
     # A helper that needs CUDA itself, called first.
     "import torch\ndef flush():\n    torch.cuda.reset_peak_memory_stats()\n"
     "def run(model):\n    flush()\n    model.cuda()\n",
+    # The current CUDA device is asked for first: that raises without CUDA.
+    "import torch\ndef wrap(model):\n    device_id = torch.cuda.current_device()\n"
+    "    return DDP(model.cuda(device_id), device_ids=[device_id])\n",
     # A helper that stops the run without CUDA, called after the line.
     "import torch\ndef distribute(model):\n    if torch.cuda.is_available():\n        model.to('cuda')\n"
     "    else:\n        raise NotImplementedError('needs a GPU')\n"

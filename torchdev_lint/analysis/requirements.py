@@ -51,7 +51,7 @@ from torchdev_lint.analysis.imports import dotted_name
 # `current_device`: they go with the choice of a device (`device = f"cuda:{rank}"` then
 # `torch.cuda.set_device(device)`), and a fix of that choice is a fix of both.
 NEEDS_CUDA = frozenset(
-    f"torch.cuda.{name}" for name in """synchronize Event Stream current_stream default_stream get_device_name get_device_properties get_device_capability
+    f"torch.cuda.{name}" for name in """synchronize Event Stream current_stream default_stream current_device get_device_name get_device_properties get_device_capability
     reset_peak_memory_stats reset_max_memory_allocated reset_accumulated_memory_stats
     mem_get_info ipc_collect CUDAGraph graph init get_rng_state set_per_process_memory_fraction
     memory_summary nvtx.range_push nvtx.range_pop nvtx.range nvtx.mark""".split()
