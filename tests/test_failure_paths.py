@@ -1316,3 +1316,50 @@ RUN = "import sys\n{prepare}if sys.argv[1] == 'a':\n    from approaches import b
 def test_code_every_run_reaches_only_after_stopping_without_cuda(project, capsys, files, confidence):
     write(project, {"preparation.py": STOPS, "approaches/__init__.py": "", "approaches/base.py": APPROACH, **files})
     assert [f[3] for f in findings(capsys, project, "TDL001") if f[0] == "approaches/base.py"] == [confidence]
+
+
+ROUND_TRAINER = """\
+import torch
+
+class Trainer:
+    def __init__(self, model, device):
+        self.model, self.device = model, device
+        self._setup_optimizer()
+
+    def _setup_optimizer(self):
+        self.optimizer = torch.optim.Adam(self.model.parameters())
+
+    def resume(self, path):
+        self.optimizer.load_state_dict(torch.load(path, map_location="cpu")["optimizer"])
+
+    def on_round_start(self):
+        self.model.to(self.device)
+{after}
+"""
+
+
+@pytest.mark.parametrize("after, confidence", [
+    ("        self._setup_optimizer()\n", "possible"),  # a new optimizer: the stale state goes with the old
+    ("        self.optimizer = torch.optim.SGD(self.model.parameters(), lr=0.1)\n", "possible"),
+    ("        self.optimizer.step()\n", "certain"),
+])
+def test_a_mover_that_builds_the_optimizer_again_after_its_move(project, capsys, after, confidence):
+    write(project, {"trainer.py": ROUND_TRAINER.format(after=after)})
+    assert [f[3] for f in findings(capsys, project, "TDL005") if f[1] == 9] == [confidence]
+
+
+@pytest.mark.parametrize("holder, confidence", [
+    ("trainer.optimizer = optimizer\n    for state in trainer.optimizer.state.values():", "possible"),
+    ("for state in optimizer.state.values():", "possible"),
+    ("trainer.optimizer = optimizer\n    for state in other.state.values():", "certain"),
+])
+def test_state_moved_by_the_code_through_the_object_it_was_handed_to(project, capsys, holder, confidence):
+    write(project, {"resume.py": (
+        "import torch\ndef resume(ckpt, trainer):\n    model = Net()\n"
+        "    optimizer = torch.optim.Adam(model.parameters())\n"
+        "    optimizer.load_state_dict(ckpt['optimizer'])\n"
+        "    trainer.model = model.to(trainer.device)\n"
+        f"    {holder}\n"
+        "        for k, v in state.items():\n            state[k] = v.to(trainer.device)\n"
+        "    optimizer.step()\n")})
+    assert [f[3] for f in findings(capsys, project, "TDL005")] == [confidence]

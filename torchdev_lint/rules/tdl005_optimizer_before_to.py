@@ -97,8 +97,10 @@ class OptimizerBeforeTo(Rule):
     or the model moves once training is over (for inference) and nothing steps again, or the
     move puts the model where it already is (the code that built the optimizer made the same
     move first, or called the method that moves it, its only caller, before building the
-    optimizer; a save that takes the model to the CPU and back), or the code moves the
-    loaded state itself (a loop over `optimizer.state` that moves what it holds); the order
+    optimizer; a save that takes the model to the CPU and back), or the method that moves
+    the model builds the optimizer again after its move (the stale state goes with the old
+    one), or the code moves the loaded state itself (a loop over `optimizer.state` that
+    moves what it holds, also through an object it handed the optimizer to); the order
     is still the one PyTorch documents. `--show-evidence` names the state, the move
     and the use.
 
@@ -498,7 +500,8 @@ class OptimizerBeforeTo(Rule):
                             (move, f"`{mover}` moves the parameters afterwards when it runs after "
                                    f"`{loader}`; the state stays behind and the next `step()` mixes devices")]
                 already = _already_there(move, mover_def, kept.built_in, optimizer.call) or _mover_ran_first(
-                    node, mover_def, kept.built_in, optimizer.call)
+                    node, mover_def, kept.built_in, optimizer.call) or _rebuilt_after(
+                    move, mover_def, kept.built_in, optimizer.name)
                 placed = _places_state(state_def, optimizer.name) if optimizer.name else None
                 if already is None and placed is not None:
                     already = (placed, f"`{loader}` moves `{optimizer.name}.state` itself: the state goes where "
@@ -536,6 +539,26 @@ def _already_there(move: cst.Call, mover: cst.FunctionDef, built_in: cst.Functio
         if isinstance(call.func, cst.Attribute) and call.func.attr.value == "cpu" and code_of(call.func.value) == receiver:
             return call, f"`{mover.name.value}` takes the model to the CPU first and brings it back: a round trip " \
                          "that leaves the parameters where the state is"
+    return None
+
+
+def _rebuilt_after(move: cst.Call, mover: cst.FunctionDef, built_in: cst.FunctionDef,
+                   optimizer: str | None) -> tuple[cst.CSTNode, str] | None:
+    """The method that moves the model builds the optimizer again after its move
+    (``self.model.to(self.device)`` then ``self._setup_optimizer()``, or a new
+    ``self.optimizer = ...``): the state left behind goes with the optimizer it replaces."""
+    after = False
+    for node in collect(mover.body, (cst.Call, cst.Assign)):
+        if node is move:
+            after = True
+        elif after and isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                and code_of(node.func.value) == "self" and node.func.attr.value == built_in.name.value:
+            return node, f"`{mover.name.value}` builds the optimizer again after its move: the state left " \
+                         "behind goes with the optimizer it replaces"
+        elif after and isinstance(node, cst.Assign) and optimizer is not None \
+                and any(code_of(t.target) == optimizer for t in node.targets):
+            return node, f"`{mover.name.value}` builds a new `{optimizer}` after its move: the state left " \
+                         "behind goes with the optimizer it replaces"
     return None
 
 
@@ -597,10 +620,14 @@ def _moved_before(scope: cst.CSTNode, optimizer: cst.Call, move: cst.Call) -> tu
 
 
 def _places_state(scope: cst.CSTNode, optimizer: str) -> cst.For | None:
-    """A loop over ``<optimizer>.state`` that moves what it holds (``state[k] = v.cuda()``):
-    the code puts the optimizer's state on the device itself."""
+    """A loop over ``<optimizer>.state`` that moves what it holds (``state[k] = v.cuda()``),
+    also through a name the optimizer is handed to (``trainer.optimizer = optimizer``): the
+    code puts the optimizer's state on the device itself."""
+    names = {optimizer} | {code_of(t.target) for a in collect(scope, cst.Assign)
+                           if code_of(a.value) == optimizer for t in a.targets}
     for loop in collect(scope, cst.For):
-        if code_of(loop.iter).startswith(f"{optimizer}.state.") or code_of(loop.iter) == f"{optimizer}.state":
+        iterated = code_of(loop.iter)
+        if any(iterated.startswith(f"{name}.state.") or iterated == f"{name}.state" for name in names):
             if any(isinstance(c.func, cst.Attribute) and c.func.attr.value in ("to", "cuda")
                    for c in collect(loop.body, cst.Call)):
                 return loop
