@@ -652,15 +652,20 @@ def test_where_a_cpu_choice_is_made_decides_what_it_reaches(project, capsys, cho
 @pytest.mark.parametrize("engine, confidence", [
     # the engine cannot be imported without apex: the script needs CUDA whatever it chooses
     ("try:\n    from apex.parallel import DistributedDataParallel\nexcept ImportError:\n"
-     "    raise ImportError('Please install apex')\nclass Engine:\n    pass\n", "possible"),
+     "    raise ImportError('Please install apex')\n", "possible"),
     # apex is optional there: the CPU path runs
     ("try:\n    from apex.parallel import DistributedDataParallel\nexcept ImportError:\n"
-     "    DistributedDataParallel = None\nclass Engine:\n    pass\n", "certain"),
+     "    DistributedDataParallel = None\n", "certain"),
     # Mamba's selective scan is a CUDA kernel: no CPU build
-    ("from mamba_ssm import Mamba\nclass Engine:\n    pass\n", "possible"),
+    ("from mamba_ssm import Mamba\n", "possible"),
+    ("import cupy\n", "possible"),
 ])
-def test_a_project_module_that_requires_a_gpu_library(project, capsys, engine, confidence):
-    write(project, {"engine.py": engine, "evaluate.py": """\
+@pytest.mark.parametrize("through", [False, True])
+def test_a_project_module_that_requires_a_gpu_library(project, capsys, engine, confidence, through):
+    # the engine imports the library, or a module of its own that does: it cannot be imported without it
+    engine_files = ({"kernels.py": engine, "engine.py": "import kernels\nclass Engine:\n    pass\n"} if through
+                    else {"engine.py": engine + "class Engine:\n    pass\n"})
+    write(project, {**engine_files, "evaluate.py": """\
         import torch
         from engine import Engine
         device = torch.device("cuda" if torch.cuda.is_available() else "cpu")

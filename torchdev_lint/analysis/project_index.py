@@ -1736,8 +1736,37 @@ class ProjectIndex:
         """A project module the file at ``path`` imports (by name or ``*``) that must import
         a GPU-only library (``ModuleFacts.gpu_library``): "<file> imports <library>", or
         None. The file cannot even be imported without it."""
-        found = next((m for m in self._imported_modules(path) if m.gpu_library), None)
-        return None if found is None else f"{self._shown(found.path)} imports {found.gpu_library}"
+        full = os.path.abspath(path)
+        key = ("GPU library imported", full)
+        if key not in self._memo:
+            self._memo[key] = self._gpu_library_through(full)
+        return self._memo[key]
+
+    def _gpu_library_through(self, full: str) -> str | None:
+        """``gpu_library_imported``, also through up to two project modules between
+        (cdvd_tsp -> flow_pwc -> correlation, which imports cupy)."""
+        chain: dict[str, str | None] = {}
+        layer = [m for m in self._imported_modules(full)]
+        for found in layer:
+            chain.setdefault(found.path, None)
+        for _ in range(3):
+            hit = next((m for m in layer if m.gpu_library), None)
+            if hit is not None:
+                steps, at = [], hit.path
+                while at is not None:  # from the module that imports the library back to the first
+                    steps.append(self._shown(at))
+                    at = chain.get(at)
+                steps.reverse()
+                return steps[0] + "".join(f", which imports {step}" for step in steps[1:]) \
+                    + (" imports " if len(steps) == 1 else ", which imports ") + hit.gpu_library
+            following = []
+            for module in layer:
+                for found in self._imported_modules(module.path):
+                    if found.path != full and found.path not in chain:
+                        chain[found.path] = module.path
+                        following.append(found)
+            layer = following
+        return None
 
     def _imported_modules(self, path: str) -> Iterator[ModuleFacts]:
         """The other project modules the file at ``path`` imports from (by name or ``*``)."""
