@@ -1368,3 +1368,24 @@ def test_state_moved_by_the_code_through_the_object_it_was_handed_to(project, ca
         "        for k, v in state.items():\n            state[k] = v.to(trainer.device)\n"
         "    optimizer.step()\n")})
     assert [f[3] for f in findings(capsys, project, "TDL005")] == [confidence]
+
+
+@pytest.mark.parametrize("device, confidence", [
+    # nanoGPT's autocast line under a fixed device: its CPU branch never runs
+    ("device = 'cuda'", "possible"),
+    # a device the user sets: the line follows the choice
+    ("device = sys.argv[1]", "certain"),
+])
+def test_a_choice_whose_test_reads_only_a_fixed_string_is_no_cpu_path(project, capsys, device, confidence):
+    write(project, {"bench.py": "import sys\nimport torch\n" + device + "\n"
+                                "device_type = 'cuda' if 'cuda' in device else 'cpu'\n"
+                                "x = torch.ones(2).to(device_type)\ny = torch.ones(2).cuda()\n"})
+    assert [f[3] for f in findings(capsys, project, "TDL001")] == [confidence]
+
+
+def test_a_function_parameter_named_like_a_fixed_top_level_string_is_read_as_given(project, capsys):
+    write(project, {"bench.py": "import torch\ndevice = 'cuda'\n"
+                                "def run(device):\n    kind = 'cuda' if 'cuda' in device else 'cpu'\n"
+                                "    x = torch.ones(2).to(kind)\n    return torch.ones(2).cuda()\n"
+                                "run('cpu')\n"})
+    assert [f[3] for f in findings(capsys, project, "TDL001")] == ["certain"]

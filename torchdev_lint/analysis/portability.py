@@ -239,11 +239,14 @@ def _gpu_indices(add_argument: cst.Call) -> bool:
     return isinstance(kind, cst.Name) and kind.value == "int"
 
 
-def _note_unread_choice(ctx, assignment: cst.Assign | cst.AnnAssign | cst.If, unread: set[int]) -> None:
+def _note_unread_choice(ctx, module: cst.Module, assignment: cst.Assign | cst.AnnAssign | cst.If,
+                        unread: set[int]) -> None:
     """``device = torch.device("cuda" if cuda else "cpu")`` where nothing reads ``device``, or
     only ``map_location=device`` does: a choice nothing is placed by (boilerplate of a script
     that moves everything with ``.cuda()``) says nothing about where the script runs; nor does
-    one named for where data is kept (``gather_device``: ``project_index.places_data``). Adds
+    one named for where data is kept (``gather_device``: ``project_index.places_data``), nor one
+    whose test reads only names the file binds once to a string (nanoGPT's ``device_type =
+    "cuda" if "cuda" in device else "cpu"`` under ``device = "cuda"``: always the same branch). Adds
     the choice's node to ``unread``; the same for ``if ...: device = "cuda"`` / ``else: device =
     "cpu"``."""
     if isinstance(assignment, cst.If):
@@ -262,8 +265,25 @@ def _note_unread_choice(ctx, assignment: cst.Assign | cst.AnnAssign | cst.If, un
         value = value.args[0].value
     name = targets[0].value
     if isinstance(value, cst.IfExp) and (name not in names_read(ctx) or project_index.only_maps_loads(ctx.source, name)
-                                         or project_index.places_data(name)):
+                                         or project_index.places_data(name)
+                                         or _constant_test(ctx, module, assignment, value.test)):
         unread.add(id(value))
+
+
+def _constant_test(ctx, module: cst.Module, assignment: cst.CSTNode, test: cst.BaseExpression) -> bool:
+    """The choice is made by the module's own code, and its test reads only names bound once
+    in the file, at its top level, to a string, and nothing rewrites the module's names (an
+    ``exec`` of a configurator): it always holds, or never."""
+    names = {n.value for n in collect(test, cst.Name)}
+    if not names or "exec(" in ctx.source:
+        return False
+    top = ctx.once(("portability: top-level assignments",), lambda: {
+        id(a) for a in collect(module, (cst.Assign, cst.AnnAssign), skip=(cst.FunctionDef, cst.ClassDef, cst.Lambda))})
+    if id(assignment) not in top:
+        return False
+    bound = ctx.bindings(module)
+    return all(len(bound.get(name, ())) == 1 and isinstance(bound[name][0], cst.Assign)
+               and isinstance(bound[name][0].value, cst.SimpleString) for name in names)
 
 
 def names_read(ctx) -> frozenset[str]:
@@ -400,7 +420,7 @@ def _facts(ctx, module: cst.Module) -> _FileFacts:
             if why is not None:
                 facts.cuda_only = (node, f"the file needs CUDA anyway: it {why}")
         if kind is cst.Assign or kind is cst.AnnAssign or kind is cst.If:
-            _note_unread_choice(ctx, node, unread)
+            _note_unread_choice(ctx, module, node, unread)
         if facts.cpu_choice is None and kind.__name__ in _SAY_CPU_CHOICE and id(node) not in unread:
             why = _cpu_choice(node, ctx.source)
             if why is not None:
