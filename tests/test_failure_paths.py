@@ -659,6 +659,7 @@ def test_where_a_cpu_choice_is_made_decides_what_it_reaches(project, capsys, cho
     # Mamba's selective scan is a CUDA kernel: no CPU build
     ("from mamba_ssm import Mamba\n", "possible"),
     ("import cupy\n", "possible"),
+    ("from diff_surfel_rasterization import GaussianRasterizer\n", "possible"),
 ])
 @pytest.mark.parametrize("through", [False, True])
 def test_a_project_module_that_requires_a_gpu_library(project, capsys, engine, confidence, through):
@@ -1389,3 +1390,17 @@ def test_a_function_parameter_named_like_a_fixed_top_level_string_is_read_as_giv
                                 "    x = torch.ones(2).to(kind)\n    return torch.ones(2).cuda()\n"
                                 "run('cpu')\n"})
     assert [f[3] for f in findings(capsys, project, "TDL001")] == ["certain"]
+
+
+@pytest.mark.parametrize("param, confidence", [
+    # Gaussian Splatting's camera: `data_device` says where the images are kept, not where the code runs
+    ("data_device", "possible"),
+    ("device", "certain"),
+])
+def test_a_device_parameter_named_for_where_data_is_kept(project, capsys, param, confidence):
+    write(project, {"scene/__init__.py": "", "scene/cameras.py": (
+        "import torch\nclass Camera(torch.nn.Module):\n"
+        f"    def __init__(self, image, {param}='cuda'):\n        super().__init__()\n"
+        f"        self.image = image.to({param})\n"
+        "        self.world_view_transform = torch.eye(4).cuda()\n")})
+    assert [f[3] for f in findings(capsys, project, "TDL001")] == [confidence]

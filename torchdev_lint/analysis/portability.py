@@ -349,12 +349,14 @@ def _gpu_index(function: cst.FunctionDef | cst.ClassDef, name: str) -> bool:
 
 
 def _reads_device(function: cst.FunctionDef) -> Step | None:
-    """A device the caller chooses: a device parameter, or the ``.device`` of an input
-    (``x.device``, ``args.device``; not of a local the function moved itself, nor ``self.device``)."""
+    """A device the caller chooses: a device parameter (not one named for where data is kept,
+    ``data_device``), or the ``.device`` of an input (``x.device``, ``args.device``; not of a
+    local the function moved itself, nor ``self.device``)."""
     params = [*function.params.params, *function.params.kwonly_params, *function.params.posonly_params]
     for param in params:
         name = param.name.value
-        if (name == "device" or name.endswith("_device") or name == "map_location") and not _gpu_index(function, name):
+        if (name == "device" or name.endswith("_device") or name == "map_location") and not _gpu_index(function, name) \
+                and not project_index.places_data(name):
             return param, f"`{function.name.value}` takes the device as `{name}`"
     # `self.device` may be what the class set from a hardcoded string: an input's device is not
     inputs = {param.name.value for param in params} - {"self", "cls"}

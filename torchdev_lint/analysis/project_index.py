@@ -687,12 +687,13 @@ def reads_option(text: str, option: str, dest: str | None = None) -> bool:
 _BOUND = re.compile(r"[ \t]*(\w+)\s*=[^=]")
 # Words of names for where a program keeps data, not where it runs.
 _DATA_PLACES = frozenset({"gather", "storage", "store", "offload", "cache", "output", "outputs", "result",
-                          "results", "save", "buffer"})
+                          "results", "save", "buffer", "data"})
 
 
 def places_data(name: str) -> bool:
     """``gather_device = "cpu" if gather_on_cpu else "cuda"``: a device named for where data
-    is kept (gathered, stored, offloaded, cached), not a choice of where the code runs."""
+    is kept (gathered, stored, offloaded, cached; Gaussian Splatting's ``data_device`` for its
+    images), not a choice of where the code runs."""
     return not _DATA_PLACES.isdisjoint(w.lower() for w in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])", name))
 
 
