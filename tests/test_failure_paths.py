@@ -1289,8 +1289,11 @@ def train(args, model):
     # handed another object: what was saved is not shown to be this file
     ("args = get_args()\ntrain(other, Net())\ngenerate(args)\n", "certain"),
 ])
-def test_a_load_after_the_run_trained_and_saved_through_its_callers(project, capsys, main, confidence):
-    write(project, {"shared.py": SHARED, "generate.py": (
+@pytest.mark.parametrize("saved", ["args.filepath", "args.kmeans_cache"])
+def test_a_load_after_the_run_trained_and_saved_through_its_callers(project, capsys, main, confidence, saved):
+    if saved != "args.filepath":  # the handed object's other path: what was saved is another file
+        confidence = "certain"
+    write(project, {"shared.py": SHARED.replace("args.filepath", saved), "generate.py": (
         "import torch\nfrom shared import train\n"
         "def generate(args):\n"
         "    device = torch.device('cuda') if args.use_gpu else torch.device('cpu')\n"

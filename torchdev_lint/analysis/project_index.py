@@ -68,6 +68,10 @@ class ModuleFacts:
     # the names (`file_name_shape`) of the files its `torch.save` calls write, and of those
     # other calls may write (`np.save`, `accelerator.save`, `shutil.copy`, a download)
     saves: list[str] = field(default_factory=list)
+    # the attribute or key that ends the path of each of its `torch.save` calls
+    # (`args.filepath` -> "filepath", `cfg["ckpt"]` -> "ckpt"): a save of a path an object
+    # carries, matched by what the object calls it (`saved_path_tails`)
+    saved_tails: list[str] = field(default_factory=list)
     other_writes: list[str] = field(default_factory=list)
     # the names of the files its `torch.load` calls without `map_location` read ("{}":
     # unknown): what they hold is on the devices it was saved from
@@ -898,6 +902,28 @@ def stops_without_cuda(tree: ast.Module) -> str:
 _SETUP_CALLS = ("sys.path.", "warnings.", "logging.", "os.environ", "torch.backends.", "matplotlib.use")
 
 
+def saved_path_tails(reader: "_Reader", tree: ast.Module) -> list[str]:
+    """``ModuleFacts.saved_tails``."""
+    found: dict[str, None] = {}
+    for node in ast.walk(tree):
+        if type(node) is ast.Call and reader.qualify(node.func) in kinds.TORCH_SAVERS:
+            path = node.args[1] if len(node.args) > 1 else next((k.value for k in node.keywords if k.arg == "f"), None)
+            tail = path_tail(path) if path is not None else None
+            if tail is not None:
+                found[tail] = None
+    return list(found)
+
+
+def path_tail(path: ast.expr) -> str | None:
+    """The attribute or string key a path expression ends with: ``args.filepath``,
+    ``cfg["ckpt"]``; None for anything else."""
+    if isinstance(path, ast.Attribute):
+        return path.attr
+    if isinstance(path, ast.Subscript) and isinstance(path.slice, ast.Constant) and isinstance(path.slice.value, str):
+        return path.slice.value
+    return None
+
+
 def top_imports(tree: ast.Module, name: str, is_init: bool) -> list[str]:
     """``ModuleFacts.top_imports``: modules (and ``module.name``, which may be one) that
     import statements outside functions and classes name."""
@@ -1324,6 +1350,7 @@ def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | No
     files = lower.containing(_FILE_WORDS, called=True) | lower.containing(["load("])
     if files:
         facts.saves, facts.other_writes, facts.loads = _read_files(reader, tree, files)
+        facts.saved_tails = saved_path_tails(reader, tree)
     facts.defs, facts.attributes = attributes(tree, text)
     facts.groups = process_groups(tree, text)
     facts.cpu_path = cpu_path(text, lines)

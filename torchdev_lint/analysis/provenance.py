@@ -852,11 +852,13 @@ def _load_shape(ctx, ancestors, call: cst.Call) -> str | None:
     return file_name_shape(_as_ast(target), lambda name: _single_value(ctx, scope, name))
 
 
-def _callee_saves(ctx, module: cst.Module, scope: cst.CSTNode, call: cst.Call, shape: str | None) -> bool:
+def _callee_saves(ctx, module: cst.Module, scope: cst.CSTNode, call: cst.Call, shape: str | None,
+                  tail: str | None = None) -> bool:
     """``call`` reaches a ``torch.save`` of a file named ``shape`` (any file when the name is
     unknown): a function or class of the same file that saves one, or a project one whose
-    module does (the index's ``saves``; for any file, one that saves itself or through a
-    function of its module it calls); a local bound to an instance of such a class
+    module does (the index's ``saves``; without a name, one whose save's path ends with the
+    attribute or key ``tail`` the load's path ends with, made by the callee or a function of
+    its module it calls); a local bound to an instance of such a class
     (``early_stopping = EarlyStopping(...)`` then ``early_stopping(loss, model, path)``)."""
     func = call.func
     if isinstance(func, cst.Name):
@@ -875,15 +877,19 @@ def _callee_saves(ctx, module: cst.Module, scope: cst.CSTNode, call: cst.Call, s
     module_facts, name = found
     if shape is not None:
         return shape in module_facts.saves
-    # no file name to match: a save of any name in that module, or one the callee makes itself
-    # or through functions of its module it calls (`train` -> `train_epoch` -> `save_model`)
+    if module_facts.saves:
+        return True  # no file name to match: a save of any name in that module
+    if tail is None or tail not in module_facts.saved_tails:
+        return False
+    # a save of a path the handed object carries under the same name (`args.filepath`), made
+    # by the callee or a function of its module it calls (`train` -> `train_epoch` -> `save_model`)
     savers = set(module_facts.saving_defs)
     reached, todo = {name}, [name]
     while todo and len(reached) < 64:
         for calls in module_facts.def_calls.get(todo.pop(), ()):
             todo += [c for c in calls if c not in reached]
             reached.update(calls)
-    return bool(module_facts.saves) or bool(reached & savers)
+    return bool(reached & savers)
 
 
 def saved_earlier_by_callee(ctx, ancestors, call: cst.Call) -> cst.Call | None:
@@ -907,6 +913,17 @@ def saved_earlier_by_callee(ctx, ancestors, call: cst.Call) -> cst.Call | None:
             continue
         if any(code_of(a.value) in roots for a in earlier.args) and _callee_saves(ctx, ancestors[0], scope, earlier, shape):
             return earlier
+    return None
+
+
+def _tail(path: cst.BaseExpression) -> str | None:
+    """``project_index.path_tail`` of a LibCST path expression."""
+    if isinstance(path, cst.Attribute):
+        return path.attr.value
+    if isinstance(path, cst.Subscript) and len(path.slice) == 1 and isinstance(path.slice[0].slice, cst.Index) \
+            and isinstance(path.slice[0].slice.value, cst.SimpleString):
+        value = path.slice[0].slice.value.evaluated_value
+        return value if isinstance(value, str) else None
     return None
 
 
@@ -942,7 +959,8 @@ def saved_before_each_call(ctx, ancestors, call: cst.Call) -> cst.Call | None:
         earlier = None if handed is None else next((
             e for e in calls.calls[:index]
             if any(code_of(a.value) == code_of(handed) for a in e.args)
-            and _may_write(ctx.qualified_name(e.func) or "") and _callee_saves(ctx, module, module, e, shape)), None)
+            and _may_write(ctx.qualified_name(e.func) or "")
+            and _callee_saves(ctx, module, module, e, shape, _tail(target))), None)
         if earlier is None:
             return None
         found = found or earlier

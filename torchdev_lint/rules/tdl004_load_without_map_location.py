@@ -125,7 +125,7 @@ class LoadWithoutMapLocation(Rule):
     variable, literal, name template or file handle opened on the same path, itself or
     through a project helper that saves; or the run that calls the loading function first
     hands the object the path comes from, `args` of `args.filepath`, to project code that
-    saves); a resume of the script's own checkpoint or a
+    saves a path it carries under the same name); a resume of the script's own checkpoint or a
     trainer's start point (code that writes checkpoints in a loop); a file of unknown origin
     (a name the code spells, as a literal, a parameter's default or the literal a missing path
     falls back to, that the project never writes, a file the code fetches from
