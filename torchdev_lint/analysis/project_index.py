@@ -24,7 +24,7 @@ import os
 import re
 import stat
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from torchdev_lint import limits, pyast
@@ -2069,17 +2069,7 @@ class ProjectIndex:
 
     def _top_importers(self) -> dict[str, list[ModuleFacts]]:
         """Module path -> the project modules whose top level imports it (``top_imports``)."""
-        importers = self._memo.get(("top importers",))
-        if importers is None:
-            importers = {}
-            for modules in self.modules.values():
-                for other in modules:
-                    for name in other.top_imports:
-                        target = self._module(name, other.path)
-                        if target is not None and target is not other:
-                            importers.setdefault(target.path, []).append(other)
-            self._memo[("top importers",)] = importers
-        return importers
+        return self._importer_map(("top importers",), lambda module: module.top_imports)
 
     def _module_at(self, path: str) -> ModuleFacts | None:
         return next((m for m in self.modules.get(self.paths.get(path) or "", []) if m.path == path), None)
@@ -2172,17 +2162,22 @@ class ProjectIndex:
 
     def _importers(self) -> dict[str, list[ModuleFacts]]:
         """Module path -> the project modules that import it or a name from it."""
-        importers = self._memo.get(("importers",))
+        return self._importer_map(("importers",), lambda module: [*module.names.values(), *module.stars])
+
+    def _importer_map(self, key: tuple, imported: Callable[[ModuleFacts], list[str]]) -> dict[str, list[ModuleFacts]]:
+        """Module path -> the project modules ``imported`` says import it (a module, or the
+        module of an imported name), read once."""
+        importers = self._memo.get(key)
         if importers is None:
             importers = {}
             for modules in self.modules.values():
                 for other in modules:
-                    for qualified in [*other.names.values(), *other.stars]:
+                    for qualified in imported(other):
                         target = self._module(qualified, other.path) or self._module(
                             qualified.rpartition(".")[0], other.path)
-                        if target is not None:
+                        if target is not None and target is not other:
                             importers.setdefault(target.path, []).append(other)
-            self._memo[("importers",)] = importers
+            self._memo[key] = importers
         return importers
 
     def facts_for(self, path: str) -> tuple:
