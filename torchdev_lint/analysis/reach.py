@@ -32,8 +32,9 @@ _OPTION_HOLDERS = frozenset({"args", "arg", "opt", "opts", "options", "flags", "
 _PARSE = frozenset({"parse_args", "parse_known_args"})
 
 
-# Nodes whose children may run only on some machines (a branch, code after an early exit).
-_BRANCHING = frozenset({cst.If, cst.IfExp, cst.While, cst.BooleanOperation, cst.Module, cst.IndentedBlock})
+# Nodes whose children may run only on some machines (a branch, code after an early exit), by
+# class name: LibCST runs only once a file is parsed (``lazy.py``).
+_BRANCHING = frozenset({"If", "IfExp", "While", "BooleanOperation", "Module", "IndentedBlock"})
 
 
 @dataclass
@@ -109,7 +110,7 @@ class Reach:
                 if why is not None:
                     self.choices.append(self._choice(node, why, scope, targets))
             below = children(node)
-            if kind in _BRANCHING:
+            if kind.__name__ in _BRANCHING:
                 below = [child for child in below if not self._needs_cuda(node, child)]
             stack += [(child, scope, klass, targets) for child in reversed(below)]
 
