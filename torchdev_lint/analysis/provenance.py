@@ -936,8 +936,8 @@ def saved_before_each_call(ctx, ancestors, call: cst.Call) -> cst.Call | None:
     target = loaded_file(call)
     scope = _scope_of(ancestors)
     module = ancestors[0]
-    if target is None or not isinstance(scope, cst.FunctionDef) or not any(s is scope for s in module.body):
-        return None
+    if target is None or not isinstance(scope, cst.FunctionDef) or len(ancestors) < 2 or ancestors[1] is not scope:
+        return None  # a function of the module's top level
     params = [p.name.value for p in scope.params.params]
     roots = _roots(target) & set(params)
     if len(roots) != 1:
