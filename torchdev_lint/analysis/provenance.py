@@ -242,6 +242,28 @@ class _ScopeCalls:
             if _writes_checkpoint(ctx, c):
                 self.first_writer = min(self.first_writer, index)
         self._handed: dict[str, int] | None = None
+        self._handed_all: dict[str, list[int]] | None = None
+        self._by_name: dict[str, list[int]] | None = None
+
+    def by_name(self) -> dict[str, list[int]]:
+        """Each plain name called (``generate(args)``) -> the positions of its calls."""
+        if self._by_name is None:
+            self._by_name = {}
+            for index, c in enumerate(self.calls):
+                if isinstance(c.func, cst.Name):
+                    self._by_name.setdefault(c.func.value, []).append(index)
+        return self._by_name
+
+    def handed(self, ctx) -> dict[str, list[int]]:
+        """Each argument (as code) -> the positions of the calls that may write a file and
+        are handed it (``handed_first``, every one)."""
+        if self._handed_all is None:
+            self._handed_all = {}
+            for index, c in enumerate(self.calls):
+                if _may_write(ctx.qualified_name(c.func) or ""):
+                    for arg in c.args:
+                        self._handed_all.setdefault(code_of(arg.value), []).append(index)
+        return self._handed_all
 
     def handed_first(self, ctx) -> dict[str, int]:
         """Each argument (as code) -> the first call that may write the file it names
@@ -950,17 +972,14 @@ def saved_before_each_call(ctx, ancestors, call: cst.Call) -> cst.Call | None:
     shape = _load_shape(ctx, ancestors, call)
     calls = _scope_calls(ctx, module)
     found = None
-    for index, caller in enumerate(calls.calls):
-        if not (isinstance(caller.func, cst.Name) and caller.func.value == name):
-            continue
+    for index in calls.by_name().get(name, ()):
+        caller = calls.calls[index]
         positional = [a.value for a in caller.args if a.keyword is None]
         handed = next((a.value for a in caller.args if a.keyword is not None and a.keyword.value == root),
                       positional[params.index(root)] if params.index(root) < len(positional) else None)
         earlier = None if handed is None else next((
-            e for e in calls.calls[:index]
-            if any(code_of(a.value) == code_of(handed) for a in e.args)
-            and _may_write(ctx.qualified_name(e.func) or "")
-            and _callee_saves(ctx, module, module, e, shape, _tail(target))), None)
+            calls.calls[i] for i in calls.handed(ctx).get(code_of(handed), ()) if i < index
+            and _callee_saves(ctx, module, module, calls.calls[i], shape, _tail(target))), None)
         if earlier is None:
             return None
         found = found or earlier

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import bisect
 import re
 from typing import Iterator, Sequence
 
@@ -582,7 +583,7 @@ class HardcodedDeviceString(Rule):
                 or not isinstance(assign.targets[0].target, cst.Name):
             return None
         name = assign.targets[0].target.value
-        rebound = _rebound_before_read(path[0], line, name)
+        rebound = _rebound_before_read(self.ctx, path[0], line, name)
         if rebound is not None:
             return rebound, f"`{name}` is bound again here before anything reads it: the device places nothing"
         index = self.ctx.index
@@ -855,21 +856,31 @@ def _moved(path: Sequence[cst.CSTNode]) -> str | None:
     return None
 
 
-def _rebound_before_read(module: cst.Module, line: cst.CSTNode, name: str) -> cst.CSTNode | None:
+def _rebound_before_read(ctx, module: cst.Module, line: cst.CSTNode, name: str) -> cst.CSTNode | None:
     """The first top-level statement after ``line`` that names ``name``, when it only binds it
     again (``device = "cuda:0"``, then ``device = "cuda:0" if ... else "cpu"``): the first value
-    is never read."""
-    body = list(module.body)
-    index = next((i for i, statement in enumerate(body) if statement is line), None)
-    for statement in body[index + 1:] if index is not None else ():
-        named = [n for n in tree.collect(statement, cst.Name) if n.value == name]
-        if not named:
-            continue
-        assign = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1 \
-            else None
-        if isinstance(assign, cst.Assign) and len(assign.targets) == 1 and len(named) == 1 \
-                and named[0] is assign.targets[0].target:
-            return statement
+    is never read. The statements naming each name are read once per file."""
+    naming = ctx.once(("TDL002: top-level statements by name",), lambda: _statements_by_name(module))
+    where = ctx.once(("TDL002: top-level positions",), lambda: {id(s): i for i, s in enumerate(module.body)})
+    position = where.get(id(line))
+    positions = naming.get(name, [])
+    after = bisect.bisect_right(positions, position) if position is not None else len(positions)
+    if after == len(positions):
         return None
+    statement = module.body[positions[after]]
+    assign = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1 \
+        else None
+    named = [n for n in tree.collect(statement, cst.Name) if n.value == name]
+    if isinstance(assign, cst.Assign) and len(assign.targets) == 1 and len(named) == 1 \
+            and named[0] is assign.targets[0].target:
+        return statement
     return None
 
+
+def _statements_by_name(module: cst.Module) -> dict[str, list[int]]:
+    """Each name -> the positions of the top-level statements that name it, in order."""
+    found: dict[str, list[int]] = {}
+    for index, statement in enumerate(module.body):
+        for name in {n.value for n in tree.collect(statement, cst.Name)}:
+            found.setdefault(name, []).append(index)
+    return found

@@ -317,9 +317,9 @@ class DiscardedToResult(Rule):
         if isinstance(receiver, cst.Name):
             sites = self.ctx.bindings(scope).get(receiver.value, [])
         elif isinstance(receiver, cst.Attribute) and self.ctx.function is not None:
-            target = code_of(receiver)
-            sites = [a for a in tree.collect(self.ctx.function, cst.Assign)
-                     if len(a.targets) == 1 and code_of(a.targets[0].target) == target]
+            function = self.ctx.function
+            assigned = self.ctx.once(("TDL003: attribute assignments", id(function)), lambda: _attribute_sites(function))
+            sites = assigned.get(code_of(receiver), [])
         else:
             return False
         values = [self._unwrapped(site.value) if isinstance(site, cst.Assign) else None for site in sites
@@ -448,6 +448,15 @@ def _places(call: cst.Call) -> bool:
 
 # Methods whose result may sit on another device than the tensor's.
 _LEAVES_DEVICE = frozenset({"to", "cpu", "cuda", "numpy", "tolist", "item", "pin_memory"})
+
+
+def _attribute_sites(function: cst.FunctionDef) -> dict[str, list[cst.Assign]]:
+    """Each attribute target (``self.std``) -> the single-target assignments to it in the function."""
+    found: dict[str, list[cst.Assign]] = {}
+    for assign in tree.collect(function, cst.Assign):
+        if len(assign.targets) == 1 and isinstance(assign.targets[0].target, cst.Attribute):
+            found.setdefault(code_of(assign.targets[0].target), []).append(assign)
+    return found
 
 
 def _derived_in_place(value: cst.BaseExpression, name: str) -> bool:
