@@ -73,9 +73,9 @@ Code inside a function or class named for CUDA or a GPU (`def cuda(self, ...)` o
 counts as guarded, except in test functions (`test_*`), which the test runner calls.
 """
 
-_EXIT_CALLS = frozenset(
-    {"sys.exit", "exit", "quit", "os._exit", "pytest.skip", "self.skipTest", "unittest.skip"}
-)
+# Calls that end the run, and those that also end a test (a skip).
+_STOPPING_CALLS = frozenset({"sys.exit", "exit", "quit", "os._exit"})
+_EXIT_CALLS = _STOPPING_CALLS | {"pytest.skip", "self.skipTest", "unittest.skip"}
 # Decorators that choose whether a function runs, by the words of their name.
 _SELECTING_WORDS = frozenset(
     "require requires needs need only run runs runif if skip skipif skipunless".split()
@@ -148,8 +148,6 @@ def stops_without_accelerator(statement: cst.CSTNode, qualify: Qualifier | None)
     return isinstance(small, cst.Raise) or (isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)
                                             and code_of(small.value.func) in _STOPPING_CALLS)
 
-
-_STOPPING_CALLS = frozenset({"sys.exit", "exit", "quit", "os._exit"})
 
 
 def exits_early(statement: cst.BaseStatement, qualify: Qualifier | None,

@@ -888,13 +888,11 @@ def stops_without_cuda(tree: ast.Module) -> str:
     ``__main__`` block, after which a run without CUDA has stopped."""
     body = [s for top in tree.body for s in (top.body if _main_guard(top) else [top])]
     for statement in body:
-        if isinstance(statement, ast.Assert) and _tests_cuda(statement.test) is True:
+        if isinstance(statement, ast.Assert) and _asks_cuda(statement.test):
             return f"line {statement.lineno}"
-        if isinstance(statement, ast.If):
-            holds = _tests_cuda(statement.test)
-            branch = statement.orelse if holds is True else statement.body if holds is False else []
-            if branch and _stops(branch[-1]):
-                return f"line {statement.lineno}"
+        if isinstance(statement, ast.If) and (_ends_when_no_cuda(statement) or (
+                _asks_cuda(statement.test) and any(_stops(s) for s in statement.orelse))):
+            return f"line {statement.lineno}"
     return ""
 
 
@@ -944,14 +942,9 @@ def top_imports(tree: ast.Module, name: str, is_init: bool) -> list[str]:
     return sorted(found)
 
 
-def _tests_cuda(test: ast.expr) -> bool | None:
-    """True for ``torch.cuda.is_available()``, False for its negation, None otherwise."""
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        inner = _tests_cuda(test.operand)
-        return None if inner is None else not inner
-    if isinstance(test, ast.Call) and not test.args and (_dotted(test.func) or "").endswith("cuda.is_available"):
-        return True
-    return None
+def _asks_cuda(test: ast.expr) -> bool:
+    """``torch.cuda.is_available()`` (``_ends_when_no_cuda`` reads its negative forms)."""
+    return isinstance(test, ast.Call) and not test.args and (_dotted(test.func) or "").endswith("cuda.is_available")
 
 
 def _stops(statement: ast.stmt) -> bool:
@@ -1191,9 +1184,7 @@ def _ends_when_no_cuda(node: ast.If) -> bool:
     test = ast.unparse(node.test).replace(" ", "")
     no_cuda = test.startswith("not") and "cuda.is_available()" in test or any(
         f"cuda.device_count(){op}" in test for op in ("==0", "<1"))
-    ends = any(isinstance(s, ast.Raise) or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Call)
-               and ast.unparse(s.value.func) in ("sys.exit", "exit", "quit", "os._exit")) for s in node.body)
-    return no_cuda and ends
+    return no_cuda and any(_stops(s) for s in node.body)
 
 
 def names_devices(text: str) -> bool:
