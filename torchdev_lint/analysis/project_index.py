@@ -900,16 +900,18 @@ def stops_without_cuda(tree: ast.Module) -> str:
 _SETUP_CALLS = ("sys.path.", "warnings.", "logging.", "os.environ", "torch.backends.", "matplotlib.use")
 
 
-def saved_path_tails(reader: "_Reader", tree: ast.Module) -> list[str]:
-    """``ModuleFacts.saved_tails``."""
+def saved_path_tails(reader: "_Reader", scopes: list[tuple[ast.AST, list[ast.AST]]]) -> list[str]:
+    """``ModuleFacts.saved_tails``, from the calls ``_scope_nodes`` found."""
     found: dict[str, None] = {}
-    for node in ast.walk(tree):
-        if type(node) is ast.Call and reader.qualify(node.func) in kinds.TORCH_SAVERS:
-            path = node.args[1] if len(node.args) > 1 else next((k.value for k in node.keywords if k.arg == "f"), None)
-            tail = path_tail(path) if path is not None else None
-            if tail is not None:
-                found[tail] = None
-    return list(found)
+    for _, nodes in scopes:
+        for node in nodes:
+            if type(node) is ast.Call and reader.qualify(node.func) in kinds.TORCH_SAVERS:
+                path = node.args[1] if len(node.args) > 1 else next(
+                    (k.value for k in node.keywords if k.arg == "f"), None)
+                tail = path_tail(path) if path is not None else None
+                if tail is not None:
+                    found[tail] = None
+    return sorted(found)
 
 
 def path_tail(path: ast.expr) -> str | None:
@@ -1020,7 +1022,7 @@ def _scope_nodes(tree: ast.Module) -> list[tuple[ast.AST, list[ast.AST]]]:
     return scopes
 
 
-def moved_and_handed(tree: ast.Module) -> tuple[list[str], dict[str, list[int]], list[str]]:
+def moved_and_handed(scopes: list[tuple[ast.AST, list[ast.AST]]]) -> tuple[list[str], dict[str, list[int]], list[str]]:
     """What the module says about the modules it moves, read in one walk: the names of the
     calls whose results it moves to a device (``_device_move``: in the moved expression
     itself, or bound to a name the same scope moves); for its functions that move a parameter
@@ -1030,7 +1032,7 @@ def moved_and_handed(tree: ast.Module) -> tuple[list[str], dict[str, list[int]],
     found: set[str] = set()
     params: dict[str, list[int]] = {}
     handed: set[str] = set()
-    for scope, nodes in _scope_nodes(tree):
+    for scope, nodes in scopes:
         moved_names = set()
         made = {t.id: _called_name(node.value) for node in nodes if isinstance(node, ast.Assign)
                 and isinstance(node.value, ast.Call) for t in node.targets if isinstance(t, ast.Name)}
@@ -1338,10 +1340,11 @@ def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | No
     reader.read(tree)
     lines = _Lines(text)
     lower = _Lines(text.lower())
+    scopes = _scope_nodes(tree)
     files = lower.containing(_FILE_WORDS, called=True) | lower.containing(["load("])
     if files:
         facts.saves, facts.other_writes, facts.loads = _read_files(reader, tree, files)
-        facts.saved_tails = saved_path_tails(reader, tree)
+        facts.saved_tails = saved_path_tails(reader, scopes)
     facts.defs, facts.attributes = attributes(tree, text)
     facts.groups = process_groups(tree, text)
     facts.cpu_path = cpu_path(text, lines)
@@ -1356,13 +1359,14 @@ def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | No
         facts.cuda_defs = cuda_defs(reader, tree, lines.containing(["cuda."]))
     calls = definition_calls(tree)
     facts.def_calls = def_calls(tree, facts.cuda_defs, calls)
-    facts.top_calls = sorted(set().union(*(_calls(s) for s in tree.body)))
-    facts.moved_calls, facts.moved_params, facts.handed = moved_and_handed(tree)
+    top_calls = [_calls(s) for s in tree.body]
+    facts.top_calls = sorted(set().union(*top_calls))
+    facts.moved_calls, facts.moved_params, facts.handed = moved_and_handed(scopes)
     in_functions = any("cuda" in calls for each in facts.def_calls.values() for calls in each)
     facts.unguarded_cuda = ".cuda(" in text and (in_functions or "cuda" in facts.top_calls)
     # what an importer runs: not the file's `__main__` block (a smoke test of its model)
     facts.cuda_only = ".cuda(" in text and not facts.cpu_path and not facts.cpu_choice and (
-        in_functions or any("cuda" in _calls(s) for s in tree.body if not _main_guard(s)))
+        in_functions or any("cuda" in calls for s, calls in zip(tree.body, top_calls) if not _main_guard(s)))
     if "cpp_extension" in text or "CUDAExtension" in text:
         facts.cuda_extensions = cuda_extensions(tree)
     facts.gpu_library = required_gpu_library(tree)
