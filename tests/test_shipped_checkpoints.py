@@ -180,3 +180,28 @@ def test_a_cpu_checkpoint_outweighs_the_project_saving_from_a_device(capsys, dem
     checkpoint(demo / "weights" / "net.pth", "cpu")
     [(line, confidence, evidence)] = tdl004(capsys, demo)
     assert confidence == "possible" and any("all saved on the CPU" in e for e in evidence)
+
+
+def test_a_path_set_again_to_the_same_literal_is_still_that_file(capsys, demo):
+    # a notebook's cells each set the path again before loading: the file is still the one shipped
+    (demo / "train.py").write_text("import torch\nfrom model import Net\nnet = Net().cuda()\n"
+                                   "torch.save(net.state_dict(), 'weights/net.pth')\n")
+    (demo / "demo.py").write_text(textwrap.dedent("""
+        import torch
+        from model import Net
+
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        PATH = "weights/net.pth"
+        net = Net()
+        PATH = "weights/net.pth"
+        net.load_state_dict(torch.load(PATH))
+    """))
+    checkpoint(demo / "weights" / "net.pth", "cpu")
+    [(line, confidence, evidence)] = tdl004(capsys, demo)
+    assert (line, confidence) == (9, "possible")
+    assert any("all saved on the CPU" in e for e in evidence)
+    # two different files under one name: which one the load reads is not known
+    (demo / "demo.py").write_text((demo / "demo.py").read_text().replace('PATH = "weights/net.pth"\nnet',
+                                                                          'PATH = "weights/other.pth"\nnet'))
+    [(line, confidence, evidence)] = tdl004(capsys, demo)
+    assert line == 9 and not any("ships" in e for e in evidence)

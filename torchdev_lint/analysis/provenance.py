@@ -695,14 +695,18 @@ def _as_ast(expr: cst.BaseExpression) -> ast.expr:
 
 
 def _single_value(ctx, scope: cst.CSTNode | None, name: str) -> ast.expr | None:
-    """The value of ``name = <value>`` when that is the name's only binding in the scope."""
+    """The value of ``name = <value>`` when that is the name's only binding in the scope, or
+    when every binding assigns it the same literal (a notebook whose cells each set
+    ``PATH = "weights/first.pth"`` again)."""
     sites = ctx.bindings(scope).get(name, ()) if scope is not None else ()
-    if len(sites) != 1 or not isinstance(sites[0], cst.Assign):
+    if not sites or not all(isinstance(site, cst.Assign) and len(site.targets) == 1
+                            and isinstance(site.targets[0].target, cst.Name) for site in sites):
         return None
-    assign = sites[0]
-    if len(assign.targets) != 1 or not isinstance(assign.targets[0].target, cst.Name):
+    values = [_as_ast(site.value) for site in sites]
+    if len(values) > 1 and not (isinstance(values[0], ast.Constant)
+                                and all(ast.dump(v) == ast.dump(values[0]) for v in values)):
         return None
-    return _as_ast(assign.value)
+    return values[0]
 
 
 def in_accelerator_test(ctx, ancestors) -> bool:
