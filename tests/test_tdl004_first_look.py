@@ -754,6 +754,17 @@ def test_a_load_in_code_that_saves_checkpoints_in_a_loop_is_a_trainers_start(loo
     assert any("a trainer's start point" in step for step in reasons(TRAINER_START.format(loop=loop)))
 
 
+@pytest.mark.parametrize("shadowed", [False, True])
+def test_a_loop_calling_the_scripts_own_saving_function_is_a_trainer(shadowed):
+    # the epoch loop calls `save_data(...)`, a function of the same script that torch.saves
+    code = TRAINER_START.format(loop="for epoch in range(args.epochs):").replace(
+        "        torch.save(model.to(device).state_dict(), args.out)\n", "        save_data(model, args)\n") + (
+        "def save_data(model, args):\n    torch.save(model.state_dict(), args.out)\n")
+    if shadowed:  # a parameter of that name is something else: no trainer
+        code = code.replace("def train(model, args, device):", "def train(model, args, device, save_data):")
+    assert found(code) == [(3, 27, "certain" if shadowed else "possible")]
+
+
 def test_a_converter_that_saves_once_is_no_trainer():
     code = TRAINER_START.format(loop="if True:")
     assert found(code) == [(3, 27, "certain")]

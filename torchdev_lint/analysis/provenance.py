@@ -1056,7 +1056,8 @@ def saves_in_a_loop(ctx, ancestors) -> cst.Call | None:
         if isinstance(klass, cst.ClassDef) and any(m is scope for m, _ in methods(klass)):
             scopes = [m for m, _ in methods(klass)]
     for each in scopes:
-        save = ctx.once(("provenance: saves in a loop", id(each)), lambda each=each: _saves_in_a_loop(ctx, each))
+        save = ctx.once(("provenance: saves in a loop", id(each)),
+                        lambda each=each: _saves_in_a_loop(ctx, each, ancestors[0]))
         if save is not None:
             return save
     return None
@@ -1068,12 +1069,12 @@ def saves_in_a_loop(ctx, ancestors) -> cst.Call | None:
 _CHECKPOINT_SAVER = re.compile(r"^_*save_?(model|checkpoint|ckpt|network|net|state|weight)\w*$", re.IGNORECASE)
 
 
-def _saves_in_a_loop(ctx, scope: cst.FunctionDef | cst.Module) -> cst.Call | None:
+def _saves_in_a_loop(ctx, scope: cst.FunctionDef | cst.Module, module: cst.Module) -> cst.Call | None:
     nested = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
     body = scope.body if isinstance(scope, cst.FunctionDef) else scope
     for loop in tree.collect(body, (cst.For, cst.While), skip=nested):
         for call in tree.collect(loop, cst.Call, skip=nested):
-            qualified = ctx.qualified_name(call.func)
+            qualified = ctx.qualified_name(call.func) or _own_function(ctx, module, scope, call.func)
             name = call.func.attr.value if isinstance(call.func, cst.Attribute) else (
                 call.func.value if isinstance(call.func, cst.Name) else "")
             on_self = isinstance(call.func, cst.Attribute) and code_of(call.func.value) == "self"
@@ -1081,6 +1082,16 @@ def _saves_in_a_loop(ctx, scope: cst.FunctionDef | cst.Module) -> cst.Call | Non
                     qualified and _project(ctx).saves_when_called(qualified, ctx.path)):
                 return call
     return None
+
+
+def _own_function(ctx, module: cst.Module, scope: cst.CSTNode, func: cst.BaseExpression) -> str | None:
+    """The project name of a name the file binds once at its top level and ``scope`` calls
+    (a script's own ``save_data(...)``), which the imports do not name: the index says
+    whether the file defines a function of that name."""
+    if not isinstance(func, cst.Name) or (scope is not module and func.value in ctx.bindings(scope)):
+        return None
+    own = _project(ctx).module_of(ctx.path)
+    return f"{own}.{func.value}" if own and len(ctx.bindings(module).get(func.value, ())) == 1 else None
 
 
 def _project(ctx) -> ProjectIndex:
