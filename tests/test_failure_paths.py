@@ -1407,3 +1407,31 @@ def test_a_device_parameter_named_for_where_data_is_kept(project, capsys, param,
         f"        self.image = image.to({param})\n"
         "        self.world_view_transform = torch.eye(4).cuda()\n")})
     assert [f[3] for f in findings(capsys, project, "TDL001")] == [confidence]
+
+
+@pytest.mark.parametrize("binding, confidence", [
+    ("device = torch.device('cpu')\nmodel = model.to(device)", "certain"),  # the run is placed on the CPU
+    ("device = 'cpu'\nmodel = model.to(device)", "certain"),
+    ("device = torch.device('cpu')", "possible"),  # nothing is moved to it: it places nothing
+    ("device = torch.device('cpu')\nmodel = model.to(device)\ndevice = torch.device('cuda')", "possible"),
+])
+def test_a_script_that_places_its_work_on_the_cpu(project, capsys, binding, confidence):
+    write(project, {"train.py": "import torch\nmodel = torch.nn.Linear(2, 2)\n" + binding + "\n"
+                                "for x in [torch.ones(2)]:\n    y = model(x.cuda())\n"})
+    assert [f[3] for f in findings(capsys, project, "TDL001")] == [confidence]
+
+
+@pytest.mark.parametrize("cuda_call, confidence", [
+    # only the CUDA branch asks for the current GPU: the other branch is the function's CPU path
+    ("    if use_cuda:\n        where = torch.device('cuda', torch.cuda.current_device())\n"
+     "    else:\n        where = None\n", "certain"),
+    ("    where = torch.device('cuda', torch.cuda.current_device())\n", "possible"),  # it always asks
+])
+def test_a_cuda_call_in_the_cuda_branch_leaves_the_function_portable(project, capsys, cuda_call, confidence):
+    write(project, {"run.py": "import torch\n"
+                              "use_cuda = torch.cuda.is_available()\n"
+                              "def restart(model, path):\n" + cuda_call +
+                              "    model.load_state_dict(torch.load(path))\n"
+                              "    return model.to('cuda' if use_cuda else 'cpu')\n"
+                              "def train(model):\n    torch.save(model.cuda().state_dict(), 'w.pt')\n"})
+    assert [f[3] for f in findings(capsys, project, "TDL004")] == [confidence]

@@ -72,6 +72,7 @@ class _FileFacts:
     cuda_only: Step | None = None
     device_generic: dict[cst.CSTNode, Step] = field(default_factory=dict)  # function/class -> why
     cuda_scopes: dict[cst.CSTNode, Step] = field(default_factory=dict)  # function/class -> why it needs CUDA
+    cpu_placements: dict[int, str] = field(default_factory=dict)  # top-level `device = "cpu"` -> what it says
 
 
 def _is_cpu_literal(node: cst.CSTNode) -> bool:
@@ -232,6 +233,16 @@ def _cpu_choice(node: cst.CSTNode, source: str) -> str | None:
     return None
 
 
+def _places_on_cpu(ctx, module: cst.Module, assignment: cst.Assign) -> bool:
+    """``device = torch.device("cpu")`` at the top of a script, the name's only binding there,
+    and something moved to it (``classifier.to(device)``): the run is placed on the CPU."""
+    if len(assignment.targets) != 1 or not isinstance(assignment.targets[0].target, cst.Name) \
+            or not _is_cpu_literal(assignment.value):
+        return False
+    name = assignment.targets[0].target.value
+    return len(ctx.bindings(module).get(name, ())) == 1 and ctx.mentions(f".to({name})")
+
+
 def _gpu_indices(add_argument: cst.Call) -> bool:
     """``add_argument("--device", type=int, ...)``: the option takes GPU indices (2s-AGCN's
     "the indexes of GPUs"), not a device name; a CPU choice it feeds shows as one itself."""
@@ -376,11 +387,18 @@ def _reads_device(function: cst.FunctionDef) -> Step | None:
 
 def _calls_cuda_only(ctx, function: cst.FunctionDef) -> Step | None:
     """A call anywhere in the function (a loop, a branch) of a ``torch.cuda`` function
-    that raises without CUDA: the function is for GPUs, however its lines are guarded."""
+    that raises without CUDA: the function is for GPUs. Not one in a branch that only runs
+    where CUDA is wanted (``if s.use_cuda: ... torch.cuda.current_device()``): the other
+    branch is the function's CPU path."""
     found: list[Step] = []
 
     def enter(node: cst.CSTNode) -> bool:
         if found:
+            return False
+        if isinstance(node, (cst.If, cst.IfExp)):
+            for branch in (node.test, node.body, node.orelse):
+                if branch is not None and not guards.runs_only_on_accelerator(node, branch, ctx.qualified_name):
+                    walk(branch, enter)
             return False
         if isinstance(node, cst.Call) and ctx.qualified_name(node.func) in requirements.NEEDS_CUDA:
             found.append((node, f"`{function.name.value}` needs CUDA anyway: it calls `{code_of(node.func)}`"))
@@ -427,6 +445,10 @@ def _facts(ctx, module: cst.Module) -> _FileFacts:
             why = _cpu_choice(node, ctx.source)
             if why is not None:
                 facts.cpu_choice = (node, f"the file runs without CUDA: it {why}")
+        if kind is cst.Assign and id(node) in top_level and _places_on_cpu(ctx, module, node):
+            facts.cpu_placements[id(node)] = f"places its work on `{code_of(node.value)}`"
+            if facts.cpu_choice is None:
+                facts.cpu_choice = (node, f"the file runs without CUDA: it {facts.cpu_placements[id(node)]}")
         if kind is cst.FunctionDef:
             step = _reads_device(node)
             if step is not None:
@@ -1026,7 +1048,8 @@ def _reach(ctx, module: cst.Module, facts: _FileFacts) -> reach.Reach:
     """The file's CPU choices (those bound to a name something reads) and the code their run reaches."""
 
     def is_choice(node: cst.CSTNode) -> str | None:
-        why = None if id(node) in facts.unread else _cpu_choice(node, ctx.source)
+        why = facts.cpu_placements.get(id(node)) if type(node) is cst.Assign else \
+            None if id(node) in facts.unread else _cpu_choice(node, ctx.source)
         return None if why is None else f"the file runs without CUDA: it {why}"
 
     def needs_cuda(parent: cst.CSTNode, child: cst.CSTNode) -> bool:

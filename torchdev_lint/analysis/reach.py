@@ -105,7 +105,7 @@ class Reach:
                 if isinstance(node.value, cst.Call) and isinstance(node.value.func, cst.Attribute) \
                         and node.value.func.attr.value in _PARSE:
                     self.holders.update(t.value for t in targets if isinstance(t, cst.Name))
-            if kind in (cst.IfExp, cst.If, cst.Call):
+            if kind in (cst.IfExp, cst.If, cst.Call, cst.Assign):
                 why = is_choice(node)
                 if why is not None:
                     self.choices.append(self._choice(node, why, scope, targets))
