@@ -1023,6 +1023,8 @@ def test_a_device_attribute_its_class_never_reads_places_nothing(project, capsys
     ("    model.eval()", "possible"),  # no look-up of names: the class nothing names never runs
     ("    print('x' in locals())", "possible"),  # asks whether a local exists
     ("    globals()[sys.argv[2]](model, sys.argv[1])", "certain"),  # may run any definition
+    ("    eval(model)\ndef eval(model):\n    return model", "possible"),  # the script's own `eval` function
+    ("    eval(sys.argv[2])", "certain"),  # Python's eval may name anything
 ])
 def test_only_a_look_up_by_name_may_run_what_the_script_never_names(project, capsys, call, confidence):
     write(project, {"infer.py": INFERENCE.format(call=call)})

@@ -680,7 +680,10 @@ def _named_definitions(ctx, module: cst.Module) -> frozenset[str] | None:
     file is no script (it runs nothing: its callers are elsewhere) or looks names up at
     run time."""
     defined = {s.name.value for s in module.body if isinstance(s, (cst.FunctionDef, cst.ClassDef))}
-    if _DYNAMIC_LOOKUPS.search(ctx.source) or not _runs_something(module, defined):
+    lookups = (m.group(0) for m in _DYNAMIC_LOOKUPS.finditer(ctx.source))
+    # a script's own `def eval(model, ...)` is called by name, not a look-up
+    if any(not (found.startswith(("eval", "exec")) and found[:4] in defined) for found in lookups) \
+            or not _runs_something(module, defined):
         return None
     named: set[str] = set()
     for statement in module.body:

@@ -6,6 +6,7 @@ import libcst as cst
 
 from torchdev_lint.analysis import kinds, moves, narrowing, receivers, tree
 from torchdev_lint.analysis.guards import code_of
+from torchdev_lint.analysis.imports import dotted_name
 from torchdev_lint.analysis.kinds import Kind
 from torchdev_lint.analysis.tree import collect
 from torchdev_lint.finding import Applicability, Fix
@@ -68,7 +69,8 @@ class DiscardedToResult(Rule):
     rest on the device (by that convention its inputs arrive on the module's device, where
     the move does nothing), when the value is handed to a `DataParallel`, which moves its inputs itself, or
     is used as an index (a CPU index works on a tensor on any device), when
-    nothing after the drop reads the value in that function (an attribute set
+    nothing after the drop reads the value as it is in that function (a read that moves it again,
+    `Variable(x).cuda()`, or reads another element, `images[1]` after `images[0]`, aside; an attribute set
     up in `__init__` and used elsewhere: whether it ever meets the device is out of sight),
     when the tensor was already placed on a device (`torch.randn(..., device=d)`, a kept
     move, a Parameter wrapping such a tensor, for a name or a `self.<attr>` the function
@@ -110,6 +112,14 @@ class DiscardedToResult(Rule):
             3, 5,
             "model.to(device)\nfor step, (images, labels) in enumerate(train_loader):\n"
             "    images = images.to(device)  # move the batch\n    loss = model(images)\n",
+        ),
+        Invalid(  # possible: the pair's one read moves it again (`Variable(x).cuda()`); `pair[1]` is another element
+            "model.cuda()\nfor pair, labels in train_loader:\n"
+            "    pair[0].to(device)\n    right = pair[1]\n    left = Variable(pair[0]).cuda()\n",
+            3, 5,
+            "model.cuda()\nfor pair, labels in train_loader:\n"
+            "    pair[0] = pair[0].to(device)\n    right = pair[1]\n    left = Variable(pair[0]).cuda()\n",
+            possible=True,
         ),
         Invalid(  # possible: nothing in sight puts the model on the device
             "for step, (images, labels) in enumerate(train_loader):\n"
@@ -225,7 +235,8 @@ class DiscardedToResult(Rule):
         rest = self._rest_on_device(scope, call) if use is not None else None
         scattered = (self._scattered(scope, use) or self._indexes(scope, use)) if rest is not None else None
         if use is None:
-            evidence += ((node, f"nothing after the dropped move reads `{code_of(receiver)}` here: "
+            evidence += ((node, f"nothing after the dropped move reads `{code_of(receiver)}` here as it is (a read "
+                                "that moves it again or only inspects it aside): "
                                 "where it meets the device is out of sight"),)
         elif scattered is not None:
             evidence += scattered
@@ -390,6 +401,28 @@ def _container(ancestors, receiver: cst.BaseExpression) -> str | None:
 _NO_MEETING = kinds.NON_TENSOR_ATTRIBUTES | kinds.NON_TENSOR_METHODS | {"cpu", "to", "cuda"}
 
 
+def _variable_of(node: cst.BaseExpression) -> cst.BaseExpression:
+    """What ``Variable(x)`` wraps (autograd's old wrapper keeps the tensor's device); the node
+    itself otherwise."""
+    if isinstance(node, cst.Call) and len(node.args) == 1 and (dotted_name(node.func) or "").endswith("Variable"):
+        return node.args[0].value
+    return node
+
+
+def _other_element(node: cst.Subscript, receiver: cst.BaseExpression) -> bool:
+    """``node`` reads another constant element of the sequence ``receiver`` is an element of."""
+    if not (isinstance(receiver, cst.Subscript) and code_of(node.value) == code_of(receiver.value)):
+        return False
+    index, other = (_constant_index(s) for s in (receiver, node))
+    return index is not None and other is not None and index != other
+
+
+def _constant_index(node: cst.Subscript) -> str | None:
+    element = node.slice[0].slice if len(node.slice) == 1 else None
+    return code_of(element.value) if isinstance(element, cst.Index) and isinstance(
+        element.value, (cst.Integer, cst.SimpleString)) else None
+
+
 def _used_after(scope: cst.CSTNode, statement: cst.Expr, receiver: cst.BaseExpression,
                 container: str | None) -> cst.CSTNode | None:
     """The first read, after ``statement`` in ``scope``'s own code, of the value the dropped
@@ -422,8 +455,10 @@ def _used_after(scope: cst.CSTNode, statement: cst.Expr, receiver: cst.BaseExpre
             tree.walk(node.value, enter)  # the value reads the receiver; then it is another one
             rebound = True
             return False
-        if isinstance(node, cst.Attribute) and node.attr.value in _NO_MEETING and code_of(node.value) == wanted:
-            return False  # `x.is_cuda`, `x.cpu()`: inspects it or moves it again, as it is
+        if isinstance(node, cst.Attribute) and node.attr.value in _NO_MEETING and code_of(_variable_of(node.value)) == wanted:
+            return False  # `x.is_cuda`, `x.cpu()`, `Variable(x).cuda()`: inspects it or moves it again, as it is
+        if isinstance(node, cst.Subscript) and container is None and _other_element(node, receiver):
+            return False  # `images[1]` after a dropped `images[0].to(d)`: another element
         if isinstance(node, (cst.Name, cst.Attribute, cst.Subscript)) and code_of(node) == wanted:
             found.append(node)
         elif receiver_holds and isinstance(node, cst.Name) and node.value == root_code:
