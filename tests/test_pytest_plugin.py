@@ -721,3 +721,27 @@ def test_an_inner_xdist_run_inheriting_worker_variables_still_distributes(pytest
     result = xdist_run(pytester, "single", env=env)
     result.assert_outcomes(passed=2, failed=1)
     assert result.stdout.str().count("single/test_single.py::test_marked FAILED\n") == 1
+
+
+def test_a_torch_test_case_whose_setup_skips_super_keeps_the_simulation(pytester):
+    # torch's TestCase.tearDown pops the torch-function modes pushed since setUp saved the
+    # stack's length; without super().setUp() it compared with 0 and popped the simulator's
+    # own mode: the first test failed ("mode stack was leaked"), later ones ran unsimulated
+    # and the session crashed when the plugin popped its mode at the end
+    pytester.makepyfile(test_torch_case="""
+        import torch
+        from torch.testing._internal.common_utils import TestCase
+
+        class T(TestCase):
+            def setUp(self):
+                self.x = torch.ones(2)
+
+            def test_a_cpu(self):
+                self.assertEqual(self.x.sum().item(), 2.0)
+
+            def test_b_cuda(self):
+                self.assertEqual(self.x.to("cuda").device.type, "cuda")
+    """)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--simulate-gpu", "-rs")
+    result.assert_outcomes(passed=2)
+    assert "empty mode stack" not in result.stderr.str() + result.stdout.str()
