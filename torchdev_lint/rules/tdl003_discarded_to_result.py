@@ -67,7 +67,7 @@ class DiscardedToResult(Rule):
     Possible when nothing else goes to the device (the tensor left behind meets only CPU
     values), when the value is an input of a module's method and only the module puts the
     rest on the device (by that convention its inputs arrive on the module's device, where
-    the move does nothing), when the value is handed to a `DataParallel`, which moves its inputs itself, or
+    the move does nothing; so does what the method computes from them, `F.unfold(x, p)`), when the value is handed to a `DataParallel`, which moves its inputs itself, or
     is used as an index (a CPU index works on a tensor on any device), when
     nothing after the drop reads the value as it is in that function (a read that moves it again,
     `Variable(x).cuda()`, or reads another element, `images[1]` after `images[0]`, aside; an attribute set
@@ -181,6 +181,15 @@ class DiscardedToResult(Rule):
             "def attend(q, bias):\n    n = bias.size(0)\n    bias = bias.to(q.dtype)\n    return q + bias\n",
             possible=True,
         ),
+        Invalid(  # possible: computed from the module's input, the patches are on its device already
+            "import torch.nn.functional as F\nclass Chop(nn.Module):\n    def chop(self, x):\n"
+            "        patches = F.unfold(x, 4).transpose(0, 2)\n        patches.cuda()\n        return self.body(patches)\n",
+            5, 9,
+            "import torch.nn.functional as F\nclass Chop(nn.Module):\n    def chop(self, x):\n"
+            "        patches = F.unfold(x, 4).transpose(0, 2)\n        patches = patches.cuda()\n"
+            "        return self.body(patches)\n",
+            possible=True,
+        ),
         Invalid(
             "def flatten(x, device):\n    n = x.size(0)\n    x.to(device)\n"
             "    return x.view(n, -1)\n",
@@ -262,12 +271,24 @@ class DiscardedToResult(Rule):
         root = receiver
         while isinstance(root, (cst.Attribute, cst.Subscript)):
             root = root.value
-        param = next((p for p in (*scope.params.params, *scope.params.kwonly_params)
-                      if isinstance(root, cst.Name) and p.name.value == root.value and root.value != "self"), None)
-        if param is None or any(site is not param.name for site in self.ctx.bindings(scope).get(root.value, ())):
-            return None  # bound again in the function: not (only) the input
-        return param, (f"`{param.name.value}` is an input of `{scope.name.value}`: a module's inputs arrive on "
-                       "its device, where the move does nothing; no caller is shown passing it from elsewhere")
+        if not isinstance(root, cst.Name) or root.value == "self":
+            return None
+        star = scope.params.star_arg
+        inputs = {p.name.value: p for p in (*scope.params.params, *scope.params.kwonly_params,
+                                            *([star] if isinstance(star, cst.Param) else []))
+                  if p.name.value != "self"}
+        param = inputs.get(root.value)
+        # bound again in the function: only as computed from the inputs (`x = torch.cat(x)`)
+        sites = [s for s in self.ctx.bindings(scope).get(root.value, ()) if param is None or s is not param.name]
+        source = _computed_from(sites, root.value, inputs) if sites else param
+        if source is None:
+            return None
+        if source.name.value == root.value:
+            return source, (f"`{root.value}` is an input of `{scope.name.value}`: a module's inputs arrive on "
+                            "its device, where the move does nothing; no caller is shown passing it from elsewhere")
+        return source, (f"`{root.value}` is computed from `{source.name.value}`, an input of `{scope.name.value}`: "
+                        "a module's inputs arrive on its device, and what is computed from them stays there, "
+                        "where the move does nothing")
 
     def _rest_on_device(self, scope: cst.CSTNode, dropped: cst.Call) -> tuple[cst.CSTNode, str] | None:
         """What puts the rest of the computation on the device the dropped move names, so
@@ -470,6 +491,43 @@ def _used_after(scope: cst.CSTNode, statement: cst.Expr, receiver: cst.BaseExpre
 
     tree.walk(scope, enter)
     return found[0] if found else None
+
+
+def _computed_from(sites: list[cst.CSTNode], name: str, inputs: dict[str, cst.Param]) -> cst.Param | None:
+    """The input a local is computed from: every binding assigns it an expression whose data
+    comes from an input or the local itself (``_data_root``) and that moves nothing
+    (``x_unfold = F.unfold(x, p)``, then ``x_unfold = x_unfold.view(...)``; not
+    ``self.table[:x.size(1)]``, whose data is the module's). None otherwise."""
+    found = None
+    for site in sites:
+        if not isinstance(site, cst.Assign) or any(_places(c) for c in tree.collect(site.value, cst.Call)):
+            return None
+        root = _data_root(site.value)
+        if root != name and root not in inputs:
+            return None
+        found = found or inputs.get(root)
+    return found
+
+
+def _data_root(expr: cst.BaseExpression) -> str | None:
+    """The name whose data an expression computes on: the receiver of a method chain or a
+    subscript, the first argument of a function (``F.unfold(x, ...)``, ``torch.cat(xs)``)."""
+    while True:
+        if isinstance(expr, cst.Name):
+            return expr.value
+        if isinstance(expr, cst.Subscript):
+            expr = expr.value
+        elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and not (
+                isinstance(expr.func.value, cst.Name) and expr.func.value.value in _FUNCTION_HOLDERS):
+            expr = expr.func.value  # `x.view(...)`, `F.unfold(x).transpose(0, 2)`
+        elif isinstance(expr, cst.Call) and expr.args:
+            expr = expr.args[0].value  # `F.unfold(x, p)`, `torch.cat(x)`
+        else:
+            return None
+
+
+# Names whose attributes are functions, not methods of a value: `F.unfold(x)` computes on `x`.
+_FUNCTION_HOLDERS = frozenset({"torch", "F", "nn", "functional", "np", "numpy", "math"})
 
 
 def _places(call: cst.Call) -> bool:
