@@ -98,3 +98,19 @@ def test_a_module_input_arrives_on_the_module_device(dropped, confidence):
             + "        return self.loss(out, labels)\n")
     result = lint_source("example.py", code, [RULE], preview=True)
     assert [f.confidence.value for f in result.findings] == [confidence]
+
+
+@pytest.mark.parametrize("computed, confidence", [
+    ("F.unfold(x, 4).transpose(0, 2).contiguous()", "possible"),  # computed from the input: on its device
+    ("torch.nn.functional.unfold(x, 4)", "possible"),
+    ("x[..., :4]", "possible"),
+    ("self.table[:x.size(1)]", "certain"),  # the module's own plain attribute: x only gives a size
+    ("F.unfold(x, 4).to('cpu')", "certain"),  # moved off the input's device first
+])
+def test_a_value_a_modules_method_computes_from_its_input(computed, confidence):
+    code = ("import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
+            "class Chop(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.table = torch.zeros(80, 4)\n    def forward(self, x):\n"
+            f"        patches = {computed}\n        patches.cuda()\n        return self.body(patches)\n")
+    result = lint_source("chop.py", code, [RULE], preview=True)
+    assert [(f.line, f.confidence.value) for f in result.findings] == [(10, confidence)]

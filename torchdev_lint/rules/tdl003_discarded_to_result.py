@@ -182,11 +182,11 @@ class DiscardedToResult(Rule):
             possible=True,
         ),
         Invalid(  # possible: computed from the module's input, the patches are on its device already
-            "import torch.nn.functional as F\nclass Chop(nn.Module):\n    def chop(self, x):\n"
-            "        patches = F.unfold(x, 4).transpose(0, 2)\n        patches.cuda()\n        return self.body(patches)\n",
+            "import torch\nclass Chop(nn.Module):\n    def chop(self, x):\n"
+            "        patches = torch.nn.functional.unfold(x, 4)\n        patches.cuda()\n        return self.body(patches)\n",
             5, 9,
-            "import torch.nn.functional as F\nclass Chop(nn.Module):\n    def chop(self, x):\n"
-            "        patches = F.unfold(x, 4).transpose(0, 2)\n        patches = patches.cuda()\n"
+            "import torch\nclass Chop(nn.Module):\n    def chop(self, x):\n"
+            "        patches = torch.nn.functional.unfold(x, 4)\n        patches = patches.cuda()\n"
             "        return self.body(patches)\n",
             possible=True,
         ),
@@ -495,18 +495,24 @@ def _used_after(scope: cst.CSTNode, statement: cst.Expr, receiver: cst.BaseExpre
 
 def _computed_from(sites: list[cst.CSTNode], name: str, inputs: dict[str, cst.Param]) -> cst.Param | None:
     """The input a local is computed from: every binding assigns it an expression whose data
-    comes from an input or the local itself (``_data_root``) and that moves nothing
+    comes from an input or the local itself (``_data_root``) and that names no device
     (``x_unfold = F.unfold(x, p)``, then ``x_unfold = x_unfold.view(...)``; not
     ``self.table[:x.size(1)]``, whose data is the module's). None otherwise."""
     found = None
     for site in sites:
-        if not isinstance(site, cst.Assign) or any(_places(c) for c in tree.collect(site.value, cst.Call)):
+        if not isinstance(site, cst.Assign) or any(_names_a_device(c) for c in tree.collect(site.value, cst.Call)):
             return None
         root = _data_root(site.value)
         if root != name and root not in inputs:
             return None
         found = found or inputs.get(root)
     return found
+
+
+def _names_a_device(call: cst.Call) -> bool:
+    """``x.to(d)``, ``x.cuda()``, ``x.cpu()`` or a ``device=``: the result's device is chosen here."""
+    return (isinstance(call.func, cst.Attribute) and call.func.attr.value in ("to", "cuda", "cpu")) or any(
+        a.keyword is not None and a.keyword.value == "device" for a in call.args)
 
 
 def _data_root(expr: cst.BaseExpression) -> str | None:
@@ -517,8 +523,8 @@ def _data_root(expr: cst.BaseExpression) -> str | None:
             return expr.value
         if isinstance(expr, cst.Subscript):
             expr = expr.value
-        elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and not (
-                isinstance(expr.func.value, cst.Name) and expr.func.value.value in _FUNCTION_HOLDERS):
+        elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) \
+                and (dotted_name(expr.func) or "").split(".")[0] not in _FUNCTION_HOLDERS:
             expr = expr.func.value  # `x.view(...)`, `F.unfold(x).transpose(0, 2)`
         elif isinstance(expr, cst.Call) and expr.args:
             expr = expr.args[0].value  # `F.unfold(x, p)`, `torch.cat(x)`
@@ -526,7 +532,8 @@ def _data_root(expr: cst.BaseExpression) -> str | None:
             return None
 
 
-# Names whose attributes are functions, not methods of a value: `F.unfold(x)` computes on `x`.
+# Modules whose functions compute on their first argument: `F.unfold(x)`,
+# `torch.nn.functional.unfold(x)` compute on `x`.
 _FUNCTION_HOLDERS = frozenset({"torch", "F", "nn", "functional", "np", "numpy", "math"})
 
 
