@@ -527,3 +527,33 @@ def test_a_terminated_confirm_ends_its_tests(tmp_path):
         time.sleep(0.2)
     os.kill(pytest_pid, signal.SIGKILL)
     pytest.fail("pytest outlived the confirm run it belonged to")
+
+
+HARDCODED_SCRIPT = """\
+import torch
+device = "cuda" if torch.cuda.is_available() else "cpu"
+x = torch.ones(2).to(device)
+y = torch.ones(2).cuda()
+"""
+
+
+@pytest.mark.parametrize("mode, shown", [
+    ("cpu-only", False),  # ran clean on a machine without a GPU: the failure it claims did not happen
+    ("sim", True),  # a run with a (simulated) GPU cannot show a hardcoded .cuda()'s failure
+])
+def test_a_certain_finding_a_run_without_a_gpu_refuted_leaves_the_default_output(tmp_path, mode, shown):
+    (tmp_path / "pyproject.toml").write_text(PROJECT)
+    (tmp_path / "run.py").write_text(HARDCODED_SCRIPT)
+    status, out, _ = cli("run.py", cwd=tmp_path)
+    assert status == 1 and "run.py:4:5: TDL001" in out  # certain by the analysis alone
+    recording = verdict_store.Recording(str(tmp_path))
+    recording.file(str(tmp_path / "run.py"), lines_recorded=True)
+    recording.ran(str(tmp_path / "run.py"), 4, mode, "run.py")
+    recording.save(verdict_store.VerdictStore(tmp_path / ".torchdev_lint_cache"))
+    status, out, _ = cli("run.py", cwd=tmp_path)
+    assert ("run.py:4:5: TDL001" in out) is shown and status == (1 if shown else 0)
+    if not shown:
+        assert "1 ran clean (1 of them possible, not shown)" in out
+        status, out, _ = cli("--preview", "--show-evidence", "--format", "json", "run.py", cwd=tmp_path)
+        (finding,) = json.loads(out)
+        assert finding["confidence"] == "possible" and finding["verdict"]["status"] == "ran clean"

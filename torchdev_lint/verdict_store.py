@@ -43,6 +43,9 @@ RUNTIME_NAMES = {MISMATCH_CODE: "device-mismatch", NO_GPU_CODE: "fails-without-g
 # trace/verdicts.py decides which run can tell a finding.
 HARDCODED = ("TDL001", "TDL002")
 ACCELERATOR_ONLY = ("TDL003", "TDL005", "TDL006", "TDL007", "TDL008", "TDL009", MISMATCH_CODE)
+# Rules whose finding says the line fails on a machine without CUDA: a run on such a machine
+# (`--simulate-gpu=cpu-only`) in which the line ran clean refutes a certain one.
+REFUTED_WITHOUT_GPU = (*HARDCODED, "TDL004")
 # GPU_UNUSED: a test on a machine with a (simulated) GPU that put nothing on it (no move, no
 # device= but the CPU): its lines ran on the CPU, where no rule's bug can show.
 GPU_UNUSED = "gpu-unused"
@@ -405,6 +408,7 @@ def apply(result, text: str, entry: FileVerdicts | None, *, preview: bool, enabl
         finding.evidence = (*finding.evidence,
                             Evidence(finding.path, finding.line, finding.column, verdict.text, finding.cell))
 
+    refuted = []
     for finding in result.findings:
         verdict = entry.verdict(finding.code, finding.line, finding.end_line)
         if verdict is None:
@@ -414,8 +418,16 @@ def apply(result, text: str, entry: FileVerdicts | None, *, preview: bool, enabl
             tally.confirmed += 1
         elif verdict.status == RAN_CLEAN:
             tally.ran_clean += 1
+            if finding.code in REFUTED_WITHOUT_GPU and "cpu-only" in entry.ran(finding.line, finding.end_line) \
+                    and finding.confidence is Confidence.CERTAIN:
+                finding.confidence = Confidence.POSSIBLE  # the failure it claims did not happen there
+                refuted.append(finding)
         elif verdict.status == NOT_REACHED:
             tally.not_reached += 1
+    if refuted and not preview:
+        result.findings = [f for f in result.findings if f not in refuted]
+        result.hidden += len(refuted)
+        tally.ran_clean_hidden += len(refuted)
     wanted = {(c.get("code"), int(c.get("line", 0))) for c in entry.data.get("confirmed", ())} - shown
     if wanted and relint is not None and not preview:
         for finding in relint():
