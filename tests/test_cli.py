@@ -208,7 +208,7 @@ def test_version_help_and_explain(run_cli):
 
 def test_default_excludes(tmp_path, run_cli):
     for skipped in [".git/hooks/x.py", "build/x.py", "dist/x.py", "__pycache__/x.py",
-                    "node_modules/x.py", "env1/lib/x.py", "notebooks/.ipynb_checkpoints/x-checkpoint.py"]:
+                    "node_modules/x.py", "env1/lib/x.py", "notebooks/.ipynb_checkpoints/x-checkpoint.py", ".history/x_20221018.py"]:
         write(tmp_path / skipped, BUGGY)
     write(tmp_path / "env1" / "pyvenv.cfg", "home = /usr\n")
     write(tmp_path / "real.py", BUGGY)

@@ -1416,6 +1416,8 @@ def test_a_device_parameter_named_for_where_data_is_kept(project, capsys, param,
     ("device = 'cpu'\nmodel = model.to(device)", "certain"),
     ("device = torch.device('cpu')", "possible"),  # nothing is moved to it: it places nothing
     ("device = torch.device('cpu')\nmodel = model.to(device)\ndevice = torch.device('cuda')", "possible"),
+    # a CPU handle for bringing results back, beside GPU work: no CPU run
+    ("cpu = torch.device('cpu')\nout = model(torch.ones(2)).to(cpu)", "possible"),
 ])
 def test_a_script_that_places_its_work_on_the_cpu(project, capsys, binding, confidence):
     write(project, {"train.py": "import torch\nmodel = torch.nn.Linear(2, 2)\n" + binding + "\n"

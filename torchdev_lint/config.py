@@ -25,7 +25,7 @@ SECTION = "torchdev-lint"
 DEFAULT_EXCLUDE = (
     ".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", ".eggs", "*.egg-info",
     "build", "dist", "__pycache__", "node_modules", ".mypy_cache", ".pytest_cache",
-    ".ruff_cache", "site-packages", ".ipynb_checkpoints",
+    ".ruff_cache", "site-packages", ".ipynb_checkpoints", ".history",
 )
 
 

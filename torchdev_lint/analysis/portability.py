@@ -235,12 +235,14 @@ def _cpu_choice(node: cst.CSTNode, source: str) -> str | None:
 
 def _places_on_cpu(ctx, module: cst.Module, assignment: cst.Assign) -> bool:
     """``device = torch.device("cpu")`` at the top of a script, the name's only binding there,
-    and something moved to it (``classifier.to(device)``): the run is placed on the CPU."""
+    and something moved to it (``classifier.to(device)``): the run is placed on the CPU. Not a
+    name that says CPU itself (``cpu = torch.device("cpu")``): that is where results come back."""
     if len(assignment.targets) != 1 or not isinstance(assignment.targets[0].target, cst.Name) \
             or not _is_cpu_literal(assignment.value):
         return False
     name = assignment.targets[0].target.value
-    return len(ctx.bindings(module).get(name, ())) == 1 and ctx.mentions(f".to({name})")
+    # `cpu = torch.device("cpu")` names where results come back to (`.to(cpu).numpy()`), not the work's device
+    return "cpu" not in name.lower() and len(ctx.bindings(module).get(name, ())) == 1 and ctx.mentions(f".to({name})")
 
 
 def _gpu_indices(add_argument: cst.Call) -> bool:
