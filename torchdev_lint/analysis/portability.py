@@ -682,10 +682,9 @@ def _named_definitions(ctx, module: cst.Module) -> frozenset[str] | None:
     file is no script (it runs nothing: its callers are elsewhere) or looks names up at
     run time."""
     defined = {s.name.value for s in module.body if isinstance(s, (cst.FunctionDef, cst.ClassDef))}
-    lookups = (m.group(0) for m in _DYNAMIC_LOOKUPS.finditer(ctx.source))
-    # a script's own `def eval(model, ...)` is called by name, not a look-up
-    if any(not (found.startswith(("eval", "exec")) and found[:4] in defined) for found in lookups) \
-            or not _runs_something(module, defined):
+    # a call of a function the script defines itself (its own `def eval(model, ...)`) is no look-up
+    lookups = (m.group(0).split("(")[0].strip() for m in _DYNAMIC_LOOKUPS.finditer(ctx.source))
+    if any(called not in defined for called in lookups) or not _runs_something(module, defined):
         return None
     named: set[str] = set()
     for statement in module.body:
