@@ -511,7 +511,7 @@ def _computed_from(sites: list[cst.CSTNode], name: str, inputs: dict[str, cst.Pa
 
 def _names_a_device(call: cst.Call) -> bool:
     """``x.to(d)``, ``x.cuda()``, ``x.cpu()`` or a ``device=``: the result's device is chosen here."""
-    return (isinstance(call.func, cst.Attribute) and call.func.attr.value in ("to", "cuda", "cpu")) or any(
+    return (isinstance(call.func, cst.Attribute) and call.func.attr.value in _MOVES) or any(
         a.keyword is not None and a.keyword.value == "device" for a in call.args)
 
 
