@@ -67,11 +67,20 @@ def test_not_flagged_in_code_that_needs_cuda_anyway(code):
     # Without CUDA the helper only returns: the run goes on.
     ("import torch\ndef distribute(model):\n    if not torch.cuda.is_available():\n        return\n"
      "    model.to('cuda')\ndef evaluate(model):\n    x = torch.ones(2).cuda()\n    distribute(model)\n", (7, 9)),
-    # `set_device` goes with the choice of a device: fixing the choice fixes both.
-    ("import torch\ndef main(rank, model):\n    torch.cuda.set_device(rank)\n    model.cuda()\n", (4, 5)),
+    # `set_device` of the device string the code chose goes with that choice: fixing the
+    # choice fixes both.
+    ("import torch\ndef main(rank, model):\n    device = f'cuda:{rank}'\n    torch.cuda.set_device(device)\n"
+     "    model.cuda()\n", (5, 5)),
 ])
 def test_flagged_where_the_code_could_run_anywhere(code, where):
     assert findings(code) == [("TDL001", *where)]
+
+
+def test_code_that_sets_a_cuda_device_by_number_needs_cuda_anyway():
+    # `torch.cuda.set_device` raises without CUDA whatever it is given: the `.cuda()` after
+    # it costs no machine anything.
+    code = "import torch\ndef main(rank, model):\n    torch.cuda.set_device(rank)\n    model.cuda()\n"
+    assert findings(code) == []
 
 
 def test_both_rules_agree_on_the_same_block():

@@ -1012,3 +1012,68 @@ def test_weights_loaded_into_a_tensorrt_module_need_cuda_anyway(project, capsys,
               "    return model.to(device)\n"
               "if __name__ == '__main__':\n    load(sys.argv[1])\n")
     assert confidences_beside_the_trainer(project, capsys, script) == [confidence]
+
+
+SET_DEVICE_FIRST = """\
+    import argparse
+    import torch
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--device", type=int, default=0)
+    parser.add_argument("--weights")
+    args = parser.parse_args()
+    {line}
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model = torch.nn.Linear(2, 2).to(device)
+    model.load_state_dict(torch.load(args.weights))
+"""
+
+
+def test_a_script_that_sets_the_cuda_device_whenever_it_runs_needs_cuda_anyway():
+    # `torch.cuda.set_device` raises on a machine without CUDA whatever it is given (the
+    # CPU's device included): the script cannot reach the load there.
+    assert found(SET_DEVICE_FIRST.format(line="torch.cuda.set_device(args.device)")) == [(10, 23, "possible")]
+
+
+def test_a_script_that_sets_the_cuda_device_only_with_cuda_keeps_its_cpu_path():
+    line = "if torch.cuda.is_available(): torch.cuda.set_device(args.device)"
+    assert found(SET_DEVICE_FIRST.format(line=line)) == [(10, 23, "certain")]
+
+
+RECORD = """\
+    import argparse
+    import torch
+
+    class Record:
+        def __init__(self):
+            self.best = -1.0
+            self.model_path = "runs/best.pt"
+
+        def track(self, net, accuracy):
+            if accuracy > self.best:
+                self.best = accuracy
+                torch.save(net.state_dict(), self.model_path)
+
+        def get_model_path(self):
+            return self.model_path
+
+    def train(net, data, path):
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        net.to(device)
+        record = Record()
+        for epoch in range(10):
+            record.track(net, evaluate(net, data))
+        {load}
+"""
+
+
+@pytest.mark.parametrize("load", ["net.load_state_dict(torch.load(record.get_model_path()))",
+                                  "net.load_state_dict(torch.load(record.model_path))"])
+def test_a_reload_of_what_a_tracking_object_saved_earlier_in_the_run_is_only_possible(load):
+    # The best weights are written by `record.track` from the net on its device and read
+    # back in the same process: they return where they already are.
+    assert [f[2] for f in found(RECORD.format(load=load))] == ["possible"]
+
+
+def test_a_load_after_an_unrelated_object_saved_stays_certain():
+    code = RECORD.format(load="net.load_state_dict(torch.load(path))")
+    assert [f[2] for f in found(code)] == ["certain"]

@@ -885,8 +885,13 @@ def _callee_saves(ctx, module: cst.Module, scope: cst.CSTNode, call: cst.Call, s
     module does (the index's ``saves``; without a name, one whose save's path ends with the
     attribute or key ``tail`` the load's path ends with, made by the callee or a function of
     its module it calls); a local bound to an instance of such a class
-    (``early_stopping = EarlyStopping(...)`` then ``early_stopping(loss, model, path)``)."""
+    (``early_stopping = EarlyStopping(...)`` then ``early_stopping(loss, model, path)``), or
+    a method of such an instance (``record.track(net, accuracy)``) that saves."""
     func = call.func
+    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+        method = _instance_method(ctx, module, scope, func)
+        return method is not None and any(ctx.qualified_name(c.func) in kinds.TORCH_SAVERS
+                                          for c in tree.collect(method, cst.Call))
     if isinstance(func, cst.Name):
         sites = ctx.bindings(scope).get(func.value, ())
         if len(sites) == 1 and isinstance(sites[0], cst.Assign) and isinstance(sites[0].value, cst.Call):
@@ -918,6 +923,21 @@ def _callee_saves(ctx, module: cst.Module, scope: cst.CSTNode, call: cst.Call, s
     return bool(reached & savers)
 
 
+def _instance_method(ctx, module: cst.Module, scope: cst.CSTNode, func: cst.Attribute) -> cst.FunctionDef | None:
+    """The method ``obj.name`` runs when ``obj`` is a local bound once to an instance of a
+    class of the same file (``record = Record()``)."""
+    sites = ctx.bindings(scope).get(func.value.value, ())
+    if len(sites) != 1 or not isinstance(sites[0], cst.Assign) or not isinstance(sites[0].value, cst.Call) \
+            or not isinstance(sites[0].value.func, cst.Name):
+        return None
+    built = sites[0].value.func.value
+    klass = next((s for s in module.body if isinstance(s, cst.ClassDef) and s.name.value == built), None)
+    if klass is None:
+        return None
+    return next((s for s in klass.body.body if isinstance(s, cst.FunctionDef) and s.name.value == func.attr.value),
+                None)
+
+
 def saved_earlier_by_callee(ctx, ancestors, call: cst.Call) -> cst.Call | None:
     """A round trip through a helper of the project: earlier in the same function (or the
     module's top-level code), a call was handed a variable the loaded path is built from
@@ -937,7 +957,10 @@ def saved_earlier_by_callee(ctx, ancestors, call: cst.Call) -> cst.Call | None:
         qualified = ctx.qualified_name(earlier.func) or ""
         if not _may_write(qualified) or qualified in kinds.TORCH_LOADERS:
             continue
-        if any(code_of(a.value) in roots for a in earlier.args) and _callee_saves(ctx, ancestors[0], scope, earlier, shape):
+        handed = [a.value for a in earlier.args]
+        if isinstance(earlier.func, cst.Attribute):
+            handed.append(earlier.func.value)  # `record.track(net)`: the object's own method
+        if any(code_of(v) in roots for v in handed) and _callee_saves(ctx, ancestors[0], scope, earlier, shape):
             return earlier
     return None
 

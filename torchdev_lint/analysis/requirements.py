@@ -47,15 +47,18 @@ from torchdev_lint.analysis.imports import dotted_name
 
 # `torch.cuda` functions that raise on a machine without a CUDA device (checked on a
 # CPU-only build; the memory *readers* such as `max_memory_allocated` return 0 instead and
-# `empty_cache`/`manual_seed` do nothing, so they say nothing). Not `set_device` and
-# `current_device`: they go with the choice of a device (`device = f"cuda:{rank}"` then
-# `torch.cuda.set_device(device)`), and a fix of that choice is a fix of both.
+# `empty_cache`/`manual_seed` do nothing, so they say nothing). Not `set_device` (below).
 NEEDS_CUDA = frozenset(
     f"torch.cuda.{name}" for name in """synchronize Event Stream current_stream default_stream current_device get_device_name get_device_properties get_device_capability
     reset_peak_memory_stats reset_max_memory_allocated reset_accumulated_memory_stats
     mem_get_info ipc_collect CUDAGraph graph init get_rng_state set_per_process_memory_fraction
     memory_summary nvtx.range_push nvtx.range_pop nvtx.range nvtx.mark""".split()
 )
+# `torch.cuda.set_device` raises for every device it can be given, the CPU's included: code
+# that calls it whenever it runs needs CUDA (`torch.cuda.set_device(args.gpu)`), unless it sets
+# a device string the same file chose (`device = f"cuda:{rank}"` then `set_device(device)`):
+# that call goes with the choice, and a fix of the choice is a fix of both.
+SET_DEVICE = "torch.cuda.set_device"
 # Libraries with no CPU back end: importing one means the code drives an NVIDIA GPU.
 CUDA_LIBRARIES = frozenset({"tensorrt", "pycuda", "cupy", "torch_tensorrt", "torch2trt",
                             # CUDA kernels published as packages: no CPU implementation
@@ -179,6 +182,7 @@ class Requirements:
         self._only: dict[int, bool] = {}
         self._needing: dict[tuple[int, int], list[int]] = {}
         self._inits: list[cst.Call] = []  # `init_process_group(...)` calls of the file
+        self._cuda_strings: set[str] = set()  # names the file binds to a CUDA device string
         self._parents: dict[int, cst.CSTNode] = {}
         self._nccl: bool | None = None
         self._answers: dict[int, bool] = {}
@@ -211,6 +215,9 @@ class Requirements:
                 found.append((target, node))
             if isinstance(node, cst.Call) and (dotted_name(node.func) or "").rsplit(".", 1)[-1] == "init_process_group":
                 self._inits.append(node)
+            elif isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name) \
+                    and isinstance(node.value, (cst.SimpleString, cst.FormattedString)) and "cuda" in code_of(node.value):
+                self._cuda_strings.add(node.targets[0].target.value)
             own_name = node.name if isinstance(node, (cst.FunctionDef, cst.ClassDef)) else None
             for child in tree.children(node):
                 if child is not own_name:
@@ -460,6 +467,9 @@ class Requirements:
         qualified = self.qualify(call.func) or ""
         if qualified in NEEDS_CUDA:
             return True
+        if qualified == SET_DEVICE:
+            chosen = call.args[0].value if len(call.args) == 1 else None
+            return not (isinstance(chosen, cst.Name) and chosen.value in self._cuda_strings)
         if (qualified or dotted_name(call.func) or "").rsplit(".", 1)[-1] == "init_process_group":
             return _nccl_backend(call)
         func = call.func

@@ -38,8 +38,8 @@ class HardcodedCudaCall(Rule):
     Nor `.cuda()` in code that can only run where CUDA is, found as for TDL002's device
     strings (see [TDL002](TDL002.md)): a block (up to its function, or a module's top level)
     that also opens an NCCL process group, calls a `torch.cuda` function that raises
-    without CUDA (`synchronize`, `Event`, `current_device`, `reset_peak_memory_stats`...; not the memory
-    readers, which return 0), imports TensorRT, PyCUDA or CuPy, or calls a function of the
+    without CUDA (`synchronize`, `Event`, `current_device`, `reset_peak_memory_stats`,
+    `set_device(gpu)`...; not the memory readers, which return 0), imports TensorRT, PyCUDA or CuPy, or calls a function of the
     file that needs CUDA so or is named for it (`with cuda_timer():`); a function no
     other module calls whose every use is guarded or in such code; and code that runs only
     inside a process group in a file (or, opening none, a project) whose every

@@ -83,8 +83,9 @@ class HardcodedDeviceString(Rule):
       dist.init_process_group(backend="nccl")`), a `torch.cuda` call that raises without a
       CUDA device (`synchronize`, `Event`, `Stream`, `reset_peak_memory_stats`,
       `get_device_properties`...; not the memory readers such as `max_memory_allocated`,
-      which return 0, nor `set_device`/`current_device`, which go with the choice of a
-      device and are fixed with it), an import of TensorRT, PyCUDA or CuPy,
+      which return 0; `set_device(gpu)` raises for any device, but not `set_device(device)`
+      of a device string the file chose, which goes with that choice and is fixed with it),
+      an import of TensorRT, PyCUDA or CuPy,
       or a call of a function of the same file that needs CUDA in these ways or whose name
       says it is for CUDA (`with cuda_timer(times):`; not movers such as `to_cuda(batch)`,
       which a device argument makes portable). Only statements that run whenever the

@@ -455,8 +455,8 @@ class LoadWithoutMapLocation(Rule):
             yield step
         callee = provenance.saved_earlier_by_callee(ctx, ancestors, node)
         if callee is not None:
-            yield (callee, f"`{code_of(callee.func)}` was handed the same path earlier and saves a file of that "
-                           "name: this reads back what this run wrote")
+            yield (callee, f"`{code_of(callee.func)}` ran earlier with the path, or the object that holds it, and "
+                           "saves a file of that name: this reads back what this run wrote")
         caller = provenance.saved_before_each_call(ctx, ancestors, node) if callee is None else None
         if caller is not None:
             yield (caller, f"`{code_of(caller.func)}` was handed the same object earlier in the run that calls "
