@@ -160,3 +160,90 @@ def test_flagged(code, expected):
 ])
 def test_not_flagged(code):
     assert positions(code) == []
+
+
+# -- a decision made at import by another module of the project ---------------------------
+
+CONFIG = """\
+import torch
+DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+def get_device():
+    return "cuda" if torch.cuda.is_available() else "cpu"
+"""
+
+
+def lint_project(files, path):
+    from torchdev_lint.analysis import project_index
+    index = project_index.ProjectIndex()
+    for name, text in files.items():
+        index.add(name, textwrap.dedent(text))
+    return lint_source(path, textwrap.dedent(files[path]), [RULE], preview=True, index=index).findings
+
+
+@pytest.mark.parametrize("imported, placed", [
+    ("from pkg.config import DEVICE", "torch.tensor([0.5, 0.5, 0.5]).to(DEVICE)"),
+    ("from pkg import config", "torch.ones(3, device=config.DEVICE)"),  # a module, not the user's config
+    ("from pkg.config import get_device", "torch.zeros(3).to(get_device())"),
+    ("from .config import DEVICE", "torch.ones(3, device=DEVICE)"),
+])
+def test_a_device_another_module_picks_at_import_against_the_constructor_device(imported, placed):
+    detector = f"""\
+        import torch
+        import torch.nn as nn
+        {imported}
+
+        class Detector:
+            def __init__(self, device="cpu"):
+                self.model = nn.Linear(3, 2).to(device)
+                self.mean = {placed}
+
+            def __call__(self, x):
+                return self.model(x - self.mean)
+    """
+    files = {"pkg/__init__.py": "", "pkg/config.py": CONFIG, "pkg/detector.py": detector}
+    (finding,) = lint_project(files, "pkg/detector.py")
+    assert (finding.line, finding.column) == (11, 16)
+    assert any("config` is picked by the machine alone" in e.message for e in finding.evidence)
+
+
+def test_the_imported_device_used_everywhere_is_one_decision():
+    detector = """\
+        import torch
+        import torch.nn as nn
+        from pkg.config import DEVICE
+
+        class Detector:
+            def __init__(self):
+                self.model = nn.Linear(3, 2).to(DEVICE)
+                self.mean = torch.zeros(3).to(DEVICE)
+
+            def __call__(self, x):
+                return self.model(x - self.mean)
+    """
+    files = {"pkg/__init__.py": "", "pkg/config.py": CONFIG, "pkg/detector.py": detector}
+    assert lint_project(files, "pkg/detector.py") == []
+
+
+def test_an_imported_device_the_user_chooses_is_not_the_machines():
+    config = """\
+        import argparse
+        import torch
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--device", default="cpu")
+        DEVICE = torch.device(parser.parse_args().device)
+    """
+    detector = """\
+        import torch
+        import torch.nn as nn
+        from pkg.config import DEVICE
+
+        class Detector:
+            def __init__(self, device="cpu"):
+                self.model = nn.Linear(3, 2).to(device)
+                self.mean = torch.zeros(3).to(DEVICE)
+
+            def __call__(self, x):
+                return self.model(x - self.mean)
+    """
+    files = {"pkg/__init__.py": "", "pkg/config.py": config, "pkg/detector.py": detector}
+    assert lint_project(files, "pkg/detector.py") == []

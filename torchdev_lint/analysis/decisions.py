@@ -236,6 +236,9 @@ def decision_of(ctx: FileContext, expr: cst.BaseExpression | None, where: Where,
         if expr.attr.value == "device" and not _option(expr) and not (
                 isinstance(expr.value, cst.Name) and expr.value.value == where.self_name):
             return None  # `x.device`: follows x
+        imported = _imported_machine(ctx, expr)  # `config.DEVICE` of a project module, not an option
+        if imported is not None:
+            return imported
         if _option(expr):
             said = conditions.words(expr.attr.value)
             if said & _RANK_WORDS:
@@ -253,12 +256,28 @@ def decision_of(ctx: FileContext, expr: cst.BaseExpression | None, where: Where,
     return None
 
 
+def _imported_machine(ctx, expr: cst.BaseExpression) -> Decision | None:
+    """A device another module of the project lets the machine alone pick (``from config
+    import DEVICE``, ``config.DEVICE``, ``get_device()``): ``ProjectIndex.machine_device``."""
+    index = ctx.index
+    qualified = ctx.qualified_name(expr) if index is not None else None
+    if not qualified or "." not in qualified or qualified.startswith("torch.") or ctx.path == "-":
+        return None
+    module = index.machine_device(qualified, ctx.path)
+    if module is None or module == index.module_of(ctx.path):
+        return None
+    return Decision(MACHINE, expr, f"`{code_of(expr)}` of module `{module}` is picked by the machine alone: "
+                                   "`torch.cuda.is_available()` decides")
+
+
 def _name_decision(ctx, expr: cst.Name, where: Where, depth: int) -> Decision | None:
     name = expr.value
     if name in where.arguments:
         value, at = where.arguments[name]
         return decision_of(ctx, value, at, depth + 1)
     sites = _name_sites(ctx, name, where)
+    if sites is None:
+        return _imported_machine(ctx, expr)
     if sites is None:
         return None
     if isinstance(sites, tuple):
@@ -294,7 +313,7 @@ def _call_decision(ctx, call: cst.Call, where: Where, depth: int) -> Decision | 
         return decision_of(ctx, args[0].value, where, depth + 1) if args else None
     target = _method(ctx, where, name)
     if target is None:
-        return None
+        return _imported_machine(ctx, call.func) if not call.args else None
     function, inner = target
     found = _same([decision_of(ctx, value, _called(call, function, inner, where), depth + 1)
                    for value in _returns(function)])

@@ -155,6 +155,11 @@ class ModuleFacts:
     # without them (`ProjectIndex.missing_import`)
     required_imports: list[str] = field(default_factory=list)
     handed: list[str] = field(default_factory=list)
+    # its top-level names and argument-less functions whose device the machine alone picks
+    # (`DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")`, `def
+    # get_device(): return ...` the same): one decision every importer shares, which a
+    # user's choice elsewhere can contradict (TDL013, `ProjectIndex.machine_device`)
+    machine_devices: list[str] = field(default_factory=list)
     init_calls: dict[str, list[str]] = field(default_factory=dict)
     digest: str = ""  # of the file's bytes: code that follows calls into it depends on them
     # why the file was not read (over the budget of `limits.py`): it contributes no facts
@@ -280,8 +285,15 @@ class _Reader:
                 facts.returns[node.name] = returned
             else:
                 facts.defined.append(node.name)
+            arguments = node.args
+            returns = [r.value for r in _own_returns(node)]
+            if not (arguments.posonlyargs or arguments.args or arguments.kwonlyargs or node.decorator_list) \
+                    and returns and all(self.machine_choice(r) for r in returns):
+                facts.machine_devices.append(node.name)
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if len(targets) == 1 and isinstance(targets[0], ast.Name) and self.machine_choice(node.value):
+                facts.machine_devices.append(targets[0].id)
             for target in targets:
                 if isinstance(target, ast.Name):
                     if target.id == "__all__" and isinstance(node.value, (ast.List, ast.Tuple)):
@@ -317,6 +329,13 @@ class _Reader:
         if not found or "cuda" in found and len(set(found)) == 1:
             return False
         return annotated or None not in found
+
+    def machine_choice(self, value: ast.expr | None) -> bool:
+        """``"cuda" if torch.cuda.is_available() else "cpu"``, in ``torch.device(...)`` or not."""
+        if isinstance(value, ast.Call) and self.qualify(value.func) == "torch.device" and len(value.args) == 1 \
+                and not value.keywords:
+            value = value.args[0]
+        return isinstance(value, ast.IfExp) and _asks_cuda(value.test)
 
     def _annotation(self, node: ast.expr) -> str | None:
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
@@ -1534,6 +1553,12 @@ class ProjectIndex:
         if kinds.is_module_class(built) or self.is_module_class(built, module.path):
             return "module"
         return None
+
+    def machine_device(self, qualified: str, origin: str | None = None) -> str | None:
+        """Where the project module that defines ``qualified`` lets the machine alone pick its
+        device (``ModuleFacts.machine_devices``): that module's dotted name; None otherwise."""
+        found = self.locate(qualified, origin)
+        return found[0].name if found is not None and found[1] in found[0].machine_devices else None
 
     def locate(self, qualified: str, origin: str | None = None) -> tuple[ModuleFacts, str] | None:
         """The project module defining ``qualified`` and the name there; None for a name

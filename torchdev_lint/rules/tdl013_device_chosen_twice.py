@@ -30,7 +30,9 @@ class DeviceChosenTwice(Rule):
 
     - the machine's against the user's: `"cuda" if torch.cuda.is_available() else "cpu"` (a
       module-level `device` computed at import, a `get_device()` of the file, a helper that
-      moves its argument to CUDA under `if torch.cuda.is_available():`) against a `device`
+      moves its argument to CUDA under `if torch.cuda.is_available():`, or such a device or
+      argument-less function of another module of the project: `from config import DEVICE`,
+      `config.DEVICE`, `get_device()`) against a `device`
       parameter, an option (`args.device`, `"cuda" if args.cuda else "cpu"`, `--cpu`), or
       `self.device` set from one of these;
     - one GPU against each process's own: `"cuda:0"` against `f"cuda:{local_rank}"`.
@@ -134,7 +136,8 @@ class DeviceChosenTwice(Rule):
 
     @classmethod
     def wants(cls, source: str) -> bool:
-        return "cuda" in source and "device" in source or ".cuda(" in source
+        # a decision imported from another module (`from config import DEVICE`) need not say "cuda" here
+        return "device" in source or ".cuda(" in source
 
     def leave_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         if type(node.operator).__name__ in _ARITHMETIC:
