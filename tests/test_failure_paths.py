@@ -173,8 +173,9 @@ NORMALIZE = """\
     # a submodule of a module that is moved
     ("from model import Normalize\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
      "        self.norm = Normalize([0.5])\nnet = Net().cuda()\n", "certain"),
-    # nothing moves it: on the CPU, where it was built
-    ("from model import Normalize\nnet = Normalize([0.5])\n", "possible"),
+    # built and kept, and nothing moves it: it stays on the CPU with its module, so the
+    # finding is where the mean meets the inputs (line 8), the one place a move cures
+    ("from model import Normalize\nnet = Normalize([0.5])\n", "possible at the use"),
     # factories follow the default device the project sets to the accelerator's
     ("from model import Normalize\ntorch.set_default_tensor_type(torch.cuda.FloatTensor)\n"
      "net = Normalize([0.5]).to(device)\n", "possible"),
@@ -182,7 +183,8 @@ NORMALIZE = """\
 def test_an_attribute_is_certain_where_the_project_moves_its_module(project, capsys, training, confidence):
     write(project, {"model.py": NORMALIZE,
                     "train.py": "import torch\nfrom torch import nn\ndevice = 'cuda'\n" + training})
-    assert findings(capsys, project, "TDL006") == [("model.py", 6, "TDL006", confidence)]
+    line = 8 if confidence.endswith("at the use") else 6
+    assert findings(capsys, project, "TDL006") == [("model.py", line, "TDL006", confidence.split()[0])]
 
 
 def test_a_python_list_made_from_the_tensor_is_no_attribute_left_behind(project, capsys):
@@ -1439,3 +1441,64 @@ def test_a_cuda_call_in_the_cuda_branch_leaves_the_function_portable(project, ca
                               "    return model.to('cuda' if use_cuda else 'cpu')\n"
                               "def train(model):\n    torch.save(model.cuda().state_dict(), 'w.pt')\n"})
     assert [f[3] for f in findings(capsys, project, "TDL004")] == [confidence]
+
+
+# -- a module the project builds and never moves (issue 40: the loss) ----------------------
+
+LOSS = """\
+    import torch
+    import torch.nn as nn
+    class ClassBalancedLoss(nn.Module):
+        def __init__(self, counts, beta=0.999):
+            super().__init__()
+            weights = (1 - beta) / (1 - beta ** torch.tensor(counts, dtype=torch.float))
+            self.beta = weights / weights.sum()
+        def forward(self, logits, labels):
+            weights = self.beta[labels]
+            return (nn.functional.cross_entropy(logits, labels, reduction="none") * weights).mean()
+    """
+TRAIN = """\
+    import torch
+    import torch.nn as nn
+    from losses import ClassBalancedLoss
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model = nn.Linear(8, 3).to(device)
+    criterion = ClassBalancedLoss([10, 20, 30]){move}
+    def step(x, y):
+        return criterion(model(x.to(device)), y.to(device))
+    """
+
+
+def lint_loss(project, capsys, move: str = "", *extra: str):
+    write(project, {"losses.py": LOSS, "train.py": TRAIN.format(move=move)})
+    cli.main(["--format", "json", "--isolated", "--preview", "--no-cache", "--select", "TDL006", *extra,
+              str(project)])
+    return capsys.readouterr().out
+
+
+def test_a_loss_nobody_moves_is_flagged_where_its_cpu_weights_meet_the_labels(project, capsys):
+    (finding,) = json.loads(lint_loss(project, capsys))
+    assert (Path(finding["path"]).name, finding["line"], finding["column"]) == ("losses.py", 9, 19)
+    assert "which nothing moves" in finding["message"]
+    steps = [(e["line"], e["message"]) for e in finding["evidence"]]
+    assert [line for line, _ in steps] == [7, 3, 9]
+    assert "builds `ClassBalancedLoss` modules and moves none of them" in steps[1][1]
+
+
+def test_its_fix_moves_the_weights_to_the_labels_device_at_the_use(project, capsys):
+    lint_loss(project, capsys, "", "--fix", "--unsafe-fixes")
+    fixed = (project / "losses.py").read_text().splitlines()
+    assert fixed[8] == "        weights = self.beta.to(labels.device)[labels]"
+    assert "register_buffer" not in "\n".join(fixed)
+    assert findings(capsys, project, "TDL006") == []  # a move first: nothing left to flag
+
+
+def test_a_loss_the_script_moves_keeps_the_buffer_at_the_attribute(project, capsys):
+    (finding,) = json.loads(lint_loss(project, capsys, ".to(device)"))
+    assert (Path(finding["path"]).name, finding["line"]) == ("losses.py", 7)
+    assert "register it as a buffer" in finding["message"]
+
+
+def test_a_loss_only_defined_here_keeps_the_finding_at_the_attribute(project, capsys):
+    write(project, {"losses.py": LOSS})
+    assert findings(capsys, project, "TDL006") == [("losses.py", 7, "TDL006", "possible")]

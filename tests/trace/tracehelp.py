@@ -66,6 +66,7 @@ TRACES.update({
 # TDL013's shapes, run with the option that makes the two device decisions disagree (and one
 # without it, where they agree).
 TRACES.update({
+    "TDL006-loss": _trace("--mode", "sim", "--single-run", "testdata/trace/tdl006_loss.py"),
     "TDL013-detector": _trace("--mode", "sim", "--single-run", "testdata/trace/tdl013_detector.py", "--cpu"),
     "TDL013-detector-agree": _trace("--mode", "sim", "--single-run", "testdata/trace/tdl013_detector.py"),
     "TDL013-helper": _trace("--mode", "sim", "--single-run", "testdata/trace/tdl013_helper.py"),

@@ -148,6 +148,19 @@ def module_moved_by_project(ctx, klass: cst.ClassDef) -> tuple[cst.CSTNode, str]
                         "of a module holding one, or of what a function building one returns)")
 
 
+def module_built_unmoved(ctx, klass: cst.ClassDef) -> tuple[cst.CSTNode, str] | None:
+    """An evidence step when the project builds modules of class ``klass`` (a loss made in the
+    training script) and moves none of them: whatever the module keeps stays on the CPU, so a
+    CPU tensor it holds meets the inputs' device at its use, buffer or not. None otherwise."""
+    name = klass.name.value
+    index = ctx.index if ctx.index is not None else _one_file_index(ctx)
+    if index is None or not index.builds(name) or index.moved_to_device(name) \
+            or index.default_device() is not None:
+        return None
+    return klass.name, (f"the project builds `{name}` modules and moves none of them: what they keep stays on "
+                        "the CPU, a buffer too")
+
+
 def _one_file_index(ctx):
     """The project index of the checked file alone, for a check run without one (the API on
     a string): what the file itself moves. Built once per file, on the first question."""

@@ -1896,6 +1896,26 @@ class ProjectIndex:
             self._memo[("moved to a device",)] = moved = frozenset(moved)
         return name in moved
 
+    def builds(self, name: str) -> bool:
+        """Some code of the project calls ``name`` whenever it runs (``top_calls``,
+        ``def_calls``, ``init_calls``) and no function returns what the call builds
+        (``return Inner()``: its callers may move it): a module of that class is built, and
+        kept, somewhere."""
+        built = self._memo.get(("built",))
+        if built is None:
+            built, returned = set(), set()
+            for modules in self.modules.values():
+                for module in modules:
+                    built.update(module.top_calls)
+                    returned.update(r[5:].rsplit(".", 1)[-1] for r in module.returns.values() if r.startswith("call:"))
+                    for each in module.def_calls.values():
+                        for calls in each:
+                            built.update(calls)
+                    for calls in module.init_calls.values():
+                        built.update(calls)
+            self._memo[("built",)] = built = frozenset(built - returned)
+        return name in built
+
     def cuda_def_names(self) -> tuple[str, ...]:
         """The names ``needs_cuda_def`` answers yes for (a cache key part)."""
         return tuple(sorted(self._cuda_def_names()))

@@ -121,6 +121,14 @@ class UnregisteredTensorAttribute(Rule):
     finding suggests `nn.Parameter` and offers no fix. An assignment made before
     `super().__init__()` gets no fix (buffers cannot be registered before it).
 
+    Where the project builds modules of the class and moves none of them (a loss made beside
+    the model, which has no parameters to move), a buffer would stay on the CPU with its
+    module: the finding is then at the line that fails, where the attribute meets the
+    method's inputs (`weights = self.beta[labels]`), and the fix moves it to their device
+    there (`self.beta.to(labels.device)[labels]`; unsafe: a copy per call, and the operand
+    must be a tensor). When the operand is not a plain name, attribute or subscript of them,
+    no fix is offered.
+
     Fix safety: safe when the tensor is known not to be floating point (a `bool` or
     integer mask or index: `dtype=torch.bool`, `.bool()`, a comparison, `torch.randint`,
     `torch.tensor([1, 2])`) and every assignment of the attribute in the class is a tensor
@@ -652,6 +660,8 @@ class UnregisteredTensorAttribute(Rule):
                 evidence=path or (), certain=path is not None,
             )
             return
+        if path is None and self._report_at_the_use(state, first, reachable):
+            return
         others = [a for a in state.assignments if a.attr == attr]
         rewritten = [a for a in in_init if a.attr == attr and a.kind in ("tensor", "none")]
         message = (
@@ -662,6 +672,36 @@ class UnregisteredTensorAttribute(Rule):
                                                    "`model.to()` moves its parameters, buffers and submodules only"),)
         self.report(first.node, message, fix=lambda: self._fix(state, first, others, rewritten),
                     evidence=evidence, certain=path is not None)
+
+    def _report_at_the_use(self, state: _Class, first: _Assignment, reachable: set[str]) -> bool:
+        """A module the project builds and never moves (a loss made beside the model): a
+        buffer would stay on the CPU with it, so the line that fails is where the attribute
+        meets the method's inputs, and the cure is a move there. Reported so; False where
+        the module may be moved or no meeting is in sight."""
+        unmoved = moves.module_built_unmoved(self.ctx, state.node)
+        meeting = uses.attribute_meeting(state.node, first.attr, reachable, self.resolver) if unmoved else None
+        if meeting is None:
+            return False
+        node, method = meeting
+        read, other = _read_and_other(node, first.attr)
+        name = f"{first.self_name}.{first.attr}"
+        fix = None
+        if read is not None:
+            fix = lambda: Fix(Applicability.UNSAFE, [(read, _moved_like(other))])  # noqa: E731
+        self.report(
+            node,
+            f"`{name}` stays on the CPU with its module, which nothing moves, and meets "
+            f"`{method.name.value}`'s inputs here: move it to their device here",
+            fix=fix,
+            evidence=(
+                (first.node, f"`{name}` is built on the CPU and kept as a plain attribute"),
+                unmoved,
+                (node, f"it meets `{method.name.value}`'s inputs here: where they are on an accelerator, "
+                       "this line fails"),
+            ),
+            certain=False,
+        )
+        return True
 
     def _fix(self, state, first, others, rewritten) -> Fix | None:
         positions = self.ctx.positions
@@ -704,6 +744,49 @@ def _register(self_name: str, attr: str):
             ],
         )
         return cst.Expr(value=call, semicolon=updated.semicolon)
+
+    return edit
+
+
+def _read_and_other(meeting: cst.CSTNode, attr: str) -> tuple[cst.Attribute | None, cst.BaseExpression | None]:
+    """In a meeting node, the read of ``<self>.<attr>`` and the operand it meets, when both
+    are direct parts of it (``self.beta[labels[idx]]``, ``x - self.mean``) and the operand
+    can be read twice (names, attributes, subscripts of them); (None, None) otherwise."""
+    def is_read(expr) -> bool:
+        return isinstance(expr, cst.Attribute) and expr.attr.value == attr and isinstance(expr.value, cst.Name)
+
+    pairs: list[tuple[cst.BaseExpression, cst.BaseExpression]] = []
+    if isinstance(meeting, cst.Subscript) and len(meeting.slice) == 1 and isinstance(meeting.slice[0].slice, cst.Index):
+        pairs.append((meeting.value, meeting.slice[0].slice.value))
+    elif isinstance(meeting, cst.BinaryOperation):
+        pairs += [(meeting.left, meeting.right), (meeting.right, meeting.left)]
+    elif isinstance(meeting, cst.Call):
+        values = [a.value for a in meeting.args if a.keyword is None and not a.star]
+        if isinstance(meeting.func, cst.Attribute):
+            values.insert(0, meeting.func.value)
+        pairs += [(a, b) for a in values for b in values if a is not b]
+    for read, other in pairs:
+        if is_read(read) and _readable_twice(other):
+            return read, other
+    return None, None
+
+
+def _readable_twice(expr: cst.BaseExpression) -> bool:
+    if isinstance(expr, cst.Name):
+        return True
+    if isinstance(expr, cst.Attribute):
+        return _readable_twice(expr.value)
+    if isinstance(expr, cst.Subscript):
+        return _readable_twice(expr.value) and all(
+            isinstance(e.slice, cst.Index) and _readable_twice(e.slice.value) for e in expr.slice)
+    return False
+
+
+def _moved_like(other: cst.BaseExpression):
+    """``self.beta`` -> ``self.beta.to(<other>.device)``."""
+    def edit(updated: cst.BaseExpression) -> cst.Call:
+        device = cst.Attribute(value=other.deep_clone(), attr=cst.Name("device"))
+        return cst.Call(func=cst.Attribute(value=updated, attr=cst.Name("to")), args=[cst.Arg(device)])
 
     return edit
 

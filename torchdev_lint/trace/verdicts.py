@@ -293,6 +293,10 @@ class Judge:
             if crash is not None:
                 short, full = self._crash_words(crash)
                 self.explained_crash = True
+                # the device mix recorded at the finding's own line is that crash, not a second bug
+                self.explained_mismatches.update(
+                    e["seq"] for e in self.run.of_kind("mismatch")
+                    if "seq" in e and e.get("site") and _overlaps(e["site"], path, f.line, f.end_line))
                 verdict = Verdict(CONFIRMED, f"the program stopped at {self.where(crash.get('site'))}, "
                                              f"through this line, with {short}", error=full)
         if verdict is None:
