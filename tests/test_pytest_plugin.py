@@ -745,3 +745,35 @@ def test_a_torch_test_case_whose_setup_skips_super_keeps_the_simulation(pytester
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--simulate-gpu", "-rs")
     result.assert_outcomes(passed=2)
     assert "empty mode stack" not in result.stderr.str() + result.stdout.str()
+
+
+def test_a_test_that_chooses_a_device_the_module_level_decision_ignores_reports_tdl013(pytester):
+    # issue 40's detector: the package picks its device at import by the machine alone, the
+    # test asks for the CPU through the constructor; on the simulated GPU they disagree
+    pytester.makepyfile(detector="""
+        import torch
+        import torch.nn as nn
+
+        DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+        class Detector:
+            def __init__(self, device="cpu"):
+                self.model = nn.Linear(3, 2).to(device)
+                self.mean = torch.tensor([0.5, 0.5, 0.5]).to(DEVICE)
+
+            def __call__(self, x):
+                return self.model(x - self.mean)
+    """, test_detector="""
+        import torch
+        from detector import Detector
+
+
+        def test_detect_on_the_cpu():
+            assert Detector(device="cpu")(torch.zeros(4, 3)).shape == (4, 2)
+    """)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--simulate-gpu", "-rs")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "detector.py:13:16: TDL013 device-chosen-twice (the static finding that predicted it)" in out
+    assert "the two device decisions disagreed in this run" in out
