@@ -541,3 +541,50 @@ def test_a_device_bound_again_before_anything_reads_it_places_nothing(between, c
     result = lint_source("t.py", code, [RULE], preview=True)
     first = [f for f in result.findings if f.line == 2]
     assert [f.confidence.value for f in first] == ["certain" if certain else "possible"]
+
+
+# -- a device constant read only in other modules (the forty-ninth first look) -------------
+
+CONSTANT_PROJECT = {
+    "config.py": 'CUDA_DEVICE = "cuda"\nCPU_DEVICE = "cpu"\n',
+    "teacher.py": """\
+        import torch
+        from config import CUDA_DEVICE
+        DEFAULT_DEVICE = torch.device(CUDA_DEVICE if torch.cuda.is_available() else "cpu")
+    """,
+    "trainer.py": """\
+        import torch
+        from config import *
+        def best_device():
+            if torch.cuda.is_available():
+                return CUDA_DEVICE
+            return CPU_DEVICE
+        def report(device):
+            print("on GPU" if device == CUDA_DEVICE else "on CPU")
+    """,
+}
+
+
+def constant_finding(files):
+    from torchdev_lint.analysis import project_index
+    index = project_index.ProjectIndex()
+    for name, text in files.items():
+        index.add(name, textwrap.dedent(text))
+    (finding,) = lint_source("config.py", files["config.py"], [RULE], preview=True, index=index).findings
+    return finding
+
+
+def test_a_constant_its_importers_read_only_under_a_cuda_test_places_nothing():
+    finding = constant_finding(CONSTANT_PROJECT)
+    assert (finding.line, finding.confidence.value) == (1, "possible")
+    assert any("read by the modules that import it only where CUDA is asked for" in e.message
+               for e in finding.evidence)
+
+
+@pytest.mark.parametrize("importer", [
+    "import torch\nfrom config import CUDA_DEVICE\nmodel = torch.nn.Linear(2, 2).to(CUDA_DEVICE)\n",
+    "import torch\nimport config\nmodel = torch.nn.Linear(2, 2).to(config.CUDA_DEVICE)\n",
+])
+def test_one_importer_that_places_with_it_keeps_the_finding(importer):
+    finding = constant_finding({**CONSTANT_PROJECT, "train.py": importer})
+    assert not any("read by the modules that import it" in e.message for e in finding.evidence)

@@ -160,6 +160,12 @@ class ModuleFacts:
     # get_device(): return ...` the same): one decision every importer shares, which a
     # user's choice elsewhere can contradict (TDL013, `ProjectIndex.machine_device`)
     machine_devices: list[str] = field(default_factory=list)
+    # of the names it imports that name a device (`from config import CUDA_DEVICE`), by
+    # qualified name: those it reads only under a test for CUDA (`if torch.cuda.is_available():
+    # return CUDA_DEVICE`, `CUDA_DEVICE if torch.cuda.is_available() else "cpu"`) or in a
+    # comparison, and those it reads anywhere else (`device_reads`)
+    guarded_devices: list[str] = field(default_factory=list)
+    unguarded_devices: list[str] = field(default_factory=list)
     init_calls: dict[str, list[str]] = field(default_factory=dict)
     digest: str = ""  # of the file's bytes: code that follows calls into it depends on them
     # why the file was not read (over the budget of `limits.py`): it contributes no facts
@@ -963,6 +969,43 @@ def top_imports(tree: ast.Module, name: str, is_init: bool) -> list[str]:
     return sorted(found)
 
 
+_DEVICE_WORDS = frozenset({"device", "cuda", "gpu"})
+
+
+def _names_a_device(name: str) -> bool:
+    return not _DEVICE_WORDS.isdisjoint(re.findall(r"[a-z]+", name.lower()))
+
+
+def device_reads(tree: ast.Module, names: dict[str, str], imported: dict[str, str]) -> tuple[list[str], list[str]]:
+    """Of the device names a module reads from others (``names``: local -> qualified; and
+    ``config.CUDA_DEVICE`` of a name ``imported`` binds), the qualified names read only where
+    CUDA is asked for (the body of ``if torch.cuda.is_available():`` or of a conditional
+    expression testing it) or in a comparison, and those read anywhere else."""
+    guarded: set[str] = set()
+    unguarded: set[str] = set()
+    stack: list[tuple[ast.AST, bool]] = [(tree, False)]
+    while stack:
+        node, asked = stack.pop()
+        if isinstance(node, ast.Name) and node.id in names and isinstance(node.ctx, ast.Load):
+            (guarded if asked else unguarded).add(names[node.id])
+            continue
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in imported \
+                and isinstance(node.ctx, ast.Load) and _names_a_device(node.attr):
+            (guarded if asked else unguarded).add(f"{imported[node.value.id]}.{node.attr}")
+            continue
+        if isinstance(node, (ast.If, ast.IfExp)) and _asks_cuda(node.test):
+            body = node.body if isinstance(node.body, list) else [node.body]
+            stack += [(child, True) for child in body]
+            orelse = node.orelse if isinstance(node.orelse, list) else [node.orelse]
+            stack += [(child, asked) for child in (node.test, *orelse)]
+            continue
+        if isinstance(node, ast.Compare):
+            stack += [(child, True) for child in (node.left, *node.comparators)]
+            continue
+        stack += [(child, asked) for child in _children(node)]
+    return sorted(guarded - unguarded), sorted(unguarded)
+
+
 def _asks_cuda(test: ast.expr) -> bool:
     """``torch.cuda.is_available()`` (``_ends_when_no_cuda`` reads its negative forms)."""
     return isinstance(test, ast.Call) and not test.args and (_dotted(test.func) or "").endswith("cuda.is_available")
@@ -1398,6 +1441,14 @@ def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | No
     found = _DEFAULT_DEVICE.search(text) if "set_default_" in text else None
     facts.default_device = f"line {lines.of(found.start())}" if found else ""
     facts.init_calls = init_calls(tree, calls)
+    imported_devices = {local: qualified for local, qualified in facts.names.items() if _names_a_device(local)}
+    if facts.stars:  # `from .config import *`: a device name the module reads and does not bind comes from there
+        own = set(facts.names) | set(facts.defined) | set(facts.returns) | set(facts.classes)
+        for local in set(_READ_NAME.findall(_code_only(text))) - own:
+            if _names_a_device(local) and local not in imported_devices:
+                imported_devices[local] = f"{facts.stars[0]}.{local}"
+    if imported_devices or any(_names_a_device(a) for a in re.findall(r"\.([A-Za-z_]\w*)", text)):
+        facts.guarded_devices, facts.unguarded_devices = device_reads(tree, imported_devices, facts.names)
     if "save(" in text:
         # The lines that may call a saver: `torch.save(`, `T.save(`, or a name bound to one.
         saving = lines.containing(["save(", *(f"{local}(" for local, qualified in facts.names.items()
@@ -1637,6 +1688,25 @@ class ProjectIndex:
                         imported.setdefault(star, set()).add("*")
             self._memo[("imported",)] = imported
         return frozenset(imported.get(name, ()))
+
+    def read_only_guarded_elsewhere(self, path: str, name: str) -> bool:
+        """Some other module imports ``name`` from the file at ``path``, and every one that
+        does reads it only where CUDA is asked for or in a comparison (``device_reads``)."""
+        full = os.path.abspath(path)
+        if full not in self.paths:
+            return False
+
+        def names_it(qualified: str, importer: ModuleFacts) -> bool:  # as the importer resolves it
+            located = self.locate(qualified, importer.path)
+            return located is not None and located[1] == name and located[0].path == full
+
+        found = False
+        for modules in self.modules.values():
+            for other in modules:
+                if any(names_it(q, other) for q in other.unguarded_devices):
+                    return False
+                found = found or any(names_it(q, other) for q in other.guarded_devices)
+        return found
 
     def mentioned_elsewhere(self, name: str, path: str) -> bool | None:
         """Does a project module other than the one at ``path`` mention attribute ``name``

@@ -155,8 +155,12 @@ class HardcodedDeviceString(Rule):
     "nccl" else "cpu"`, `if device is None: device = "cuda"`), the old-torch stand-in for
     `torch.accelerator`, a device bound at the top level to a name the file binds again
     before anything reads it, and one bound to a name the file never reads (or reads only
-    under a GPU test: `if use_gpu: x = x.to(gpu)`) and no other module imports, or to a `self` attribute its class never reads (building a `torch.device` needs
-    no CUDA; nothing is placed without it).
+    under a GPU test: `if use_gpu: x = x.to(gpu)`) and no other module imports, or that the
+    modules importing it (by name, by `*` or as `config.CUDA_DEVICE`) read only under a test
+    for CUDA or in comparisons (`if torch.cuda.is_available(): return CUDA_DEVICE`,
+    `CUDA_DEVICE if torch.cuda.is_available() else "cpu"`, `device == CUDA_DEVICE`), or to a
+    `self` attribute its class never reads (building a `torch.device` needs no CUDA; nothing
+    is placed without it).
 
         ## When not to use
     In a project that only ever runs on CUDA (a multi-GPU trainer, a library of CUDA
@@ -589,6 +593,13 @@ class HardcodedDeviceString(Rule):
             return rebound, f"`{name}` is bound again here before anything reads it: the device places nothing"
         index = self.ctx.index
         imported = index.imported_from(self.ctx.path) if index is not None and self.ctx.path != "-" else None
+        if imported is not None and ("*" in imported or name in imported) \
+                and index.read_only_guarded_elsewhere(self.ctx.path, name) \
+                and (name not in portability.names_read(self.ctx)
+                     or reads_only_guarded(path[0], name, self.ctx.qualified_name)):
+            return assign, (f"`{name}` is read by the modules that import it only where CUDA is asked for "
+                            "(`if torch.cuda.is_available():`, a CUDA-or-CPU choice) or in comparisons: the "
+                            "device places nothing on a machine without CUDA")
         if imported is None or "*" in imported or name in imported:
             return None
         if name not in portability.names_read(self.ctx):
