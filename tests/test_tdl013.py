@@ -247,3 +247,47 @@ def test_an_imported_device_the_user_chooses_is_not_the_machines():
     """
     files = {"pkg/__init__.py": "", "pkg/config.py": config, "pkg/detector.py": detector}
     assert lint_project(files, "pkg/detector.py") == []
+
+
+@pytest.mark.parametrize("imported, call", [
+    ("from utils import to_var", "to_var(inputs)"),
+    ("import utils", "utils.to_var(inputs)"),
+])
+def test_a_helper_of_another_module_that_moves_whenever_cuda_is_there_against_the_cuda_option(imported, call):
+    helper = """\
+        import torch
+        def to_var(x):
+            if torch.cuda.is_available():
+                x = x.cuda()
+            return x
+    """
+    script = f"""\
+        import argparse
+        import torch
+        import torch.nn as nn
+        {imported}
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--cuda", action="store_true")
+        args = parser.parse_args()
+        net = nn.Linear(3, 2).to("cuda" if args.cuda else "cpu")
+        for inputs in [torch.zeros(4, 3)]:
+            out = net({call})
+    """
+    (finding,) = lint_project({"utils.py": helper, "train.py": script}, "train.py")
+    assert (finding.line, finding.column) == (10, 11)
+    assert any("of module `utils` moves to CUDA whenever" in e.message for e in finding.evidence)
+
+
+def test_a_helper_of_another_module_that_moves_only_when_asked_is_the_users_decision():
+    helper = "import torch\ndef to_var(x, cuda):\n    return x.cuda() if cuda else x\n"
+    script = """\
+        import argparse
+        import torch.nn as nn
+        from utils import to_var
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--cuda", action="store_true")
+        args = parser.parse_args()
+        net = nn.Linear(3, 2).to("cuda" if args.cuda else "cpu")
+        out = net(to_var(torch.zeros(4, 3), args.cuda))
+    """
+    assert lint_project({"utils.py": helper, "train.py": script}, "train.py") == []

@@ -402,6 +402,9 @@ def _device_argument(call: cst.Call, position: bool) -> cst.BaseExpression | Non
 
 def _call_placement(ctx, call: cst.Call, where: Where, depth: int) -> Placement | None:
     func = call.func
+    imported = _imported_mover(ctx, call)
+    if imported is not None:
+        return imported
     if isinstance(func, cst.Attribute):
         method = func.attr.value
         if method in ("to", "cuda"):
@@ -443,6 +446,21 @@ def _call_placement(ctx, call: cst.Call, where: Where, depth: int) -> Placement 
     if found is None:
         return None
     return Placement(found.decision, ((call, f"`{name}(...)` returns the value"), *found.steps))
+
+
+def _imported_mover(ctx, call: cst.Call) -> Placement | None:
+    """A call of another project module's function that moves what it is given to CUDA
+    whenever the machine has it (``from utils import to_var``): ``ProjectIndex.machine_mover``."""
+    index = ctx.index
+    name = ctx.qualified_name(call.func) if index is not None and ctx.path != "-" else None
+    if not name or "." not in name or name.startswith("torch."):
+        return None
+    module = index.machine_mover(name, ctx.path)
+    if module is None or module == index.module_of(ctx.path):
+        return None
+    decision = Decision(MACHINE, call, f"the machine decides: `{code_of(call.func)}` of module `{module}` moves "
+                                       "to CUDA whenever `torch.cuda.is_available()`")
+    return Placement(decision, ((call, f"`{code_of(call.func)}(...)` places the value there"),))
 
 
 def _moves_when_available(ctx, function: cst.FunctionDef) -> tuple[cst.BaseExpression, cst.Call] | None:

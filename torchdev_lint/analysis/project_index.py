@@ -160,6 +160,10 @@ class ModuleFacts:
     # get_device(): return ...` the same): one decision every importer shares, which a
     # user's choice elsewhere can contradict (TDL013, `ProjectIndex.machine_device`)
     machine_devices: list[str] = field(default_factory=list)
+    # its top-level functions that move what they are given to CUDA whenever the machine has
+    # it (`def to_var(x): if torch.cuda.is_available(): x = x.cuda()`): the machine's decision
+    # again, wherever they are called (TDL013, `ProjectIndex.machine_mover`)
+    machine_movers: list[str] = field(default_factory=list)
     # of the names it imports that name a device (`from config import CUDA_DEVICE`), by
     # qualified name: those it reads only under a test for CUDA (`if torch.cuda.is_available():
     # return CUDA_DEVICE`, `CUDA_DEVICE if torch.cuda.is_available() else "cpu"`) or in a
@@ -246,9 +250,10 @@ def _absolute(module: str, is_package: bool, level: int, target: str | None) -> 
 class _Reader:
     """One pass over a module's top-level statements (and class bodies)."""
 
-    def __init__(self, facts: ModuleFacts, is_package_init: bool) -> None:
+    def __init__(self, facts: ModuleFacts, is_package_init: bool, asks_cuda: bool = True) -> None:
         self.facts = facts
         self.is_init = is_package_init
+        self.asks_cuda = asks_cuda  # the text tests `cuda.is_available()` somewhere
 
     def qualify(self, node: ast.expr) -> str | None:
         dotted = _dotted(node)
@@ -296,6 +301,8 @@ class _Reader:
             if not (arguments.posonlyargs or arguments.args or arguments.kwonlyargs or node.decorator_list) \
                     and returns and all(self.machine_choice(r) for r in returns):
                 facts.machine_devices.append(node.name)
+            if self.asks_cuda and (arguments.posonlyargs or arguments.args) and _moves_when_available(node):
+                facts.machine_movers.append(node.name)
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             if len(targets) == 1 and isinstance(targets[0], ast.Name) and self.machine_choice(node.value):
@@ -1006,6 +1013,21 @@ def device_reads(tree: ast.Module, names: dict[str, str], imported: dict[str, st
     return sorted(guarded - unguarded), sorted(unguarded)
 
 
+def _moves_when_available(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """``if torch.cuda.is_available(): x = x.cuda()`` (or ``.to("cuda")``) in the function's
+    own code: it puts what it is given on CUDA whenever the machine has it."""
+    for node in _own_nodes(function):
+        if isinstance(node, ast.If) and _asks_cuda(node.test):
+            for inner in node.body:
+                for call in ast.walk(inner):
+                    if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and (
+                            (call.func.attr == "cuda" and not call.args) or (
+                                call.func.attr == "to" and call.args and isinstance(call.args[0], ast.Constant)
+                                and call.args[0].value == "cuda")):
+                        return True
+    return False
+
+
 def _asks_cuda(test: ast.expr) -> bool:
     """``torch.cuda.is_available()`` (``_ends_when_no_cuda`` reads its negative forms)."""
     return isinstance(test, ast.Call) and not test.args and (_dotted(test.func) or "").endswith("cuda.is_available")
@@ -1398,7 +1420,7 @@ def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | No
         del _PARSED[next(iter(_PARSED))]
     _PARSED[len(text), hash(text)] = None
     facts = ModuleFacts(module_name(full)[0], full, digest=hashlib.blake2b(data, digest_size=12).hexdigest())
-    reader = _Reader(facts, os.path.basename(full) == "__init__.py")
+    reader = _Reader(facts, os.path.basename(full) == "__init__.py", "is_available" in text)
     reader.read(tree)
     lines = _Lines(text)
     lower = _Lines(text.lower())
@@ -1610,6 +1632,12 @@ class ProjectIndex:
         device (``ModuleFacts.machine_devices``): that module's dotted name; None otherwise."""
         found = self.locate(qualified, origin)
         return found[0].name if found is not None and found[1] in found[0].machine_devices else None
+
+    def machine_mover(self, qualified: str, origin: str | None = None) -> str | None:
+        """Where the project function ``qualified`` moves what it is given to CUDA whenever
+        the machine has it (``ModuleFacts.machine_movers``): its module's dotted name."""
+        found = self.locate(qualified, origin)
+        return found[0].name if found is not None and found[1] in found[0].machine_movers else None
 
     def locate(self, qualified: str, origin: str | None = None) -> tuple[ModuleFacts, str] | None:
         """The project module defining ``qualified`` and the name there; None for a name

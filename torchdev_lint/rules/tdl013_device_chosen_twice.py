@@ -30,9 +30,9 @@ class DeviceChosenTwice(Rule):
 
     - the machine's against the user's: `"cuda" if torch.cuda.is_available() else "cpu"` (a
       module-level `device` computed at import, a `get_device()` of the file, a helper that
-      moves its argument to CUDA under `if torch.cuda.is_available():`, or such a device or
-      argument-less function of another module of the project: `from config import DEVICE`,
-      `config.DEVICE`, `get_device()`) against a `device`
+      moves its argument to CUDA under `if torch.cuda.is_available():`, or such a device,
+      argument-less function or helper of another module of the project: `from config import
+      DEVICE`, `config.DEVICE`, `get_device()`, `utils.to_var(x)`) against a `device`
       parameter, an option (`args.device`, `"cuda" if args.cuda else "cpu"`, `--cpu`), or
       `self.device` set from one of these;
     - one GPU against each process's own: `"cuda:0"` against `f"cuda:{local_rank}"`.
@@ -136,8 +136,9 @@ class DeviceChosenTwice(Rule):
 
     @classmethod
     def wants(cls, source: str) -> bool:
-        # a decision imported from another module (`from config import DEVICE`) need not say "cuda" here
-        return "device" in source or ".cuda(" in source
+        # a decision imported from another module (`from config import DEVICE`, `to_var(x)`) need
+        # not say "cuda" here; the other decision names a device, CUDA or a GPU
+        return "device" in source or "cuda" in source or "gpu" in source
 
     def leave_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         if type(node.operator).__name__ in _ARITHMETIC:
