@@ -370,3 +370,24 @@ def test_a_script_running_a_cuda_only_helper_is_judged_despite_its_f_strings(tmp
     found = json.loads(capsys.readouterr().out)
     assert [(f["line"], f["confidence"]) for f in found] == [(5, "possible")]
     assert any("helpers.py" in e["message"] for e in found[0]["evidence"])
+
+
+@pytest.mark.parametrize("assigned, saves", [
+    # one value for the attribute in the class: its file name is what the save writes
+    ("self.best_weights_path = weights_dir / 'best_weights'", ["best_weights"]),
+    ("self.best_weights_path = os.path.join(out, 'best.pt')", ["best.pt"]),
+    # two values: the name is not known
+    ("self.best_weights_path = 'a.pt' if flag else 'b.pt'\n        self.best_weights_path = 'c.pt'", []),
+])
+def test_a_save_of_an_attribute_the_class_sets_once_writes_that_file(assigned, saves):
+    code = textwrap.dedent(f"""\
+        import os
+        import torch
+        class Trainer:
+            def __init__(self, weights_dir, out, flag):
+                {{assigned}}
+            def save(self, model):
+                torch.save(model.state_dict(), self.best_weights_path)
+    """).replace("{assigned}", assigned)
+    facts = project_index.read_facts("trainer.py", code)
+    assert facts.saves == saves

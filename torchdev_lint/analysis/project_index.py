@@ -493,6 +493,11 @@ def _path_text(expr: ast.expr, resolve, depth: int, nesting: int = 0) -> str:
         value = resolve(expr.id)
         if value is not None:
             return _path_text(value, resolve, depth + 1, nesting)
+    if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self" \
+            and depth < _MAX_BINDINGS:
+        value = resolve(f"self.{expr.attr}")
+        if value is not None:
+            return _path_text(value, resolve, depth + 1, nesting)
     return "{}"
 
 
@@ -571,6 +576,7 @@ def _read_files(reader: _Reader, tree: ast.Module, lines: set[int]) -> tuple[lis
     saves: dict[str, None] = {}  # ordered sets
     others: dict[str, None] = {}
     loads: list[str] = []
+    classes: dict[str, dict] = {}  # `_self_attributes`, read on the first question
     for scope in _scopes_at(tree, lines):
         calls = []
         single = {}  # `path = <value>`: the value of that one name
@@ -589,8 +595,11 @@ def _read_files(reader: _Reader, tree: ast.Module, lines: set[int]) -> tuple[lis
                 if isinstance(arg, ast.arg):
                     assigned.setdefault(arg.arg, []).append(None)
 
-        def resolve(name: str, assigned=assigned) -> ast.expr | None:
-            values = assigned.get(name, [])
+        def resolve(name: str, assigned=assigned, scope=scope) -> ast.expr | None:
+            if name.startswith("self."):  # an attribute of the method's object: set once in its class
+                values = _self_attributes(tree, classes).get(id(scope), {}).get(name[5:], [])
+            else:
+                values = assigned.get(name, [])
             return values[0] if len(values) == 1 else None
 
         for node in calls:
@@ -614,6 +623,30 @@ def _read_files(reader: _Reader, tree: ast.Module, lines: set[int]) -> tuple[lis
                 if shape is not None:
                     found[shape] = None
     return list(saves), list(others), loads
+
+
+def _self_attributes(tree: ast.Module, memo: dict) -> dict[int, dict[str, list[ast.expr]]]:
+    """For each method of the module's top-level classes (by id), the values its class's
+    methods assign to ``self.<attr>`` (``self.best_weights_path = weights_dir / "best"``), by
+    attribute: what a save of ``self.best_weights_path`` writes."""
+    if "by method" not in memo:
+        by_method: dict[int, dict[str, list[ast.expr]]] = {}
+        for klass in tree.body:
+            if not isinstance(klass, ast.ClassDef):
+                continue
+            methods = [m for m in klass.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
+            values: dict[str, list[ast.expr]] = {}
+            for method in methods:
+                for node in _own_nodes(method):
+                    if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                        target = node.targets[0]
+                        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
+                                and target.value.id == "self":
+                            values.setdefault(target.attr, []).append(node.value)
+            for method in methods:
+                by_method[id(method)] = values
+        memo["by method"] = by_method
+    return memo["by method"]
 
 
 def attributes(tree: ast.Module, text: str) -> tuple[list[str], list[str]]:
