@@ -1009,11 +1009,12 @@ def top_imports(tree: ast.Module, name: str, is_init: bool) -> list[str]:
     return sorted(found)
 
 
-_DEVICE_WORDS = frozenset({"device", "cuda", "gpu"})
+# Words of a name that holds a device (`CUDA_DEVICE`, `gpu`): `_names_a_device`.
+_DEVICE_NAME_WORDS = frozenset({"device", "cuda", "gpu"})
 
 
 def _names_a_device(name: str) -> bool:
-    return not _DEVICE_WORDS.isdisjoint(re.findall(r"[a-z]+", name.lower()))
+    return not _DEVICE_NAME_WORDS.isdisjoint(re.findall(r"[a-z]+", name.lower()))
 
 
 def device_reads(tree: ast.Module, names: dict[str, str], imported: dict[str, str]) -> tuple[list[str], list[str]]:
