@@ -391,3 +391,12 @@ def test_a_save_of_an_attribute_the_class_sets_once_writes_that_file(assigned, s
     """).replace("{assigned}", assigned)
     facts = project_index.read_facts("trainer.py", code)
     assert facts.saves == saves
+
+
+@pytest.mark.parametrize("code, names", [
+    ("def f(model, d):\n    return model.to(d)\n", True),  # a move names a device
+    ("import lightning\n", True),
+    ("def save(state, path):\n    import torch\n    torch.save(state, path)\n", False),
+])
+def test_what_names_a_device(code, names):
+    assert project_index.read_facts("m.py", code).names_devices is names
