@@ -256,15 +256,22 @@ def decision_of(ctx: FileContext, expr: cst.BaseExpression | None, where: Where,
     return None
 
 
+def _other_module(ctx, expr: cst.BaseExpression, question: str) -> str | None:
+    """The dotted name of the other project module whose ``expr`` (an imported name) the
+    project index's ``question`` (``machine_device``, ``machine_mover``) answers yes for."""
+    index = ctx.index
+    qualified = ctx.qualified_name(expr) if index is not None and ctx.path != "-" else None
+    if not qualified or "." not in qualified or qualified.startswith("torch."):
+        return None
+    module = getattr(index, question)(qualified, ctx.path)
+    return module if module is not None and module != index.module_of(ctx.path) else None
+
+
 def _imported_machine(ctx, expr: cst.BaseExpression) -> Decision | None:
     """A device another module of the project lets the machine alone pick (``from config
-    import DEVICE``, ``config.DEVICE``, ``get_device()``): ``ProjectIndex.machine_device``."""
-    index = ctx.index
-    qualified = ctx.qualified_name(expr) if index is not None else None
-    if not qualified or "." not in qualified or qualified.startswith("torch.") or ctx.path == "-":
-        return None
-    module = index.machine_device(qualified, ctx.path)
-    if module is None or module == index.module_of(ctx.path):
+    import DEVICE``, ``config.DEVICE``, ``get_device()``)."""
+    module = _other_module(ctx, expr, "machine_device")
+    if module is None:
         return None
     return Decision(MACHINE, expr, f"`{code_of(expr)}` of module `{module}` is picked by the machine alone: "
                                    "`torch.cuda.is_available()` decides")
@@ -278,8 +285,6 @@ def _name_decision(ctx, expr: cst.Name, where: Where, depth: int) -> Decision | 
     sites = _name_sites(ctx, name, where)
     if sites is None:
         return _imported_machine(ctx, expr)
-    if sites is None:
-        return None
     if isinstance(sites, tuple):
         param = sites[1]
         words = conditions.words(name)
@@ -450,13 +455,9 @@ def _call_placement(ctx, call: cst.Call, where: Where, depth: int) -> Placement 
 
 def _imported_mover(ctx, call: cst.Call) -> Placement | None:
     """A call of another project module's function that moves what it is given to CUDA
-    whenever the machine has it (``from utils import to_var``): ``ProjectIndex.machine_mover``."""
-    index = ctx.index
-    name = ctx.qualified_name(call.func) if index is not None and ctx.path != "-" else None
-    if not name or "." not in name or name.startswith("torch."):
-        return None
-    module = index.machine_mover(name, ctx.path)
-    if module is None or module == index.module_of(ctx.path):
+    whenever the machine has it (``from utils import to_var``)."""
+    module = _other_module(ctx, call.func, "machine_mover")
+    if module is None:
         return None
     decision = Decision(MACHINE, call, f"the machine decides: `{code_of(call.func)}` of module `{module}` moves "
                                        "to CUDA whenever `torch.cuda.is_available()`")

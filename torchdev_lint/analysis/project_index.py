@@ -1503,8 +1503,12 @@ def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | No
         for local in set(_READ_NAME.findall(_code_only(text))) - own:
             if _names_a_device(local) and local not in imported_devices:
                 imported_devices[local] = f"{facts.stars[0]}.{local}"
-    if imported_devices or any(_names_a_device(a) for a in re.findall(r"\.([A-Za-z_]\w*)", text)):
-        facts.guarded_devices, facts.unguarded_devices = device_reads(tree, imported_devices, facts.names)
+    # `config.CUDA_DEVICE` of an imported project name (torch's own `torch.cuda` is no constant)
+    aliases = {local: qualified for local, qualified in facts.names.items() if not qualified.startswith("torch")}
+    device_attributes = [a for a in facts.attributes if _names_a_device(a)] if aliases else []
+    read_as_attributes = any(f"{alias}.{a}" in text for alias in aliases for a in device_attributes)
+    if imported_devices or read_as_attributes:
+        facts.guarded_devices, facts.unguarded_devices = device_reads(tree, imported_devices, aliases)
     if "save(" in text:
         # The lines that may call a saver: `torch.save(`, `T.save(`, or a name bound to one.
         saving = lines.containing(["save(", *(f"{local}(" for local, qualified in facts.names.items()
@@ -1668,8 +1672,8 @@ class ProjectIndex:
         return found[0].name if found is not None and found[1] in found[0].machine_devices else None
 
     def machine_mover(self, qualified: str, origin: str | None = None) -> str | None:
-        """Where the project function ``qualified`` moves what it is given to CUDA whenever
-        the machine has it (``ModuleFacts.machine_movers``): its module's dotted name."""
+        """The same for a function that moves what it is given to CUDA whenever the machine
+        has it (``ModuleFacts.machine_movers``)."""
         found = self.locate(qualified, origin)
         return found[0].name if found is not None and found[1] in found[0].machine_movers else None
 
