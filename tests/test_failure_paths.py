@@ -1502,3 +1502,13 @@ def test_a_loss_the_script_moves_keeps_the_buffer_at_the_attribute(project, caps
 def test_a_loss_only_defined_here_keeps_the_finding_at_the_attribute(project, capsys):
     write(project, {"losses.py": LOSS})
     assert findings(capsys, project, "TDL006") == [("losses.py", 7, "TDL006", "possible")]
+
+
+def test_a_loss_with_parameters_is_moved_by_whoever_trains_it_so_the_buffer_stays_the_fix(project, capsys):
+    # a learned proxy table makes the module one its users move: a buffer follows that move
+    line = "            self.beta = weights / weights.sum()\n"
+    loss = LOSS.replace(line, line + "            self.proxies = nn.Parameter(torch.randn(3, 8))\n")
+    write(project, {"losses.py": loss, "train.py": TRAIN.format(move="")})
+    cli.main(["--format", "json", "--isolated", "--preview", "--no-cache", "--select", "TDL006", str(project)])
+    (finding,) = json.loads(capsys.readouterr().out)
+    assert finding["line"] == 7 and "register it as a buffer" in finding["message"]

@@ -66,6 +66,9 @@ class _Class:
     assignments: list[_Assignment] = field(default_factory=list)
     moved: set[str] = field(default_factory=set)  # attributes moved by hand
     super_init: dict[int, cst.CSTNode] = field(default_factory=dict)  # id(stmt) -> init call
+    # it holds parameters or submodules (`nn.Parameter(...)`, `self.fc = nn.Linear(...)`,
+    # `register_buffer`): whoever trains or runs it on a device moves it
+    holds_state: bool = False
 
 
 class UnregisteredTensorAttribute(Rule):
@@ -121,9 +124,9 @@ class UnregisteredTensorAttribute(Rule):
     finding suggests `nn.Parameter` and offers no fix. An assignment made before
     `super().__init__()` gets no fix (buffers cannot be registered before it).
 
-    Where the project builds modules of the class and moves none of them (a loss made beside
-    the model, which has no parameters to move), a buffer would stay on the CPU with its
-    module: the finding is then at the line that fails, where the attribute meets the
+    Where the class holds no parameters or submodules and the project builds modules of it
+    and moves none of them (a loss made beside the model), a buffer would stay on the CPU
+    with its module: the finding is then at the line that fails, where the attribute meets the
     method's inputs (`weights = self.beta[labels]`), and the fix moves it to their device
     there (`self.beta.to(labels.device)[labels]`; unsafe: a copy per call, and the operand
     must be a tensor). When the operand is not a plain name, attribute or subscript of them,
@@ -383,6 +386,9 @@ class UnregisteredTensorAttribute(Rule):
             attr = self_attribute(_chain_start(receiver), self_name)
             if attr is not None:
                 state.moved.add(attr)
+        if func.attr.value in ("register_buffer", "register_parameter", "add_module") \
+                and self_attribute(func, self_name) is not None:
+            state.holds_state = True
         if func.attr.value == "type_as":  # `idx.type_as(self.table)`: follows the table's device
             for arg in node.args:
                 attr = self_attribute(arg.value, self_name)
@@ -442,6 +448,10 @@ class UnregisteredTensorAttribute(Rule):
             kind = "tensor"
         else:
             kind = "other"
+        if kind == "other" and (
+                isinstance(origin, cst.Call) and self.ctx.qualified_name(origin.func) in _REGISTERED
+                or self.ctx.value_of(value).kind is Kind.MODULE):
+            state.holds_state = True
         assignment = _Assignment(node, target.attr.value, self_name, function.name.value,
                                  value, kind, origin)
         if kind == "tensor":
@@ -674,10 +684,12 @@ class UnregisteredTensorAttribute(Rule):
                     evidence=evidence, certain=path is not None)
 
     def _report_at_the_use(self, state: _Class, first: _Assignment, reachable: set[str]) -> bool:
-        """A module the project builds and never moves (a loss made beside the model): a
-        buffer would stay on the CPU with it, so the line that fails is where the attribute
-        meets the method's inputs, and the cure is a move there. Reported so; False where
-        the module may be moved or no meeting is in sight."""
+        """A module without parameters or submodules that the project builds and never moves
+        (a loss made beside the model): a buffer would stay on the CPU with it, so the line
+        that fails is where the attribute meets the method's inputs, and the cure is a move
+        there. Reported so; False where the module may be moved or no meeting is in sight."""
+        if state.holds_state:
+            return False  # a module with parameters or submodules is moved by whoever runs it: a buffer follows
         unmoved = moves.module_built_unmoved(self.ctx, state.node)
         meeting = uses.attribute_meeting(state.node, first.attr, reachable, self.resolver) if unmoved else None
         if meeting is None:
