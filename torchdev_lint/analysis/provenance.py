@@ -890,17 +890,13 @@ def _callee_saves(ctx, module: cst.Module, scope: cst.CSTNode, call: cst.Call, s
     func = call.func
     if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
         method = _instance_method(ctx, module, scope, func)
-        return method is not None and any(ctx.qualified_name(c.func) in kinds.TORCH_SAVERS
-                                          for c in tree.collect(method, cst.Call))
+        return method is not None and _calls_torch_save(ctx, method)
     if isinstance(func, cst.Name):
-        sites = ctx.bindings(scope).get(func.value, ())
-        if len(sites) == 1 and isinstance(sites[0], cst.Assign) and isinstance(sites[0].value, cst.Call):
-            func = sites[0].value.func  # an instance: what its class does when called
+        func = _built_by(ctx, scope, func.value) or func  # an instance: what its class does when called
     if isinstance(func, cst.Name):
         for statement in module.body:
             if isinstance(statement, (cst.FunctionDef, cst.ClassDef)) and statement.name.value == func.value:
-                return any(ctx.qualified_name(c.func) in kinds.TORCH_SAVERS
-                           for c in tree.collect(statement, cst.Call))
+                return _calls_torch_save(ctx, statement)
     qualified = ctx.qualified_name(func)
     found = ctx.index.locate(qualified, ctx.path) if ctx.index is not None and qualified else None
     if found is None:
@@ -923,15 +919,26 @@ def _callee_saves(ctx, module: cst.Module, scope: cst.CSTNode, call: cst.Call, s
     return bool(reached & savers)
 
 
+def _built_by(ctx, scope: cst.CSTNode, name: str) -> cst.BaseExpression | None:
+    """What builds the local ``name`` when its one binding is a call (``Record`` of
+    ``record = Record()``), or None."""
+    sites = ctx.bindings(scope).get(name, ())
+    if len(sites) == 1 and isinstance(sites[0], cst.Assign) and isinstance(sites[0].value, cst.Call):
+        return sites[0].value.func
+    return None
+
+
+def _calls_torch_save(ctx, node: cst.CSTNode) -> bool:
+    return any(ctx.qualified_name(c.func) in kinds.TORCH_SAVERS for c in tree.collect(node, cst.Call))
+
+
 def _instance_method(ctx, module: cst.Module, scope: cst.CSTNode, func: cst.Attribute) -> cst.FunctionDef | None:
     """The method ``obj.name`` runs when ``obj`` is a local bound once to an instance of a
     class of the same file (``record = Record()``)."""
-    sites = ctx.bindings(scope).get(func.value.value, ())
-    if len(sites) != 1 or not isinstance(sites[0], cst.Assign) or not isinstance(sites[0].value, cst.Call) \
-            or not isinstance(sites[0].value.func, cst.Name):
+    built = _built_by(ctx, scope, func.value.value)
+    if not isinstance(built, cst.Name):
         return None
-    built = sites[0].value.func.value
-    klass = next((s for s in module.body if isinstance(s, cst.ClassDef) and s.name.value == built), None)
+    klass = next((s for s in module.body if isinstance(s, cst.ClassDef) and s.name.value == built.value), None)
     if klass is None:
         return None
     return next((s for s in klass.body.body if isinstance(s, cst.FunctionDef) and s.name.value == func.attr.value),
