@@ -176,6 +176,11 @@ NORMALIZE = """\
     # built and kept, and nothing moves it: it stays on the CPU with its module, so the
     # finding is where the mean meets the inputs (line 8), the one place a move cures
     ("from model import Normalize\nnet = Normalize([0.5])\n", "possible at the use"),
+    # a trainer builds it beside a model it moves: the model's `super().__init__()` runs
+    # nn.Module's constructor, not the trainer's
+    ("from model import Normalize\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+     "        self.fc = nn.Linear(1, 1)\nclass Trainer:\n    def __init__(self):\n"
+     "        self.net = Net().to(device)\n        self.norm = Normalize([0.5])\nTrainer()\n", "possible at the use"),
     # factories follow the default device the project sets to the accelerator's
     ("from model import Normalize\ntorch.set_default_tensor_type(torch.cuda.FloatTensor)\n"
      "net = Normalize([0.5]).to(device)\n", "possible"),

@@ -1251,6 +1251,12 @@ def cuda_extensions(tree: ast.Module) -> list[str]:
 _DEFAULT_DEVICE = re.compile(r"set_default_device\(\s*(?![\"']cpu)|set_default_tensor_type\([^)]*cuda")
 
 
+def _dunder(name: str) -> bool:
+    """``__init__``, ``__call__``: a special method, called by name only on ``super()`` or
+    ``self``; many classes define one, so the name says nothing about which."""
+    return name.startswith("__") and name.endswith("__")
+
+
 def _called_name(call: ast.Call) -> str:
     func = call.func
     return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
@@ -2026,7 +2032,9 @@ class ProjectIndex:
             while todo:
                 maker = todo.pop()
                 for made in inits.get(maker, set()) | builds.get(maker, set()):
-                    if made not in moved:
+                    # `super().__init__()` runs a base class's constructor, not every
+                    # `__init__` of the project (a trainer's builds its loss unmoved)
+                    if made not in moved and not _dunder(made):
                         moved.add(made)
                         todo.append(made)
             self._memo[("moved to a device",)] = moved = frozenset(moved)
