@@ -56,6 +56,9 @@ class _Assignment:
     kind: str  # "tensor", "none" or "other"
     origin: cst.BaseExpression | None = None  # the tensor's expression, names followed
     zero_dim: bool = False
+    # built on the CPU here (a factory without `device=`, or ops on such tensors only): not
+    # derived from a tensor the caller passed, whose device is the caller's
+    on_cpu: bool = False
 
 
 @dataclass
@@ -141,8 +144,8 @@ class UnregisteredTensorAttribute(Rule):
     and a later assignment of a non-tensor to a buffer raises `TypeError`.
 
     ## Confidence
-    Certain when the analysis shows how the line fails: the attribute is built on the CPU (not
-    0-dim), a method reads it where it meets a tensor computed from the method's inputs (an
+    Certain when the analysis shows how the line fails: the attribute is built on the CPU here
+    (a factory without `device=`, or ops on such tensors only; not 0-dim), a method reads it where it meets a tensor computed from the method's inputs (an
     operator with them, a call handed both, an index into it made from them) with no move
     between, and the project moves modules of this class to a device (`.to(device)` or
     `.cuda()` of one, of a module that holds one, of what a function building one returns, or
@@ -232,6 +235,21 @@ class UnregisteredTensorAttribute(Rule):
             "    def forward(self, x):\n        return x - self.mean\n"
             "model = nn.Sequential(Norm([0.5, 0.4, 0.4]), nn.Conv2d(3, 8, 3)).to(device)\n",
             unsafe=True,
+        ),
+        Invalid(  # possible: computed from a tensor passed in, it is on the caller's device
+            "import torch\nfrom torch import nn\nclass GCN(nn.Module):\n"
+            "    def __init__(self, A):\n        super().__init__()\n        self.A = A\n"
+            "        self.mask = torch.ceil(self.A * 0.001)\n"
+            "    def forward(self, x):\n        return torch.where(self.mask > 0, x, -x)\n"
+            "model = GCN(adjacency).to(device)\n",
+            7, 9,
+            "import torch\nfrom torch import nn\nclass GCN(nn.Module):\n"
+            "    def __init__(self, A):\n        super().__init__()\n        self.A = A\n"
+            '        self.register_buffer("mask", torch.ceil(self.A * 0.001), persistent=False)\n'
+            "    def forward(self, x):\n        return torch.where(self.mask > 0, x, -x)\n"
+            "model = GCN(adjacency).to(device)\n",
+            unsafe=True,
+            possible=True,
         ),
         Invalid(  # handed to a function that mixes it with the input
             "import torch\nimport torch.nn as nn\ndef mix(t, like):\n    return t * like\n"
@@ -456,6 +474,7 @@ class UnregisteredTensorAttribute(Rule):
                                  value, kind, origin)
         if kind == "tensor":
             assignment.zero_dim = self._zero_dim(function, origin)
+            assignment.on_cpu = self.ctx.value_of(value).on_cpu
         state.assignments.append(assignment)
 
     # -- what the value is --------------------------------------------------------------
@@ -627,6 +646,8 @@ class UnregisteredTensorAttribute(Rule):
         """The steps by which the attribute fails: it meets the method's inputs (on the
         device the module is moved to) at a line the analysis shows, and the project moves
         the module to an accelerator. None where either is out of sight."""
+        if not first.on_cpu:
+            return None  # `torch.ceil(self.A * k)` of a tensor passed in: on the caller's device
         meeting = uses.attribute_meeting(state.node, first.attr, reachable, self.resolver)
         moved = moves.module_moved_by_project(self.ctx, state.node)
         if meeting is None or moved is None:
@@ -688,8 +709,10 @@ class UnregisteredTensorAttribute(Rule):
         (a loss made beside the model): a buffer would stay on the CPU with it, so the line
         that fails is where the attribute meets the method's inputs, and the cure is a move
         there. Reported so; False where the module may be moved or no meeting is in sight."""
-        if state.holds_state:
-            return False  # a module with parameters or submodules is moved by whoever runs it: a buffer follows
+        if state.holds_state or not first.on_cpu:
+            # a module with parameters or submodules is moved by whoever runs it (a buffer
+            # follows); a value derived from a tensor passed in is on the caller's device
+            return False
         unmoved = moves.module_built_unmoved(self.ctx, state.node)
         meeting = uses.attribute_meeting(state.node, first.attr, reachable, self.resolver) if unmoved else None
         if meeting is None:

@@ -7,7 +7,7 @@ import libcst as cst
 from torchdev_lint import fixes
 from torchdev_lint.analysis import callees, kinds, moves, tree, uses
 from torchdev_lint.analysis.evidence import kind_by_use
-from torchdev_lint.analysis.guards import code_of
+from torchdev_lint.analysis.guards import code_of, runs_on_cpu
 from torchdev_lint.analysis.imports import dotted_name
 from torchdev_lint.analysis.kinds import (
     NEW_TENSOR_FACTORIES,
@@ -196,7 +196,8 @@ class FactoryWithoutDeviceInForward(Rule):
 
     ## When not to use
     When a module deliberately computes on the CPU in `forward` (e.g. builds an index on
-    the host for a CPU-side lookup).
+    the host for a CPU-side lookup). A factory on a branch that runs only without CUDA
+    (the `else` of `torch.cuda.is_available()`) is not flagged: the input is on the CPU too.
     """
 
     code = "TDL008"
@@ -300,6 +301,14 @@ class FactoryWithoutDeviceInForward(Rule):
               "class Net(nn.Module):\n    def forward(self, y, pad=None):\n"
               "        high = y.shape[1] - (pad or 0)\n        idx = torch.randint(0, 4, (4,))\n"
               "        idx = idx + (idx >= positions(4)) * high\n        return y[idx]\n"),
+        # Built on the branch that runs only without CUDA, where the input is on the CPU too.
+        Valid("import torch\nimport torch.nn as nn\nclass RNN(nn.Module):\n"
+              "    def __init__(self):\n        super().__init__()\n        self.gru = nn.GRU(4, 8)\n"
+              "    def forward(self, x):\n        if torch.cuda.is_available():\n"
+              "            h = torch.zeros(1, x.size(1), 8).cuda()\n        else:\n"
+              "            h = torch.zeros(1, x.size(1), 8).cpu()\n"
+              "        return self.gru(x, h)\n"
+              "model = RNN().to(device)\n"),
     ]
     INVALID = [
         Invalid(  # certain: the model is moved to a device and the noise meets its input
@@ -491,8 +500,10 @@ class FactoryWithoutDeviceInForward(Rule):
         if any(a.star == "**" or (a.keyword is not None and a.keyword.value in ("device", "out"))
                for a in node.args):
             return
-        if self._harmless(node, name) or self._placed_by_context():
-            return
+        if self._harmless(node, name) or self._placed_by_context() or runs_on_cpu(
+            self.ctx.ancestors, self.ctx.qualified_name
+        ):
+            return  # on a branch that runs only without CUDA, the CPU is where the rest is
         nested = self._nested_scopes(method)
         usable = []
         for param in method.params:
