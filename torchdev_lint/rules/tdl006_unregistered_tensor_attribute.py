@@ -159,7 +159,6 @@ class UnregisteredTensorAttribute(Rule):
     """
 
     code = "TDL006"
-    preview = True  # certain findings at first look (batches 24-27): 0 right, 22 wrong (benchmarks/precision/results/)
     name = "unregistered-tensor-attribute"
     message = "Tensor kept as a plain module attribute: `model.to()` leaves it behind; register it as a buffer"
     fix_title = "Use `register_buffer(..., persistent=False)`"

@@ -201,7 +201,6 @@ class FactoryWithoutDeviceInForward(Rule):
     """
 
     code = "TDL008"
-    preview = True  # certain findings at first look (batches 24-27): 1 right, 7 wrong (benchmarks/precision/results/)
     name = "factory-without-device-in-forward"
     message = "Tensor factory in `forward` without `device=`: it builds its tensor on the CPU"
     fix_title = "Add `device=<input>.device`"

@@ -98,7 +98,6 @@ class NumpyOnAccelerator(Rule):
     """
 
     code = "TDL009"
-    preview = True  # certain findings at first look (batches 24-27): 0 right, 3 wrong (benchmarks/precision/results/)
     name = "numpy-on-accelerator"
     message = "`.numpy()` on a tensor that may be on an accelerator: call `.cpu()` first"
     fix_title = "Insert `.cpu()` before `.numpy()`"
