@@ -34,6 +34,9 @@ _MOVES = frozenset({"to", "cuda", "type_as"})
 _READERS = frozenset("""len print str repr int float bool isinstance format hash id type
     logging.info logging.debug logging.warning""".split())
 _LOG_METHODS = frozenset({"log", "log_dict", "info", "debug", "warning", "add_scalar", "write"})
+# Calls that hand their tensor arguments on to a function they run (activation
+# checkpointing): whether those meet is up to that function, out of sight.
+_FORWARDERS = frozenset({"checkpoint", "checkpoint_sequential"})
 # Functions that want CPU data for the argument at that position or keyword.
 _CPU_ARGUMENTS = {
     "pack_padded_sequence": (1, "lengths"),
@@ -293,6 +296,7 @@ class Uses:
         func = call.func
         name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
         return name not in _MOVES and name not in _READERS and name not in _LOG_METHODS \
+            and name not in _FORWARDERS \
             and name not in ("append", "extend", "insert", "add", "update", "setdefault", "get")
 
     def from_inputs(self, expr: cst.BaseExpression, inputs: set[str], depth: int = 0) -> bool:

@@ -310,6 +310,22 @@ class FactoryWithoutDeviceInForward(Rule):
               "model = RNN().to(device)\n"),
     ]
     INVALID = [
+        # Handed to activation checkpointing beside the input: the function it runs decides
+        # whether they meet, out of sight (possible).
+        Invalid("import torch\nimport torch.nn as nn\nfrom torch.utils.checkpoint import checkpoint\n"
+                "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                "        self.block = nn.Linear(4, 4)\n"
+                "    def forward(self, x):\n        dummy = torch.ones(1, requires_grad=True)\n"
+                "        return checkpoint(self.block, x, dummy)\n"
+                "model = Net().to(device)\n",
+                9, 17,
+                "import torch\nimport torch.nn as nn\nfrom torch.utils.checkpoint import checkpoint\n"
+                "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                "        self.block = nn.Linear(4, 4)\n"
+                "    def forward(self, x):\n        dummy = torch.ones(1, requires_grad=True, device=x.device)\n"
+                "        return checkpoint(self.block, x, dummy)\n"
+                "model = Net().to(device)\n",
+                unsafe=True, possible=True),
         Invalid(  # certain: the model is moved to a device and the noise meets its input
             "import torch\nimport torch.nn as nn\nclass Denoiser(nn.Module):\n"
             "    def forward(self, x):\n        return x + 0.1 * torch.randn(x.shape)\n"
