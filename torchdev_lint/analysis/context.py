@@ -493,21 +493,53 @@ class FileContext:
         if callee.kind is Kind.MODULE:
             return self._model_output(call, callee)
         if callee.kind is Kind.UNKNOWN and (qualified is None or qualified.startswith("torch.")):
-            return self._fed_from_accelerator(call)  # `model(x.to(device))`, model a parameter
+            value = self._fed_from_accelerator(call)  # `model(x.to(device))`, model a parameter
+            if value.placed and self._names_a_function(func):
+                # `to_mask(out)` of a helper the module defines or imports: its body, out of
+                # sight here, decides where the result is (perhaps a `torch.zeros` of its own)
+                return Value(Kind.UNKNOWN, maybe_accelerator=True)
+            return value
         return kinds.UNKNOWN
+
+    def _names_a_function(self, func: cst.BaseExpression) -> bool:
+        """``func`` is a module-level ``def``, an imported name or one a ``*`` import brings,
+        not an object held in a variable or parameter (a model handed in)."""
+        if not isinstance(func, cst.Name) or not self.ancestors:
+            return False
+        if self.function is not None and func.value in self.bindings(self.function):
+            return False
+        sites = self.bindings(self.ancestors[0]).get(func.value, ())
+        return all(isinstance(site, cst.Name) for site in sites)
 
     def _names_the_cpu(self, call: cst.Call) -> bool:
         """``x.to(device)`` where every binding of ``device`` in sight (the function's, else
         the module's) is ``"cpu"`` or ``torch.device("cpu")``: a script that hardcodes its
         device as the CPU places nothing on an accelerator."""
         first = call.args[0].value if call.args and call.args[0].keyword is None else None
-        if not isinstance(first, cst.Name):
+        return first is not None and self._bound_to_the_cpu(first)
+
+    def _bound_to_the_cpu(self, expr: cst.BaseExpression) -> bool:
+        """``device`` whose every binding in sight is ``"cpu"`` or ``torch.device("cpu")``, or
+        ``cfg.dev`` of a ``cfg`` bound once to a call given ``dev=torch.device("cpu")`` (a
+        notebook's config object)."""
+        attribute = None
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name):
+            attribute, expr = expr.attr.value, expr.value
+        if not isinstance(expr, cst.Name):
             return False
         for scope in (self.function, self.ancestors[0] if self.ancestors else None):
-            sites = self.bindings(scope).get(first.value) if scope is not None else None
-            if sites:
+            sites = self.bindings(scope).get(expr.value) if scope is not None else None
+            if not sites:
+                continue
+            if attribute is None:
                 return all(isinstance(site, cst.Assign) and conditions.device_named(site.value) is conditions.CPU
                            for site in sites)
+            site = sites[0]
+            if len(sites) != 1 or not isinstance(site, cst.Assign) or not isinstance(site.value, cst.Call):
+                return False
+            given = next((a.value for a in site.value.args
+                          if a.keyword is not None and a.keyword.value == attribute), None)
+            return given is not None and conditions.device_named(given) is conditions.CPU
         return False
 
     def _fed_from_accelerator(self, call: cst.Call) -> Value:
@@ -555,7 +587,7 @@ class FileContext:
                 value = arg.value
                 if isinstance(value, cst.Attribute) and value.attr.value == "device":
                     return self.value_of(value.value).maybe_accelerator
-                return _has_device_argument(call)
+                return _has_device_argument(call) and not self._bound_to_the_cpu(value)
         return False
 
     def _fed_placed(self, call: cst.Call) -> bool:

@@ -91,7 +91,10 @@ class NumpyOnAccelerator(Rule):
     of `.to(device)`/`.cuda()` (not to the CPU), of a factory given a device, of a model that
     was moved or was fed such a value, or computed from one (`model(x.to(device)).argmax(1)`).
     Possible when the value may be on an accelerator only because it is a model's output in
-    a file that names devices. See [confidence](../confidence.md).
+    a file that names devices, or when a function of the module (or one it imports) computes
+    it from a placed value: its body decides where the result is. A device read from a config
+    object built with `"cpu"` (`cfg = Config(dev=torch.device("cpu"))`, `device=cfg.dev`)
+    places nothing. See [confidence](../confidence.md).
 
     ## When not to use
     Never: `.cpu()` costs nothing on a CPU tensor.
@@ -147,8 +150,41 @@ class NumpyOnAccelerator(Rule):
               "    if device == _CPU_DEVICE:\n"
               "        samples = samples.numpy()\n"
               "    return estimator.predict(samples)\n"),
+        # The model and its input go where a config object built with the CPU says.
+        Valid("import torch\n"
+              "class Config:\n"
+              "    def __init__(self, dev):\n"
+              "        self.dev = dev\n"
+              'cfg = Config(dev=torch.device("cpu"))\n'
+              "net = torch.nn.Linear(4, 2).to(cfg.dev)\n"
+              "z = torch.randn(3, 4, device=cfg.dev)\n"
+              "print(net(z).detach().numpy())\n"),
     ]
     INVALID = [
+        # A helper of the module computes the result: its own `torch.zeros` may hold it.
+        Invalid(
+            "import torch\n"
+            'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            "model = torch.nn.Linear(4, 2).to(device)\n"
+            "def to_mask(scores):\n"
+            "    mask = torch.zeros(scores.shape)\n"
+            "    mask[scores > 0] = 1\n"
+            "    return mask\n"
+            "def evaluate(x):\n"
+            "    return to_mask(model(x.to(device))).numpy()\n",
+            9, 12,
+            "import torch\n"
+            'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            "model = torch.nn.Linear(4, 2).to(device)\n"
+            "def to_mask(scores):\n"
+            "    mask = torch.zeros(scores.shape)\n"
+            "    mask[scores > 0] = 1\n"
+            "    return mask\n"
+            "def evaluate(x):\n"
+            "    return to_mask(model(x.to(device))).detach().cpu().numpy()\n",
+            unsafe=True,
+            possible=True,
+        ),
         # A name bound twice is no constant: the test says nothing.
         Invalid(
             "import torch\nCPU = torch.device('cpu')\nCPU = torch.device('cuda')\n"
