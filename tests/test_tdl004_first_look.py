@@ -268,6 +268,46 @@ def test_a_file_a_helper_saved_earlier_in_the_same_function_is_a_round_trip(proj
     assert project_findings(capsys, project) == [("exp/train.py", 13, 36, "possible")]
 
 
+@pytest.mark.parametrize("stopper, path_read", [
+    # kept in an attribute, built with the path the load reads
+    ("self.early_stopping", "self.modelpath"),
+    # a local built with it
+    ("early_stopping", "self.modelpath"),
+])
+def test_an_early_stopper_built_with_the_path_saves_what_is_reloaded(project, capsys, stopper, path_read):
+    files = {
+        "utils/__init__.py": "",
+        "utils/earlystopping.py": """\
+            import torch
+            class EarlyStopping:
+                def __init__(self, path, patience=7):
+                    self.path = path
+                    self.patience = patience
+                def __call__(self, val_loss, model):
+                    self.save_checkpoint(model)
+                def save_checkpoint(self, model):
+                    torch.save({"model": model.state_dict()}, self.path)
+        """,
+        "exp/__init__.py": "",
+        "exp/exp.py": f"""\
+            import torch
+            from utils.earlystopping import EarlyStopping
+            class Exp:
+                def __init__(self, args):
+                    self.device = torch.device("cuda" if args.use_gpu else "cpu")
+                    self.modelpath = "./checkpoint/" + args.name + "_best_model.pkl"
+                def train(self):
+                    {stopper} = EarlyStopping(path={path_read}, patience=3)
+                    for epoch in range(10):
+                        {stopper}(self.vali(), self.model)
+                    checkpoint = torch.load({path_read})
+                    self.model.load_state_dict(checkpoint["model"])
+        """,
+    }
+    write(project, files)
+    assert project_findings(capsys, project) == [("exp/exp.py", 11, 22, "possible")]
+
+
 def test_a_same_file_helper_that_saves_is_a_round_trip_too():
     code = """\
     import torch

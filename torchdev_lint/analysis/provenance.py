@@ -884,15 +884,17 @@ def _callee_saves(ctx, module: cst.Module, scope: cst.CSTNode, call: cst.Call, s
     unknown): a function or class of the same file that saves one, or a project one whose
     module does (the index's ``saves``; without a name, one whose save's path ends with the
     attribute or key ``tail`` the load's path ends with, made by the callee or a function of
-    its module it calls); a local bound to an instance of such a class
-    (``early_stopping = EarlyStopping(...)`` then ``early_stopping(loss, model, path)``), or
-    a method of such an instance (``record.track(net, accuracy)``) that saves."""
+    its module it calls); a local or ``self`` attribute bound to an instance of such a class
+    (``early_stopping = EarlyStopping(...)`` then ``early_stopping(loss, model, path)``; an
+    instance built with the path, of a class that saves at all), or a method of such an
+    instance (``record.track(net, accuracy)``) that saves."""
     func = call.func
-    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+    built = _construction(ctx, module, scope, func)
+    if built is not None:
+        func = built.func  # an instance (`es`, `self.early_stopping`): what its class does when called
+    elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
         method = _instance_method(ctx, module, scope, func)
         return method is not None and _calls_torch_save(ctx, method)
-    if isinstance(func, cst.Name):
-        func = _built_by(ctx, scope, func.value) or func  # an instance: what its class does when called
     if isinstance(func, cst.Name):
         for statement in module.body:
             if isinstance(statement, (cst.FunctionDef, cst.ClassDef)) and statement.name.value == func.value:
@@ -906,6 +908,8 @@ def _callee_saves(ctx, module: cst.Module, scope: cst.CSTNode, call: cst.Call, s
         return shape in module_facts.saves
     if module_facts.saves:
         return True  # no file name to match: a save of any name in that module
+    if built is not None and name in module_facts.saving_defs:
+        return True  # an instance of a class that saves, built with the path the load reads
     if tail is None or tail not in module_facts.saved_tails:
         return False
     # a save of a path the handed object carries under the same name (`args.filepath`), made
@@ -919,13 +923,27 @@ def _callee_saves(ctx, module: cst.Module, scope: cst.CSTNode, call: cst.Call, s
     return bool(reached & savers)
 
 
-def _built_by(ctx, scope: cst.CSTNode, name: str) -> cst.BaseExpression | None:
-    """What builds the local ``name`` when its one binding is a call (``Record`` of
-    ``record = Record()``), or None."""
-    sites = ctx.bindings(scope).get(name, ())
-    if len(sites) == 1 and isinstance(sites[0], cst.Assign) and isinstance(sites[0].value, cst.Call):
-        return sites[0].value.func
-    return None
+def _construction(ctx, module: cst.Module, scope: cst.CSTNode, held: cst.BaseExpression) -> cst.Call | None:
+    """The call that builds the object ``held``: a local bound once to a call
+    (``record = Record()``), or an attribute of ``self`` that its class's methods set once
+    (``self.early_stopping = EarlyStopping(path=self.modelpath)``). None otherwise."""
+    if isinstance(held, cst.Name):
+        sites = ctx.bindings(scope).get(held.value, ())
+        if len(sites) == 1 and isinstance(sites[0], cst.Assign) and isinstance(sites[0].value, cst.Call):
+            return sites[0].value
+        return None
+    if not (isinstance(held, cst.Attribute) and isinstance(held.value, cst.Name)
+            and isinstance(scope, cst.FunctionDef) and scope.params.params
+            and scope.params.params[0].name.value == held.value.value):
+        return None
+    klass = next((c for c in module.body if isinstance(c, cst.ClassDef)
+                  and any(method is scope for method in c.body.body)), None)
+    if klass is None:
+        return None
+    wanted = f"{held.value.value}.{held.attr.value}"
+    values = [a.value for a in tree.collect(klass, cst.Assign)
+              if len(a.targets) == 1 and code_of(a.targets[0].target) == wanted]
+    return values[0] if len(values) == 1 and isinstance(values[0], cst.Call) else None
 
 
 def _calls_torch_save(ctx, node: cst.CSTNode) -> bool:
@@ -935,7 +953,8 @@ def _calls_torch_save(ctx, node: cst.CSTNode) -> bool:
 def _instance_method(ctx, module: cst.Module, scope: cst.CSTNode, func: cst.Attribute) -> cst.FunctionDef | None:
     """The method ``obj.name`` runs when ``obj`` is a local bound once to an instance of a
     class of the same file (``record = Record()``)."""
-    built = _built_by(ctx, scope, func.value.value)
+    construction = _construction(ctx, module, scope, func.value)
+    built = construction.func if construction is not None else None
     if not isinstance(built, cst.Name):
         return None
     klass = next((s for s in module.body if isinstance(s, cst.ClassDef) and s.name.value == built.value), None)
@@ -967,6 +986,9 @@ def saved_earlier_by_callee(ctx, ancestors, call: cst.Call) -> cst.Call | None:
         handed = [a.value for a in earlier.args]
         if isinstance(earlier.func, cst.Attribute):
             handed.append(earlier.func.value)  # `record.track(net)`: the object's own method
+        built = _construction(ctx, ancestors[0], scope, earlier.func)
+        if built is not None:  # the object carries what it was built with (`path=self.modelpath`)
+            handed += [a.value for a in built.args]
         if any(code_of(v) in roots for v in handed) and _callee_saves(ctx, ancestors[0], scope, earlier, shape):
             return earlier
     return None
