@@ -68,8 +68,8 @@ PACKAGE = {
     """,
 }
 # (code, line) each file of PACKAGE must show; none of them is found without the index.
-# TDL007 is a preview rule and the load shows no sign it holds weights: the runs are in the
-# preview tier, which shows each finding whatever its confidence.
+# TDL006/TDL007 are preview rules and the load shows no sign it holds weights, so all four
+# are possible findings: the runs are in the preview tier.
 EXPECTED = [("TDL006", 9), ("TDL007", 10), ("TDL004", 16), ("TDL003", 18)]
 
 

@@ -145,8 +145,9 @@ class UnregisteredTensorAttribute(Rule):
 
     ## Confidence
     Certain when the analysis shows how the line fails: the attribute is built on the CPU here
-    (a factory without `device=`, or ops on such tensors only; not 0-dim), a method reads it where it meets a tensor computed from the method's inputs (an
-    operator with them, a call handed both, an index into it made from them) with no move
+    (a factory without `device=`, or ops on such tensors only; not 0-dim), a method reads it
+    where it meets a tensor computed from the method's inputs (an operator with them, a call
+    handed both, an index into it made from them) with no move
     between, and the project moves modules of this class to a device (`.to(device)` or
     `.cuda()` of one, of a module that holds one, of what a function building one returns, or
     a parameter of a function that moves it). Possible otherwise: the attribute is handed on
@@ -159,6 +160,7 @@ class UnregisteredTensorAttribute(Rule):
     """
 
     code = "TDL006"
+    preview = True  # certain findings: 0 right / 22 wrong at first look (batches 24-27), none in the 51st; 1 / 11 / 1 debatable on the tuning corpus (benchmarks/precision/results/2026-11-29-first-look-7c4ae85.txt)
     name = "unregistered-tensor-attribute"
     message = "Tensor kept as a plain module attribute: `model.to()` leaves it behind; register it as a buffer"
     fix_title = "Use `register_buffer(..., persistent=False)`"
