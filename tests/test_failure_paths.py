@@ -1517,3 +1517,29 @@ def test_a_loss_with_parameters_is_moved_by_whoever_trains_it_so_the_buffer_stay
     cli.main(["--format", "json", "--isolated", "--preview", "--no-cache", "--select", "TDL006", str(project)])
     (finding,) = json.loads(capsys.readouterr().out)
     assert finding["line"] == 7 and "register it as a buffer" in finding["message"]
+
+
+@pytest.mark.parametrize("choice, confidence", [
+    # where a tensor already is: the device follows the data, no machine is chosen
+    ('here = z.get_device() if z.get_device() != -1 else "cpu"\n', "possible"),
+    ('here = "cuda" if z.is_cuda else "cpu"\n', "possible"),
+    ('here = "cuda" if z.device.type == "cuda" else "cpu"\n', "possible"),
+    # the machine's own answer, or the user's option: a CPU path
+    ('here = "cuda" if torch.cuda.is_available() else "cpu"\n', "certain"),
+    ('here = "cuda" if args.device == "cuda" else "cpu"\n', "certain"),
+])
+def test_a_device_that_follows_a_tensor_is_no_cpu_path(project, capsys, choice, confidence):
+    write(project, {"run.py": "import torch\nz = torch.rand(4, 3)\n" + choice +
+                              "idx = torch.randint(4, (2,)).to(here)\nprint(z[idx])\nprint(z.cuda())\n"})
+    assert [f[3] for f in findings(capsys, project, "TDL001")] == [confidence]
+
+
+@pytest.mark.parametrize("choice, confidence", [
+    ('here = z.get_device() if z.get_device() != -1 else "cpu"\n', "possible"),
+    ('here = "cuda" if torch.cuda.is_available() else "cpu"\n', "certain"),
+])
+def test_an_importer_whose_device_follows_a_tensor_chooses_no_machine(project, capsys, choice, confidence):
+    write(project, {"encoder.py": "import torch\ndef encode(x):\n    return x.cuda() * 2\n",
+                    "run.py": "import torch\nfrom encoder import encode\nz = torch.rand(4, 3)\n" + choice +
+                              "idx = torch.randint(4, (2,)).to(here)\nprint(encode(z[idx]))\n"})
+    assert [f[3] for f in findings(capsys, project, "TDL001") if f[0] == "encoder.py"] == [confidence]

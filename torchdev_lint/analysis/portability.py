@@ -120,6 +120,12 @@ def if_chooses_cpu(node: cst.If) -> bool:
                for target, machine in chosen.items())
 
 
+def _follows_a_tensor(test: cst.BaseExpression) -> bool:
+    """``z.get_device() != -1``, ``x.is_cuda``, ``x.device.type == "cuda"``: the test reads
+    where a tensor already is. A device chosen so follows the data; it chooses no machine."""
+    return bool(project_index.FOLLOWS_A_TENSOR.search(code_of(test)))
+
+
 def _tests_availability(test: cst.BaseExpression) -> bool:
     found = False
 
@@ -207,7 +213,8 @@ def _opens_nccl_group(statement: cst.CSTNode) -> bool:
 def _cpu_choice(node: cst.CSTNode, source: str) -> str | None:
     """What a single node says about the file offering a CPU path, or None. An option
     nothing reads (``--cuda`` parsed, ``args.cuda`` never used) offers nothing."""
-    if isinstance(node, cst.IfExp) and (_is_cpu_literal(node.body) or _is_cpu_literal(node.orelse)):
+    if isinstance(node, cst.IfExp) and (_is_cpu_literal(node.body) or _is_cpu_literal(node.orelse)) \
+            and not _follows_a_tensor(node.test):
         return "chooses the CPU when the condition says so"
     if isinstance(node, cst.If) and _tests_availability(node.test):
         branches = [node.body, node.orelse] if node.orelse is not None else [node.body]

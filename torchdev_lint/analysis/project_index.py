@@ -699,6 +699,11 @@ _CPU_CHOICE = re.compile(  # `--device` with `type=int` takes GPU indices (`port
     r"""|else\s*:[ \t]*(?:#[^\n]*)?\n(?P<assigned>[ \t]*[\w.]+\s*=\s*(?:torch\.device\(\s*)?["']cpu["'])""")
 
 
+# A test of where a tensor already is: a device chosen on it follows the data
+# (`z.get_device() if z.get_device() != -1 else "cpu"`), not the machine.
+FOLLOWS_A_TENSOR = re.compile(r"\.get_device\(\)|\.is_cuda\b|\.device\.type\b")
+
+
 def cpu_choice(text: str, lines: "_Lines") -> str:
     """Where the module chooses the CPU to run on: a device choice with a CPU branch or an
     option that turns CUDA off or picks the device ("line N"); "" when it shows none. The
@@ -717,6 +722,8 @@ def cpu_choice(text: str, lines: "_Lines") -> str:
             continue
         # the line that binds the choice: the `else:` branch's own line for an if statement
         start = found.start("assigned") if found.group("assigned") else text.rfind("\n", 0, found.start()) + 1
+        if not found.group("assigned") and FOLLOWS_A_TENSOR.search(text, start, found.start()):
+            continue  # `"cuda" if x.is_cuda else "cpu"`: where the data is, no machine chosen
         bound = _BOUND.match(text, start)
         if bound is not None and places_data(bound.group(1)):
             continue
