@@ -122,6 +122,25 @@ def test_a_checkpoint_variable_of_an_inference_script_is_no_resume():
     assert found(code) == [(4, 14, "certain")]
 
 
+@pytest.mark.parametrize("after", [
+    "    return torch.utils.data.DataLoader(data, batch_size=8)\n",  # a data loader batches data
+    "    return data.float() / 255\n",
+])
+def test_a_file_of_data_read_where_a_path_was_is_no_weights(after):
+    # `np.load(data)` reads the path before the load: the loaded object goes to neither
+    code = f"""\
+    import numpy as np
+    import torch
+    def features(data, device):
+        if data.endswith("npy"):
+            data = np.load(data)
+        else:
+            data = torch.load(data)
+        data = torch.as_tensor(data)
+    {after}"""
+    assert found(code) == [(7, 16, "possible")]
+
+
 # -- 1. a load under a CUDA guard ----------------------------------------------------------
 
 @pytest.mark.parametrize("test", ["torch.cuda.is_available()", "args.cuda", "use_gpu"])

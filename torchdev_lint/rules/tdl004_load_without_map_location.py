@@ -533,7 +533,8 @@ def _weights_use(ancestors, node: cst.Call) -> tuple[cst.CSTNode, str] | None:
     (directly, or through the name it is bound to in the same function), is read under a
     checkpoint key (``ckpt["state_dict"]``, not an entry read as an object:
     ``data["params"].recThrs``), used as a module (``net.eval()``, ``net(x)``) or
-    handed to a function that loads it. A file of plain objects or arrays, or a learning-rate
+    handed, after the load, to a function that loads it (not a ``DataLoader``, which batches
+    data). A file of plain objects or arrays, or a learning-rate
     scheduler's state, holds no device."""
     loader = _state_dict_call(ancestors)
     if loader is not None and not _schedules(loader.func.value):
@@ -552,7 +553,9 @@ def _weights_use(ancestors, node: cst.Call) -> tuple[cst.CSTNode, str] | None:
     scope = next((a for a in reversed(ancestors) if isinstance(a, cst.FunctionDef)), ancestors[0])
     found: list[tuple[cst.CSTNode, str]] = []
     # `data["params"].recThrs`: an entry read as an object (COCOeval's parameters), no state dict
-    objects = {id(a.value) for a in collect(scope, cst.Attribute) if isinstance(a.value, cst.Subscript)}
+    # (`ckpt["model"].to(device)` is a pickled module at work: weights)
+    objects = {id(a.value) for a in collect(scope, cst.Attribute)
+               if isinstance(a.value, cst.Subscript) and a.attr.value not in _MODULE_METHODS}
 
     def reads(expr: cst.CSTNode) -> bool:
         hit = False
@@ -565,12 +568,20 @@ def _weights_use(ancestors, node: cst.Call) -> tuple[cst.CSTNode, str] | None:
         walk(expr, enter)
         return hit
 
+    after = False  # only what comes after the load uses it: `np.load(data)` before reads a path
+
     def enter(child: cst.CSTNode) -> bool:
+        nonlocal after
         if found:
             return False
+        if child is node:
+            after = True
+            return False
+        if not after:
+            return True
         if isinstance(child, cst.Call) and isinstance(child.func, cst.Attribute):
             method, receiver = child.func.attr.value, child.func.value
-            if ("load" in method.lower() and any(reads(a.value) for a in child.args)
+            if (_loads_into(method) and any(reads(a.value) for a in child.args)
                     and not _schedules(receiver)):
                 found.append((child, f"the loaded tensors are weights: they go into `{method}`"))
             elif method in _MODULE_METHODS and isinstance(receiver, cst.Name) and receiver.value == name:
@@ -578,7 +589,7 @@ def _weights_use(ancestors, node: cst.Call) -> tuple[cst.CSTNode, str] | None:
         if isinstance(child, cst.Call) and isinstance(child.func, cst.Name):
             if child.func.value == name:
                 found.append((child, "the loaded object is a module: it is called"))
-            elif "load" in child.func.value.lower() and any(reads(a.value) for a in child.args):
+            elif _loads_into(child.func.value) and any(reads(a.value) for a in child.args):
                 found.append((child, f"the loaded tensors are weights: they go into `{child.func.value}`"))
         if isinstance(child, cst.Subscript) and isinstance(child.value, cst.Name) and child.value.value == name \
                 and id(child) not in objects:
@@ -589,6 +600,13 @@ def _weights_use(ancestors, node: cst.Call) -> tuple[cst.CSTNode, str] | None:
 
     walk(scope, enter)
     return found[0] if found else None
+
+
+def _loads_into(name: str) -> bool:
+    """A call named for loading what it is handed (``load_weights``, ``net.load``), not a
+    data loader (``DataLoader(data)`` batches a dataset: no weights)."""
+    lowered = name.lower()
+    return "load" in lowered and "loader" not in lowered
 
 
 def _receiver(weights: tuple[cst.CSTNode, str] | None) -> str | None:
