@@ -936,14 +936,26 @@ def _construction(ctx, module: cst.Module, scope: cst.CSTNode, held: cst.BaseExp
             and isinstance(scope, cst.FunctionDef) and scope.params.params
             and scope.params.params[0].name.value == held.value.value):
         return None
-    klass = next((c for c in module.body if isinstance(c, cst.ClassDef)
-                  and any(method is scope for method in c.body.body)), None)
-    if klass is None:
-        return None
-    wanted = f"{held.value.value}.{held.attr.value}"
-    values = [a.value for a in tree.collect(klass, cst.Assign)
-              if len(a.targets) == 1 and code_of(a.targets[0].target) == wanted]
+    values = _attribute_values(ctx, module).get(id(scope), {}).get(held.attr.value, ())
     return values[0] if len(values) == 1 and isinstance(values[0], cst.Call) else None
+
+
+def _attribute_values(ctx, module: cst.Module) -> dict[int, dict[str, list[cst.BaseExpression]]]:
+    """For each method of the module's top-level classes (by id), what its class's methods
+    assign to each ``self.<name>``: read once per file."""
+    def read() -> dict[int, dict[str, list[cst.BaseExpression]]]:
+        found: dict[int, dict[str, list[cst.BaseExpression]]] = {}
+        for klass in (c for c in module.body if isinstance(c, cst.ClassDef)):
+            assigned: dict[str, list[cst.BaseExpression]] = {}
+            for method, self_name in methods(klass):
+                found[id(method)] = assigned
+                for assign in tree.collect(method, cst.Assign):
+                    target = assign.targets[0].target if len(assign.targets) == 1 else None
+                    if isinstance(target, cst.Attribute) and code_of(target.value) == self_name:
+                        assigned.setdefault(target.attr.value, []).append(assign.value)
+        return found
+
+    return ctx.once(("provenance: self attributes",), read)
 
 
 def _calls_torch_save(ctx, node: cst.CSTNode) -> bool:
