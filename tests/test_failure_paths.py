@@ -1543,3 +1543,16 @@ def test_an_importer_whose_device_follows_a_tensor_chooses_no_machine(project, c
                     "run.py": "import torch\nfrom encoder import encode\nz = torch.rand(4, 3)\n" + choice +
                               "idx = torch.randint(4, (2,)).to(here)\nprint(encode(z[idx]))\n"})
     assert [f[3] for f in findings(capsys, project, "TDL001") if f[0] == "encoder.py"] == [confidence]
+
+
+@pytest.mark.parametrize("flag, confidence", [
+    ("        self.no_cuda = False\n", "possible"),  # written in the code: no run can change it
+    ("        self.no_cuda = args.no_cuda\n", "certain"),  # the user's option
+    ("        self.no_cuda = False\n        if args.cpu:\n            self.no_cuda = True\n", "certain"),
+])
+def test_a_flag_fixed_in_the_code_chooses_no_cpu(project, capsys, flag, confidence):
+    write(project, {"evaluate.py": "import torch\nclass Evaluator:\n    def __init__(self, args):\n" + flag +
+                                   '        self.device = torch.device("cpu" if self.no_cuda else "cuda")\n'
+                                   "        self.k = torch.eye(3).cuda()\n"
+                                   "Evaluator(None)\n"})
+    assert [f[3] for f in findings(capsys, project, "TDL001")] == [confidence]

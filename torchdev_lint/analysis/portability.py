@@ -126,6 +126,17 @@ def _follows_a_tensor(test: cst.BaseExpression) -> bool:
     return bool(project_index.FOLLOWS_A_TENSOR.search(code_of(test)))
 
 
+def _fixed_flag(test: cst.BaseExpression, source: str) -> bool:
+    """``self.no_cuda`` (or ``not self.no_cuda``) that the file assigns once, to ``True`` or
+    ``False``: a constant written in the code, which no run can change, chooses nothing."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        test = test.expression
+    if not (isinstance(test, cst.Attribute) and isinstance(test.value, cst.Name) and test.value.value == "self"):
+        return False
+    assigned = re.findall(rf"\bself\.{test.attr.value}\s*=(?!=)\s*([^\n#]*)", source)
+    return len(assigned) == 1 and assigned[0].strip() in ("True", "False")
+
+
 def _tests_availability(test: cst.BaseExpression) -> bool:
     found = False
 
@@ -214,7 +225,7 @@ def _cpu_choice(node: cst.CSTNode, source: str) -> str | None:
     """What a single node says about the file offering a CPU path, or None. An option
     nothing reads (``--cuda`` parsed, ``args.cuda`` never used) offers nothing."""
     if isinstance(node, cst.IfExp) and (_is_cpu_literal(node.body) or _is_cpu_literal(node.orelse)) \
-            and not _follows_a_tensor(node.test):
+            and not _follows_a_tensor(node.test) and not _fixed_flag(node.test, source):
         return "chooses the CPU when the condition says so"
     if isinstance(node, cst.If) and _tests_availability(node.test):
         branches = [node.body, node.orelse] if node.orelse is not None else [node.body]
