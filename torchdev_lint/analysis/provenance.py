@@ -17,7 +17,7 @@ import libcst as cst
 from torchdev_lint import checkpoints, pyast
 from torchdev_lint.analysis import kinds, tree
 from torchdev_lint.analysis.guards import code_of, is_guarded
-from torchdev_lint.analysis.classes import methods
+from torchdev_lint.analysis.classes import methods, self_attribute
 from torchdev_lint.analysis.imports import dotted_name
 from torchdev_lint.analysis.project_index import (
     ProjectIndex, file_name_shape, is_test_path, path_template, read_facts, template_names,
@@ -950,9 +950,9 @@ def _attribute_values(ctx, module: cst.Module) -> dict[int, dict[str, list[cst.B
             for method, self_name in methods(klass):
                 found[id(method)] = assigned
                 for assign in tree.collect(method, cst.Assign):
-                    target = assign.targets[0].target if len(assign.targets) == 1 else None
-                    if isinstance(target, cst.Attribute) and code_of(target.value) == self_name:
-                        assigned.setdefault(target.attr.value, []).append(assign.value)
+                    name = self_attribute(assign.targets[0].target, self_name) if len(assign.targets) == 1 else None
+                    if name is not None:
+                        assigned.setdefault(name, []).append(assign.value)
         return found
 
     return ctx.once(("provenance: self attributes",), read)
