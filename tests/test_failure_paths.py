@@ -208,6 +208,37 @@ def test_a_python_list_made_from_the_tensor_is_no_attribute_left_behind(project,
     assert findings(capsys, project, "TDL006") == []
 
 
+HEAD = """\
+    import torch
+    from torch import nn
+    class Head(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 3, 1)
+            self.stride = torch.tensor([8.0, 16.0, 32.0])
+        def forward(self, x):
+            return self.conv(x) * self.stride.view(1, 3, 1, 1)
+    """
+
+
+@pytest.mark.parametrize("override, flagged", [
+    # the model's `_apply` moves its head's stride with every move (YOLO)
+    ("    def _apply(self, fn):\n        self = super()._apply(fn)\n"
+     "        self.head.stride = fn(self.head.stride)\n        return self\n", []),
+    # an override that moves something else leaves the stride behind
+    ("    def _apply(self, fn):\n        self = super()._apply(fn)\n"
+     "        self.head.anchors = fn(self.head.anchors)\n        return self\n", [("head.py", 7, "TDL006", "certain")]),
+    ("", [("head.py", 7, "TDL006", "certain")]),
+])
+def test_an_attribute_a_move_override_of_another_file_assigns_follows_the_module(project, capsys, override, flagged):
+    write(project, {"head.py": HEAD, "model.py": (
+        "import torch\nfrom torch import nn\nfrom head import Head\nclass Model(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.head = Head()\n" + override
+        + "    def forward(self, x):\n        return self.head(x)\n"
+        "model = Model().to('cuda')\nprint(model(torch.rand(1, 3, 4, 4, device='cuda')))\n")})
+    assert findings(capsys, project, "TDL006") == flagged
+
+
 @pytest.mark.parametrize("line, confidence", [
     ("preds.append(model(x.to(device)).argmax(1).numpy())", "certain"),  # placed by a move in sight
     ("preds.append(model(x).argmax(1).numpy())", None),  # a model of unknown placement, nothing moved

@@ -148,6 +148,12 @@ def module_moved_by_project(ctx, klass: cst.ClassDef) -> tuple[cst.CSTNode, str]
                         "of a module holding one, or of what a function building one returns)")
 
 
+def moved_by_override(ctx, attribute: str) -> bool:
+    """A move override of another project file assigns ``attribute`` (YOLO's model moves its
+    head's ``stride`` in ``_apply``): the attribute follows the module's moves."""
+    return ctx.index is not None and ctx.index.moved_by_override(attribute)
+
+
 def module_built_unmoved(ctx, klass: cst.ClassDef) -> tuple[cst.CSTNode, str] | None:
     """An evidence step when the project builds modules of class ``klass`` (a loss made in the
     training script) and moves none of them: whatever the module keeps stays on the CPU, so a

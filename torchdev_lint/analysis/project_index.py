@@ -51,6 +51,10 @@ _SELF_ATTRIBUTE = re.compile(r"self\.([A-Za-z_]\w*)")
 # What may start a process group other than `init_process_group(backend="nccl")`: a CPU
 # backend named anywhere, or a launcher that picks the backend itself (gloo on a CPU).
 _OTHER_GROUPS = ("gloo", "Accelerator", "lightning", "init_distributed", "device_mesh")
+# Methods of a module class that PyTorch calls on every move (`_apply`) or that move it; an
+# override of one that assigns an attribute moves that attribute with the module.
+MOVE_OVERRIDES = frozenset({"_apply", "to", "cuda", "cpu", "type", "half", "float", "double"})
+_MOVE_OVERRIDE = re.compile(r"def[ \t]+(?:" + "|".join(sorted(MOVE_OVERRIDES)) + r")[ \t]*\(")
 
 
 @dataclass
@@ -171,6 +175,8 @@ class ModuleFacts:
     guarded_devices: list[str] = field(default_factory=list)
     unguarded_devices: list[str] = field(default_factory=list)
     init_calls: dict[str, list[str]] = field(default_factory=dict)
+    # attributes a method of ``MOVE_OVERRIDES`` assigns (`m.stride = fn(m.stride)` in `_apply`)
+    override_moved: list[str] = field(default_factory=list)
     digest: str = ""  # of the file's bytes: code that follows calls into it depends on them
     # why the file was not read (over the budget of `limits.py`): it contributes no facts
     skipped: str = ""
@@ -890,6 +896,23 @@ def saving_defs(reader: "_Reader", tree: ast.Module, lines: set[int]) -> list[st
             and any(type(n) is ast.Call and reader.qualify(n.func) in kinds.TORCH_SAVERS for n in _walk(node))]
 
 
+def override_moved(tree: ast.Module) -> list[str]:
+    """The attributes that a move override of a class assigns: YOLO's ``_apply`` moves the
+    detection head's ``stride`` and ``grid`` with the model (``m.stride = fn(m.stride)``),
+    so they follow the module wherever the head's own class is defined."""
+    found: set[str] = set()
+    for klass in _walk(tree):
+        if not isinstance(klass, ast.ClassDef):
+            continue
+        for method in klass.body:
+            if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) and method.name in MOVE_OVERRIDES:
+                for node in _walk(method):
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+                        node, (ast.AugAssign, ast.AnnAssign)) else []
+                    found.update(t.attr for t in targets if isinstance(t, ast.Attribute))
+    return sorted(found)
+
+
 def _first_line(node: ast.stmt) -> int:
     """Where a definition starts: its first decorator, else its own line."""
     return min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
@@ -1510,6 +1533,8 @@ def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | No
     found = _DEFAULT_DEVICE.search(text) if "set_default_" in text else None
     facts.default_device = f"line {lines.of(found.start())}" if found else ""
     facts.init_calls = init_calls(tree, calls)
+    if _MOVE_OVERRIDE.search(text):
+        facts.override_moved = override_moved(tree)
     imported_devices = {local: qualified for local, qualified in facts.names.items() if _names_a_device(local)}
     if facts.stars:  # `from .config import *`: a device name the module reads and does not bind comes from there
         own = set(facts.names) | set(facts.defined) | set(facts.returns) | set(facts.classes)
@@ -2047,6 +2072,18 @@ class ProjectIndex:
             self._memo[("moved to a device",)] = moved = frozenset(moved)
         return name in moved
 
+    def moved_by_override(self, attribute: str) -> bool:
+        """A move override somewhere in the project assigns an attribute of this name
+        (``ModuleFacts.override_moved``): the module's moves carry it along."""
+        return attribute in self._override_moved()
+
+    def _override_moved(self) -> frozenset[str]:
+        names = self._memo.get(("override moved",))
+        if names is None:
+            names = frozenset(a for modules in self.modules.values() for m in modules for a in m.override_moved)
+            self._memo[("override moved",)] = names
+        return names
+
     def builds(self, name: str) -> bool:
         """Some code of the project calls ``name`` whenever it runs (``top_calls``,
         ``def_calls``, ``init_calls``) and no function returns what the call builds
@@ -2403,6 +2440,7 @@ class ProjectIndex:
         facts.append(("written names", self.written_names()))
         facts.append(("process groups NCCL only", self.nccl_groups_only(full)))
         facts.append(("defs that need CUDA", self.cuda_def_names()))
+        facts.append(("attributes moved by overrides", tuple(sorted(self._override_moved()))))
         facts.append(("classes moved to a device", tuple(c for c in module.classes if self.moved_to_device(c))))
         facts.append(("default device set", self.default_device()))
         facts.append(("CUDA extension imported", self.cuda_extension_imported(full)))

@@ -10,6 +10,7 @@ from torchdev_lint.analysis.classes import self_attribute
 from torchdev_lint.analysis.guards import code_of
 from torchdev_lint.analysis.imports import dotted_name
 from torchdev_lint.analysis.kinds import Kind, changes_dtype_only, moves_to_cpu
+from torchdev_lint.analysis.project_index import MOVE_OVERRIDES
 from torchdev_lint.finding import Applicability, Fix
 from torchdev_lint.rule import Invalid, Rule, Valid
 
@@ -20,7 +21,6 @@ _REGISTERED = frozenset({
     "torch.nn.parameter.UninitializedBuffer",
 })
 # Methods that define how a module moves: attributes they touch are moved by hand.
-_MOVE_OVERRIDES = frozenset({"_apply", "to", "cuda", "cpu", "type", "half", "float", "double"})
 # Moves of the attribute itself (`self.mask.to(x.device)`): the class places it by hand.
 _ATTRIBUTE_MOVES = frozenset({"to", "cuda", "type_as", "to_device"})
 # Attributes a framework moves itself: Lightning transfers `example_input_array` to the
@@ -107,7 +107,9 @@ class UnregisteredTensorAttribute(Rule):
     `torch.zeros(())`), non-tensor values, values passed in as parameters (they may be
     `Parameter`s, which `nn.Module` registers itself), assignments outside `__init__`
     (e.g. caches filled in `forward`), and attributes the class moves by hand
-    (`self.mask.to(x.device)`, or an `_apply`/`to` override in the file that names them).
+    (`self.mask.to(x.device)`, or an `_apply`/`to` override in the file that names them),
+    or that a move override of another project file assigns (a model's `_apply` that moves
+    its detection head's `stride`: `m.stride = fn(m.stride)`).
 
     ## Why is this bad?
     `model.to(device)`, `model.cuda()` and `model.half()` only convert the module's
@@ -384,7 +386,7 @@ class UnregisteredTensorAttribute(Rule):
         return state, function, self_name
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        if node.name.value in _MOVE_OVERRIDES and self.ctx.enclosing_class is not None:
+        if node.name.value in MOVE_OVERRIDES and self.ctx.enclosing_class is not None:
             for attribute in _attribute_names(node):
                 self.handled_in_file.add(attribute)
 
@@ -633,6 +635,7 @@ class UnregisteredTensorAttribute(Rule):
                 or _placed(assignment.origin)
                 or attr in state.moved
                 or attr in self.handled_in_file
+                or moves.moved_by_override(self.ctx, attr)
                 or attr in _FRAMEWORK_MOVED
                 # Used once the module is built, where it meets the module's tensors (for an
                 # attribute a method sets again, only before it does).
