@@ -265,6 +265,22 @@ def test_an_attribute_handed_to_a_function_that_moves_it():
     assert positions(code.replace("place(self.table", "mix(self.table")) == [(11, 9)]
 
 
+@pytest.mark.parametrize("copy, flagged", [
+    ("torch.as_tensor(mean, device=data.device, dtype=data.dtype)", False),  # kornia's normalize
+    ("torch.tensor(mean, device=data.device)", False),
+    ("torch.as_tensor(mean, dtype=data.dtype)", True),  # no device: stays on the CPU
+    ("torch.as_tensor(mean, device='cpu')", True),
+])
+def test_an_attribute_a_helper_copies_onto_the_inputs_device(copy, flagged):
+    code = (
+        HEAD + f"def normalize(data, mean):\n    mean = {copy}\n    return data - mean\n"
+        "class M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.mean = torch.tensor([0.5, 0.5, 0.5])\n"
+        "    def forward(self, x):\n        return normalize(x, self.mean)\n"
+    )
+    assert bool(positions(code)) is flagged
+
+
 KERNEL = """
 import numpy as np
 import torch

@@ -21,6 +21,7 @@ from torchdev_lint.analysis.callees import Callees, Target, parameter_for
 from torchdev_lint.analysis.classes import methods
 from torchdev_lint.analysis.guards import code_of as code
 from torchdev_lint.analysis.imports import dotted_name
+from torchdev_lint.analysis.moves import keyword_argument, names_cpu
 from torchdev_lint.analysis.kinds import (
     NEW_TENSOR_FACTORIES,
     NON_TENSOR_ATTRIBUTES,
@@ -30,6 +31,8 @@ from torchdev_lint.analysis.kinds import (
 )
 
 _MOVES = frozenset({"to", "cuda", "type_as"})
+# Factories that copy the data they are given (their first argument) onto ``device=``.
+_PLACING_COPIES = frozenset({"torch.as_tensor", "torch.tensor", "torch.asarray"})
 # Calls that only read, log or convert their argument to Python values.
 _READERS = frozenset("""len print str repr int float bool isinstance format hash id type
     logging.info logging.debug logging.warning""".split())
@@ -502,6 +505,8 @@ class Uses:
                 return False
         if isinstance(call.func, cst.Attribute) and call.func.attr.value in _MOVES:
             return False  # `x.to(cpu_tensor)`: names a device, mixes nothing
+        if self._placed_copy(call, arg):
+            return False  # `torch.as_tensor(mean, device=x.device)`: a copy on the device
         if isinstance(call.func, cst.Attribute) and call.func.attr.value == "copy_" and arg.keyword is None:
             return False  # `p.data.copy_(t)`: copied into a tensor that keeps its device
         landings = self._landings(call, arg) if self.callees is not None else None
@@ -519,6 +524,14 @@ class Uses:
         if not name.startswith(("torch.", "th.", "F.")):
             return True  # handed to code we do not follow
         return self._harmful(call, seen)  # `torch.sum(t)`: a CPU result
+
+    def _placed_copy(self, call: cst.Call, arg: cst.Arg) -> bool:
+        """``arg`` is the data of a factory that copies it onto a device other than the CPU."""
+        if arg.keyword is not None or not call.args or call.args[0] is not arg \
+                or (self.qualify(call.func) or "") not in _PLACING_COPIES:
+            return False
+        device = keyword_argument(call, "device")
+        return device is not None and not names_cpu(device.value)
 
     def _landings(
         self, call: cst.Call, arg: cst.Arg, spread: cst.Arg | None = None,

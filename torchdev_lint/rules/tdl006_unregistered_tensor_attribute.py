@@ -94,7 +94,7 @@ class UnregisteredTensorAttribute(Rule):
     of the file or of a project file it imports, a submodule's `forward`), it is followed
     inside, as TDL008 does, as is a returned value into the calls the file makes of the
     method (`self.blur.kernel()` in another class): copied into parameters (`.copy_(t)`),
-    or kept in an attribute of that class whose every read is harmless, it is harmless. A
+    copied onto a device (`torch.as_tensor(mean, device=x.device)`), or kept in an attribute of that class whose every read is harmless, it is harmless. A
     method nobody calls, of a class no other file can reach (in a function, or under
     `if __name__ == "__main__":`), returns to no one. An attribute that a
     method assigns again (recurrent state, a cache) is flagged when that method uses the
