@@ -117,3 +117,22 @@ def test_a_function_the_notebook_calls_only_where_cuda_is_does_not_run_in_its_cp
         status, out, err = run_cli("--isolated", "--select", "TDL001", "--format", "json", f"{name}.ipynb",
                                    cwd=tmp_path)
         assert [(f["cell"], f["line"], f["column"]) for f in json.loads(out)] == expected, (name, err)
+
+
+def test_a_notebook_device_that_each_function_shadows_places_nothing(tmp_path, run_cli):
+    cells = ['import torch\ndevice = "cuda"\n',
+             'def train(model, device="cuda" if torch.cuda.is_available() else "cpu"):\n'
+             '    return model.to(device)\n',
+             'train(torch.nn.Linear(2, 2))\n']
+    write_notebook(tmp_path / "train.ipynb", {**NOTEBOOK, "cells": [
+        {"cell_type": "code", "execution_count": i, "metadata": {}, "outputs": [], "source": c}
+        for i, c in enumerate(cells, 1)]})
+    _, out, _ = run_cli("--isolated", "--preview", "--format", "json", "train.ipynb", cwd=tmp_path)
+    assert [(f["cell"], f["line"], f["confidence"]) for f in json.loads(out)] == [(1, 2, "possible")]
+    # the same notebook whose function reads the global: the CUDA string places the model
+    cells[1] = cells[1].replace('(model, device=', '(model, dev=')
+    write_notebook(tmp_path / "train.ipynb", {**NOTEBOOK, "cells": [
+        {"cell_type": "code", "execution_count": i, "metadata": {}, "outputs": [], "source": c}
+        for i, c in enumerate(cells, 1)]})
+    _, out, _ = run_cli("--isolated", "--preview", "--format", "json", "train.ipynb", cwd=tmp_path)
+    assert [(f["cell"], f["line"], f["confidence"]) for f in json.loads(out)] == [(1, 2, "certain")]

@@ -543,6 +543,30 @@ def test_a_device_bound_again_before_anything_reads_it_places_nothing(between, c
     assert [f.confidence.value for f in first] == ["certain" if certain else "possible"]
 
 
+SHADOWED = (
+    'import torch\ndevice = "cuda"\n'
+    'def train(model, device="cuda" if torch.cuda.is_available() else "cpu"):\n'
+    '    return model.to(device)\n'
+    'train(torch.nn.Linear(2, 2))\n'
+)
+
+
+@pytest.mark.parametrize("code, certain", [
+    (SHADOWED, False),  # every function reads its own `device` parameter
+    (SHADOWED.replace("def train(model, device=", "def train(model, dev="), True),  # reads the global
+    (SHADOWED + "def evaluate(model):\n    return model.to(device)\nevaluate(torch.nn.Linear(2, 2))\n", True),
+    (SHADOWED + "def evaluate(model):\n    global device\n    print(device)\n    device = 'cpu'\n"
+     "evaluate(torch.nn.Linear(2, 2))\n", True),
+    (SHADOWED + "print(device)\n", True),
+])
+def test_a_script_device_that_each_function_shadows_places_nothing(code, certain):
+    from torchdev_lint.analysis import project_index
+    index = project_index.ProjectIndex()
+    index.add("train.py", code)
+    result = lint_source("train.py", code, [RULE], preview=True, index=index)
+    assert [f.confidence.value for f in result.findings if f.line == 2] == ["certain" if certain else "possible"]
+
+
 # -- a device constant read only in other modules (the forty-ninth first look) -------------
 
 CONSTANT_PROJECT = {

@@ -322,6 +322,44 @@ def names_read(ctx) -> frozenset[str]:
     return ctx.once(("portability: read names",), lambda: project_index.read_names(ctx.source))
 
 
+def reads_module_name(ctx, module: cst.Module, name: str) -> bool:
+    """Does code of ``module`` read its top-level ``name``? Not a function that binds the
+    name itself (a parameter ``device`` of each function shadows a script's
+    ``device = "cuda"``) unless it declares it ``global``, nor an attribute, a keyword or a
+    plain assignment of that name."""
+    found = False
+
+    def enter(node: cst.CSTNode) -> bool:
+        nonlocal found
+        if found:
+            return False
+        if isinstance(node, (cst.FunctionDef, cst.Lambda)) and name in ctx.bindings(node) and not any(
+                any(n.name.value == name for n in g.names) for g in collect(node, cst.Global)):
+            return False
+        if isinstance(node, cst.Attribute):
+            walk(node.value, enter)
+            return False
+        if isinstance(node, cst.Arg):
+            walk(node.value, enter)
+            return False
+        if isinstance(node, cst.AssignTarget) and isinstance(node.target, cst.Name):
+            return False
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            for part in (*node.decorators, *((node.params,) if isinstance(node, cst.FunctionDef) else node.bases),
+                         node.body):
+                walk(part, enter)
+            return False
+        if isinstance(node, cst.Param):
+            if node.default is not None:
+                walk(node.default, enter)
+            return False
+        found = isinstance(node, cst.Name) and node.value == name
+        return True
+
+    walk(module, enter)
+    return found
+
+
 def _root(node: cst.BaseExpression) -> str | None:
     while isinstance(node, (cst.Attribute, cst.Subscript)):
         node = node.value

@@ -154,8 +154,9 @@ class HardcodedDeviceString(Rule):
     one branch of a choice with the CPU or with the caller's device (`"cuda" if backend ==
     "nccl" else "cpu"`, `if device is None: device = "cuda"`), the old-torch stand-in for
     `torch.accelerator`, a device bound at the top level to a name the file binds again
-    before anything reads it, and one bound to a name the file never reads (or reads only
-    under a GPU test: `if use_gpu: x = x.to(gpu)`) and no other module imports, or that the
+    before anything reads it, and one bound to a name the file never reads (a function with
+    a `device` parameter of its own reads that one; or reads only under a GPU test:
+    `if use_gpu: x = x.to(gpu)`) and no other module imports (a notebook), or that the
     modules importing it (by name, by `*` or as `config.CUDA_DEVICE`) read only under a test
     for CUDA or in comparisons (`if torch.cuda.is_available(): return CUDA_DEVICE`,
     `CUDA_DEVICE if torch.cuda.is_available() else "cpu"`, `device == CUDA_DEVICE`), or to a
@@ -593,6 +594,8 @@ class HardcodedDeviceString(Rule):
             return rebound, f"`{name}` is bound again here before anything reads it: the device places nothing"
         index = self.ctx.index
         imported = index.imported_from(self.ctx.path) if index is not None and self.ctx.path != "-" else None
+        if self.ctx.path.endswith(".ipynb"):
+            imported = frozenset()  # nothing imports a notebook
         if imported is not None and ("*" in imported or name in imported) \
                 and index.read_only_guarded_elsewhere(self.ctx.path, name) \
                 and (name not in portability.names_read(self.ctx)
@@ -602,7 +605,7 @@ class HardcodedDeviceString(Rule):
                             "device places nothing on a machine without CUDA")
         if imported is None or "*" in imported or name in imported:
             return None
-        if name not in portability.names_read(self.ctx):
+        if name not in portability.names_read(self.ctx) or not portability.reads_module_name(self.ctx, path[0], name):
             return assign, f"`{name}` is never read here nor imported elsewhere: the device places nothing"
         if reads_only_guarded(path[0], name, self.ctx.qualified_name):
             return assign, (f"`{name}` is read only where CUDA is wanted or present (under a GPU test): the "
