@@ -1587,3 +1587,32 @@ def test_a_flag_fixed_in_the_code_chooses_no_cpu(project, capsys, flag, confiden
                                    "        self.k = torch.eye(3).cuda()\n"
                                    "Evaluator(None)\n"})
     assert [f[3] for f in findings(capsys, project, "TDL001")] == [confidence]
+
+
+PREDICT = """\
+    import torch
+    import torch.nn as nn
+    def predict(loader, device, weight_path):
+        model = nn.Linear(2, 2).to(device)
+        model.load_state_dict(torch.load(weight_path))
+        return [model(x.to(device)) for x in loader]
+    """
+
+
+@pytest.mark.parametrize("handoff, confidence", [
+    # the training run writes the weights, then hands the same path to the evaluation
+    ("with open(path, 'wb') as f:\n    torch.save(model.state_dict(), f)\nprediction.predict(data, device, path)\n",
+     "possible"),
+    ("torch.save(model.state_dict(), path)\nprediction.predict(data, device, path)\n", "possible"),
+    # evaluated before anything is written: the file comes from an earlier run
+    ("prediction.predict(data, device, path)\ntorch.save(model.state_dict(), path)\n", "certain"),
+    ("torch.save(model.state_dict(), path)\nprediction.predict(data, device, args.weights)\n", "certain"),
+])
+def test_a_load_handed_a_file_its_caller_saved_in_another_file_is_a_round_trip(project, capsys, handoff, confidence):
+    write(project, {"esc/__init__.py": "", "esc/prediction.py": PREDICT, "run.py": (
+        "import sys\nimport torch\nimport torch.nn as nn\nfrom esc import prediction\n"
+        "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+        "model = nn.Linear(2, 2).to(device)\npath = 'best.pt'\nargs = sys.argv\ndata = [torch.rand(2)]\n"
+        + handoff)})
+    found = [f for f in findings(capsys, project, "TDL004") if f[0] == "esc/prediction.py"]
+    assert found == [("esc/prediction.py", 5, "TDL004", confidence)]

@@ -177,6 +177,9 @@ class ModuleFacts:
     init_calls: dict[str, list[str]] = field(default_factory=dict)
     # attributes a method of ``MOVE_OVERRIDES`` assigns (`m.stride = fn(m.stride)` in `_apply`)
     override_moved: list[str] = field(default_factory=list)
+    # "callee:position" of calls handed a file the same scope wrote before (`torch.save(sd,
+    # path)`, `open(path, "wb")`, then `predict(loader, path)`): a round trip through the callee
+    saved_handoffs: list[str] = field(default_factory=list)
     digest: str = ""  # of the file's bytes: code that follows calls into it depends on them
     # why the file was not read (over the budget of `limits.py`): it contributes no facts
     skipped: str = ""
@@ -1170,6 +1173,37 @@ def _scope_nodes(tree: ast.Module) -> list[tuple[ast.AST, list[ast.AST]]]:
     return scopes
 
 
+def saved_handoffs(reader: "_Reader", scopes: list[tuple[ast.AST, list[ast.AST]]]) -> list[str]:
+    """The calls of each scope that hand on a file the scope wrote earlier (``torch.save(sd,
+    path)`` or ``open(path, "wb")``, then ``prediction.predict(loader, path)``), as
+    "callee:position" with the callee's qualified name: what the callee loads from that
+    parameter is what this run saved."""
+    found: set[str] = set()
+    for _, nodes in scopes:
+        written: dict[str, int] = {}
+        calls = [n for n in nodes if isinstance(n, ast.Call)]
+        for node in calls:
+            qualified = reader.qualify(node.func) or ""
+            target = node.args[1] if qualified == "torch.save" and len(node.args) > 1 else None
+            if isinstance(node.func, ast.Name) and node.func.id == "open" and node.args:
+                mode = node.args[1] if len(node.args) > 1 else next(
+                    (k.value for k in node.keywords if k.arg == "mode"), None)
+                if isinstance(mode, ast.Constant) and isinstance(mode.value, str) and "w" in mode.value:
+                    target = node.args[0]
+            if isinstance(target, ast.Name):
+                written[target.id] = min(written.get(target.id, node.lineno), node.lineno)
+        if not written:
+            continue
+        for node in calls:
+            callee = reader.qualify(node.func) or ""
+            if not callee or callee.startswith("torch.") or isinstance(node.func, ast.Name) and node.func.id == "open":
+                continue
+            for position, arg in enumerate(node.args):
+                if isinstance(arg, ast.Name) and written.get(arg.id, node.lineno) < node.lineno:
+                    found.add(f"{callee}:{position}")
+    return sorted(found)
+
+
 def moved_and_handed(scopes: list[tuple[ast.AST, list[ast.AST]]]) -> tuple[list[str], dict[str, list[int]], list[str]]:
     """What the module says about the modules it moves, read in one walk: the names of the
     calls whose results it moves to a device (``_device_move``: in the moved expression
@@ -1499,6 +1533,7 @@ def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | No
     if files:
         facts.saves, facts.other_writes, facts.loads = _read_files(reader, tree, files)
         facts.saved_tails = saved_path_tails(reader, scopes)
+        facts.saved_handoffs = saved_handoffs(reader, scopes)
     facts.defs, facts.attributes = attributes(tree, text)
     facts.groups = process_groups(tree, text)
     facts.cpu_path = cpu_path(text, lines)
@@ -2077,6 +2112,26 @@ class ProjectIndex:
         (``ModuleFacts.override_moved``): the module's moves carry it along."""
         return attribute in self._override_moved()
 
+    def handed_a_saved_file(self, module: str, function: str, position: int) -> bool:
+        """Some project scope calls ``function`` of ``module`` (matched by the module's last
+        name and the function's) handing it, at ``position``, a file it wrote earlier in
+        the same run (``ModuleFacts.saved_handoffs``)."""
+        handoffs = self._memo.get(("saved handoffs",))
+        if handoffs is None:
+            handoffs = set()
+            for modules in self.modules.values():
+                for each in modules:
+                    for handoff in each.saved_handoffs:
+                        callee, _, at = handoff.rpartition(":")
+                        handoffs.add((".".join(callee.rsplit(".", 2)[-2:]), int(at)))
+            self._memo[("saved handoffs",)] = handoffs = frozenset(handoffs)
+        return (f"{module.rsplit('.', 1)[-1]}.{function}", position) in handoffs
+
+    def _handoffs_into(self, module: str) -> tuple:
+        self.handed_a_saved_file(module, "", 0)
+        tail = module.rsplit(".", 1)[-1] + "."
+        return tuple(sorted(h for h in self._memo[("saved handoffs",)] if h[0].startswith(tail)))
+
     def _override_moved(self) -> frozenset[str]:
         names = self._memo.get(("override moved",))
         if names is None:
@@ -2440,6 +2495,7 @@ class ProjectIndex:
         facts.append(("written names", self.written_names()))
         facts.append(("process groups NCCL only", self.nccl_groups_only(full)))
         facts.append(("defs that need CUDA", self.cuda_def_names()))
+        facts.append(("handed files saved in the run", self._handoffs_into(module.name)))
         facts.append(("attributes moved by overrides", tuple(sorted(self._override_moved()))))
         facts.append(("classes moved to a device", tuple(c for c in module.classes if self.moved_to_device(c))))
         facts.append(("default device set", self.default_device()))

@@ -1054,6 +1054,26 @@ def saved_before_each_call(ctx, ancestors, call: cst.Call) -> cst.Call | None:
     return found
 
 
+def saved_before_a_call_elsewhere(ctx, ancestors, call: cst.Call) -> cst.FunctionDef | None:
+    """A round trip through a caller in another file: the load reads a path one parameter of
+    its top-level function carries (``def predict(loader, weight_path): torch.load(weight_path)``),
+    and a project scope hands that parameter a file it wrote earlier in the same run
+    (``torch.save(sd, path)``, then ``prediction.predict(loader, path)``:
+    ``ProjectIndex.handed_a_saved_file``). The function, or None."""
+    target = loaded_file(call)
+    scope = _scope_of(ancestors)
+    if target is None or ctx.index is None or not isinstance(scope, cst.FunctionDef) \
+            or len(ancestors) < 2 or ancestors[1] is not scope:
+        return None
+    params = [p.name.value for p in scope.params.params]
+    roots = _roots(target) & set(params)
+    module = ctx.index.module_of(ctx.path) if ctx.path != "-" else None
+    if len(roots) != 1 or module is None:
+        return None
+    found = ctx.index.handed_a_saved_file(module, scope.name.value, params.index(roots.pop()))
+    return scope if found else None
+
+
 # Words of a name for the checkpoint a run resumes from: `resume` or `restart` in any name; `checkpoint`
 # or `ckpt` alone or with words that name a file (`checkpoint_path`, `ckpt_file`), not a
 # directory of models (`checkpoint_dir`) or another program's file (`trainer_ckpt`).

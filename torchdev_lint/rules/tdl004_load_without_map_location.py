@@ -125,7 +125,9 @@ class LoadWithoutMapLocation(Rule):
     variable, literal, name template or file handle opened on the same path, itself or
     through a project helper that saves; or the run that calls the loading function first
     hands the object the path comes from, `args` of `args.filepath`, to project code that
-    saves a path it carries under the same name); a resume of the script's own checkpoint or a
+    saves a path it carries under the same name, or code of another file hands the loading
+    function's path parameter a file it wrote earlier in the same scope: `torch.save(sd,
+    path)`, then `prediction.predict(loader, path)`); a resume of the script's own checkpoint or a
     trainer's start point (code that writes checkpoints in a loop); a file of unknown origin
     (a name the code spells, as a literal, a parameter's default or the literal a missing path
     falls back to, that the project never writes, a file the code fetches from
@@ -461,6 +463,10 @@ class LoadWithoutMapLocation(Rule):
         if caller is not None:
             yield (caller, f"`{code_of(caller.func)}` was handed the same object earlier in the run that calls "
                            "this function, and saves with torch.save: this reads back what that run wrote")
+        elsewhere = provenance.saved_before_a_call_elsewhere(ctx, ancestors, node) if caller is None else None
+        if elsewhere is not None:
+            yield (elsewhere.name, f"another file of the project hands `{elsewhere.name.value}` a file it saved "
+                                   "earlier in the same run: this reads back what that run wrote")
         helper = provenance.saved_earlier_by_project_helper(ctx, ancestors, node) if callee is None else None
         if helper is not None:
             yield (helper, f"`{code_of(helper.func)}` saves with torch.save and was handed the name of this "
