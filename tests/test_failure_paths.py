@@ -1616,3 +1616,17 @@ def test_a_load_handed_a_file_its_caller_saved_in_another_file_is_a_round_trip(p
         + handoff)})
     found = [f for f in findings(capsys, project, "TDL004") if f[0] == "esc/prediction.py"]
     assert found == [("esc/prediction.py", 5, "TDL004", confidence)]
+
+
+@pytest.mark.parametrize("rebind, confidence", [
+    ("", "certain"),
+    ('device = "mps"\n', "possible"),  # the choice is replaced before anything reads it
+    ('device = torch.device(device)\n', "certain"),  # built from the choice: still a CPU path
+])
+def test_a_cpu_choice_bound_again_at_once_is_no_cpu_path(project, capsys, rebind, confidence):
+    write(project, {"run.py": (
+        'import torch\nif __name__ == "__main__":\n'
+        '    device = "cuda:0" if torch.cuda.is_available() else "cpu"\n'
+        + "".join("    " + line + "\n" for line in rebind.splitlines())
+        + '    model = torch.nn.Linear(2, 2).to(device)\n    x = torch.rand(2).cuda()\n    print(model(x))\n')})
+    assert [f[3] for f in findings(capsys, project, "TDL001")] == [confidence]

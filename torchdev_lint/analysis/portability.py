@@ -301,6 +301,30 @@ def _note_unread_choice(ctx, module: cst.Module, assignment: cst.Assign | cst.An
         unread.add(id(value))
 
 
+def _note_rebound_choices(body: Sequence[cst.CSTNode], unread: set[int]) -> None:
+    """``device = "cuda:0" if torch.cuda.is_available() else "cpu"`` followed at once by
+    ``device = "mps"``: the choice is bound again before anything reads it, so it says
+    nothing about where the code runs. Adds the choice's node to ``unread``."""
+    for first, second in zip(body, body[1:]):
+        bound = [_single_name_assignment(statement) for statement in (first, second)]
+        if bound[0] is None or bound[1] is None or bound[0][0] != bound[1][0] \
+                or any(n.value == bound[0][0] for n in collect(bound[1][1].value, cst.Name)):
+            continue
+        value = bound[0][1].value
+        if isinstance(value, cst.Call) and value.args:
+            value = value.args[0].value
+        unread.add(id(value))
+
+
+def _single_name_assignment(statement: cst.CSTNode) -> tuple[str, cst.Assign] | None:
+    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+        return None
+    assign = statement.body[0]
+    if not isinstance(assign, cst.Assign) or len(assign.targets) != 1 or not isinstance(assign.targets[0].target, cst.Name):
+        return None
+    return assign.targets[0].target.value, assign
+
+
 def _constant_test(ctx, module: cst.Module, assignment: cst.CSTNode, test: cst.BaseExpression) -> bool:
     """The choice is made by the module's own code, and its test reads only names bound once
     in the file, at its top level, to a string, and nothing rewrites the module's names (an
@@ -497,6 +521,8 @@ def _facts(ctx, module: cst.Module) -> _FileFacts:
             why = _needs_cuda(node, id(node) in top_level, ctx.qualified_name, id(node) in unconditional)
             if why is not None:
                 facts.cuda_only = (node, f"the file needs CUDA anyway: it {why}")
+        if kind is cst.IndentedBlock or kind is cst.Module:
+            _note_rebound_choices(node.body, unread)
         if kind is cst.Assign or kind is cst.AnnAssign or kind is cst.If:
             _note_unread_choice(ctx, module, node, unread)
         if facts.cpu_choice is None and kind.__name__ in _SAY_CPU_CHOICE and id(node) not in unread:
