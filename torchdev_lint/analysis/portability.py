@@ -360,10 +360,7 @@ def reads_module_name(ctx, module: cst.Module, name: str) -> bool:
         if isinstance(node, (cst.FunctionDef, cst.Lambda)) and name in ctx.bindings(node) and not any(
                 any(n.name.value == name for n in g.names) for g in collect(node, cst.Global)):
             return False
-        if isinstance(node, cst.Attribute):
-            walk(node.value, enter)
-            return False
-        if isinstance(node, cst.Arg):
+        if isinstance(node, (cst.Attribute, cst.Arg)):  # not `x.device` nor `f(device=...)`
             walk(node.value, enter)
             return False
         if isinstance(node, cst.AssignTarget) and isinstance(node.target, cst.Name):
