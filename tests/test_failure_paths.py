@@ -1630,3 +1630,15 @@ def test_a_cpu_choice_bound_again_at_once_is_no_cpu_path(project, capsys, rebind
         + "".join("    " + line + "\n" for line in rebind.splitlines())
         + '    model = torch.nn.Linear(2, 2).to(device)\n    x = torch.rand(2).cuda()\n    print(model(x))\n')})
     assert [f[3] for f in findings(capsys, project, "TDL001")] == [confidence]
+
+
+@pytest.mark.parametrize("top_level, confidence", [
+    ("", "possible"),  # nothing in the choice's run calls it: `device=` names a parameter, reads no variable
+    ("print(split_data())\n", "certain"),
+])
+def test_a_device_keyword_is_no_read_of_the_chosen_device(project, capsys, top_level, confidence):
+    write(project, {"lib.py": (
+        'import torch\ndevice = torch.device("cuda:0") if torch.cuda.is_available() else torch.device("cpu")\n'
+        "print(device)\ndef split_data():\n    return torch.tensor([1.0], device='cuda:0')\n" + top_level),
+        "main.py": "import lib\nif __name__ == '__main__':\n    print(lib.device)\n"})
+    assert [f[3] for f in findings(capsys, project, "TDL002")] == [confidence]

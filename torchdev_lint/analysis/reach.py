@@ -94,6 +94,9 @@ class Reach:
                 continue
             if kind is cst.Name:
                 scope.names.add(node.value)
+            elif kind is cst.Arg and node.keyword is not None:  # `device="cuda:0"` names a parameter
+                stack += [(child, scope, klass, targets) for child in reversed(children(node)) if child is not node.keyword]
+                continue
             elif kind is cst.Attribute:
                 owner = node.value.attr if isinstance(node.value, cst.Attribute) else node.value
                 if isinstance(owner, cst.Name):  # `args.no_cuda`, `self.args.no_cuda`
