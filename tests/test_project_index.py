@@ -162,6 +162,17 @@ def test_star_import_cycle_and_missing_module(tmp_path):
     assert index.exports("p.b")["torch"] == "torch"
 
 
+def test_a_module_of_a_folder_without_init_is_imported_by_its_dotted_name(tmp_path):
+    # `from image_classifier.config import CFG` in a project whose folders have no `__init__.py`
+    write(tmp_path, {
+        "image_classifier/config.py": "CFG = dict(device='cuda')\nOTHER = 1\n",
+        "image_classifier/main.py": "from image_classifier.config import CFG\nprint(CFG)\n",
+    })
+    index = project_index.build([str(tmp_path / "image_classifier/config.py")])
+    assert index.imported_from(str(tmp_path / "image_classifier/config.py")) == frozenset({"CFG"})
+    assert index.imported_from(str(tmp_path / "image_classifier/main.py")) == frozenset()
+
+
 def test_index_pickles_without_its_memo(project):
     index = project_index.build(["proj/models/model.py"])
     assert index.is_module_class("proj.Encoder")

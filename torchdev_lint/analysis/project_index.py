@@ -1810,23 +1810,32 @@ class ProjectIndex:
         """The names of the file at ``path`` that other modules of the project import
         (``"*"`` when one imports the module itself or star-imports it); None when the index
         does not hold the file."""
-        name = self.paths.get(os.path.abspath(path))
+        full = os.path.abspath(path)
+        name = self.paths.get(full)
         if name is None:
             return None
         imported = self._memo.get(("imported",))
         if imported is None:  # one pass over every module, for every file's question
             imported = {}
+
+            def add(module: str, origin: str, what: str) -> None:
+                imported.setdefault(module, set()).add(what)
+                # `image_classifier.config` of a folder without `__init__.py`: the file the index names `config`
+                target = None if module in self.modules else self._namespace_module(module, origin)
+                if target is not None:
+                    imported.setdefault(target.path, set()).add(what)
+
             for modules in self.modules.values():
                 for other in modules:
                     for qualified in other.names.values():
                         head, _, last = qualified.rpartition(".")
-                        imported.setdefault(qualified, set()).add("*")
+                        add(qualified, other.path, "*")
                         if head:
-                            imported.setdefault(head, set()).add(last)
+                            add(head, other.path, last)
                     for star in other.stars:
-                        imported.setdefault(star, set()).add("*")
+                        add(star, other.path, "*")
             self._memo[("imported",)] = imported
-        return frozenset(imported.get(name, ()))
+        return frozenset(imported.get(name, set()) | imported.get(full, set()))
 
     def read_only_guarded_elsewhere(self, path: str, name: str) -> bool:
         """Some other module imports ``name`` from the file at ``path``, and every one that
