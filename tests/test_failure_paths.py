@@ -1027,20 +1027,32 @@ def test_a_packages_function_with_a_cuda_default_is_its_users_api(project, capsy
 
 
 @pytest.mark.parametrize("license_file, confidence", [
-    ("third_party/deepinv/LICENSE", "possible"),  # a copy of another project, as its authors wrote it
-    ("third_party/deepinv/License.txt", "possible"),
-    ("third_party/deepinv/other/COPYING", "possible"),
+    ("extras/deepinv/LICENSE", "possible"),  # a copy of another project, as its authors wrote it
+    ("extras/deepinv/License.txt", "possible"),
+    ("extras/deepinv/other/COPYING", "possible"),
     ("other/COPYING", "certain"),  # a license beside other code, not above the file
     ("LICENSE", "certain"),  # the project's own license, at its root
-    ("third_party/deepinv/LICENSE_NOTES/readme.md", "certain"),  # a folder of that name is no license
+    ("extras/deepinv/LICENSE_NOTES/readme.md", "certain"),  # a folder of that name is no license
     (None, "certain"),
 ])
 def test_code_in_a_folder_with_a_license_of_its_own_is_a_copy(project, capsys, license_file, confidence):
-    files = {"third_party/deepinv/other/invert.py": "import torch\n" + CHOOSES + "x = torch.ones(2).cuda()\n",
+    files = {"extras/deepinv/other/invert.py": "import torch\n" + CHOOSES + "x = torch.ones(2).cuda()\n",
              "main.py": "print(1)\n"}
     if license_file is not None:
         files[license_file] = "Copyright someone\n"
     write(project, files)
+    assert [f[3] for f in findings(capsys, project, "TDL001")] == [confidence]
+
+
+@pytest.mark.parametrize("folder, confidence", [
+    ("third_party/deepinv", "possible"),  # one of the projects kept in a folder named for them
+    ("code/repos/L2T", "possible"),
+    ("code/repos", "certain"),  # the folder itself holds the project's own code
+    ("code/models/L2T", "certain"),
+])
+def test_code_in_a_folder_of_other_projects_is_a_copy(project, capsys, folder, confidence):
+    write(project, {f"{folder}/invert.py": "import torch\n" + CHOOSES + "x = torch.ones(2).cuda()\n",
+                    "main.py": "print(1)\n"})
     assert [f[3] for f in findings(capsys, project, "TDL001")] == [confidence]
 
 

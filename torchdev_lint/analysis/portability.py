@@ -709,7 +709,8 @@ _LICENSE = re.compile(r"(?i)^(?:licen[cs]e|copying)(?:[._-][\w.-]*)?$")
 
 def _vendored(ctx, module: cst.Module) -> Step | None:
     """The file sits in a folder below the project's root that carries a license of its own
-    (``third_party/apex/LICENSE``, ``other_frameworks/DeepInversion/LICENSE``): a copy of
+    (``third_party/apex/LICENSE``, ``other_frameworks/DeepInversion/LICENSE``), or in one of
+    the subfolders of a folder named for other projects (``code/repos/L2T/``): a copy of
     another project kept in this one. Its lines are upstream's choices, and nothing shows
     this project runs them without CUDA."""
     if ctx.path == "-":
@@ -726,8 +727,16 @@ def _vendored(ctx, module: cst.Module) -> Step | None:
             shown = folder.relative_to(base).as_posix()
             return module, (f"the file is in `{shown}/`, which carries a license of its own ({found}): a copy of "
                             "another project, kept here as its authors wrote it")
+        if folder.parent != base and _VENDOR_FOLDERS.match(folder.parent.name):
+            shown = folder.relative_to(base).as_posix()
+            return module, (f"the file is in `{shown}/`, one of the projects kept in `{folder.parent.name}/`: a "
+                            "copy of another project, kept here as its authors wrote it")
         folder = folder.parent
     return None
+
+
+# Folders that hold other projects, one per subfolder (`third_party/apex`, `code/repos/L2T`).
+_VENDOR_FOLDERS = re.compile(r"(?i)^(?:third[_-]?party|3rd[_-]?party|vendor(?:ed)?|externals?|repos|submodules)$")
 
 
 def _never_named(ctx, ancestors: Sequence[cst.CSTNode]) -> Step | None:
