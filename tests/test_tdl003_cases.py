@@ -114,3 +114,21 @@ def test_a_value_a_modules_method_computes_from_its_input(computed, confidence):
             f"        patches = {computed}\n        patches.cuda()\n        return self.body(patches)\n")
     result = lint_source("chop.py", code, [RULE], preview=True)
     assert [(f.line, f.confidence.value) for f in result.findings] == [(10, confidence)]
+
+
+@pytest.mark.parametrize("iterator, confidence", [
+    # torchtext's iterators put the batches on the device they are given: the dropped move does nothing
+    ("torchtext.data.BPTTIterator.splits((train, val), batch_size=32, device=device)", "possible"),
+    ("torchtext.data.BucketIterator.splits((train, val), batch_size=32, device=device)", "possible"),
+    # plain lists of CPU batches beside a model moved to the device: the batch stays behind
+    ("(list(train), list(val))", "certain"),
+])
+def test_batches_a_data_iterator_placed_are_on_the_device(iterator, confidence):
+    code = ("import torch\nimport torchtext\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+            f"train_iter, val_iter = {iterator}\n"
+            + ("model = torch.nn.Linear(2, 2).to(device)\n" if confidence == "certain" else "")
+            + "def evaluate(model, data):\n    for batch in data:\n        data, target = batch.text, batch.target\n"
+            "        data.to(device)\n        output = model(data)\n        count = data.size(0)\n"
+            "evaluate(model, val_iter)\n")
+    result = lint_source("lm.py", code, [RULE], preview=True)
+    assert [f.confidence.value for f in result.findings] == [confidence]

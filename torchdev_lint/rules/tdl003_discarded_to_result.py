@@ -67,7 +67,10 @@ class DiscardedToResult(Rule):
     Possible when nothing else goes to the device (the tensor left behind meets only CPU
     values), when the value is an input of a module's method and only the module puts the
     rest on the device (by that convention its inputs arrive on the module's device, where
-    the move does nothing; so does what the method computes from them, `F.unfold(x, p)`), when the value is handed to a `DataParallel`, which moves its inputs itself, or
+    the move does nothing; so does what the method computes from them, `F.unfold(x, p)`), when
+    what puts values on the device is a data iterator given `device=` (torchtext's
+    `BPTTIterator`: it places the batches, so a value drawn from them is there already),
+    when the value is handed to a `DataParallel`, which moves its inputs itself, or
     is used as an index (a CPU index works on a tensor on any device), when
     nothing after the drop reads the value as it is in that function (a read that moves it again,
     `Variable(x).cuda()`, or reads another element, `images[1]` after `images[0]`, aside; an attribute set
@@ -254,12 +257,22 @@ class DiscardedToResult(Rule):
                                "computation on the device: left on the CPU, it meets only CPU values"),)
         else:
             evidence += (rest, (use, f"`{code_of(receiver)}` is used here as if it had moved"))
-        arrived = self._module_input(scope, receiver, rest)
+        arrived = self._module_input(scope, receiver, rest) or self._batches_placed(rest)
         if arrived is not None:
             evidence += (arrived,)
         self.report(call, fix=fix, evidence=evidence,
                     certain=not placed and not dtype_only and rest is not None and scattered is None
                     and arrived is None)
+
+    def _batches_placed(self, rest: tuple[cst.CSTNode, str] | None) -> tuple[cst.CSTNode, str] | None:
+        """What puts values on the device is a data iterator given ``device=`` (torchtext's
+        ``BucketIterator``, ``BPTTIterator``): it places the batches themselves, so a value
+        drawn from them is there already, and the move does nothing."""
+        other = rest[0] if rest is not None else None
+        if not isinstance(other, cst.Call) or not (self.ctx.qualified_name(other.func) or "").startswith("torchtext."):
+            return None
+        return other, (f"`{code_of(other.func)}` places the batches it yields on the device: a value drawn from "
+                       "them is there already, where the move does nothing")
 
     def _module_input(self, scope: cst.CSTNode, receiver: cst.BaseExpression,
                       rest: tuple[cst.CSTNode, str] | None) -> tuple[cst.CSTNode, str] | None:
