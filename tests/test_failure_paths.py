@@ -1654,3 +1654,27 @@ def test_a_device_keyword_is_no_read_of_the_chosen_device(project, capsys, top_l
         "print(device)\ndef split_data():\n    return torch.tensor([1.0], device='cuda:0')\n" + top_level),
         "main.py": "import lib\nif __name__ == '__main__':\n    print(lib.device)\n"})
     assert [f[3] for f in findings(capsys, project, "TDL002")] == [confidence]
+
+
+OT = """\
+    import torch
+    def sinkhorn(C, device='cuda'):
+        return torch.ones(C.size(0)).to('cuda') * C
+    def ot_loss(x, y, device):
+        return sinkhorn(x - y, device)
+    """
+
+
+@pytest.mark.parametrize("call, confidence", [
+    ("    loss = ot.ot_loss(x, y, device)\n", "certain"),
+    ("    # loss = ot.ot_loss(x, y, device)\n", "possible"),  # the only call is commented out
+    # kept in a string: strings are read as mentions, the answer errs towards "called"
+    ("    '''\n    loss = ot.ot_loss(x, y, device)\n    '''\n", "certain"),
+    ("    losses = {'ot': getattr(ot, 'ot_loss')}\n", "certain"),  # a string spelling the name
+])
+def test_a_function_nothing_in_the_project_calls_never_runs(project, capsys, call, confidence):
+    write(project, {"ot.py": OT, "train.py": (
+        "import torch\nimport ot\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+        "def main(x, y):\n" + call + "    return x\n"
+        "if __name__ == '__main__':\n    main(torch.ones(2).to(device), torch.ones(2).to(device))\n")})
+    assert [f[3] for f in findings(capsys, project, "TDL002") if f[0] == "ot.py"] == [confidence]

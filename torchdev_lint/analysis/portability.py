@@ -758,6 +758,61 @@ def _never_named(ctx, ancestors: Sequence[cst.CSTNode]) -> Step | None:
                         "with it imports the script")
 
 
+def _never_called(ctx, ancestors: Sequence[cst.CSTNode]) -> Step | None:
+    """The line is in a top-level function of a module that other project files import
+    (not one of a package, whose users may be elsewhere), and nothing calls it: the
+    module's own code names it nowhere but in functions nothing calls, no file imports it
+    by name, and no file's code mentions an attribute of that name (a call left in a
+    comment does not count: ``ProjectIndex.mentioned_elsewhere``). It never runs."""
+    if len(ancestors) < 2 or ctx.index is None or ctx.path == "-" or not ctx.path.endswith(".py"):
+        return None
+    module, definition = ancestors[0], ancestors[1]
+    if not isinstance(definition, cst.FunctionDef) or definition.decorators:
+        return None
+    imported = ctx.index.imported_from(ctx.path)
+    if not imported or (Path(ctx.path).parent / "__init__.py").is_file():
+        return None
+    called = ctx.once(("portability: called definitions",), lambda: _called_definitions(ctx, module, imported))
+    name = definition.name.value
+    if called is None or name in called:
+        return None
+    return definition, (f"nothing in the project calls `{name}`: the module's own code and the files that import "
+                        "it name it only in comments or in functions nothing calls")
+
+
+def _called_definitions(ctx, module: cst.Module, imported: frozenset[str]) -> frozenset[str] | None:
+    """The module's top-level definitions that something may call: named by its other code
+    (a string spelling the name counts), imported by name or mentioned as an attribute by
+    another project file, or named by a definition so called. None when the module looks
+    names up at run time."""
+    if _DYNAMIC_LOOKUPS.search(ctx.source):
+        return None
+    defined = {s.name.value for s in module.body if isinstance(s, (cst.FunctionDef, cst.ClassDef))}
+    names_in: dict[str, set[str]] = {}  # definition -> the defined names it names; "" for other code
+    for statement in module.body:
+        own = statement.name.value if isinstance(statement, (cst.FunctionDef, cst.ClassDef)) else ""
+        found = names_in.setdefault(own, set())
+
+        def enter(node: cst.CSTNode, own=own, found=found) -> bool:
+            if isinstance(node, cst.Name) and node.value in defined and node.value != own:
+                found.add(node.value)
+            elif isinstance(node, cst.SimpleString):
+                text = str(node.evaluated_value) if not isinstance(node.evaluated_value, bytes) else ""
+                found.update(n for n in defined if text == n or text.endswith(f".{n}") or text.endswith(f":{n}"))
+            return True
+
+        walk(statement, enter)
+    called = set(names_in.get("", ())) | (defined & imported) | {
+        n for n in defined if ctx.index.mentioned_elsewhere(n, ctx.path) is not False}
+    todo = list(called)
+    while todo:
+        for named in names_in.get(todo.pop(), ()):
+            if named not in called:
+                called.add(named)
+                todo.append(named)
+    return frozenset(called)
+
+
 # Ways a script reaches its own definitions by name at run time (`fire.Fire()` makes every
 # top-level function a command).
 _DYNAMIC_LOOKUPS = re.compile(r"(?<![.\w])(?:globals|locals|vars)\(\s*\)\s*(?:\[|\.get\b)"
@@ -1090,7 +1145,8 @@ def runs_without_cuda(ctx, ancestors: Sequence[cst.CSTNode], library: bool = Fal
         return Verdict(False, ((module, f"every run that reaches this file stops first where there is no CUDA "
                                         f"({stop}): its CPU choices are never taken"),))
     step = _unimportable(ctx, module) or ctx.once(("portability: archived",), lambda: _archived(ctx, module)) \
-        or ctx.once(("portability: vendored",), lambda: _vendored(ctx, module)) or _never_named(ctx, ancestors)
+        or ctx.once(("portability: vendored",), lambda: _vendored(ctx, module)) or _never_named(ctx, ancestors) \
+        or _never_called(ctx, ancestors)
     if step is not None:
         return Verdict(False, (step,))
     for scope in reversed(ancestors):

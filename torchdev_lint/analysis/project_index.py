@@ -658,12 +658,17 @@ def _self_attributes(tree: ast.Module, memo: dict) -> dict[int, dict[str, list[a
     return memo["by method"]
 
 
+_COMMENT_LINES = re.compile(r"(?m)^[ \t]*#.*$")
+
+
 def attributes(tree: ast.Module, text: str) -> tuple[list[str], list[str]]:
     """The functions and methods a module defines (at the top level and in class
     bodies), and the attribute names its text mentions where it may reach another
     module's method of that name: ``x.name``, ``getattr(x, "name")``, but not
-    ``self.name`` of a name it defines itself (its own method, or an override). Comments
-    and strings count too: the answer errs towards "mentioned"."""
+    ``self.name`` of a name it defines itself (its own method, or an override). Strings
+    count too (the answer errs towards "mentioned"), but not a line that is only a comment
+    (a call left commented out calls nothing)."""
+    text = _COMMENT_LINES.sub("", text)
     defined: set[str] = set()
     todo = list(tree.body)
     while todo:
