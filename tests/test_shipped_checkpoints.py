@@ -204,4 +204,38 @@ def test_a_path_set_again_to_the_same_literal_is_still_that_file(capsys, demo):
     (demo / "demo.py").write_text((demo / "demo.py").read_text().replace('PATH = "weights/net.pth"\nnet',
                                                                           'PATH = "weights/other.pth"\nnet'))
     [(line, confidence, evidence)] = tdl004(capsys, demo)
-    assert line == 9 and not any("ships" in e for e in evidence)
+    assert line == 9 and not any("ships `" in e for e in evidence)  # no claim about the file it reads
+
+
+@pytest.mark.parametrize("shipped, confidence", [
+    (None, "certain"),  # nothing shipped: the saver may run on the GPU the training script chooses
+    ("cpu", "possible"),  # what the saver wrote, shipped here, holds CPU tensors: it ran on the CPU
+    ("cuda:0", "certain"),
+])
+def test_what_the_projects_saver_wrote_shows_where_it_ran(capsys, tmp_path, monkeypatch, shipped, confidence):
+    # a resume helper loading a path it is handed; the project's only saver writes checkpoint_<epoch>.pth
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "checkpoints.py").write_text(textwrap.dedent("""\
+        import torch
+        def save_checkpoint(state, epoch):
+            torch.save(state, "checkpoints/checkpoint_{}.pth".format(epoch))
+        def load_checkpoint(path, model):
+            model.load_state_dict(torch.load(path))
+        """))
+    (tmp_path / "train.py").write_text(textwrap.dedent("""\
+        import sys
+        import torch
+        from checkpoints import save_checkpoint, load_checkpoint
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        model = torch.nn.Linear(2, 2)
+        load_checkpoint(sys.argv[1], model)
+        model.to(device)
+        save_checkpoint(model.state_dict(), 600)
+        """))
+    if shipped is not None:
+        checkpoint(tmp_path / "checkpoints" / "checkpoint_600.pth", shipped)
+    found = tdl004(capsys, tmp_path)
+    assert [c for _, c, _ in found] == [confidence]
+    evidence = found[0][2]
+    assert any("ships what the project's savers write" in e for e in evidence) is (shipped == "cpu")
+    assert not (any("ran on the CPU" in e for e in evidence) and any("can hold accelerator" in e for e in evidence))

@@ -2402,6 +2402,36 @@ class ProjectIndex:
             self._memo[key] = f"{self._shown(found[0][0])}:{found[0][1]}" if found else None
         return self._memo[key]
 
+    def device_saver_shapes(self) -> tuple[str, ...]:
+        """The names (``file_name_shape``) of the files the modules of ``device_weights``
+        save, each module with a weights save from code that may be on a device; () when one
+        of them saves under a name the code does not spell."""
+        key = ("device saver shapes",)
+        if key not in self._memo:
+            savers = [m for modules in self.modules.values() for m in modules
+                      if any(e.startswith("plain:") for e in m.weight_saves) and not self._writes_from_cpu(m)]
+            self._memo[key] = () if any(not m.saves for m in savers) else tuple(
+                sorted({shape for m in savers for shape in m.saves}))
+        return self._memo[key]
+
+    def files_named(self, shape: str, limit: int = 20000) -> list[str]:
+        """The files under the project's root whose name has the shape ``shape`` (``{}``
+        stands for any text): what the repository ships of what a save writes. Hidden and
+        cache folders are skipped; the walk stops after ``limit`` entries."""
+        key = ("files named", shape)
+        if key not in self._memo:
+            pattern = re.compile(".*".join(re.escape(part) for part in shape.split("{}")) + r"\Z")
+            found: list[str] = []
+            seen = 0
+            for folder, dirs, names in os.walk(self.root()):
+                dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "__pycache__")
+                seen += len(names) + len(dirs)
+                found += [os.path.join(folder, n) for n in sorted(names) if pattern.match(n)]
+                if seen > limit:
+                    break
+            self._memo[key] = found
+        return self._memo[key]
+
     def writes_file(self, shape: str) -> bool:
         """Some code of the project writes a file named ``shape`` (``file_name_shape``): a
         ``torch.save`` or another writer (a copy, ``accelerator.save``), of the same name or

@@ -1200,6 +1200,25 @@ def weights_saved_from_a_device(ctx) -> str | None:
     return _project(ctx).device_weights()
 
 
+def shipped_saves_on_cpu(ctx) -> str | None:
+    """The repository ships what the project's savers write (files named as their saves
+    name them: ``checkpoints/checkpoint_600.pth`` for ``checkpoint_{}.pth``), and every one
+    holds CPU tensors only: the code that saves them ran on the CPU, whatever device it may
+    name. The first such file, relative to the project's root, or None."""
+    index = _project(ctx)
+    shapes = index.device_saver_shapes()
+    if not shapes or not re.search(r"[A-Za-z0-9]", "".join(s.replace("{}", "") for s in shapes)):
+        return None
+    shipped = [path for shape in shapes for path in index.files_named(shape)]
+    if not shipped:
+        return None
+    for path in shipped:
+        found = checkpoints.file_locations(path)
+        if not found or any(location != "cpu" for location in found):
+            return None
+    return os.path.relpath(shipped[0], index.root())
+
+
 def loaded_name(ctx, ancestors, call: cst.Call) -> str | None:
     """The name of the file a load reads, where the code spells it: a literal, a template,
     or the literal default of the parameter the path comes from

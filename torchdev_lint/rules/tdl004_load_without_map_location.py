@@ -133,8 +133,10 @@ class LoadWithoutMapLocation(Rule):
     falls back to, that the project never writes, a file the code fetches from
     elsewhere such as a download, published weights of PyTorch's model zoo (torch.hub's
     cache, a `model_urls` table: saved as CPU tensors), a name the code does not spell in a project that saves
-    weights both as CPU tensors and from a device, or a project that saves its weights as
-    CPU tensors or never from code on a device); weights going into a module moved
+    weights both as CPU tensors and from a device, a project that saves its weights as
+    CPU tensors or never from code on a device, or one that ships what its savers write,
+    named as they name it, holding CPU tensors only: the code that saved it ran on the
+    CPU); weights going into a module moved
     to CUDA anyway; library code that no running code imports or whose users all run on
     CUDA; test code.
 
@@ -416,7 +418,8 @@ class LoadWithoutMapLocation(Rule):
                 steps.append(weights)
                 origin = provenance.weights_saved_from_a_device(self.ctx)
                 if shipped is None and origin is not None \
-                        and provenance.fetched_here(self.ctx, ancestors, node) is None:
+                        and provenance.fetched_here(self.ctx, ancestors, node) is None \
+                        and provenance.shipped_saves_on_cpu(self.ctx) is None:
                     steps.append((node, f"the project saves weights from code that places tensors on devices "
                                         f"({origin}): its checkpoints can hold accelerator tensors"))
             save = next((s for s in self.saves if provenance.same_file_named(s, node, self.opened)), None)
@@ -493,6 +496,10 @@ class LoadWithoutMapLocation(Rule):
         if weights is not None and not written_here and provenance.weights_saved_from_a_device(ctx) is None:
             yield (node, "nothing in the project saves weights from code that places tensors on devices: "
                          "the file comes from elsewhere, saved on a device the code does not show")
+        shipped = provenance.shipped_saves_on_cpu(ctx) if weights is not None and not written_here else None
+        if shipped is not None:
+            yield (node, f"the repository ships what the project's savers write ({shipped}), and it holds CPU "
+                         "tensors only: the code that saved it ran on the CPU")
         fetched = provenance.fetched_here(ctx, ancestors, node)
         if fetched is not None:
             yield (fetched, "the file is fetched here by code that is no torch save (a download): its tensors "
