@@ -788,20 +788,7 @@ def _called_definitions(ctx, module: cst.Module, imported: frozenset[str]) -> fr
     if _DYNAMIC_LOOKUPS.search(ctx.source):
         return None
     defined = {s.name.value for s in module.body if isinstance(s, (cst.FunctionDef, cst.ClassDef))}
-    names_in: dict[str, set[str]] = {}  # definition -> the defined names it names; "" for other code
-    for statement in module.body:
-        own = statement.name.value if isinstance(statement, (cst.FunctionDef, cst.ClassDef)) else ""
-        found = names_in.setdefault(own, set())
-
-        def enter(node: cst.CSTNode, own=own, found=found) -> bool:
-            if isinstance(node, cst.Name) and node.value in defined and node.value != own:
-                found.add(node.value)
-            elif isinstance(node, cst.SimpleString):
-                text = str(node.evaluated_value) if not isinstance(node.evaluated_value, bytes) else ""
-                found.update(n for n in defined if text == n or text.endswith(f".{n}") or text.endswith(f":{n}"))
-            return True
-
-        walk(statement, enter)
+    names_in = _definitions_named(module, defined)
     called = set(names_in.get("", ())) | (defined & imported) | {
         n for n in defined if ctx.index.mentioned_elsewhere(n, ctx.path) is not False}
     todo = list(called)
@@ -829,20 +816,29 @@ def _named_definitions(ctx, module: cst.Module) -> frozenset[str] | None:
     lookups = (m.group(0).split("(")[0].strip() for m in _DYNAMIC_LOOKUPS.finditer(ctx.source))
     if any(called not in defined for called in lookups) or not _runs_something(module, defined):
         return None
-    named: set[str] = set()
-    for statement in module.body:
-        own = statement.name.value if isinstance(statement, (cst.FunctionDef, cst.ClassDef)) else None
+    # a definition names the others too (recursion aside)
+    return frozenset(set().union(*_definitions_named(module, defined).values()))
 
-        def enter(node: cst.CSTNode, own=own) -> bool:
+
+def _definitions_named(module: cst.Module, defined: set[str]) -> dict[str, set[str]]:
+    """For each top-level definition (``""`` for the module's other code), the names of
+    ``defined`` it names: a read of the name (not its own), or a string spelling it, as
+    registries and configs do."""
+    names_in: dict[str, set[str]] = {}
+    for statement in module.body:
+        own = statement.name.value if isinstance(statement, (cst.FunctionDef, cst.ClassDef)) else ""
+        found = names_in.setdefault(own, set())
+
+        def enter(node: cst.CSTNode, own=own, found=found) -> bool:
             if isinstance(node, cst.Name) and node.value in defined and node.value != own:
-                named.add(node.value)
+                found.add(node.value)
             elif isinstance(node, cst.SimpleString):
                 text = str(node.evaluated_value) if not isinstance(node.evaluated_value, bytes) else ""
-                named.update(n for n in defined if text == n or text.endswith(f".{n}") or text.endswith(f":{n}"))
+                found.update(n for n in defined if text == n or text.endswith(f".{n}") or text.endswith(f":{n}"))
             return True
 
-        walk(statement, enter)  # a definition names the others too (recursion aside)
-    return frozenset(named)
+        walk(statement, enter)
+    return names_in
 
 
 def _runs_something(module: cst.Module, defined: set[str]) -> bool:
