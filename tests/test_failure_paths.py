@@ -23,8 +23,9 @@ def write(root: Path, files: dict[str, str]) -> None:
 
 
 def findings(capsys, root: Path, select: str) -> list[tuple]:
-    """(file, line, code, confidence) of a `--preview` run over ``root`` with its project index."""
-    cli.main(["--format", "json", "--isolated", "--preview", "--no-cache", "--select", select, str(root)])
+    """(file, line, code, confidence) of a `--preview` run over ``root`` with its project index,
+    in this process (``-j 1``): workers a spawning pool starts would not see the patched rules."""
+    cli.main(["--format", "json", "--isolated", "--preview", "--no-cache", "-j", "1", "--select", select, str(root)])
     return sorted((Path(f["path"]).relative_to(root).as_posix(), f["line"], f["code"], f["confidence"])
                   for f in json.loads(capsys.readouterr().out))
 
@@ -1519,7 +1520,7 @@ TRAIN = """\
 
 def lint_loss(project, capsys, move: str = "", *extra: str):
     write(project, {"losses.py": LOSS, "train.py": TRAIN.format(move=move)})
-    cli.main(["--format", "json", "--isolated", "--preview", "--no-cache", "--select", "TDL006", *extra,
+    cli.main(["--format", "json", "--isolated", "--preview", "--no-cache", "-j", "1", "--select", "TDL006", *extra,
               str(project)])
     return capsys.readouterr().out
 
@@ -1557,7 +1558,8 @@ def test_a_loss_with_parameters_is_moved_by_whoever_trains_it_so_the_buffer_stay
     line = "            self.beta = weights / weights.sum()\n"
     loss = LOSS.replace(line, line + "            self.proxies = nn.Parameter(torch.randn(3, 8))\n")
     write(project, {"losses.py": loss, "train.py": TRAIN.format(move="")})
-    cli.main(["--format", "json", "--isolated", "--preview", "--no-cache", "--select", "TDL006", str(project)])
+    cli.main(["--format", "json", "--isolated", "--preview", "--no-cache", "-j", "1", "--select", "TDL006",
+              str(project)])
     (finding,) = json.loads(capsys.readouterr().out)
     assert finding["line"] == 7 and "register it as a buffer" in finding["message"]
 
