@@ -289,11 +289,9 @@ def _note_unread_choice(ctx, module: cst.Module, assignment: cst.Assign | cst.An
         return
     targets = ([t.target for t in assignment.targets] if isinstance(assignment, cst.Assign)
                else [assignment.target])
-    value = assignment.value
-    if len(targets) != 1 or not isinstance(targets[0], cst.Name) or value is None:
+    if len(targets) != 1 or not isinstance(targets[0], cst.Name) or assignment.value is None:
         return
-    if isinstance(value, cst.Call) and value.args:
-        value = value.args[0].value
+    value = _choice_value(assignment.value)
     name = targets[0].value
     if isinstance(value, cst.IfExp) and (name not in names_read(ctx) or project_index.only_maps_loads(ctx.source, name)
                                          or project_index.places_data(name)
@@ -310,10 +308,12 @@ def _note_rebound_choices(body: Sequence[cst.CSTNode], unread: set[int]) -> None
         if bound[0] is None or bound[1] is None or bound[0][0] != bound[1][0] \
                 or any(n.value == bound[0][0] for n in collect(bound[1][1].value, cst.Name)):
             continue
-        value = bound[0][1].value
-        if isinstance(value, cst.Call) and value.args:
-            value = value.args[0].value
-        unread.add(id(value))
+        unread.add(id(_choice_value(bound[0][1].value)))
+
+
+def _choice_value(value: cst.BaseExpression) -> cst.BaseExpression:
+    """The choice itself: ``"cuda" if ... else "cpu"`` of ``torch.device("cuda" if ... else "cpu")``."""
+    return value.args[0].value if isinstance(value, cst.Call) and value.args else value
 
 
 def _single_name_assignment(statement: cst.CSTNode) -> tuple[str, cst.Assign] | None:

@@ -620,8 +620,7 @@ def _read_files(reader: _Reader, tree: ast.Module, lines: set[int]) -> tuple[lis
                     loads.append(shape or "{}")
                 continue
             if qualified in kinds.TORCH_SAVERS:
-                path = node.args[1] if len(node.args) > 1 else next(
-                    (k.value for k in node.keywords if k.arg == "f"), None)
+                path = _saved_file(node)
                 found, paths = saves, [path] if path is not None else []
             elif _WRITER_WORDS.search(_dotted(node.func) or ""):
                 found, paths = others, [*node.args, *(k.value for k in node.keywords)]
@@ -1009,12 +1008,16 @@ def saved_path_tails(reader: "_Reader", scopes: list[tuple[ast.AST, list[ast.AST
     for _, nodes in scopes:
         for node in nodes:
             if type(node) is ast.Call and reader.qualify(node.func) in kinds.TORCH_SAVERS:
-                path = node.args[1] if len(node.args) > 1 else next(
-                    (k.value for k in node.keywords if k.arg == "f"), None)
+                path = _saved_file(node)
                 tail = path_tail(path) if path is not None else None
                 if tail is not None:
                     found[tail] = None
     return sorted(found)
+
+
+def _saved_file(save: ast.Call) -> ast.expr | None:
+    """The file a ``torch.save``-like call writes: its second argument, or ``f=``."""
+    return save.args[1] if len(save.args) > 1 else next((k.value for k in save.keywords if k.arg == "f"), None)
 
 
 def path_tail(path: ast.expr) -> str | None:
@@ -1188,8 +1191,7 @@ def saved_handoffs(reader: "_Reader", scopes: list[tuple[ast.AST, list[ast.AST]]
         written: dict[str, int] = {}
         calls = [n for n in nodes if isinstance(n, ast.Call)]
         for node in calls:
-            qualified = reader.qualify(node.func) or ""
-            target = node.args[1] if qualified == "torch.save" and len(node.args) > 1 else None
+            target = _saved_file(node) if reader.qualify(node.func) in kinds.TORCH_SAVERS else None
             if isinstance(node.func, ast.Name) and node.func.id == "open" and node.args:
                 mode = node.args[1] if len(node.args) > 1 else next(
                     (k.value for k in node.keywords if k.arg == "mode"), None)
