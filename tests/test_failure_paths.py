@@ -547,6 +547,26 @@ def test_an_element_by_integer_index_may_be_zero_dim(project, capsys, use, confi
     assert findings(capsys, project, "TDL006") == [("coder.py", 6, "TDL006", confidence)]
 
 
+@pytest.mark.parametrize("data, confidence", [
+    ("self.width ** 0.5", "possible"),  # perhaps one number: a 0-dim tensor mixes with any device
+    ("scale", "possible"),
+    ("[0.1, 0.1, 0.2, 0.2]", "certain"),  # four elements, on the CPU
+])
+def test_a_tensor_built_in_forward_from_data_that_may_be_one_number(project, capsys, data, confidence):
+    write(project, {"run.py": MOVED_BOX_CODER, "coder.py": f"""\
+        import torch
+        import torch.nn as nn
+        class BoxCoder(nn.Module):
+            def __init__(self, width=16):
+                super().__init__()
+                self.width = width
+                self.proj = nn.Linear(4, 4)
+            def forward(self, deltas, scale=2.0):
+                return self.proj(deltas) * torch.tensor({data}, dtype=deltas.dtype)
+        """})
+    assert findings(capsys, project, "TDL008") == [("coder.py", 9, "TDL008", confidence)]
+
+
 @pytest.mark.parametrize("flag, confidence", [
     ("False", "possible"),  # the meeting sits in a branch the file's constant rules out
     ("True", "certain"),
@@ -568,6 +588,45 @@ def test_a_meeting_under_a_constant_flag(project, capsys, flag, confidence):
                 return deltas
         """})
     assert findings(capsys, project, "TDL006") == [("coder.py", 8, "TDL006", confidence)]
+
+
+@pytest.mark.parametrize("show, confidence", [
+    ("False", "possible"),  # the function's own flag rules the branch out: nothing there runs
+    ("True", "certain"),
+    ("len(loader) > 1", "certain"),  # a test the analysis cannot read: the branch may run
+])
+def test_a_branch_under_a_flag_its_function_sets_once(project, capsys, show, confidence):
+    write(project, {"evaluate.py": f"""\
+        import torch
+        def evaluate(model, loader, device):
+            for x in loader:
+                out = model(x.to(device))
+                SHOW = {show}
+                if SHOW:
+                    print(out.numpy())
+        """})
+    assert findings(capsys, project, "TDL009") == [("evaluate.py", 7, "TDL009", confidence)]
+
+
+@pytest.mark.parametrize("index, confidence", [
+    ("indices.cpu()", "possible"),  # CPU indices into a CPU tensor: both where they are
+    ("indices", "certain"),  # indices on the inputs' device
+])
+def test_an_attribute_indexed_by_indices_brought_to_the_cpu(project, capsys, index, confidence):
+    write(project, {"bins.py": f"""\
+        import torch
+        import torch.nn as nn
+        class Bins(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv = nn.Conv2d(3, 8, 1)
+                self.bins = torch.linspace(0.1, 10.0, 8)
+            def forward(self, x):
+                indices = self.conv(x).argmin(1)
+                return 1 / self.bins[{index}]
+        model = Bins().to("cuda" if torch.cuda.is_available() else "cpu")
+        """})
+    assert findings(capsys, project, "TDL006") == [("bins.py", 7, "TDL006", confidence)]
 
 
 CHOOSES = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\nw = torch.zeros(1).to(device)\n'

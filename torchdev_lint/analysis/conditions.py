@@ -27,7 +27,7 @@ from typing import Callable, Optional
 import libcst as cst
 
 from torchdev_lint.analysis import tree
-from torchdev_lint.analysis.devices import bind_sites
+from torchdev_lint.analysis.devices import bind_sites, bindings
 from torchdev_lint.analysis.imports import dotted_name
 
 
@@ -192,19 +192,39 @@ def module_constants(module: cst.Module) -> dict[str, cst.BaseExpression]:
 def never_runs(node: cst.CSTNode, parents: dict[int, cst.CSTNode]) -> bool:
     """``node`` sits in a branch its file's constants rule out: the body of ``if FLAG:`` (or
     ``elif FLAG:``) with ``FLAG = False`` set once at the top level and nowhere else, or the
-    ``else`` of ``if FLAG:`` with ``FLAG = True``. Code that never runs fails nowhere."""
+    ``else`` of ``if FLAG:`` with ``FLAG = True``; the same with a flag its function binds once
+    (``_local_constant``). Code that never runs fails nowhere."""
     constants = _constants.get()
     if constants is None:
         return False
     child, parent = node, parents.get(id(node))
     while parent is not None:
-        if isinstance(parent, cst.If) and child is not parent.test:
-            value = constants.get(parent.test.value) if isinstance(parent.test, cst.Name) else None
+        if isinstance(parent, cst.If) and child is not parent.test and isinstance(parent.test, cst.Name):
+            name = parent.test.value
+            value = constants.get(name) or _local_constant(name, parent, parents)
             if isinstance(value, cst.Name) and value.value in ("True", "False"):
                 if (child is parent.body) == (value.value == "False"):
                     return True
         child, parent = parent, parents.get(id(parent))
     return False
+
+
+def _local_constant(name: str, node: cst.CSTNode, parents: dict[int, cst.CSTNode]) -> cst.BaseExpression | None:
+    """The value of ``name`` in the function around ``node`` when the function binds it once,
+    by a plain assignment, and declares it neither global nor nonlocal (``SHOW = False`` before
+    ``if SHOW:``): every read there sees that value."""
+    function = parents.get(id(node))
+    while function is not None and not isinstance(function, cst.FunctionDef):
+        function = parents.get(id(function))
+    if function is None:
+        return None
+    sites = bindings(function).get(name, ())
+    if len(sites) != 1 or not isinstance(sites[0], cst.Assign) or len(sites[0].targets) != 1 \
+            or not isinstance(sites[0].targets[0].target, cst.Name):
+        return None
+    declared = any(name in (n.name.value for n in d.names)
+                   for d in tree.collect(function, (cst.Global, cst.Nonlocal)))
+    return None if declared else sites[0].value
 
 
 def _names_in(target: cst.BaseExpression) -> list[str]:

@@ -322,7 +322,13 @@ class FileContext:
 
     def report(self, rule: Rule, node: cst.CSTNode, message: str, fix, evidence=(), certain=True,
                set_aside=False) -> None:
-        self.reports.append(Report(rule, node, message, tuple(self.ancestors), fix, tuple(evidence), certain,
+        ancestors = tuple(self.ancestors)
+        if certain and ancestors:
+            # A branch the code's own constants rule out (`SHOW = False` ... `if SHOW:`) never
+            # runs: what is there fails nowhere, so nothing shows how it fails.
+            parents = {id(child): parent for parent, child in zip(ancestors, ancestors[1:])}
+            certain = not conditions.never_runs(ancestors[-1], parents)
+        self.reports.append(Report(rule, node, message, ancestors, fix, tuple(evidence), certain,
                                    set_aside and not certain))
 
     # -- internals ---------------------------------------------------------------------

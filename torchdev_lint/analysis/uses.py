@@ -28,6 +28,7 @@ from torchdev_lint.analysis.kinds import (
     NON_TENSOR_METHODS,
     TENSOR_CLASSES,
     changes_dtype_only,
+    moves_to_cpu,
 )
 
 _MOVES = frozenset({"to", "cuda", "type_as"})
@@ -295,12 +296,15 @@ class Uses:
 
     def _combines(self, call: cst.Call) -> bool:
         """A call that computes with its tensor arguments together: a torch function, a
-        submodule, a tensor method; not a move, a logger or a builtin that reads them."""
+        submodule, a tensor method; not a move, a logger or a builtin that reads them, nor a
+        function of the project (what it does with them is in its body: a shape test first,
+        say), where the values are handed on, not shown to meet."""
         func = call.func
         name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
         return name not in _MOVES and name not in _READERS and name not in _LOG_METHODS \
             and name not in _FORWARDERS \
-            and name not in ("append", "extend", "insert", "add", "update", "setdefault", "get")
+            and name not in ("append", "extend", "insert", "add", "update", "setdefault", "get") \
+            and not (self.callees is not None and self.callees.target(call, self.klass, self.self_name) is not None)
 
     def from_inputs(self, expr: cst.BaseExpression, inputs: set[str], depth: int = 0) -> bool:
         """Is ``expr`` a tensor computed from the parameters ``inputs`` (where the caller's
@@ -324,8 +328,8 @@ class Uses:
             if isinstance(func, cst.Name) and func.value in _READERS:
                 return False
             if isinstance(func, cst.Attribute):
-                if func.attr.value in NON_TENSOR_METHODS:
-                    return False
+                if func.attr.value in NON_TENSOR_METHODS or moves_to_cpu(expr):
+                    return False  # not a tensor, or one on the CPU whatever the inputs' device
                 if self.from_inputs(func.value, inputs, step):
                     return True
             return any(self.from_inputs(a.value, inputs, step) for a in expr.args if a.keyword is None)
