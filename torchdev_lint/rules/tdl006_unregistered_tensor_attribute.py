@@ -162,7 +162,6 @@ class UnregisteredTensorAttribute(Rule):
     """
 
     code = "TDL006"
-    preview = True  # certain findings: 0 right / 22 wrong at first look (batches 24-27), none in the 51st; 1 / 11 / 1 debatable on the tuning corpus (benchmarks/precision/results/2026-11-29-first-look-7c4ae85.txt)
     name = "unregistered-tensor-attribute"
     message = "Tensor kept as a plain module attribute: `model.to()` leaves it behind; register it as a buffer"
     fix_title = "Use `register_buffer(..., persistent=False)`"

@@ -201,7 +201,6 @@ class FactoryWithoutDeviceInForward(Rule):
     """
 
     code = "TDL008"
-    preview = True  # certain findings: 1 right / 7 wrong at first look (batches 24-27), none in the 51st; 1 / 6 / 0 on the tuning corpus (benchmarks/precision/results/2026-11-29-first-look-7c4ae85.txt)
     name = "factory-without-device-in-forward"
     message = "Tensor factory in `forward` without `device=`: it builds its tensor on the CPU"
     fix_title = "Add `device=<input>.device`"

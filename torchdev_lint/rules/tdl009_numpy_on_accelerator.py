@@ -101,7 +101,6 @@ class NumpyOnAccelerator(Rule):
     """
 
     code = "TDL009"
-    preview = True  # certain findings: 0 right / 3 wrong at first look (batches 24-27), 0 / 4 / 1 debatable in the 51st; 1 / 2 / 12 on the tuning corpus (benchmarks/precision/results/2026-11-29-first-look-7c4ae85.txt)
     name = "numpy-on-accelerator"
     message = "`.numpy()` on a tensor that may be on an accelerator: call `.cpu()` first"
     fix_title = "Insert `.cpu()` before `.numpy()`"
