@@ -13,6 +13,9 @@ from torchdev_lint.finding import Applicability, Fix
 from torchdev_lint.rule import Invalid, Rule, Valid
 
 _PARAMETERS = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
+# Containers that register what they are built from.
+_REGISTERING = frozenset(f"torch.nn.{name}" for name in
+                         ("Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"))
 _EMPTY_LISTS = frozenset({"list"})
 _EMPTY_DICTS = frozenset({"dict", "OrderedDict", "collections.OrderedDict"})
 # `self.layers.append(...)` and friends fill a container.
@@ -142,6 +145,15 @@ class UnregisteredSubmoduleContainer(Rule):
               "        super().__init__()\n        self.acts = [nn.ReLU(), nn.GELU()]\n"),
         Valid("import torch.nn as nn\nclass Plain:\n    def __init__(self):\n"
               "        self.layers = [nn.Linear(2, 2)]\n"),
+        # the plain containers are registered through the one built from them (monodepth2's decoder)
+        Valid("from collections import OrderedDict\nimport torch.nn as nn\nclass Decoder(nn.Module):\n"
+              "    def __init__(self):\n        super().__init__()\n        self.convs = OrderedDict()\n"
+              "        for i in range(3):\n            self.convs[('up', i)] = nn.Conv2d(4, 4, 3)\n"
+              "        self.decoder = nn.ModuleList(list(self.convs.values()))\n"),
+        Valid("import torch.nn as nn\nclass Encoder(nn.Module):\n    def __init__(self, dims):\n"
+              "        super().__init__()\n        self.layers = []\n"
+              "        for a, b in zip(dims, dims[1:]):\n            self.layers.append(nn.Linear(a, b))\n"
+              "        self.net = nn.Sequential(*self.layers)\n"),
         # each stage registered by name first, then listed with its name (detectron2's RegNet)
         Valid("import torch.nn as nn\nclass Net(nn.Module):\n    def __init__(self):\n"
               "        super().__init__()\n        self.stages_and_names = []\n"
@@ -364,6 +376,13 @@ class UnregisteredSubmoduleContainer(Rule):
             if owner is not None:  # `self.add_module(name, self.heads[-1])`
                 state.registered_attrs.add(owner)
             return
+        if self.ctx.qualified_name(func) in _REGISTERING and self._assigned_to_self(node, self_name):
+            # `self.net = nn.Sequential(*self.layers)`, `nn.ModuleList(self.convs.values())`:
+            # the container's modules are registered through the one built from it
+            for arg in node.args:
+                state.registered_attrs.update(
+                    attr for attribute in tree.collect(arg.value, cst.Attribute)
+                    if (attr := self_attribute(attribute, self_name)) is not None)
         for arg in node.args:
             if isinstance(arg.value, cst.Name):
                 self.handed.setdefault((id(function), arg.value.value), []).append(
@@ -384,6 +403,12 @@ class UnregisteredSubmoduleContainer(Rule):
             state.fills.setdefault(attr, []).extend(added)
         elif isinstance(func.value, cst.Name):
             self.local_fills.setdefault((id(function), func.value.value), []).extend(added)
+
+    def _assigned_to_self(self, call: cst.Call, self_name: str) -> bool:
+        """``call`` is the value assigned to an attribute of ``self`` (so it is registered)."""
+        parent = self.ctx.ancestors[-2] if len(self.ctx.ancestors) > 1 else None
+        return isinstance(parent, cst.Assign) and parent.value is call and any(
+            self_attribute(t.target, self_name) is not None for t in parent.targets)
 
     # -- decisions ---------------------------------------------------------------------
 
