@@ -567,6 +567,49 @@ def test_a_tensor_built_in_forward_from_data_that_may_be_one_number(project, cap
     assert findings(capsys, project, "TDL008") == [("coder.py", 9, "TDL008", confidence)]
 
 
+def test_a_class_two_files_define_is_moved_where_its_own_copy_is(project, capsys):
+    coder = """\
+        import torch
+        import torch.nn as nn
+        class Coder(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = nn.Linear(4, 4)
+                self.std = torch.tensor([0.1, 0.1, 0.2, 0.2])
+            def forward(self, x):
+                return self.proj(x) * self.std
+        """
+    mover = 'import torch\nfrom coder import Coder\nmodel = Coder().to("cuda" if torch.cuda.is_available() else "cpu")\n'
+    write(project, {"a/coder.py": coder, "a/run.py": mover,  # a copy whose script moves its Coder
+                    "b/coder.py": coder, "b/run.py": "from coder import Coder\nmodel = Coder()\n"})
+    assert findings(capsys, project, "TDL006") == [("a/coder.py", 7, "TDL006", "certain"),
+                                                   ("b/coder.py", 7, "TDL006", "possible")]
+
+
+def test_moving_torchs_own_lstm_moves_no_project_class_of_that_name(project, capsys):
+    write(project, {"lstm.py": """\
+        import torch
+        class LSTM(torch.nn.Module):
+            def __init__(self, n):
+                super().__init__()
+                self.w = torch.nn.Linear(n, n)
+            def forward(self, x):
+                h = torch.zeros(x.shape[0], 4)
+                return torch.cat([self.w(x), h], 1)
+        print(LSTM(4)(torch.randn(2, 4)))
+        """, "speech.py": """\
+        import torch
+        from torch import nn
+        rnn = torch.nn.LSTM(4, 4).to('cuda')
+        class Speech(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.rnn = nn.LSTM(4, 4)
+        model = Speech().to('cuda')
+        """})
+    assert findings(capsys, project, "TDL008") == [("lstm.py", 7, "TDL008", "possible")]
+
+
 @pytest.mark.parametrize("flag, confidence", [
     ("False", "possible"),  # the meeting sits in a branch the file's constant rules out
     ("True", "certain"),

@@ -133,9 +133,9 @@ def test_flagged(code, expected):
     "        self.model = nn.Linear(3, 2).to(device)\n        self.mean = torch.zeros(3).to(DEVICE)\n"
     "    def __call__(self, x):\n        return self.model(x - self.mean)\nd = D(DEVICE)\n",
     # a helper that follows its input's device
-    f"model = nn.Linear(3, 2).to({MACHINE})\n"
+    f"device = {MACHINE}\nmodel = nn.Linear(3, 2).to(device)\n"
     "def noise(x):\n    return torch.randn(x.shape, device=x.device)\n"
-    "def run(x, device):\n    x = x.to(device)\n    return model(x + noise(x))\n",
+    "def run(x):\n    x = x.to(device)\n    return model(x + noise(x))\n",
     "def run(model, x):\n    d = next(model.parameters()).device\n    return model(x.to(d))\n",
     # the availability fallback is the default of the user's option
     "parser = argparse.ArgumentParser()\n"

@@ -13,7 +13,10 @@ expression that picks a device, classified by who decides:
   parameter (``"cuda" if args.cuda else "cpu"``, ``"cpu" if args.cpu or not
   torch.cuda.is_available() else "cuda"``), ``self.device`` set from one of these;
 - ``FIXED_GPU``: one GPU whatever the process: ``"cuda:0"``, ``torch.device("cuda", 0)``, ``.cuda(0)``;
-- ``RANK_GPU``: the process's own GPU: ``f"cuda:{local_rank}"``, ``.cuda(args.local_rank)``.
+- ``RANK_GPU``: the process's own GPU: ``f"cuda:{local_rank}"``, ``.cuda(args.local_rank)``;
+- ``CURRENT_GPU``: the process's current GPU, whichever ``torch.cuda.set_device`` made it:
+  ``"cuda"``, ``.cuda()``. It disagrees with no other decision (the code may have set it to
+  either), but it places a value on an accelerator.
 
 ``MACHINE`` and ``USER`` disagree as soon as the user asks for another device than the
 machine's pick (``--cpu`` on a machine with CUDA, ``device="cuda:1"``); ``FIXED_GPU`` and
@@ -37,11 +40,12 @@ import libcst as cst
 from torchdev_lint.analysis import conditions, tree
 from torchdev_lint.analysis.guards import code_of
 from torchdev_lint.analysis.imports import dotted_name
+from torchdev_lint.analysis.kinds import Kind
 
 if TYPE_CHECKING:
     from torchdev_lint.analysis.context import FileContext
 
-MACHINE, USER, FIXED_GPU, RANK_GPU = "machine", "user", "fixed-gpu", "rank-gpu"
+MACHINE, USER, FIXED_GPU, RANK_GPU, CURRENT_GPU = "machine", "user", "fixed-gpu", "rank-gpu", "current-gpu"
 _DISAGREE = (frozenset({MACHINE, USER}), frozenset({FIXED_GPU, RANK_GPU}))
 # Objects whose device attributes are options the user sets (`args.device`, `cfg.gpu`).
 CONFIG_ROOTS = frozenset("args opt opts cfg config conf hparams hp options flags FLAGS settings".split())
@@ -191,11 +195,30 @@ def _name_sites(ctx: FileContext, name: str, where: Where):
             param = next((p for p in _params(scope.function) if p.name.value == name), None)
             if param is not None:
                 return "param", param
-        if all(isinstance(s, cst.Assign) and len(s.targets) == 1 and isinstance(s.targets[0].target, cst.Name)
-               for s in sites):
+        if all(_plain(s) for s in sites):
             return [(s.value, scope) for s in sites]
         return None
     return None
+
+
+def _plain(site: cst.CSTNode) -> bool:
+    """A plain assignment: to a name, or unpacked into names (``_, pred = torch.max(out, 1)``:
+    each element is where the value is)."""
+    if not isinstance(site, cst.Assign) or len(site.targets) != 1:
+        return False
+    target = site.targets[0].target
+    return isinstance(target, cst.Name) or isinstance(target, (cst.Tuple, cst.List)) and all(
+        isinstance(e.value, cst.Name) and not isinstance(e, cst.StarredElement) for e in target.elements)
+
+
+def _reassigned(ctx: FileContext, name: str, where: Where) -> list[tuple[cst.BaseExpression, Where]]:
+    """The values a function assigns to its parameter ``name`` by plain assignments (none
+    when some other statement binds it too)."""
+    own = {id(p.name) for p in _params(where.function) if p.name.value == name}
+    sites = [s for s in ctx.bindings(where.function).get(name, ()) if id(s) not in own]
+    if not all(_plain(s) for s in sites):
+        return []
+    return [(s.value, where) for s in sites]
 
 
 def _same(found: list) -> object | None:
@@ -215,6 +238,8 @@ def decision_of(ctx: FileContext, expr: cst.BaseExpression | None, where: Where,
         value = expr.evaluated_value
         if isinstance(value, str) and value.startswith("cuda:") and value[5:].isdigit():
             return Decision(FIXED_GPU, expr, f"`{value}` is one GPU in every process")
+        if value == "cuda":
+            return Decision(CURRENT_GPU, expr, '`"cuda"` is the current GPU')
         return None
     if isinstance(expr, cst.Integer):
         return Decision(FIXED_GPU, expr, f"GPU {expr.value} in every process")
@@ -375,7 +400,9 @@ def placement_of(ctx: FileContext, expr: cst.BaseExpression | None, where: Where
             value, at = where.arguments[expr.value]
             return placement_of(ctx, value, at, depth + 1)
         sites = _name_sites(ctx, expr.value, where)
-        if not sites or isinstance(sites, tuple):
+        if isinstance(sites, tuple):  # a parameter: placed where the function moves it (`x = x.to(device)`)
+            sites = _reassigned(ctx, expr.value, where)
+        if not sites:
             return None
         return _same([placement_of(ctx, value, at, depth + 1) for value, at in sites])
     if isinstance(expr, cst.Attribute):
@@ -415,6 +442,8 @@ def _call_placement(ctx, call: cst.Call, where: Where, depth: int) -> Placement 
         if method in ("to", "cuda"):
             device = _device_argument(call, position=True)
             decision = decision_of(ctx, device, where, depth + 1) if device is not None else None
+            if device is None and method == "cuda":
+                decision = Decision(CURRENT_GPU, call, "`.cuda()` puts it on the current GPU")
             if decision is None:
                 return None
             return Placement(decision, ((call, f"`{code_of(call)}` places the value there"),))
@@ -426,7 +455,9 @@ def _call_placement(ctx, call: cst.Call, where: Where, depth: int) -> Placement 
     name = ctx.qualified_name(func) or dotted_name(func) or ""
     if name.startswith("torch."):
         device = _device_argument(call, position=False)
-        decision = decision_of(ctx, device, where, depth + 1) if device is not None else None
+        if device is None:  # `torch.softmax(out, 1)`: computed where its tensors are
+            return _from_inputs(ctx, call, where, depth, f"`{code_of(call.func)}(...)`")
+        decision = decision_of(ctx, device, where, depth + 1)
         if decision is not None:
             return Placement(decision, ((call, f"`{code_of(call.func)}(...)` builds the value there"),))
         return None
@@ -437,6 +468,9 @@ def _call_placement(ctx, call: cst.Call, where: Where, depth: int) -> Placement 
             module = placement_of(ctx, func, where, depth + 1)
             if module is not None:
                 return Placement(module.decision, ((call, f"`{code_of(func)}` computes it"), *module.steps))
+            if ctx.value_of(func).kind in (Kind.MODULE, Kind.UNKNOWN) and ctx.qualified_name(func) is None:
+                # a module (or a model handed in) computes where its inputs are
+                return _from_inputs(ctx, call, where, depth, f"`{code_of(func)}`")
         return None
     function, inner = target
     moved = _moves_when_available(ctx, function)
@@ -451,6 +485,16 @@ def _call_placement(ctx, call: cst.Call, where: Where, depth: int) -> Placement 
     if found is None:
         return None
     return Placement(found.decision, ((call, f"`{name}(...)` returns the value"), *found.steps))
+
+
+def _from_inputs(ctx, call: cst.Call, where: Where, depth: int, what: str) -> Placement | None:
+    """Where a computation puts its result: where its first placed positional input is."""
+    for arg in call.args:
+        placed = placement_of(ctx, arg.value, where, depth + 1) if arg.keyword is None else None
+        if placed is not None:
+            return Placement(placed.decision, ((call, f"{what} computes it from an input placed there"),
+                                               *placed.steps))
+    return None
 
 
 def _imported_mover(ctx, call: cst.Call) -> Placement | None:

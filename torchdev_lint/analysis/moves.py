@@ -142,7 +142,7 @@ def module_moved_by_project(ctx, klass: cst.ClassDef) -> tuple[cst.CSTNode, str]
     of the module are built there too."""
     name = klass.name.value
     index = ctx.index if ctx.index is not None else _one_file_index(ctx)
-    if index is None or not index.moved_to_device(name) or index.default_device() is not None:
+    if index is None or not index.moved_to_device(name, ctx.path) or index.default_device() is not None:
         return None
     return klass.name, (f"the project moves `{name}` modules to a device (`.to(device)`/`.cuda()` of one, "
                         "of a module holding one, or of what a function building one returns)")
@@ -160,7 +160,7 @@ def module_built_unmoved(ctx, klass: cst.ClassDef) -> tuple[cst.CSTNode, str] | 
     CPU tensor it holds meets the inputs' device at its use, buffer or not. None otherwise."""
     name = klass.name.value
     index = ctx.index if ctx.index is not None else _one_file_index(ctx)
-    if index is None or not index.builds(name) or index.moved_to_device(name) \
+    if index is None or not index.builds(name) or index.moved_to_device(name, ctx.path) \
             or index.default_device() is not None:
         return None
     return klass.name, (f"the project builds `{name}` modules and moves none of them: what they keep stays on "

@@ -1139,9 +1139,8 @@ def _calls(node: ast.AST) -> set[str]:
                 stack.append(current.test)
                 continue
         if isinstance(current, ast.Call):
-            func = current.func
-            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
-            if name is not None:
+            name = _maker_name(current)  # torch's own `nn.LSTM(...)` is no project `LSTM`
+            if name:
                 found.add(name)
         stack.extend(_children(current))
     return found
@@ -1236,7 +1235,7 @@ def moved_and_handed(scopes: list[tuple[ast.AST, list[ast.AST]]]) -> tuple[list[
                 if isinstance(receiver, ast.Name):
                     moved_names.add(receiver.id)
                 elif isinstance(receiver, ast.Call):  # `nn.Sequential(Norm(...), ...).to(d)`
-                    found.update(_called_name(c) for c in _walk(receiver) if isinstance(c, ast.Call))
+                    found.update(_maker_name(c) for c in _walk(receiver) if isinstance(c, ast.Call))
             callee = _called_name(node)
             for position, arg in enumerate(node.args):
                 maker = _called_name(arg) if isinstance(arg, ast.Call) else (
@@ -1246,7 +1245,7 @@ def moved_and_handed(scopes: list[tuple[ast.AST, list[ast.AST]]]) -> tuple[list[
         for node in nodes:
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and any(
                     isinstance(t, ast.Name) and t.id in moved_names for t in node.targets):
-                found.update(_called_name(c) for c in _walk(node.value) if isinstance(c, ast.Call))
+                found.update(_maker_name(c) for c in _walk(node.value) if isinstance(c, ast.Call))
         if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
             names = [a.arg for a in (*scope.args.posonlyargs, *scope.args.args)]
             positions = [i for i, n in enumerate(names) if n in moved_names]
@@ -1322,6 +1321,40 @@ def cuda_extensions(tree: ast.Module) -> list[str]:
 _DEFAULT_DEVICE = re.compile(r"set_default_device\(\s*(?![\"']cpu)|set_default_tensor_type\([^)]*cuda")
 
 
+def _moved_makers(modules: list[ModuleFacts]) -> frozenset[str]:
+    """The makers (classes, functions building modules) whose modules ``modules`` move to a
+    device: directly, handed to a function that moves that parameter, or made by the
+    constructor or function of one that is moved (``ProjectIndex.moved_to_device``)."""
+    inits: dict[str, set[str]] = {}
+    builds: dict[str, set[str]] = {}
+    moved: set[str] = set()
+    movers: dict[str, set[int]] = {}
+    for module in modules:
+        moved.update(module.moved_calls)
+        for function, positions in module.moved_params.items():
+            movers.setdefault(function, set()).update(positions)
+        for cls, calls in module.init_calls.items():
+            inits.setdefault(cls, set()).update(calls)
+        for function, each in module.def_calls.items():
+            for calls in each:
+                builds.setdefault(function, set()).update(calls)
+    for module in modules:
+        for handed in module.handed:
+            callee, position, maker = handed.split(":")
+            if int(position) in movers.get(callee, ()):
+                moved.add(maker)
+    todo = list(moved)
+    while todo:
+        maker = todo.pop()
+        for made in inits.get(maker, set()) | builds.get(maker, set()):
+            # `super().__init__()` runs a base class's constructor, not every
+            # `__init__` of the project (a trainer's builds its loss unmoved)
+            if made not in moved and not _dunder(made):
+                moved.add(made)
+                todo.append(made)
+    return frozenset(moved)
+
+
 def _dunder(name: str) -> bool:
     """``__init__``, ``__call__``: a special method, called by name only on ``super()`` or
     ``self``; many classes define one, so the name says nothing about which."""
@@ -1331,6 +1364,20 @@ def _dunder(name: str) -> bool:
 def _called_name(call: ast.Call) -> str:
     func = call.func
     return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+
+
+_TORCH_ROOTS = frozenset({"torch", "nn"})
+
+
+def _maker_name(call: ast.Call) -> str:
+    """``_called_name``, but none for torch's own classes (``nn.LSTM(...)``, ``torch.nn.GRU``):
+    moving one says nothing of a project class that shares its name."""
+    root = call.func
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    if isinstance(call.func, ast.Attribute) and isinstance(root, ast.Name) and root.id in _TORCH_ROOTS:
+        return ""
+    return _called_name(call)
 
 
 def definition_calls(tree: ast.Module) -> dict[int, set[str]]:
@@ -2084,44 +2131,36 @@ class ProjectIndex:
                     return f"{self._shown(module.path)}:{module.default_device.split()[-1]}"
         return None
 
-    def moved_to_device(self, name: str) -> bool:
+    def moved_to_device(self, name: str, path: str | None = None) -> bool:
         """The project moves a module made by a call of ``name`` (a class or a function that
         builds one) to a device other than the CPU: directly (``Net().to(device)``), as a
         submodule of one it moves (a class its ``__init__`` makes), or built by a function
-        whose result it moves (``make_model().to(device)`` builds ``Normalize(...)``)."""
-        moved = self._memo.get(("moved to a device",))
+        whose result it moves (``make_model().to(device)`` builds ``Normalize(...)``).
+
+        Calls are matched by name. Where several files define a class ``name`` (two
+        ``Coder``s, copies of one project), only the modules near ``path``, the file of the
+        class asked about, count: those in its folder (and below) and those importing from
+        a module there."""
+        folder = None
+        if path is not None and sum(name in m.classes for ms in self.modules.values() for m in ms) > 1:
+            folder = os.path.dirname(os.path.abspath(path))
+        moved = self._memo.get(("moved to a device", folder))
         if moved is None:
-            inits: dict[str, set[str]] = {}
-            builds: dict[str, set[str]] = {}
-            moved = set()
-            movers: dict[str, set[int]] = {}
-            for modules in self.modules.values():
-                for module in modules:
-                    moved.update(module.moved_calls)
-                    for function, positions in module.moved_params.items():
-                        movers.setdefault(function, set()).update(positions)
-                    for cls, calls in module.init_calls.items():
-                        inits.setdefault(cls, set()).update(calls)
-                    for function, each in module.def_calls.items():
-                        for calls in each:
-                            builds.setdefault(function, set()).update(calls)
-            for modules in self.modules.values():
-                for module in modules:
-                    for handed in module.handed:
-                        callee, position, maker = handed.split(":")
-                        if int(position) in movers.get(callee, ()):
-                            moved.add(maker)
-            todo = list(moved)
-            while todo:
-                maker = todo.pop()
-                for made in inits.get(maker, set()) | builds.get(maker, set()):
-                    # `super().__init__()` runs a base class's constructor, not every
-                    # `__init__` of the project (a trainer's builds its loss unmoved)
-                    if made not in moved and not _dunder(made):
-                        moved.add(made)
-                        todo.append(made)
-            self._memo[("moved to a device",)] = moved = frozenset(moved)
+            modules = [m for ms in self.modules.values() for m in ms
+                       if folder is None or self._near(m, folder)]
+            self._memo[("moved to a device", folder)] = moved = _moved_makers(modules)
         return name in moved
+
+    def _near(self, module: ModuleFacts, folder: str) -> bool:
+        """``module`` is in ``folder`` (or below it), or imports from a module there (as the
+        import resolves from where ``module`` is: a script's sibling first)."""
+        if os.path.abspath(module.path).startswith(folder + os.sep):
+            return True
+        for qualified in module.names.values():
+            imported = self._module(qualified.rsplit(".", 1)[0], module.path) if "." in qualified else None
+            if imported is not None and os.path.abspath(imported.path).startswith(folder + os.sep):
+                return True
+        return False
 
     def moved_by_override(self, attribute: str) -> bool:
         """A move override somewhere in the project assigns an attribute of this name

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchdev_lint.analysis import receivers, tree
+from torchdev_lint.analysis import decisions, receivers, tree
 from torchdev_lint.analysis.guards import runs_on_cpu
 from torchdev_lint.analysis.imports import dotted_name
 from torchdev_lint.analysis.kinds import Kind
@@ -87,14 +87,18 @@ class NumpyOnAccelerator(Rule):
     parameter): an object with its own `numpy()` may have no `cpu()`.
 
     ## Confidence
-    Certain when the converted value was placed on the device by a move in sight: the result
-    of `.to(device)`/`.cuda()` (not to the CPU), of a factory given a device, of a model that
-    was moved or was fed such a value, or computed from one (`model(x.to(device)).argmax(1)`).
-    Possible when the value may be on an accelerator only because it is a model's output in
-    a file that names devices, or when a function of the module (or one it imports) computes
-    it from a placed value: its body decides where the result is. A device read from a config
-    object built with `"cpu"` (`cfg = Config(dev=torch.device("cpu"))`, `device=cfg.dev`)
-    places nothing. See [confidence](../confidence.md).
+    Certain when the analysis shows a run where the value is on an accelerator: a move or a
+    factory in sight placed it (or what it is computed from: `model(x.to(device)).argmax(1)`,
+    `torch.softmax(out, 1)`, `_, pred = torch.max(out, 1)`, `x = x.to(device)` of a
+    parameter) on a device that is an accelerator on some machine or for some caller: the
+    machine's pick (`"cuda" if torch.cuda.is_available() else "cpu"`), the user's
+    (`args.device`, a `device` parameter), a GPU (`.cuda()`, `"cuda:0"`). The evidence names
+    the move and that decision. Possible otherwise: a model's output in a file that names
+    devices, a move to a device read from some object (`.to(model.device)`, which follows
+    that object), a value a function of the module computes (its body decides), names bound
+    more than one way. A device read from a config object built with `"cpu"`
+    (`cfg = Config(dev=torch.device("cpu"))`, `device=cfg.dev`) places nothing. See
+    [confidence](../confidence.md).
 
     ## When not to use
     Never: `.cpu()` costs nothing on a CPU tensor.
@@ -211,6 +215,7 @@ class NumpyOnAccelerator(Rule):
             4, 7,
             "import torch.nn as nn\nmodel = nn.Linear(2, 2).to(device)\nout = model(x)\n"
             "print(out.detach().cpu().numpy())\n",
+            possible=True,  # `device` is out of sight: nothing shows it is ever an accelerator
         ),
         Invalid(
             "for images, labels in train_loader:\n    images = images.to(device)\n"
@@ -219,6 +224,7 @@ class NumpyOnAccelerator(Rule):
             "for images, labels in train_loader:\n    images = images.to(device)\n"
             "    grid = images.cpu().numpy()  # for plotting\n",
             unsafe=True,  # a batch element is not certainly a tensor
+            possible=True,
         ),
         Invalid(
             "import torch\nimport torch.nn as nn\nnet = nn.Linear(4, 3)\n"
@@ -241,6 +247,7 @@ class NumpyOnAccelerator(Rule):
             "batch = {k: v.to(device) for k, v in batch.items()}\n"
             "ids = batch['input_ids'].cpu().numpy()\n",
             unsafe=True,
+            possible=True,
         ),
         Invalid(
             "import numpy as np\nimport torch\nx = torch.randn(3).to(device)\n"
@@ -248,6 +255,7 @@ class NumpyOnAccelerator(Rule):
             4, 18,
             "import numpy as np\nimport torch\nx = torch.randn(3).to(device)\n"
             "print(np.asarray(x.cpu()))\n",
+            possible=True,
         ),
         Invalid(
             "import numpy as np\nimport torch\nx = torch.randn(3).cuda()\n"
@@ -262,6 +270,7 @@ class NumpyOnAccelerator(Rule):
             4, 10,
             "import matplotlib.pyplot as plt\nimport torch.nn as nn\n"
             "net = nn.Linear(4, 1).to(device)\nplt.plot(net(x).detach().cpu())\n",
+            possible=True,
         ),
         Invalid(
             "import cv2\nimport torch\nimg = torch.rand(8, 8, 3, device='cuda')\n"
@@ -284,6 +293,21 @@ class NumpyOnAccelerator(Rule):
             "import torch\nclass Net(torch.nn.Module):\n    pass\nmodel = Net().to(device)\n"
             "pred = model(x).detach().cpu().numpy()\n",
             unsafe=True,  # the project's own module may return something else than a tensor
+            possible=True,
+        ),
+        # The machine's pick places the input: on a machine with CUDA the line fails.
+        Invalid(
+            "import torch\nimport torch.nn as nn\n"
+            "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+            "model = nn.Linear(2, 2).to(device)\n"
+            "def predict(batch):\n    with torch.no_grad():\n"
+            "        return model(batch.to(device)).argmax(1).numpy()\n",
+            7, 16,
+            "import torch\nimport torch.nn as nn\n"
+            "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+            "model = nn.Linear(2, 2).to(device)\n"
+            "def predict(batch):\n    with torch.no_grad():\n"
+            "        return model(batch.to(device)).argmax(1).cpu().numpy()\n",
         ),
         Invalid(
             "def step(model, batch, device):\n    out = model(batch.to(device))\n"
@@ -345,9 +369,10 @@ class NumpyOnAccelerator(Rule):
         ):
             return  # the project's own `numpy()`, not a tensor's
         detach = not self._grad_disabled() and self._may_require_grad(func.value)
+        evidence, placed = self._failure_path(node, func.value)
         self.report(node, fix=Fix(_applicability(certain),
                                   [(node, lambda u: _insert_cpu(u, detach))]),
-                    evidence=self._placed_evidence(node, receiver), certain=receiver.placed)
+                    evidence=evidence, certain=placed)
 
     def _converter(self, call: cst.Call) -> None:
         """``np.asarray(t)``, ``plt.plot(t)``, ``cv2.imwrite(p, t)``: NumPy converts the
@@ -371,21 +396,27 @@ class NumpyOnAccelerator(Rule):
                 continue
             detach = not self._grad_disabled() and self._may_require_grad(arg.value)
             name = qualified.replace("numpy.", "np.").replace("matplotlib.pyplot.", "plt.")
+            evidence, placed = self._failure_path(arg.value, arg.value)
             self.report(
                 arg.value,
                 f"`{name}()` converts a tensor that may be on an accelerator to NumPy: "
                 "call `.cpu()` first",
                 fix=Fix(Applicability.SAFE, [(arg.value, lambda u: _cpu_of(u, detach))]),
-                evidence=self._placed_evidence(arg.value, value), certain=value.placed,
+                evidence=evidence, certain=placed,
             )
 
-    def _placed_evidence(self, node: cst.CSTNode, value) -> tuple:
-        """The failure path: the converted value comes from a move to a device in sight."""
-        if not value.placed:
-            return ((node, "the value may be on an accelerator (a model's output), but no move to a device "
-                     "is in sight"),)
-        return ((node, "the value was placed on the device by a move in sight (`.to(device)`, `.cuda()`, "
-                 "`device=`), or computed from such a value: on an accelerator NumPy cannot read it"),)
+    def _failure_path(self, node: cst.CSTNode, value: cst.BaseExpression) -> tuple[tuple, bool]:
+        """The failure path, and whether it is whole: the converted value was placed by a
+        move (or a factory) whose device is an accelerator in some run: a GPU, the machine's
+        pick, or the user's (``analysis/decisions.py``). A move to a device read from some
+        object (``.to(model.device)``) shows no such run."""
+        placement = decisions.placement_of(self.ctx, value, decisions.where_of(self.ctx))
+        if placement is None:
+            return ((node, "the value may be on an accelerator (a model's output, a move to a device out of "
+                           "sight), but no move to an accelerator is in sight"),), False
+        decision = placement.decision
+        return ((node, "NumPy cannot read a tensor on an accelerator"), *placement.steps,
+                (decision.node, f"{decision.what}: on an accelerator this line fails")), True
 
     # -- does the value require grad? --------------------------------------------------
 
