@@ -610,6 +610,53 @@ def test_moving_torchs_own_lstm_moves_no_project_class_of_that_name(project, cap
     assert findings(capsys, project, "TDL008") == [("lstm.py", 7, "TDL008", "possible")]
 
 
+@pytest.mark.parametrize("wrap, flagged", [
+    ("DDP(model, device_ids=[gpu])", []),  # device ids: the wrap refuses a CPU module anyway
+    ("DDP(model, device_ids=None)", [("train.py", 6, "TDL001", "certain")]),
+    ("DDP(model)", [("train.py", 6, "TDL001", "certain")]),
+])
+def test_a_ddp_wrap_with_device_ids_needs_cuda(project, capsys, wrap, flagged):
+    write(project, {"train.py": f"""\
+        import argparse
+        import torch
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        def main(args):
+            gpu = torch.device(args.device)
+            model = torch.nn.Linear(2, 2).cuda(gpu)
+            model = {wrap}
+            return model
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--device", default="cuda")
+        main(parser.parse_args())
+        """})
+    assert findings(capsys, project, "TDL001") == flagged
+
+
+@pytest.mark.parametrize("init, flagged", [
+    ("self.stream = torch.cuda.Stream()", []),  # building one needs CUDA: the loop never runs without it
+    ("self.stream = None", [("train.py", 7, "TDL001", "certain")]),
+])
+def test_building_an_object_whose_init_needs_cuda_needs_cuda(project, capsys, init, flagged):
+    write(project, {"prefetch.py": f"""\
+        import torch
+        class Prefetcher:
+            def __init__(self, loader):
+                self.loader = iter(loader)
+                {init}
+        """, "train.py": """\
+        import torch
+        from prefetch import Prefetcher
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        def train(model, loader):
+            batches = Prefetcher(loader)
+            for x in batches.loader:
+                model(x.cuda())
+        model = torch.nn.Linear(2, 2).to(device)
+        train(model, [torch.randn(2, 2)])
+        """})
+    assert findings(capsys, project, "TDL001") == flagged
+
+
 @pytest.mark.parametrize("flag, confidence", [
     ("False", "possible"),  # the meeting sits in a branch the file's constant rules out
     ("True", "certain"),

@@ -950,8 +950,9 @@ def cuda_defs(reader: "_Reader", tree: ast.Module, lines: set[int]) -> list[str]
     code, outside any ``if`` that tests for a device, builds a ``torch.cuda.*Tensor``, calls a
     ``torch.cuda`` function that raises without CUDA, or asserts CUDA is available: WaveGlow's
     ``infer`` allocates ``torch.cuda.FloatTensor`` on both branches of a dtype test; a setup
-    function that exits or raises when ``torch.cuda.is_available()`` is false. Only functions
-    that span one of ``lines`` (those that name ``cuda.``) are walked."""
+    function that exits or raises when ``torch.cuda.is_available()`` is false; and the
+    classes whose ``__init__`` does (a data prefetcher that opens a ``torch.cuda.Stream``).
+    Only functions that span one of ``lines`` (those that name ``cuda.``) are walked."""
     from torchdev_lint.analysis.requirements import NEEDS_CUDA
 
     ordered = sorted(lines)
@@ -982,6 +983,11 @@ def cuda_defs(reader: "_Reader", tree: ast.Module, lines: set[int]) -> list[str]
     for function in _definitions(tree):  # every definition of the name in the module
         name = function.name
         verdicts[name] = verdicts.get(name, True) and spans_cuda(function) and any(needs(s) for s in function.body)
+    for node in tree.body:  # building an object whose `__init__` needs CUDA needs CUDA
+        if isinstance(node, ast.ClassDef) and spans_cuda(node):
+            init = next((m for m in node.body if isinstance(m, ast.FunctionDef) and m.name == "__init__"), None)
+            if init is not None and any(needs(s) for s in init.body):
+                verdicts[node.name] = verdicts.get(node.name, True)
     return sorted(name for name, all_need in verdicts.items() if all_need)
 
 

@@ -7,7 +7,8 @@ guards of ``guards.py`` do not see either, because no test in the code says so:
 - a block that already needs CUDA by means no fix changes (every statement of a block runs
   whenever the block does): it opens an NCCL process group, calls a ``torch.cuda`` function
   that raises without a CUDA device (``synchronize``, ``Event``, ``Stream``,
-  ``reset_peak_memory_stats``...), imports a library that only drives NVIDIA GPUs
+  ``reset_peak_memory_stats``...), wraps a model in ``DistributedDataParallel`` with
+  ``device_ids`` (which a module on the CPU refuses), imports a library that only drives NVIDIA GPUs
   (TensorRT, torch2trt, PyCUDA, CuPy), stops the run without CUDA (``if
   torch.cuda.is_available(): ... else: raise``), or calls a function of the same file that needs
   CUDA in the same way or whose name says it is for CUDA (``with cuda_timer(times):``; ``guards.py`` already
@@ -59,6 +60,10 @@ NEEDS_CUDA = frozenset(
 # a device string the same file chose (`device = f"cuda:{rank}"` then `set_device(device)`):
 # that call goes with the choice, and a fix of the choice is a fix of both.
 SET_DEVICE = "torch.cuda.set_device"
+# `DistributedDataParallel(model, device_ids=[...])` raises for a module on the CPU (device
+# ids work for GPU modules only; a CPU module takes `device_ids=None`): the wrap needs CUDA.
+_DDP = frozenset({"torch.nn.parallel.DistributedDataParallel",
+                  "torch.nn.parallel.distributed.DistributedDataParallel"})
 # Libraries with no CPU back end: importing one means the code drives an NVIDIA GPU.
 CUDA_LIBRARIES = frozenset({"tensorrt", "pycuda", "cupy", "torch_tensorrt", "torch2trt",
                             # CUDA kernels published as packages: no CPU implementation
@@ -472,6 +477,8 @@ class Requirements:
             return not (isinstance(chosen, cst.Name) and chosen.value in self._cuda_strings)
         if (qualified or dotted_name(call.func) or "").rsplit(".", 1)[-1] == "init_process_group":
             return _nccl_backend(call)
+        if qualified in _DDP:
+            return _device_ids_given(call)
         func = call.func
         callee = None
         if isinstance(func, cst.Name):
@@ -558,6 +565,14 @@ def _returned(statement: cst.CSTNode) -> list[cst.BaseExpression | None]:
 
     tree.walk(statement, enter)
     return found
+
+
+def _device_ids_given(call: cst.Call) -> bool:
+    """``device_ids=`` (or the second positional argument) is given and is not ``None``."""
+    for index, arg in enumerate(call.args):
+        if (arg.keyword is not None and arg.keyword.value == "device_ids") or (arg.keyword is None and index == 1):
+            return not (isinstance(arg.value, cst.Name) and arg.value.value == "None")
+    return False
 
 
 def _falsy(value: cst.BaseExpression | None) -> bool:
