@@ -242,6 +242,9 @@ def test_an_attribute_a_move_override_of_another_file_assigns_follows_the_module
 
 @pytest.mark.parametrize("line, confidence", [
     ("preds.append(model(x.to(device)).argmax(1).numpy())", "certain"),  # placed by a move in sight
+    # through torch functions of the placed output, and the caller's device parameter
+    ("preds.append(torch.max(torch.softmax(model(x.to(device)), 1), 1)[1].numpy())", "certain"),
+    ("preds.append(model(x.to(model.device)).numpy())", "possible"),  # a device some object holds
     ("preds.append(model(x).argmax(1).numpy())", None),  # a model of unknown placement, nothing moved
     ("preds.append(model(x.to(device)).to('cpu', torch.uint8).numpy())", None),  # brought back
 ])

@@ -54,7 +54,7 @@ _RANK_WORDS = frozenset({"rank"})
 # Methods whose result is not where the receiver is, or is not a tensor there.
 _NOT_FOLLOWING = frozenset("to cuda cpu numpy item tolist type xpu mps parameters named_parameters "
                            "buffers state_dict size dim".split())
-_MAX_DEPTH = 8
+_MAX_DEPTH = 12
 
 
 @dataclass(frozen=True)
@@ -420,6 +420,10 @@ def placement_of(ctx: FileContext, expr: cst.BaseExpression | None, where: Where
         return placement_of(ctx, expr.value, where, depth + 1)
     if isinstance(expr, cst.UnaryOperation):
         return placement_of(ctx, expr.expression, where, depth + 1)
+    if isinstance(expr, cst.DictComp):  # `{k: v.to(device) for k, v in batch.items()}`
+        return placement_of(ctx, expr.value, where, depth + 1)
+    if isinstance(expr, (cst.ListComp, cst.GeneratorExp)):
+        return placement_of(ctx, expr.elt, where, depth + 1)
     return None
 
 
