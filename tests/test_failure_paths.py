@@ -660,6 +660,38 @@ def test_building_an_object_whose_init_needs_cuda_needs_cuda(project, capsys, in
     assert findings(capsys, project, "TDL001") == flagged
 
 
+@pytest.mark.parametrize("weight, confidence", [
+    ("torch.tensor(pos_weight)", "possible"),  # one number: a 0-dim tensor mixes with any device
+    ("torch.tensor([pos_weight])", "certain"),
+])
+def test_a_loss_weight_from_one_number_mixes_with_any_device(project, capsys, monkeypatch, weight, confidence):
+    monkeypatch.setattr(Rule.registry["TDL010"], "preview", False)
+    write(project, {"train.py": f"""\
+        import torch
+        from torch import nn
+        pos_weight = 3.0
+        loss_fn = nn.BCEWithLogitsLoss(pos_weight={weight})
+        model = nn.Linear(4, 1).cuda()
+        print(loss_fn(model(torch.randn(2, 4).cuda()), torch.ones(2, 1).cuda()))
+        """})
+    assert findings(capsys, project, "TDL010") == [("train.py", 4, "TDL010", confidence)]
+
+
+def test_a_list_registered_element_by_element_in_a_loop_is_registered(project, capsys, monkeypatch):
+    monkeypatch.setattr(Rule.registry["TDL007"], "preview", False)
+    write(project, {"res.py": """\
+        import torch.nn as nn
+        class Res(nn.Module):
+            def __init__(self, n):
+                super().__init__()
+                self.convs = [nn.Conv2d(8, 8, 3) for _ in range(n)]
+                self.heads = [nn.Linear(8, 2) for _ in range(n)]
+                for i, conv in enumerate(self.convs):
+                    self.add_module("conv{}".format(i + 1), conv)
+        """})
+    assert findings(capsys, project, "TDL007") == [("res.py", 6, "TDL007", "certain")]
+
+
 @pytest.mark.parametrize("flag, confidence", [
     ("False", "possible"),  # the meeting sits in a branch the file's constant rules out
     ("True", "certain"),

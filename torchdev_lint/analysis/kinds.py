@@ -291,6 +291,15 @@ def moves_to_cpu(call: cst.Call) -> bool:
     return False
 
 
+def data_may_be_one_number(call: cst.Call) -> bool:
+    """``torch.tensor(v)`` of data the code does not show to hold elements (a value that may
+    be one number) may be 0-dim, and a 0-dim CPU tensor meets tensors on any device: only a
+    list or tuple written out (``torch.tensor([0.1, 0.2])``) shows more."""
+    data = next((a.value for a in call.args if a.keyword is None), None)
+    return not (isinstance(data, (cst.List, cst.Tuple, cst.ListComp)) and (
+        not isinstance(data, (cst.List, cst.Tuple)) or len(data.elements) > 0))
+
+
 def changes_dtype_only(call: cst.Call) -> bool:
     """``.to(torch.float16)``, ``.to(x.dtype)``, ``.to(dtype=...)``: no device named."""
     for arg in call.args:

@@ -154,6 +154,11 @@ class UnregisteredSubmoduleContainer(Rule):
               "        super().__init__()\n        self.layers = []\n"
               "        for a, b in zip(dims, dims[1:]):\n            self.layers.append(nn.Linear(a, b))\n"
               "        self.net = nn.Sequential(*self.layers)\n"),
+        # each element registered in a loop over the list (honk's keyword-spotting ResNet)
+        Valid("import torch.nn as nn\nclass Res(nn.Module):\n    def __init__(self, n):\n"
+              "        super().__init__()\n        self.convs = [nn.Conv2d(8, 8, 3) for _ in range(n)]\n"
+              "        for i, conv in enumerate(self.convs):\n"
+              "            self.add_module('conv{}'.format(i + 1), conv)\n"),
         # each stage registered by name first, then listed with its name (detectron2's RegNet)
         Valid("import torch.nn as nn\nclass Net(nn.Module):\n    def __init__(self):\n"
               "        super().__init__()\n        self.stages_and_names = []\n"
@@ -372,6 +377,8 @@ class UnregisteredSubmoduleContainer(Rule):
         if registering is not None:
             if isinstance(registering, cst.Name):
                 self.registered.setdefault(id(function), set()).add(registering.value)
+                # `for i, conv in enumerate(self.convs): self.add_module(f"conv{i}", conv)`
+                state.registered_attrs.update(self._looped_over(registering.value, self_name))
             owner = self_attribute(_container_of(registering), self_name)
             if owner is not None:  # `self.add_module(name, self.heads[-1])`
                 state.registered_attrs.add(owner)
@@ -403,6 +410,17 @@ class UnregisteredSubmoduleContainer(Rule):
             state.fills.setdefault(attr, []).extend(added)
         elif isinstance(func.value, cst.Name):
             self.local_fills.setdefault((id(function), func.value.value), []).extend(added)
+
+    def _looped_over(self, name: str, self_name: str) -> set[str]:
+        """The ``self`` attributes a loop around the current node iterates, when its target
+        binds ``name`` (each element of the container is ``name`` in turn)."""
+        found: set[str] = set()
+        for node in self.ctx.ancestors:
+            if isinstance(node, cst.For) and any(
+                    isinstance(n, cst.Name) and n.value == name for n in tree.collect(node.target, cst.Name)):
+                found.update(attr for attribute in tree.collect(node.iter, cst.Attribute)
+                             if (attr := self_attribute(attribute, self_name)) is not None)
+        return found
 
     def _assigned_to_self(self, call: cst.Call, self_name: str) -> bool:
         """``call`` is the value assigned to an attribute of ``self`` (so it is registered)."""

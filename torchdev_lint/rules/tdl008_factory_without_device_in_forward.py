@@ -670,7 +670,7 @@ class FactoryWithoutDeviceInForward(Rule):
                 chosen = next((p for p in candidates if not p.defaulted), candidates[0])
                 meeting = followed.meeting(factory.call, tensors)
                 moved = moves.module_moved_by_project(self.ctx, klass.node)
-                path = None if meeting is None or moved is None or _may_be_scalar(factory) else (
+                path = None if meeting is None or moved is None or (factory.name in _DATA_FACTORIES and kinds.data_may_be_one_number(factory.call)) else (
                     moved, (meeting, f"the CPU tensor meets `{method_name}`'s inputs here, which are on the "
                                      "module's device: on an accelerator this line fails"))
                 self._report(factory, method, chosen, path)
@@ -717,17 +717,6 @@ def _computed_with(function: cst.FunctionDef, name: str, qualify) -> bool:
 
     tree.walk(function.body, enter)
     return found
-
-
-def _may_be_scalar(factory: _Factory) -> bool:
-    """A tensor built from data the code does not show to hold elements (``torch.tensor(v)``
-    of a value that may be one number) may be 0-dim, and a 0-dim CPU tensor meets tensors on
-    any device: only a list or tuple written out (``torch.tensor([0.1, 0.2])``) shows more."""
-    if factory.name not in _DATA_FACTORIES:
-        return False
-    data = next((a.value for a in factory.call.args if a.keyword is None), None)
-    return not (isinstance(data, (cst.List, cst.Tuple, cst.ListComp)) and (
-        not isinstance(data, (cst.List, cst.Tuple)) or len(data.elements) > 0))
 
 
 def _scalar_data(call: cst.Call) -> bool:

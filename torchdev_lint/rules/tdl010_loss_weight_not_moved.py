@@ -4,7 +4,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from torchdev_lint.analysis import moves, tree
+from torchdev_lint.analysis import kinds, moves, tree
 from torchdev_lint.analysis.guards import code_of
 from torchdev_lint.analysis.kinds import Kind
 from torchdev_lint.finding import Applicability, Fix
@@ -21,6 +21,8 @@ _MOVES = frozenset({"to", "cuda", "xpu", "mps"})
 _DEFAULT_DEVICE_SETTERS = ("set_default_device", "set_default_tensor_type")
 # Calls that may move what they are given (`accelerator.prepare(model, criterion)`).
 _MOVING_WORDS = ("device", "cuda", "prepare", "gpu")
+# Factories whose first argument is the data (`torch.tensor(w)`).
+_DATA_FACTORIES = frozenset({"torch.tensor", "torch.as_tensor", "torch.asarray"})
 
 
 @dataclass
@@ -136,6 +138,15 @@ class LossWeightNotMoved(Rule):
             "    model.eval()\n    print(loss_fn(model(batch.cuda()), target))\n",
             11, 15,
             None,
+        ),
+        # A weight from one number is 0-dim: it mixes with the inputs on any device.
+        Invalid(
+            "import torch\nfrom torch import nn\npos_weight = 3.0\n"
+            "loss_fn = nn.BCEWithLogitsLoss(pos_weight=torch.tensor(pos_weight))\n"
+            "model = nn.Linear(4, 1).cuda()\nprint(loss_fn(model(x.cuda()), y.cuda()))\n",
+            4, 11,
+            None,
+            possible=True,
         ),
         Invalid(
             "import numpy as np\nimport torch\nimport torch.nn as nn\n"
@@ -283,15 +294,25 @@ class LossWeightNotMoved(Rule):
                 (c for n, c in self.device_calls.items() if n.rpartition(".")[2] == last), None)
             if used is None:
                 continue
+            zero_dim = self._may_be_zero_dim(criterion.weight)
             self.report(
                 criterion.call,
                 f"`{target}` keeps a weight built on the CPU and is called on data on a device, "
                 f"but is never moved: on a GPU the loss raises a device mismatch; "
                 f"build the weight with `device=` or call `{target}.to(device)`",
                 fix=lambda c=criterion: self._fix(c),
-                evidence=[(criterion.weight, "the weight tensor is built on the CPU here"),
+                evidence=[(criterion.weight, "the weight tensor is built on the CPU here" + (
+                              ", perhaps from one number: a 0-dim tensor mixes with tensors on any device"
+                              if zero_dim else "")),
                           (used, "the loss is called here on data that may be on a device")],
+                certain=not zero_dim,
             )
+
+    def _may_be_zero_dim(self, weight: cst.CSTNode) -> bool:
+        """``pos_weight=torch.tensor(w)`` of a value that may be one number: a 0-dim tensor,
+        which the loss mixes with tensors on any device."""
+        return isinstance(weight, cst.Call) and self.ctx.qualified_name(weight.func) in _DATA_FACTORIES \
+            and kinds.data_may_be_one_number(weight)
 
     def _fix(self, criterion: _Criterion) -> Fix | None:
         statement, block = _statement_and_block(criterion.ancestors)
