@@ -1140,7 +1140,8 @@ def test_a_class_another_module_imports_may_run(project, capsys):
 
 @pytest.mark.parametrize("folder, confidence", [
     ("old_code", "possible"), ("legacy", "possible"), ("models_old", "possible"),
-    ("tools", "certain"), ("golden", "certain"),
+    ("(Deprecated)training", "possible"),
+    ("tools", "certain"), ("golden", "certain"), ("(draft)training", "certain"),
 ])
 def test_code_kept_in_an_archive_folder_is_not_shown_to_run(project, capsys, folder, confidence):
     write(project, {f"{folder}/eval.py": "import torch\n" + CHOOSES + "x = torch.ones(2).cuda()\n"})

@@ -678,9 +678,10 @@ def _unimportable(ctx, module: cst.Module) -> Step | None:
     return None if missing is None else (module, f"the file fails when imported, on any machine: it imports {missing}")
 
 
-# Folders where a project keeps code it no longer runs (`old_code/`, `legacy/`, `models_old/`).
-_ARCHIVED = re.compile(r"(?i)^(?:old|deprecated|legacy|archived?|unused|obsolete|outdated|backups?|attic|trash)"
-                       r"(?:[_-].*)?$|[_-](?:old|deprecated|legacy|archived?|unused|obsolete|backup)$")
+# Folders where a project keeps code it no longer runs (`old_code/`, `legacy/`, `models_old/`,
+# `(Deprecated)training/`).
+_ARCHIVED = re.compile(r"(?i)^[(\[]?(?:old|deprecated|legacy|archived?|unused|obsolete|outdated|backups?|attic|trash)"
+                       r"(?:[)\]].*|[_-].*)?$|[_-](?:old|deprecated|legacy|archived?|unused|obsolete|backup)$")
 
 
 def _folders(ctx) -> tuple[Path, Path]:
