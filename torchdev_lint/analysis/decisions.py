@@ -472,8 +472,11 @@ def _call_placement(ctx, call: cst.Call, where: Where, depth: int) -> Placement 
             module = placement_of(ctx, func, where, depth + 1)
             if module is not None:
                 return Placement(module.decision, ((call, f"`{code_of(func)}` computes it"), *module.steps))
-            if ctx.value_of(func).kind in (Kind.MODULE, Kind.UNKNOWN) and ctx.qualified_name(func) is None:
-                # a module (or a model handed in) computes where its inputs are
+            kind = ctx.value_of(func).kind
+            if kind is Kind.MODULE or (kind is Kind.UNKNOWN and ctx.qualified_name(func) is None
+                                       and _bound_here(ctx, func, where)):
+                # a module (or a model handed in) computes where its inputs are; not a
+                # function a star import brings, whose body decides
                 return _from_inputs(ctx, call, where, depth, f"`{code_of(func)}`")
         return None
     function, inner = target
@@ -489,6 +492,15 @@ def _call_placement(ctx, call: cst.Call, where: Where, depth: int) -> Placement 
     if found is None:
         return None
     return Placement(found.decision, ((call, f"`{name}(...)` returns the value"), *found.steps))
+
+
+def _bound_here(ctx, func: cst.BaseExpression, where: Where) -> bool:
+    """``func`` is an attribute (``self.net``) or a name the file binds, in the function
+    or at the top level (a parameter, an assignment): not one a star import may bring."""
+    if not isinstance(func, cst.Name):
+        return True
+    scopes = [s for s in (where.function, where.module) if s is not None]
+    return any(func.value in ctx.bindings(scope) for scope in scopes)
 
 
 def _from_inputs(ctx, call: cst.Call, where: Where, depth: int, what: str) -> Placement | None:

@@ -2351,7 +2351,9 @@ class ProjectIndex:
         users' facts counts, ``cpu_path`` (any CPU path) or ``cpu_choice`` (they choose it).
         ``named``: a CPU path counts only in a user that names it (imports or mentions it).
         A user's CPU choice counts only if its own code calls no ``.cuda()`` outside a device
-        test: a script that hardcodes CUDA itself never ran on the CPU path it shows."""
+        test, and defines no function or method that needs CUDA whenever it runs (a trainer
+        whose epoch loop opens a prefetcher on a CUDA stream): such a user never ran on the CPU
+        path it shows."""
         full = os.path.abspath(path)
         key = ("users cpu path", full, fact, named)
         if key not in self._memo:
@@ -2368,6 +2370,7 @@ class ProjectIndex:
                     shown = getattr(importer, fact)
                     if shown and (named is None or _names(importer, named)) \
                             and self._cuda_def_names().isdisjoint(importer.top_calls) \
+                            and self._cuda_def_names().isdisjoint(importer.defs) \
                             and not (fact == "cpu_choice" and importer.unguarded_cuda):
                         where.append((importer.path, int(shown.split()[-1])))
             first = min(where) if where else None
