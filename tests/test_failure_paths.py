@@ -692,6 +692,53 @@ def test_a_list_registered_element_by_element_in_a_loop_is_registered(project, c
     assert findings(capsys, project, "TDL007") == [("res.py", 6, "TDL007", "certain")]
 
 
+@pytest.mark.parametrize("epoch, confidence", [
+    ("batches = Prefetcher(loader)", "possible"),  # every epoch needs CUDA: the fallback never runs it
+    ("batches = iter(loader)", "certain"),
+])
+def test_an_importer_whose_methods_need_cuda_shows_no_cpu_path(project, capsys, epoch, confidence):
+    write(project, {"prefetch.py": """\
+        import torch
+        class Prefetcher:
+            def __init__(self, loader):
+                self.stream = torch.cuda.Stream()
+        """, "loss.py": """\
+        import torch
+        class Criterion:
+            def __call__(self, a, b):
+                return (a - b.to('cuda')).abs().mean()
+        """, "trainer.py": f"""\
+        import torch
+        from loss import Criterion
+        from prefetch import Prefetcher
+        class Trainer:
+            def __init__(self, model):
+                self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+                self.model = model.to(self.device)
+                self.criterion = Criterion()
+            def epoch(self, loader):
+                {epoch}
+                for x, y in batches:
+                    self.criterion(self.model(x.to(self.device)), y)
+        """})
+    assert findings(capsys, project, "TDL002") == [("loss.py", 4, "TDL002", confidence)]
+
+
+def test_a_helper_a_star_import_brings_decides_where_its_result_is(project, capsys):
+    write(project, {"utils.py": """\
+        import torch
+        def to_mask(scores):
+            return torch.zeros(scores.shape)
+        """, "evaluate.py": """\
+        import torch
+        from utils import *
+        def evaluate(model, loader, device):
+            for x in loader:
+                print(to_mask(model(x.to(device))).numpy())
+        """})
+    assert findings(capsys, project, "TDL009") == [("evaluate.py", 5, "TDL009", "possible")]
+
+
 @pytest.mark.parametrize("flag, confidence", [
     ("False", "possible"),  # the meeting sits in a branch the file's constant rules out
     ("True", "certain"),
