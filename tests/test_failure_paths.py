@@ -725,18 +725,19 @@ def test_an_importer_whose_methods_need_cuda_shows_no_cpu_path(project, capsys, 
 
 
 def test_a_helper_a_star_import_brings_decides_where_its_result_is(project, capsys):
-    write(project, {"utils.py": """\
+    # `helpers` is out of sight: `to_mask` may build its result on the CPU (a mask of zeros)
+    write(project, {"evaluate.py": """\
         import torch
-        def to_mask(scores):
-            return torch.zeros(scores.shape)
-        """, "evaluate.py": """\
-        import torch
-        from utils import *
-        def evaluate(model, loader, device):
-            for x in loader:
-                print(to_mask(model(x.to(device))).numpy())
+        from helpers import *
+        class Trainer:
+            def __init__(self, generator):
+                self._gen = generator.cuda()
+            def matrix(self, loader):
+                for data in loader:
+                    data = data.cuda()
+                    print(to_mask(self._gen(data)).numpy())
         """})
-    assert findings(capsys, project, "TDL009") == [("evaluate.py", 5, "TDL009", "possible")]
+    assert findings(capsys, project, "TDL009") == [("evaluate.py", 9, "TDL009", "possible")]
 
 
 @pytest.mark.parametrize("flag, confidence", [
