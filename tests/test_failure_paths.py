@@ -740,6 +740,25 @@ def test_a_helper_a_star_import_brings_decides_where_its_result_is(project, caps
     assert findings(capsys, project, "TDL009") == [("evaluate.py", 9, "TDL009", "possible")]
 
 
+@pytest.mark.parametrize("back, confidence", [
+    ("dec.cpu()", "possible"),  # the decoder is moved back to the CPU before the plots
+    ("pass", "certain"),
+])
+def test_a_module_moved_back_to_the_cpu_places_nothing_certain(project, capsys, back, confidence):
+    write(project, {"vae.py": f"""\
+        import torch
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        def main(loader):
+            dec = torch.nn.Linear(2, 4).to(device)
+            for z in loader:
+                dec(z.to(device)).sum().backward()
+            {back}
+            for z in loader:
+                print(dec(z).detach().numpy())
+        """})
+    assert findings(capsys, project, "TDL009") == [("vae.py", 9, "TDL009", confidence)]
+
+
 @pytest.mark.parametrize("flag, confidence", [
     ("False", "possible"),  # the meeting sits in a branch the file's constant rules out
     ("True", "certain"),

@@ -40,7 +40,7 @@ import libcst as cst
 from torchdev_lint.analysis import conditions, tree
 from torchdev_lint.analysis.guards import code_of
 from torchdev_lint.analysis.imports import dotted_name
-from torchdev_lint.analysis.kinds import Kind
+from torchdev_lint.analysis.kinds import Kind, moves_to_cpu
 
 if TYPE_CHECKING:
     from torchdev_lint.analysis.context import FileContext
@@ -470,7 +470,7 @@ def _call_placement(ctx, call: cst.Call, where: Where, depth: int) -> Placement 
         if isinstance(func, (cst.Name, cst.Attribute)):
             # a placed module's output: where the module is (or the call fails there)
             module = placement_of(ctx, func, where, depth + 1)
-            if module is not None:
+            if module is not None and not _moved_back(ctx, func, where):
                 return Placement(module.decision, ((call, f"`{code_of(func)}` computes it"), *module.steps))
             kind = ctx.value_of(func).kind
             if kind is Kind.MODULE or (kind is Kind.UNKNOWN and ctx.qualified_name(func) is None
@@ -492,6 +492,18 @@ def _call_placement(ctx, call: cst.Call, where: Where, depth: int) -> Placement 
     if found is None:
         return None
     return Placement(found.decision, ((call, f"`{name}(...)` returns the value"), *found.steps))
+
+
+def _moved_back(ctx, module: cst.BaseExpression, where: Where) -> bool:
+    """The code moves ``module`` (a name or ``self.x``) to the CPU somewhere in the scope
+    where it is read (``dec.cpu()`` before plotting): where it computes depends on the
+    order, which a placement does not follow."""
+    scope = where.function or where.module
+    moved = ctx.once(("decisions: moved to the CPU", id(scope)), lambda: {
+        dotted_name(call.func.value) for call in tree.collect(scope, cst.Call)
+        if isinstance(call.func, cst.Attribute) and moves_to_cpu(call)})
+    name = dotted_name(module)
+    return name is not None and name in moved
 
 
 def _bound_here(ctx, func: cst.BaseExpression, where: Where) -> bool:
