@@ -178,3 +178,23 @@ def test_checking_a_growing_test_file_grows_linearly():
     large = work(lambda: lint_source("test_gen.py", Text(test_file(80)), RULES, preview=True))
     assert sum(large.values()) > 1.8 * sum(small.values())
     assert superlinear(small, large) == {}
+
+
+def test_a_forward_that_rebinds_its_input_grows_linearly():
+    """``x = F.relu(self.convK(x))`` N times, then a meeting: each rebinding of the input is
+    followed once, not once per path through the rebindings (that grew as N to the power of
+    the depth followed: a 500-line file took minutes)."""
+    def forward(lines: int) -> str:
+        layers = "".join(f"        self.conv{n} = nn.Conv2d(3, 3, 1)\n" for n in range(lines))
+        steps = "".join(f"        x = F.relu(self.conv{n}(x))\n" for n in range(lines))
+        return ("import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
+                "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+                "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n" + layers
+                + "        self.bias = torch.zeros(3).to(device)\n"
+                "    def forward(self, x):\n        x = x.to('cuda:0')\n" + steps
+                + "        return x + self.bias\n")
+
+    small = work(lambda: lint_source("gen.py", Text(forward(8)), RULES, preview=True))
+    large = work(lambda: lint_source("gen.py", Text(forward(16)), RULES, preview=True))
+    assert sum(large.values()) > 1.5 * sum(small.values())
+    assert superlinear(small, large) == {}

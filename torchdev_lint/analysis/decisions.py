@@ -390,9 +390,23 @@ def _test_kind(ctx, test: cst.BaseExpression, where: Where, depth: int) -> str |
 def placement_of(ctx: FileContext, expr: cst.BaseExpression | None, where: Where,
                  depth: int = 0) -> Placement | None:
     """The decision that placed the value of ``expr`` read at ``where``, and the steps from
-    the value to the move or factory; None when none is in sight."""
+    the value to the move or factory; None when none is in sight. Each expression is
+    followed once per place it is read from (a name bound several times, read through
+    chains of rebindings, would otherwise be followed once per path)."""
     if expr is None or depth > _MAX_DEPTH:
         return None
+    memo = ctx.once(("decisions: placements",), dict)
+    # a name is followed the same way wherever it is read in a scope (its bindings, not the read)
+    what = ("name", expr.value) if isinstance(expr, cst.Name) else id(expr)
+    key = (what, id(where.module), id(where.function), id(where.klass), where.self_name,
+           id(where.arguments) if where.arguments else None)
+    if key not in memo:  # (`where` is kept with the answer: its `arguments` stay alive, their id unique)
+        memo[key] = (where, None)  # a value reached again while it is followed places nothing more
+        memo[key] = (where, _placement_of(ctx, expr, where, depth))
+    return memo[key][1]
+
+
+def _placement_of(ctx: FileContext, expr: cst.BaseExpression, where: Where, depth: int) -> Placement | None:
     if isinstance(expr, cst.Call):
         return _call_placement(ctx, expr, where, depth)
     if isinstance(expr, cst.Name):
