@@ -291,6 +291,10 @@ def moves_to_cpu(call: cst.Call) -> bool:
     return False
 
 
+# Torch factories whose first argument is the data (`torch.tensor(w)`).
+DATA_FACTORIES = frozenset({"tensor", "as_tensor", "asarray"})
+
+
 def data_may_be_one_number(call: cst.Call) -> bool:
     """``torch.tensor(v)`` of data the code does not show to hold elements (a value that may
     be one number) may be 0-dim, and a 0-dim CPU tensor meets tensors on any device: only a

@@ -2148,7 +2148,7 @@ class ProjectIndex:
         class asked about, count: those in its folder (and below) and those importing from
         a module there."""
         folder = None
-        if path is not None and sum(name in m.classes for ms in self.modules.values() for m in ms) > 1:
+        if path is not None and self._class_definitions()[name] > 1:
             folder = os.path.dirname(os.path.abspath(path))
         moved = self._memo.get(("moved to a device", folder))
         if moved is None:
@@ -2156,6 +2156,14 @@ class ProjectIndex:
                        if folder is None or self._near(m, folder)]
             self._memo[("moved to a device", folder)] = moved = _moved_makers(modules)
         return name in moved
+
+    def _class_definitions(self) -> collections.Counter:
+        """How many modules define a top-level class of each name (counted once)."""
+        counts = self._memo.get(("class definitions",))
+        if counts is None:
+            counts = self._memo[("class definitions",)] = collections.Counter(
+                name for modules in self.modules.values() for module in modules for name in module.classes)
+        return counts
 
     def _near(self, module: ModuleFacts, folder: str) -> bool:
         """``module`` is in ``folder`` (or below it), or imports from a module there (as the

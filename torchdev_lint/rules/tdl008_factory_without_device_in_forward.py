@@ -24,8 +24,6 @@ from torchdev_lint.rule import Invalid, Rule, Valid
 
 # Methods after which the factory's tensor is where it should be.
 _MOVES = frozenset({"to", "cuda", "type_as"})
-# Factories whose first argument is data (a tensor given there keeps its device).
-_DATA_FACTORIES = frozenset({"tensor", "as_tensor", "asarray"})
 # Factories whose first argument is a size (`torch.zeros(())` is 0-dim).
 _SIZE_FACTORIES = frozenset({"zeros", "ones", "empty", "full", "rand", "randn"})
 _CONSTANTS = frozenset({"pi", "e", "tau", "inf", "nan"})
@@ -540,7 +538,7 @@ class FactoryWithoutDeviceInForward(Rule):
         """0-dim constants, copies of tensors, and results moved or turned into Python
         values straight away."""
         positional = [a.value for a in call.args if a.keyword is None and not a.star]
-        if name in _DATA_FACTORIES and positional:
+        if name in kinds.DATA_FACTORIES and positional:
             data = positional[0]
             if _is_number(data) or self.ctx.value_of(data).kind is Kind.TENSOR:
                 return True
@@ -670,7 +668,8 @@ class FactoryWithoutDeviceInForward(Rule):
                 chosen = next((p for p in candidates if not p.defaulted), candidates[0])
                 meeting = followed.meeting(factory.call, tensors)
                 moved = moves.module_moved_by_project(self.ctx, klass.node)
-                path = None if meeting is None or moved is None or (factory.name in _DATA_FACTORIES and kinds.data_may_be_one_number(factory.call)) else (
+                zero_dim = factory.name in kinds.DATA_FACTORIES and kinds.data_may_be_one_number(factory.call)
+                path = None if meeting is None or moved is None or zero_dim else (
                     moved, (meeting, f"the CPU tensor meets `{method_name}`'s inputs here, which are on the "
                                      "module's device: on an accelerator this line fails"))
                 self._report(factory, method, chosen, path)

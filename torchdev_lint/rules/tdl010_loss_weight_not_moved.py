@@ -21,8 +21,6 @@ _MOVES = frozenset({"to", "cuda", "xpu", "mps"})
 _DEFAULT_DEVICE_SETTERS = ("set_default_device", "set_default_tensor_type")
 # Calls that may move what they are given (`accelerator.prepare(model, criterion)`).
 _MOVING_WORDS = ("device", "cuda", "prepare", "gpu")
-# Factories whose first argument is the data (`torch.tensor(w)`).
-_DATA_FACTORIES = frozenset({"torch.tensor", "torch.as_tensor", "torch.asarray"})
 
 
 @dataclass
@@ -311,7 +309,8 @@ class LossWeightNotMoved(Rule):
     def _may_be_zero_dim(self, weight: cst.CSTNode) -> bool:
         """``pos_weight=torch.tensor(w)`` of a value that may be one number: a 0-dim tensor,
         which the loss mixes with tensors on any device."""
-        return isinstance(weight, cst.Call) and self.ctx.qualified_name(weight.func) in _DATA_FACTORIES \
+        qualified = self.ctx.qualified_name(weight.func) if isinstance(weight, cst.Call) else None
+        return qualified is not None and qualified.startswith("torch.") and qualified[6:] in kinds.DATA_FACTORIES \
             and kinds.data_may_be_one_number(weight)
 
     def _fix(self, criterion: _Criterion) -> Fix | None:
