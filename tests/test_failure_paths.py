@@ -1621,6 +1621,11 @@ RUN = "import sys\n{prepare}if sys.argv[1] == 'a':\n    from approaches import b
     # a module nothing imports that does no work when run starts no run
     ({"run.py": RUN.format(prepare="from preparation import *\n"),
       "approaches/other.py": "import sys\nsys.path.append('.')\nfrom approaches.base import Appr\n"}, "possible"),
+    # the runner's top level calls a torch.cuda function that raises without CUDA
+    ({"run.py": RUN.format(prepare="import torch\ntorch.cuda.ipc_collect()\n")}, "possible"),
+    ({"run.py": RUN.format(prepare="import torch\nname = torch.cuda.get_device_name()\n")}, "possible"),
+    # ...one that does nothing without CUDA stops nothing
+    ({"run.py": RUN.format(prepare="import torch\ntorch.cuda.empty_cache()\n")}, "certain"),
     # no stop on the way
     ({"run.py": RUN.format(prepare="")}, "certain"),
     # another script reaches it without stopping

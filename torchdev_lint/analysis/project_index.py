@@ -991,11 +991,18 @@ def cuda_defs(reader: "_Reader", tree: ast.Module, lines: set[int]) -> list[str]
     return sorted(name for name, all_need in verdicts.items() if all_need)
 
 
-def stops_without_cuda(tree: ast.Module) -> str:
+def stops_without_cuda(reader: "_Reader", tree: ast.Module) -> str:
     """``ModuleFacts.stops_without_cuda``: the first statement of the top level, or of its
-    ``__main__`` block, after which a run without CUDA has stopped."""
+    ``__main__`` block, after which a run without CUDA has stopped: a test of
+    ``torch.cuda.is_available()`` that stops, or a call of a ``torch.cuda`` function that
+    raises without a CUDA device (a runner's ``torch.cuda.ipc_collect()`` at import)."""
+    from torchdev_lint.analysis.requirements import NEEDS_CUDA
+
     body = [s for top in tree.body for s in (top.body if _main_guard(top) else [top])]
     for statement in body:
+        value = statement.value if isinstance(statement, (ast.Expr, ast.Assign, ast.AnnAssign)) else None
+        if isinstance(value, ast.Call) and reader.qualify(value.func) in NEEDS_CUDA:
+            return f"line {statement.lineno}"
         if isinstance(statement, ast.Assert) and _asks_cuda(statement.test):
             return f"line {statement.lineno}"
         if isinstance(statement, ast.If) and (_ends_when_no_cuda(statement) or (
@@ -1598,8 +1605,8 @@ def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | No
     facts.groups = process_groups(tree, text)
     facts.cpu_path = cpu_path(text, lines)
     facts.cpu_choice = cpu_choice(text, lines)
-    if "is_available" in text:
-        facts.stops_without_cuda = stops_without_cuda(tree)
+    if "is_available" in text or "cuda." in text:
+        facts.stops_without_cuda = stops_without_cuda(reader, tree)
     facts.top_imports = top_imports(tree, facts.name, reader.is_init)
     facts.runs_code = any(_main_guard(s) or isinstance(s, (ast.For, ast.While, ast.With)) or (
         isinstance(s, ast.Expr) and isinstance(s.value, ast.Call)
