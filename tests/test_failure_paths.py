@@ -950,6 +950,7 @@ def test_where_a_cpu_choice_is_made_decides_what_it_reaches(project, capsys, cho
     ("from mamba_ssm import Mamba\n", "possible"),
     ("import cupy\n", "possible"),
     ("from diff_surfel_rasterization import GaussianRasterizer\n", "possible"),
+    ("from gsplat import rasterization\n", "possible"),  # Gaussian splatting kernels: CUDA only
 ])
 @pytest.mark.parametrize("through", [False, True])
 def test_a_project_module_that_requires_a_gpu_library(project, capsys, engine, confidence, through):
