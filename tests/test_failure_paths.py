@@ -1608,6 +1608,40 @@ def test_a_load_after_the_run_trained_and_saved_through_its_callers(project, cap
     assert [f[3] for f in findings(capsys, project, "TDL004") if f[0] == "generate.py"] == [confidence]
 
 
+TRAIN_THEN_TEST = """\
+import sys
+import torch
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+def train(model, name):
+    model.to(device)
+    torch.save(model.state_dict(), name)
+
+def test(model_path):
+    model = torch.nn.Linear(2, 2)
+    model.load_state_dict(torch.load(model_path))
+    return model.to(device)
+
+def main():
+{main}
+if __name__ == "__main__":
+    main()
+"""
+
+
+@pytest.mark.parametrize("main, confidence", [
+    # the run's own main trains (and saves), then tests the file it wrote
+    ("    name = 'best.pth'\n    train(torch.nn.Linear(2, 2), name)\n    test(model_path=name)\n", "possible"),
+    # it tests first: the file is the last run's
+    ("    name = 'best.pth'\n    test(name)\n    train(torch.nn.Linear(2, 2), name)\n", "certain"),
+    # another file than the one trained
+    ("    train(torch.nn.Linear(2, 2), 'best.pth')\n    test(sys.argv[1])\n", "certain"),
+])
+def test_a_load_whose_callers_function_trained_and_saved_it_first(project, capsys, main, confidence):
+    write(project, {"colorize.py": TRAIN_THEN_TEST.format(main=main)})
+    assert [f[3] for f in findings(capsys, project, "TDL004")] == [confidence]
+
+
 STOPS = "import sys\nimport torch\nif torch.cuda.is_available():\n    torch.cuda.manual_seed(0)\nelse:\n" \
         "    print('CUDA unavailable'); sys.exit()\n"
 APPROACH = ("import torch\nclass Appr:\n    def __init__(self):\n"

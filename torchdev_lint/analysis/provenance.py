@@ -1020,8 +1020,9 @@ def _tail(path: cst.BaseExpression) -> str | None:
 def saved_before_each_call(ctx, ancestors, call: cst.Call) -> cst.Call | None:
     """A round trip through the function's callers: the load reads a path one of the
     function's parameters carries (``torch.load(args.filepath)``), and each call of the
-    function in the file's top-level code (its ``__main__`` block included; no other module
-    imports it) comes after a call handed the same argument that reaches a ``torch.save``
+    function in the file (its top-level code, ``__main__`` block included, or another of its
+    top-level functions: ``main()`` trains, then tests; no other module imports it) comes
+    after a call of the same scope handed the same argument that reaches a ``torch.save``
     (``train(args, Net)`` then ``generate(args)``). The first such earlier call, or None."""
     target = loaded_file(call)
     scope = _scope_of(ancestors)
@@ -1038,19 +1039,20 @@ def saved_before_each_call(ctx, ancestors, call: cst.Call) -> cst.Call | None:
     if imported is None or "*" in imported or name in imported:
         return None  # callers elsewhere are not read
     shape = _load_shape(ctx, ancestors, call)
-    calls = _scope_calls(ctx, module)
     found = None
-    for index in calls.by_name().get(name, ()):
-        caller = calls.calls[index]
-        positional = [a.value for a in caller.args if a.keyword is None]
-        handed = next((a.value for a in caller.args if a.keyword is not None and a.keyword.value == root),
-                      positional[params.index(root)] if params.index(root) < len(positional) else None)
-        earlier = None if handed is None else next((
-            calls.calls[i] for i in calls.handed(ctx).get(code_of(handed), ()) if i < index
-            and _callee_saves(ctx, module, module, calls.calls[i], shape, _tail(target))), None)
-        if earlier is None:
-            return None
-        found = found or earlier
+    for caller_scope in (module, *(s for s in module.body if isinstance(s, cst.FunctionDef) and s is not scope)):
+        calls = _scope_calls(ctx, caller_scope)
+        for index in calls.by_name().get(name, ()):
+            caller = calls.calls[index]
+            positional = [a.value for a in caller.args if a.keyword is None]
+            handed = next((a.value for a in caller.args if a.keyword is not None and a.keyword.value == root),
+                          positional[params.index(root)] if params.index(root) < len(positional) else None)
+            earlier = None if handed is None else next((
+                calls.calls[i] for i in calls.handed(ctx).get(code_of(handed), ()) if i < index
+                and _callee_saves(ctx, module, caller_scope, calls.calls[i], shape, _tail(target))), None)
+            if earlier is None:
+                return None
+            found = found or earlier
     return found
 
 
