@@ -621,6 +621,30 @@ def test_a_project_helper_handed_a_template_of_the_name_is_a_round_trip(project,
     assert project_findings(capsys, project) == [("run.py", 8, 23, "possible")]
 
 
+TRAINS_AND_KEEPS_THE_BEST = """\
+    import torch
+    def train(model, loader):
+        for batch in loader:
+            torch.save(model.state_dict(), "best_model.pt")
+"""
+
+
+@pytest.mark.parametrize("order, confidence", [
+    # the project's training loop keeps the best weights under that very name, then the script reloads them
+    ("utils.train(model, loader)\nmodel.load_state_dict(torch.load('best_model.pt'))\n", "possible"),
+    # loaded before this run trained: the last run's file
+    ("model.load_state_dict(torch.load('best_model.pt'))\nutils.train(model, loader)\n", "certain"),
+    # a script that does not train: it reads what another run wrote on its device
+    ("model.load_state_dict(torch.load('best_model.pt'))\n", "certain"),
+])
+def test_a_file_a_project_helper_writes_under_its_own_name_is_a_round_trip(project, capsys, order, confidence):
+    write(project, {"utils.py": TRAINS_AND_KEEPS_THE_BEST, "run.py": (
+        "import torch\nimport utils\n"
+        'device = "cuda" if torch.cuda.is_available() else "cpu"\n'
+        "model = Net().to(device)\n" + order)})
+    assert [f[3] for f in project_findings(capsys, project)] == [confidence]
+
+
 @pytest.mark.parametrize("helper, load", [
     # the helper saves, but was handed another name
     ('utils.save_model(model=model, target_dir="models", model_name="effnet.pth")',

@@ -1307,8 +1307,10 @@ def saved_earlier_by_project_helper(ctx, ancestors, call: cst.Call) -> cst.Call 
     (or the module's, a notebook's, top-level code) a call of a project function or class
     whose code calls ``torch.save`` (the index's ``saving_defs``) was handed the name of
     the file the load reads (``save_model(m, target_dir="models", model_name="effnet.pth")``
-    then ``torch.load("models/effnet.pth")``; a template of it, ``f"effnet_{n}.pth"``, too).
-    The call, or None."""
+    then ``torch.load("models/effnet.pth")``; a template of it, ``f"effnet_{n}.pth"``, too),
+    or, for a name the load spells as a literal, saves a file of that name itself
+    (``utils.train(model, ...)`` keeps ``torch.save(sd, "best_model.pt")``, then
+    ``torch.load("best_model.pt")``). The call, or None."""
     target = loaded_file(call)
     scope = _scope_of(ancestors)
     if ctx.index is None or scope is None or target is None:
@@ -1320,14 +1322,16 @@ def saved_earlier_by_project_helper(ctx, ancestors, call: cst.Call) -> cst.Call 
     loaded = path_template(_as_ast(target), resolve).rsplit("/", 1)[-1]
     if "{}" in loaded or not re.search(r"[A-Za-z0-9]", loaded):
         return None  # no file name spelled
+    literal = isinstance(target, cst.SimpleString)
     calls = _scope_calls(ctx, scope)
     position = calls.order.get(id(call), len(calls.order))
     for earlier in calls.calls[:position]:
         qualified = ctx.qualified_name(earlier.func)
-        if not qualified or not _may_write(qualified):
+        if not qualified or not _may_write(qualified) or not ctx.index.saves_when_called(qualified, ctx.path):
             continue
         names = [path_template(_as_ast(a.value), resolve).rsplit("/", 1)[-1] for a in earlier.args]
-        if any(template_names(n, loaded) for n in names) and ctx.index.saves_when_called(qualified, ctx.path):
+        if any(template_names(n, loaded) for n in names) or (
+                literal and loaded in ctx.index.locate(qualified, ctx.path)[0].saves):
             return earlier
     return None
 
