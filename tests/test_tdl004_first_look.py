@@ -645,6 +645,49 @@ def test_a_file_a_project_helper_writes_under_its_own_name_is_a_round_trip(proje
     assert [f[3] for f in project_findings(capsys, project)] == [confidence]
 
 
+GANOMALY = """\
+    import os
+    import torch
+    class Ganomaly:
+        def __init__(self, args):
+            self.save_dir = args.save_dir
+            self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+            self.netg = Net().to(self.device)
+        def load_weights(self):
+            self.netg.load_state_dict(torch.load(os.path.join(self.save_dir, "netG.pt")))
+        def test(self, loader):
+            self.load_weights()
+            return [self.netg(x) for x in loader]
+"""
+
+TRAIN_SAVE_TEST = """\
+    import os
+    import torch
+    from network.model import Ganomaly
+    def train_epochs(model, args, loader):
+        G_PATH = os.path.join(args.save_dir, "netG.pt")
+        for epoch in range(args.epochs):
+{body}
+"""
+
+
+@pytest.mark.parametrize("body, others, confidence", [
+    # each epoch saves netG.pt, then tests: the test reloads what this run wrote
+    ("torch.save(model.netg.state_dict(), G_PATH)\nauc = model.test(loader)", {}, "possible"),
+    # tested before the save: the first epoch reads the last run's file
+    ("auc = model.test(loader)\ntorch.save(model.netg.state_dict(), G_PATH)", {}, "certain"),
+    # an evaluation script also tests, with no training in its run: it reads a file another run wrote
+    ("torch.save(model.netg.state_dict(), G_PATH)\nauc = model.test(loader)",
+     {"evaluate.py": "from network.model import Ganomaly\nGanomaly(args).test(loader)\n"}, "certain"),
+])
+def test_a_method_the_project_calls_only_after_saving_its_file_reads_back_the_run(project, capsys, body, others,
+                                                                                   confidence):
+    body = textwrap.indent(body, " " * 12)
+    write(project, {"network/__init__.py": "", "network/model.py": GANOMALY,
+                    "train.py": TRAIN_SAVE_TEST.format(body=body), **others})
+    assert [f[:2] + f[3:] for f in project_findings(capsys, project)] == [("network/model.py", 9, confidence)]
+
+
 @pytest.mark.parametrize("helper, load", [
     # the helper saves, but was handed another name
     ('utils.save_model(model=model, target_dir="models", model_name="effnet.pth")',

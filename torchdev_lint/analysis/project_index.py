@@ -180,6 +180,10 @@ class ModuleFacts:
     # "callee:position" of calls handed a file the same scope wrote before (`torch.save(sd,
     # path)`, `open(path, "wb")`, then `predict(loader, path)`): a round trip through the callee
     saved_handoffs: list[str] = field(default_factory=list)
+    # "name:shape" for each name whose every call in the module (`model.test(loader)`) comes
+    # after a `torch.save` of a file named `shape` in the same scope: what that callee loads
+    # under the name is what the run wrote (`ProjectIndex.called_only_after_saving`)
+    calls_after_saves: list[str] = field(default_factory=list)
     digest: str = ""  # of the file's bytes: code that follows calls into it depends on them
     # why the file was not read (over the budget of `limits.py`): it contributes no facts
     skipped: str = ""
@@ -1223,6 +1227,36 @@ def saved_handoffs(reader: "_Reader", scopes: list[tuple[ast.AST, list[ast.AST]]
     return sorted(found)
 
 
+def calls_after_saves(reader: "_Reader", scopes: list[tuple[ast.AST, list[ast.AST]]]) -> list[str]:
+    """``ModuleFacts.calls_after_saves``: for each name called in the module (``x.test(...)``
+    or ``test(...)``), the names of the files saved before every one of its calls, each
+    earlier in the call's own scope (``torch.save(netg.state_dict(), G_PATH)`` with ``G_PATH =
+    os.path.join(args.save_dir, "netG.pt")``, then ``model.test(loader)``)."""
+    before: dict[str, set[str]] = {}
+    for _, nodes in scopes:
+        values: dict[str, list[ast.expr]] = {}
+        for node in nodes:
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if isinstance(target, ast.Name):
+                        values.setdefault(target.id, []).append(node.value)
+
+        def resolve(name: str, values=values) -> ast.expr | None:
+            found = values.get(name, [])
+            return found[0] if len(found) == 1 else None
+
+        calls = [n for n in nodes if isinstance(n, ast.Call)]
+        saved = [(c.lineno, shape) for c in calls if reader.qualify(c.func) in kinds.TORCH_SAVERS
+                 and (path := _saved_file(c)) is not None and (shape := file_name_shape(path, resolve)) is not None]
+        for call in calls:
+            name = call.func.attr if isinstance(call.func, ast.Attribute) else \
+                call.func.id if isinstance(call.func, ast.Name) else None
+            if name is not None:
+                shapes = {shape for line, shape in saved if line < call.lineno}
+                before[name] = before[name] & shapes if name in before else shapes
+    return sorted(f"{name}:{shape}" for name, shapes in before.items() for shape in shapes)
+
+
 def moved_and_handed(scopes: list[tuple[ast.AST, list[ast.AST]]]) -> tuple[list[str], dict[str, list[int]], list[str]]:
     """What the module says about the modules it moves, read in one walk: the names of the
     calls whose results it moves to a device (``_device_move``: in the moved expression
@@ -1601,6 +1635,7 @@ def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | No
         facts.saves, facts.other_writes, facts.loads = _read_files(reader, tree, files)
         facts.saved_tails = saved_path_tails(reader, scopes)
         facts.saved_handoffs = saved_handoffs(reader, scopes)
+        facts.calls_after_saves = calls_after_saves(reader, scopes)
     facts.defs, facts.attributes = attributes(tree, text)
     facts.groups = process_groups(tree, text)
     facts.cpu_path = cpu_path(text, lines)
@@ -1930,15 +1965,31 @@ class ProjectIndex:
         full = os.path.abspath(path)
         if full not in self.paths:
             return None
+        return bool(self._mentions().get(name, set()) - {full})
+
+    def _mentions(self) -> dict[str, set[str]]:
+        """Attribute name -> the paths of the modules that mention it, built once."""
         mentions = self._memo.get(("mentions",))
-        if mentions is None:  # attribute name -> the modules that mention it, built once
+        if mentions is None:
             mentions = {}
             for modules in self.modules.values():
                 for module in modules:
                     for attribute in module.attributes:
                         mentions.setdefault(attribute, set()).add(module.path)
             self._memo[("mentions",)] = mentions
-        return bool(mentions.get(name, set()) - {full})
+        return mentions
+
+    def called_only_after_saving(self, name: str, shape: str) -> str | None:
+        """Every project module that mentions attribute ``name`` calls it only after saving a
+        file named ``shape`` earlier in the same scope (``ModuleFacts.calls_after_saves``), and
+        one does: a method ``name`` that loads that file reads back what its caller's run
+        wrote. The first such module's path as shown, or None."""
+        paths = sorted(self._mentions().get(name, ()))
+        entry = f"{name}:{shape}"
+        found = [self._module_at(path) for path in paths]
+        if not found or any(module is None or entry not in module.calls_after_saves for module in found):
+            return None
+        return self._shown(paths[0])
 
     def needs_cuda_def(self, name: str) -> bool:
         """Every function or method of the project named ``name`` needs CUDA whenever it runs,

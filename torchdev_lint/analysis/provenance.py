@@ -17,7 +17,7 @@ import libcst as cst
 from torchdev_lint import checkpoints, pyast
 from torchdev_lint.analysis import kinds, tree
 from torchdev_lint.analysis.guards import code_of, is_guarded
-from torchdev_lint.analysis.classes import methods, self_attribute
+from torchdev_lint.analysis.classes import methods, self_attribute, self_call
 from torchdev_lint.analysis.imports import dotted_name
 from torchdev_lint.analysis.project_index import (
     ProjectIndex, file_name_shape, is_test_path, path_template, read_facts, template_names,
@@ -1352,6 +1352,34 @@ def written_by_another_method(ctx, ancestors, call: cst.Call) -> cst.Call | None
     loading = ancestors[index]
     return ctx.once(("provenance: class writes", id(klass), id(loading), shape),
                     lambda: _class_writes(ctx, ancestors[0], klass, shape, loading))
+
+
+def reloaded_after_the_run_saved(ctx, ancestors, call: cst.Call) -> tuple[str, str] | None:
+    """A round trip through the project's callers of a method: the load, of a file whose name
+    the code spells, is in a method that the project calls (by that name, or through the one
+    method of its class that calls it: ``test`` runs ``self.load_weights()``) only after
+    saving a file of that name earlier in the caller's scope (``torch.save(netg.state_dict(),
+    G_PATH)`` then ``model.test(loader)``: ``ProjectIndex.called_only_after_saving``). The
+    method's name and the first caller's file, or None."""
+    index = next((i for i in range(len(ancestors) - 1, -1, -1) if isinstance(ancestors[i], cst.FunctionDef)), None)
+    klass = ancestors[index - 2] if index is not None and index >= 2 else None
+    shape = _load_shape(ctx, ancestors, call) if isinstance(klass, cst.ClassDef) else None
+    if shape is None or "{}" in shape or ctx.index is None or ctx.path == "-":
+        return None
+    loading = ancestors[index].name.value
+    callers = {loading: []}  # method -> the methods of the class that call it
+    for method, self_name in methods(klass):
+        for called in {self_call(c, self_name) for c in tree.collect(method.body, cst.Call)} - {None}:
+            callers.setdefault(called, []).append(method.name.value)
+    names = [loading]
+    if not ctx.index.mentioned_elsewhere(loading, ctx.path) and len(callers[loading]) == 1:
+        names.append(callers[loading][0])  # `load_weights`, called by `test` alone
+    for name in names:
+        if not callers.get(name):
+            caller = ctx.index.called_only_after_saving(name, shape)
+            if caller is not None:
+                return name, caller
+    return None
 
 
 def _class_writes(ctx, module: cst.Module, klass: cst.ClassDef, shape: str, loading) -> cst.Call | None:

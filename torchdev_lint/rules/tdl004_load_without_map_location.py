@@ -474,6 +474,10 @@ class LoadWithoutMapLocation(Rule):
         if helper is not None:
             yield (helper, f"`{code_of(helper.func)}` saves with torch.save and was handed the name of this "
                            "file earlier: this reads back what this run wrote")
+        reloaded = provenance.reloaded_after_the_run_saved(ctx, ancestors, node) if caller is None else None
+        if reloaded is not None:
+            yield (node, f"the project calls `{reloaded[0]}` only after it saved a file of this name in the same "
+                         f"run ({reloaded[1]}): this reads back what that run wrote")
         writer = provenance.written_by_another_method(ctx, ancestors, node)
         if writer is not None:
             yield (writer, "another method of the same class writes a file of that name: the object may "
