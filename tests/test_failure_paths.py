@@ -1972,3 +1972,37 @@ def test_a_function_nothing_in_the_project_calls_never_runs(project, capsys, cal
         "def main(x, y):\n" + call + "    return x\n"
         "if __name__ == '__main__':\n    main(torch.ones(2).to(device), torch.ones(2).to(device))\n")})
     assert [f[3] for f in findings(capsys, project, "TDL002") if f[0] == "ot.py"] == [confidence]
+
+
+OT_LOSS = """\
+import torch
+class {base_name}({base}):
+    def forward(self, x, y):
+        return self.distance(x, y){extra}
+    def distance(self, x, y):
+        return (x - y).abs().sum() * self.weights(x.size(0))
+    def weights(self, n):
+        return torch.ones(n).cuda()
+    def old_distance(self, x, y):
+        return self.old_weights(x.size(0)) * (x - y).sum()
+    def old_weights(self, n):
+        return torch.ones(n, n).cuda()
+"""
+
+
+@pytest.mark.parametrize("base, extra, trainer_extra, confidence", [
+    # `old_weights` is used only by `old_distance`, which nothing calls: it never runs
+    ("torch.nn.Module", "", "", ["certain", "possible"]),
+    # a string naming the method may call it (a registry, `getattr`)
+    ("torch.nn.Module", "\n    kinds = {'old': 'old_distance'}", "", ["certain", "certain"]),
+    # another file calls it
+    ("torch.nn.Module", "", "print(loss.old_distance(x, x))\n", ["certain", "certain"]),
+    # a framework base may call any method of its own
+    ("pl.LightningModule", "", "", ["certain", "certain"]),
+])
+def test_a_method_only_uncalled_methods_use_never_runs(project, capsys, base, extra, trainer_extra, confidence):
+    write(project, {"losses/ot.py": OT_LOSS.format(base_name="OTLoss", base=base, extra=extra), "train.py": (
+        "import torch\nfrom losses.ot import OTLoss\n"
+        "device = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+        "loss = OTLoss()\nx = torch.ones(2).to(device)\nprint(loss(x, x))\n" + trainer_extra)})
+    assert [f[3] for f in findings(capsys, project, "TDL001") if f[0] == "losses/ot.py"] == confidence

@@ -3,7 +3,9 @@ which methods ``__init__`` (or ``forward``) reaches through ``self.method(...)``
 
 from __future__ import annotations
 
-from typing import Iterable, Iterator
+import collections
+import re
+from typing import Callable, Iterable, Iterator
 
 import libcst as cst
 
@@ -72,3 +74,45 @@ def holds_no_state(klass: cst.ClassDef) -> bool:
             elif self_attribute(node.target, self_name) is not None:
                 return False
     return True
+
+
+# Methods torch itself calls on a module, which the code that uses it never names.
+_MODULE_HOOKS = frozenset({"forward", "extra_repr", "reset_parameters", "_apply", "_load_from_state_dict",
+                           "_save_to_state_dict", "_replicate_for_data_parallel", "_get_name", "_check_input_dim"})
+# Bases whose machinery calls no other method of a subclass.
+_PLAIN_BASES = frozenset({"object", "nn.Module", "torch.nn.Module", "Module"})
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+
+
+def uncalled_methods(module: cst.Module, source: str, mentioned_elsewhere: Callable[[str], bool | None]
+                     ) -> frozenset[tuple[str, str]]:
+    """(class, method) for the methods of the file's top-level classes that nothing calls: no
+    other module mentions an attribute of the name (``mentioned_elsewhere`` is False), the file
+    names it only as ``self.<name>`` inside methods that are themselves uncalled (every other
+    mention, a string or a comment included, may call it), and it is no hook torch or a
+    base class calls (a dunder, ``forward``; every method of a class with another base)."""
+    classes = [s for s in module.body if isinstance(s, cst.ClassDef)]
+    plain: set[str] = set()
+    for _ in classes:  # bases of the file's own, in any order
+        plain.update(k.name.value for k in classes if not k.decorators and all(
+            code_of(b.value) in _PLAIN_BASES or code_of(b.value) in plain for b in k.bases))
+    words = collections.Counter(_IDENTIFIER.findall(source))
+    defined: collections.Counter[str] = collections.Counter(
+        s.name.value for s in module.body if isinstance(s, cst.FunctionDef))
+    uses: dict[str, set[str]] = {}
+    mentions: collections.Counter[str] = collections.Counter()
+    starts: set[str] = set()
+    for klass in classes:
+        for method, self_name in methods(klass):
+            name = method.name.value
+            defined[name] += 1
+            found = [a for a in (self_attribute(n, self_name) for n in collect(method.body, cst.Attribute)) if a]
+            uses.setdefault(name, set()).update(found)
+            mentions.update(found)
+            if klass.name.value not in plain or method.decorators or name.startswith("__") \
+                    or name in _MODULE_HOOKS or mentioned_elsewhere(name) is not False:
+                starts.add(name)
+    starts.update(n for n in defined if words[n] > defined[n] + mentions[n])
+    called = reachable(uses, starts)
+    return frozenset((klass.name.value, method.name.value) for klass in classes if klass.name.value in plain
+                     for method, _ in methods(klass) if method.name.value not in called)

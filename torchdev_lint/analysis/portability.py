@@ -48,7 +48,7 @@ from typing import Sequence
 
 import libcst as cst
 
-from torchdev_lint.analysis import conditions, guards, project_index, provenance, reach, requirements
+from torchdev_lint.analysis import classes, conditions, guards, project_index, provenance, reach, requirements
 from torchdev_lint.analysis.guards import code_of
 from torchdev_lint.analysis.imports import dotted_name
 from torchdev_lint.analysis.reach import Step
@@ -768,6 +768,8 @@ def _never_called(ctx, ancestors: Sequence[cst.CSTNode]) -> Step | None:
     if len(ancestors) < 2 or ctx.index is None or ctx.path == "-" or not ctx.path.endswith(".py"):
         return None
     module, definition = ancestors[0], ancestors[1]
+    if isinstance(definition, cst.ClassDef):
+        return _never_called_method(ctx, ancestors)
     if not isinstance(definition, cst.FunctionDef) or definition.decorators:
         return None
     imported = ctx.index.imported_from(ctx.path)
@@ -779,6 +781,22 @@ def _never_called(ctx, ancestors: Sequence[cst.CSTNode]) -> Step | None:
         return None
     return definition, (f"nothing in the project calls `{name}`: the module's own code and the files that import "
                         "it name it only in comments or in functions nothing calls")
+
+
+def _never_called_method(ctx, ancestors: Sequence[cst.CSTNode]) -> Step | None:
+    """The line is in a method that nothing calls (``classes.uncalled_methods``: the project
+    mentions it only as ``self.<name>`` in methods that are themselves uncalled), of a class
+    of a module that is no package's (whose users may be elsewhere). It never runs."""
+    module, klass = ancestors[0], ancestors[1]
+    method = ancestors[3] if len(ancestors) > 3 and isinstance(ancestors[3], cst.FunctionDef) else None
+    if method is None or is_library_module(ctx, module) or _DYNAMIC_LOOKUPS.search(ctx.source):
+        return None
+    uncalled = ctx.once(("portability: uncalled methods",), lambda: classes.uncalled_methods(
+        module, ctx.source, lambda name: ctx.index.mentioned_elsewhere(name, ctx.path)))
+    if (klass.name.value, method.name.value) not in uncalled:
+        return None
+    return method, (f"nothing in the project calls `{klass.name.value}.{method.name.value}`: no other file "
+                    "mentions it, and its own file names it only in methods nothing calls")
 
 
 def _called_definitions(ctx, module: cst.Module, imported: frozenset[str]) -> frozenset[str] | None:
