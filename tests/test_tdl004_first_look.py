@@ -1203,3 +1203,20 @@ def test_a_reload_of_what_a_tracking_object_saved_earlier_in_the_run_is_only_pos
 def test_a_load_after_an_unrelated_object_saved_stays_certain():
     code = RECORD.format(load="net.load_state_dict(torch.load(path))")
     assert [f[2] for f in found(code)] == ["certain"]
+
+
+@pytest.mark.parametrize("path, confidence", [
+    # the author's lab disk: the script runs where that file is
+    ("'/dshome/lab/runs/ours_model.pth'", "possible"),
+    ("'D:\\\\experiments\\\\ours_model.pth'", "possible"),
+    # a relative path, or a temporary one: any machine that runs the script may have it
+    ("'runs/ours_model.pth'", "certain"),
+    ("os.path.join('/tmp/runs', 'ours_model.pth')", "certain"),
+])
+def test_a_load_from_one_machines_absolute_path_runs_on_that_machine(path, confidence):
+    code = ("import os\nimport torch\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+            "model = Net().to(device)\n"
+            f"CKPT = {path}\nmodel.load_state_dict(torch.load(CKPT))\n")
+    trainer = {"trainer.py": "import torch\ndef snapshot(model, device):\n"
+                             "    torch.save(model.to(device).state_dict(), 'ours_model.pth')\n"}
+    assert [(f.line, f.confidence.value) for f in lint_beside({"script.py": code, **trainer})] == [(6, confidence)]

@@ -694,6 +694,23 @@ def _as_ast(expr: cst.BaseExpression) -> ast.expr:
     return ast.Name("_", ast.Load()) if tree is None else tree.body  # unknown, or the expression
 
 
+# An absolute path (`/dshome/lab/runs/x.pth`, `D:\\models\\x.pt`), not a temporary or shared mount
+# every machine has.
+_MACHINE_PATH = re.compile(r"^(?:/(?!tmp/|dev/|proc/)[^/{}]+/|[A-Za-z]:[\\/])")
+
+
+def machine_path(ctx, ancestors, call: cst.Call) -> str | None:
+    """The load reads a file at an absolute path the code spells (``torch.load("/dshome/
+    lab/runs/model.pth")``, through the scope's one assignment too): a place on one machine's
+    disk, where the code runs with the files that machine wrote. The path, or None."""
+    target = loaded_file(call)
+    scope = _scope_of(ancestors)
+    if target is None:
+        return None
+    path = path_template(_as_ast(target), lambda name: _single_value(ctx, scope, name))
+    return path if _MACHINE_PATH.match(path) else None
+
+
 def _single_value(ctx, scope: cst.CSTNode | None, name: str) -> ast.expr | None:
     """The value of ``name = <value>`` when that is the name's only binding in the scope, or
     when every binding assigns it the same literal (a notebook whose cells each set

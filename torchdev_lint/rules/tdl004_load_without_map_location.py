@@ -516,6 +516,10 @@ class LoadWithoutMapLocation(Rule):
         if cpu_save is not None and provenance.loaded_name(ctx, ancestors, node) is None:
             yield (node, f"the project also saves weights as CPU tensors ({cpu_save}) and the code does not spell "
                          "this file's name: which save wrote it is not shown")
+        machine = provenance.machine_path(ctx, ancestors, node)
+        if machine is not None:
+            yield (node, f"the file is at `{machine}`, a place on one machine's disk: the code runs there, with "
+                         "the files that machine wrote")
         foreign = None if written_here else provenance.never_written(ctx, ancestors, node)
         if foreign is not None:
             yield (node, f"no code of the project writes a file named `{foreign}`: it comes from elsewhere "
