@@ -239,3 +239,23 @@ def test_what_the_projects_saver_wrote_shows_where_it_ran(capsys, tmp_path, monk
     evidence = found[0][2]
     assert any("ships what the project's savers write" in e for e in evidence) is (shipped == "cpu")
     assert not (any("ran on the CPU" in e for e in evidence) and any("can hold accelerator" in e for e in evidence))
+
+
+@pytest.mark.parametrize("spelled", [
+    r"C:\\Users\\me\\PycharmProjects\\kws\\weights\\net.pth",  # the author's checkout on Windows
+    "/home/me/kws/weights/net.pth",
+])
+def test_an_absolute_path_of_the_authors_checkout_finds_the_shipped_file(capsys, demo, spelled):
+    (demo / "demo.py").write_text(textwrap.dedent(DEMO).replace('"weights/net.pth"', f'r"{spelled}"'))
+    checkpoint(demo / "weights" / "net.pth", "cuda:0")
+    [(line, confidence, evidence)] = tdl004(capsys, demo)
+    assert (line, confidence) == (7, "certain")
+    assert any("ships `weights/net.pth`" in e for e in evidence)
+    assert not any("one machine's disk" in e for e in evidence)
+
+
+def test_an_absolute_path_the_repository_does_not_hold_is_one_machines_file(capsys, demo):
+    (demo / "demo.py").write_text(textwrap.dedent(DEMO).replace('"weights/net.pth"', '"/home/me/kws/other/net.pth"'))
+    checkpoint(demo / "weights" / "net.pth", "cuda:0")
+    [(line, confidence, evidence)] = tdl004(capsys, demo)
+    assert confidence == "possible" and any("one machine's disk" in e for e in evidence)

@@ -1276,7 +1276,9 @@ def _path_default(ctx, ancestors, call: cst.Call) -> cst.BaseExpression | None:
 def shipped_checkpoint(ctx, ancestors, call: cst.Call) -> tuple[str, list[str]] | None:
     """The checkpoint a load reads when the code spells its whole path and the repository
     holds that file (from the loading file's folder or one above it, up to the project's
-    root): the path as the code spells it, and the devices its tensors were saved from
+    root; for an absolute path of the author's checkout, ``C:\\Users\\me\\kws\\kaldi\\final.pkl``,
+    its longest tail of a folder and more the repository holds, ``kaldi/final.pkl``): the
+    path as the code spells it (that tail for an absolute one), and the devices its tensors were saved from
     (``checkpoints.storage_locations``). What the file holds is then known, not guessed."""
     target = loaded_file(call)
     if target is None or ctx.path == "-":
@@ -1286,15 +1288,29 @@ def shipped_checkpoint(ctx, ancestors, call: cst.Call) -> tuple[str, list[str]] 
     if "{}" in path:
         default = _path_default(ctx, ancestors, call)
         path = path_template(_as_ast(default), lambda name: None) if default is not None else "{}"
-    if "{}" in path or not path.strip() or os.path.isabs(path):
+    if "{}" in path or not path.strip():
+        return None
+    parts = [p for p in path.split("/") if p]
+    tails = ["/".join(parts[i:]) for i in range(1, len(parts) - 1)] if _MACHINE_PATH.match(path) else [path]
+    for tail in tails:
+        candidate = _shipped_file(ctx, tail)
+        if candidate is not None:
+            found = checkpoints.file_locations(candidate)
+            return (tail, found) if found is not None else None
+    return None
+
+
+def _shipped_file(ctx, path: str) -> str | None:
+    """The file the repository holds at the relative ``path``, from the loading file's folder
+    or one above it, up to the project's root."""
+    if os.path.isabs(path):
         return None
     folder = os.path.dirname(os.path.abspath(ctx.path))
     top = ctx.index.root() if ctx.index is not None else folder
     while True:
         candidate = os.path.join(folder, path)
         if os.path.isfile(candidate):
-            found = checkpoints.file_locations(candidate)
-            return (path, found) if found is not None else None
+            return candidate
         if os.path.normcase(folder) == os.path.normcase(top) or os.path.dirname(folder) == folder \
                 or not os.path.normcase(folder).startswith(os.path.normcase(top)):
             return None
