@@ -340,10 +340,10 @@ POLICIES = """\
 @pytest.mark.parametrize("script, confidence", [
     # a script that places everything with `device` and chooses the CPU: the helper's `.cuda()` is the bug
     ("from common.policies import *\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
-     "policy = Policy().to(device)\n", "certain"),
+     "policy = Policy().to(device)\nprint(policy.act([0.0]))\n", "certain"),
     # a script that hardcodes `.cuda()` itself never ran on the CPU path it shows
     ("from common.policies import *\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
-     "policy = Policy().to(device)\nh = torch.zeros(1).cuda()\n", "possible"),
+     "policy = Policy().to(device)\nh = torch.zeros(1).cuda()\nprint(policy.act([0.0]))\n", "possible"),
 ])
 def test_a_helper_in_a_namespace_directory_runs_where_its_importers_do(project, capsys, script, confidence):
     """`common/` without an `__init__.py`: `from common.policies import *` still reaches it, and

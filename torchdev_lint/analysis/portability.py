@@ -786,11 +786,16 @@ def _never_called(ctx, ancestors: Sequence[cst.CSTNode]) -> Step | None:
 def _never_called_method(ctx, ancestors: Sequence[cst.CSTNode]) -> Step | None:
     """The line is in a method that nothing calls (``classes.uncalled_methods``: the project
     mentions it only as ``self.<name>`` in methods that are themselves uncalled), of a class
-    of a module that is no package's (whose users may be elsewhere). It never runs."""
+    of a module whose users are in sight: one other project files import (not a package's,
+    whose users may be elsewhere), or a script nothing imports. It never runs."""
     module, klass = ancestors[0], ancestors[1]
     method = ancestors[3] if len(ancestors) > 3 and isinstance(ancestors[3], cst.FunctionDef) else None
     if method is None or is_library_module(ctx, module) or _DYNAMIC_LOOKUPS.search(ctx.source):
         return None
+    imported = ctx.index.imported_from(ctx.path)
+    defined = {s.name.value for s in module.body if isinstance(s, (cst.FunctionDef, cst.ClassDef))}
+    if imported is None or (not imported and not _runs_something(module, defined)):
+        return None  # a module nothing in sight uses: its callers are elsewhere
     uncalled = ctx.once(("portability: uncalled methods",), lambda: classes.uncalled_methods(
         module, ctx.source, lambda name: ctx.index.mentioned_elsewhere(name, ctx.path)))
     if (klass.name.value, method.name.value) not in uncalled:
