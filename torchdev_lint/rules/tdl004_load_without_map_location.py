@@ -127,7 +127,11 @@ class LoadWithoutMapLocation(Rule):
     hands the object the path comes from, `args` of `args.filepath`, to project code that
     saves a path it carries under the same name, or code of another file hands the loading
     function's path parameter a file it wrote earlier in the same scope: `torch.save(sd,
-    path)`, then `prediction.predict(loader, path)`); a resume of the script's own checkpoint or a
+    path)`, then `prediction.predict(loader, path)`; or every call that reaches the load comes
+    after its caller saved that file: `main()` trains and then tests, a training loop saves
+    `netG.pt` and then calls `model.test()`, which reloads it); a file at an absolute path of
+    one machine (`/dshome/lab/runs/model.pth`: the code runs where that file is, unless the
+    repository ships it under the path's tail); a resume of the script's own checkpoint or a
     trainer's start point (code that writes checkpoints in a loop); a file of unknown origin
     (a name the code spells, as a literal, a parameter's default or the literal a missing path
     falls back to, that the project never writes, a file the code fetches from
