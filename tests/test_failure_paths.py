@@ -2006,3 +2006,43 @@ def test_a_method_only_uncalled_methods_use_never_runs(project, capsys, base, ex
         "device = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
         "loss = OTLoss()\nx = torch.ones(2).to(device)\nprint(loss(x, x))\n" + trainer_extra)})
     assert [f[3] for f in findings(capsys, project, "TDL001") if f[0] == "losses/ot.py"] == confidence
+
+
+GATHERING_EVAL = """\
+import torch
+import torch.distributed as dist
+
+def _gathered(tensor):
+    out = [torch.zeros_like(tensor) for _ in range(dist.get_world_size())]
+    dist.all_gather(out, tensor)
+    return torch.cat(out)
+
+def metric(pred):
+    return _gathered(torch.Tensor([pred.mean()]).cuda()).mean()
+
+def predict(model, loader, device):
+    for batch in loader:
+        gt = batch['mask'].cuda()
+        print(metric(model(batch['image'].to(device)) - gt))
+
+def main(cfg):
+    if cfg.distributed:
+        dist.init_process_group({backend})
+        torch.cuda.set_device(dist.get_rank())
+    device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')
+    predict(torch.nn.Identity().to(device), [], device)
+
+if __name__ == '__main__':
+    main(None)
+"""
+
+
+@pytest.mark.parametrize("backend, confidence", [
+    # every evaluation all-gathers: it completes only in a process group, and the file's groups are NCCL ones
+    ("'nccl'", []),
+    # a gloo group runs on the CPU: the hardcoded `.cuda()` is what stops it
+    ("'gloo'", ["certain", "certain"]),
+])
+def test_code_that_calls_a_collective_runs_only_in_the_files_process_groups(project, capsys, backend, confidence):
+    write(project, {"evaluate.py": GATHERING_EVAL.format(backend=backend)})
+    assert [f[3] for f in findings(capsys, project, "TDL001")] == confidence

@@ -64,6 +64,11 @@ SET_DEVICE = "torch.cuda.set_device"
 # ids work for GPU modules only; a CPU module takes `device_ids=None`): the wrap needs CUDA.
 _DDP = frozenset({"torch.nn.parallel.DistributedDataParallel",
                   "torch.nn.parallel.distributed.DistributedDataParallel"})
+# Collectives of `torch.distributed`: they raise outside a process group, so code that calls
+# one whenever it runs runs only inside a group (an NCCL one, in a file that opens no other).
+_COLLECTIVES = frozenset(f"torch.distributed.{name}" for name in """all_gather all_gather_into_tensor
+    all_gather_object all_reduce all_to_all all_to_all_single barrier broadcast broadcast_object_list
+    gather gather_object reduce reduce_scatter reduce_scatter_tensor scatter scatter_object_list""".split())
 # Libraries with no CPU back end: importing one means the code drives an NVIDIA GPU.
 CUDA_LIBRARIES = frozenset({"tensorrt", "pycuda", "cupy", "torch_tensorrt", "torch2trt",
                             # CUDA kernels published as packages: no CPU implementation
@@ -183,7 +188,7 @@ class Requirements:
         self.methods: dict[int, dict[str, cst.FunctionDef]] = {}  # class -> its methods
         self.class_of: dict[int, cst.ClassDef] = {}  # method -> its class
         self.uses: dict[int, list[tuple[cst.CSTNode, ...]]] = {}  # closed function -> use paths
-        self._needs: dict[int, bool] = {}
+        self._needs: dict[int | tuple[str, int], bool] = {}
         self._only: dict[int, bool] = {}
         self._needing: dict[tuple[int, int], list[int]] = {}
         self._inits: list[cst.Call] = []  # `init_process_group(...)` calls of the file
@@ -284,7 +289,7 @@ class Requirements:
             if isinstance(node, cst.Lambda):
                 break
             if isinstance(node, cst.FunctionDef):
-                if self._used_only_on_accelerator(node):
+                if self._used_only_on_accelerator(node) or (self._nccl_only() and self._needs_group(node)):
                     return True
                 break
             if isinstance(node, cst.IndentedBlock) and self._block_needs_cuda(node, on_path, cls):
@@ -479,6 +484,8 @@ class Requirements:
             return _nccl_backend(call)
         if qualified in _DDP:
             return _device_ids_given(call)
+        if qualified in _COLLECTIVES:
+            return self._nccl_only()
         func = call.func
         callee = None
         if isinstance(func, cst.Name):
@@ -493,6 +500,22 @@ class Requirements:
         if said & ACCELERATOR_NAME_WORDS and not said & _MOVING_WORDS:
             return True  # `cuda_timer()`: code the guards count as chosen for CUDA
         return self._function_needs_cuda(callee)
+
+    def _needs_group(self, function: cst.FunctionDef) -> bool:
+        """A statement of the function calls, whenever it runs, a collective or a function of
+        the file that does (``_distributed_value(x.cuda())`` of a helper that all-gathers):
+        the function completes only inside a process group, the statement on a question's
+        path included (the collective is not what a fix of that line changes)."""
+        key = ("group", id(function))
+        if key not in self._needs:
+            self._needs[key] = False  # recursion needs nothing more
+            body = function.body.body if isinstance(function.body, cst.IndentedBlock) else ()
+            self._needs[key] = any(
+                self.qualify(c.func) in _COLLECTIVES or (
+                    isinstance(c.func, cst.Name) and c.func.value in self.functions
+                    and self._needs_group(self.functions[c.func.value]))
+                for statement in body for c in _unconditional_calls(statement))
+        return self._needs[key]
 
     def _function_needs_cuda(self, function: cst.FunctionDef) -> bool:
         key = id(function)

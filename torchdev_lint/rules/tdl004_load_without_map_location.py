@@ -455,7 +455,8 @@ class LoadWithoutMapLocation(Rule):
                          "machine runs it, though every process of a multi-GPU job loads it onto GPU 0")
         step = portability.needs_cuda_around(ctx, ancestors)
         if step is None and requirements.of_file(ctx, ancestors[0]).only_on_accelerator(ancestors):
-            step = (node, "the code around it needs CUDA anyway (a CUDA-only library or `torch.cuda` call)")
+            step = (node, "the code around it needs CUDA anyway (a CUDA-only library, a raising `torch.cuda` "
+                          "call, a collective of NCCL process groups)")
         if step is not None:
             yield step
         receiver = _receiver(weights)
