@@ -2046,3 +2046,11 @@ if __name__ == '__main__':
 def test_code_that_calls_a_collective_runs_only_in_the_files_process_groups(project, capsys, backend, confidence):
     write(project, {"evaluate.py": GATHERING_EVAL.format(backend=backend)})
     assert [f[3] for f in findings(capsys, project, "TDL001")] == confidence
+
+
+def test_a_star_import_uses_every_public_name(project, capsys):
+    # `from ot import *` brings `ot_loss` in by its bare name: the project calls it, no attribute mentions it
+    write(project, {"ot.py": OT, "train.py": (
+        "import torch\nfrom ot import *\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+        "if __name__ == '__main__':\n    x = torch.ones(2).to(device)\n    print(ot_loss(x, x, device))\n")})
+    assert [f[3] for f in findings(capsys, project, "TDL002") if f[0] == "ot.py"] == ["certain"]

@@ -813,7 +813,8 @@ def _called_definitions(ctx, module: cst.Module, imported: frozenset[str]) -> fr
         return None
     defined = {s.name.value for s in module.body if isinstance(s, (cst.FunctionDef, cst.ClassDef))}
     names_in = _definitions_named(module, defined)
-    called = set(names_in.get("", ())) | (defined & imported) | {
+    starred = {n for n in defined if not n.startswith("_")} if "import *" in imported else set()
+    called = set(names_in.get("", ())) | (defined & imported) | starred | {
         n for n in defined if ctx.index.mentioned_elsewhere(n, ctx.path) is not False}
     todo = list(called)
     while todo:

@@ -1910,8 +1910,8 @@ class ProjectIndex:
 
     def imported_from(self, path: str) -> frozenset[str] | None:
         """The names of the file at ``path`` that other modules of the project import
-        (``"*"`` when one imports the module itself or star-imports it); None when the index
-        does not hold the file."""
+        (``"*"`` when one imports the module itself or star-imports it, and then ``"import *"``
+        too: every public name is in use); None when the index does not hold the file."""
         full = os.path.abspath(path)
         name = self.paths.get(full)
         if name is None:
@@ -1936,6 +1936,7 @@ class ProjectIndex:
                             add(head, other.path, last)
                     for star in other.stars:
                         add(star, other.path, "*")
+                        add(star, other.path, "import *")
             self._memo[("imported",)] = imported
         return frozenset(imported.get(name, set()) | imported.get(full, set()))
 
