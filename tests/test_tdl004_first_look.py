@@ -1220,3 +1220,67 @@ def test_a_load_from_one_machines_absolute_path_runs_on_that_machine(path, confi
     trainer = {"trainer.py": "import torch\ndef snapshot(model, device):\n"
                              "    torch.save(model.to(device).state_dict(), 'ours_model.pth')\n"}
     assert [(f.line, f.confidence.value) for f in lint_beside({"script.py": code, **trainer})] == [(6, confidence)]
+
+
+TRAINING = """\
+    import os
+    import torch
+    def save_model(model, path):
+        torch.save(model.state_dict(), path)
+    def train(model, loader, out):
+        best = None
+        for epoch, batch in enumerate(loader):
+            if epoch % 2 == 0:
+                best = os.path.join(out, f"best_{epoch}.pth")
+                save_model(model, best)
+        return best
+    def fit(model, loader, out):
+        train(model, loader, out)
+        return model
+"""
+
+TRAINABLE = """\
+    import torch
+    import training
+    class Trainable:
+        def __init__(self, device):
+            self.device = device
+        def train(self, model, loader):
+            best_model_path = training.train(model, loader, "runs")
+            return best_model_path
+        def create_model(self, model_path=None):
+            model = torch.nn.Linear(2, 2)
+            if model_path is not None:
+                model.load_state_dict(torch.load(model_path))
+            return model.to(self.device)
+"""
+
+
+@pytest.mark.parametrize("script, confidence", [
+    # the run trains, and loads the path its training returned: the best model it just saved
+    ("best_model_path = training.train(model, loader, 'runs')\nmodel.load_state_dict(torch.load(best_model_path))\n",
+     "possible"),
+    ("model.load_state_dict(torch.load(training.train(model, loader, 'runs')))\n", "possible"),
+    # `fit` returns the model, not a path it saved: the file comes from elsewhere
+    ("path = training.fit(model, loader, 'runs')\nmodel.load_state_dict(torch.load(sys.argv[1]))\n", "certain"),
+])
+def test_a_load_of_the_path_a_saver_returned_reads_back_the_run(project, capsys, script, confidence):
+    write(project, {"training.py": TRAINING, "run.py": (
+        "import sys\nimport torch\nimport training\n"
+        "device = 'cuda' if torch.cuda.is_available() else 'cpu'\nmodel = torch.nn.Linear(2, 2).to(device)\n"
+        "loader = []\n" + script)})
+    assert [f[3] for f in project_findings(capsys, project) if f[0] == "run.py"] == [confidence]
+
+
+@pytest.mark.parametrize("script, confidence", [
+    # the trainer's best path, handed to the method that loads it: a round trip through two files
+    ("best_model_path = trainable.train(model, [])\ntrainable.create_model(model_path=best_model_path)\n", "possible"),
+    # a checkpoint named on the command line: another run's file
+    ("checkpoint_path = sys.argv[1]\ntrainable.create_model(model_path=checkpoint_path)\n", "certain"),
+])
+def test_a_method_handed_the_path_a_saver_returned_reads_back_the_run(project, capsys, script, confidence):
+    write(project, {"training.py": TRAINING, "trainable.py": TRAINABLE, "run.py": (
+        "import sys\nimport torch\nfrom trainable import Trainable\n"
+        "device = 'cuda' if torch.cuda.is_available() else 'cpu'\nmodel = torch.nn.Linear(2, 2).to(device)\n"
+        "trainable = Trainable(device)\n" + script)})
+    assert [f[3] for f in project_findings(capsys, project) if f[0] == "trainable.py"] == [confidence]

@@ -184,6 +184,12 @@ class ModuleFacts:
     # after a `torch.save` of a file named `shape` in the same scope: what that callee loads
     # under the name is what the run wrote (`ProjectIndex.called_only_after_saving`)
     calls_after_saves: list[str] = field(default_factory=list)
+    # "name:saved" for each function or method that returns the path of a file it saved
+    # (`save_model(model, best_path)` ... `return best_path`), "name:~callee" for one that
+    # returns what a call of `callee` returns (`return training.train(...)`):
+    # `ProjectIndex.returns_saved_path`; "name:other" beside them for another function of
+    # that name that does neither
+    saved_returns: list[str] = field(default_factory=list)
     digest: str = ""  # of the file's bytes: code that follows calls into it depends on them
     # why the file was not read (over the budget of `limits.py`): it contributes no facts
     skipped: str = ""
@@ -1227,6 +1233,39 @@ def saved_handoffs(reader: "_Reader", scopes: list[tuple[ast.AST, list[ast.AST]]
     return sorted(found)
 
 
+# Words of a name that holds a file's path (`best_model_path`, `ckpt`, `weights_file`).
+_PATH_NAME = re.compile(r"path|file|ckpt|checkpoint|weight|best", re.IGNORECASE)
+
+
+def returned_handoffs(scopes: list[tuple[ast.AST, list[ast.AST]]]) -> list[str]:
+    """``ModuleFacts.saved_handoffs``' other entries: the calls that hand on, by position or
+    keyword, under a name that says it is a path, what an earlier call of the scope returned
+    (``best_model_path = trainable.train(...)``, then
+    ``trainable.create_model(model_path=best_model_path)``), as
+    "callee:position-or-keyword:~producer": a file this run saved when the producer returns
+    the path it saved (``ProjectIndex.returns_saved_path``)."""
+    found: set[str] = set()
+    for _, nodes in scopes:
+        produced: dict[str, list[tuple[int, str]]] = {}  # name -> (line, producer) of each binding
+        for node in nodes:
+            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and _PATH_NAME.search(t.id)
+                                                    for t in node.targets):
+                producer = (_dotted(node.value.func) or "").rsplit(".", 1)[-1] if isinstance(node.value, ast.Call) else ""
+                for target in node.targets:
+                    if isinstance(target, ast.Name):
+                        produced.setdefault(target.id, []).append((node.lineno, producer))
+        if not produced:
+            continue
+        for node in nodes:
+            if not isinstance(node, ast.Call) or not _dotted(node.func):
+                continue
+            for key, arg in [*enumerate(node.args), *((k.arg, k.value) for k in node.keywords if k.arg)]:
+                bindings = produced.get(arg.id, ()) if isinstance(arg, ast.Name) else ()
+                if len(bindings) == 1 and bindings[0][1] and bindings[0][0] < node.lineno:
+                    found.add(f"{_dotted(node.func)}:{key}:~{bindings[0][1]}")
+    return sorted(found)
+
+
 def calls_after_saves(reader: "_Reader", scopes: list[tuple[ast.AST, list[ast.AST]]]) -> list[str]:
     """``ModuleFacts.calls_after_saves``: for each name called in the module (``x.test(...)``
     or ``test(...)``), the names of the files saved before every one of its calls, each
@@ -1255,6 +1294,46 @@ def calls_after_saves(reader: "_Reader", scopes: list[tuple[ast.AST, list[ast.AS
                 shapes = {shape for line, shape in saved if line < call.lineno}
                 before[name] = before[name] & shapes if name in before else shapes
     return sorted(f"{name}:{shape}" for name, shapes in before.items() for shape in shapes)
+
+
+def saved_returns(reader: "_Reader", scopes: list[tuple[ast.AST, list[ast.AST]]]) -> list[str]:
+    """``ModuleFacts.saved_returns``: for each function whose every return (``return None``
+    aside) gives a name it handed to a saver (``torch.save``, or a call whose name says it
+    saves: ``save_model(model, path)``), "name:saved"; for one whose every return gives what
+    one callee returns (directly or through a name bound once), "name:~callee"; "name:other"
+    beside them where another function of that name does neither (a name with no entry does
+    neither)."""
+    found: list[str] = []
+    for scope, nodes in scopes:
+        if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        returned = [r.value for r in _own_returns(scope)
+                    if r.value is not None and not (isinstance(r.value, ast.Constant) and r.value.value is None)]
+        if not returned:
+            found.append(f"{scope.name}:other")
+            continue
+        saved: set[str] = set()
+        bound: dict[str, list[ast.expr]] = {}
+        for node in nodes:
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if isinstance(target, ast.Name):
+                        bound.setdefault(target.id, []).append(node.value)
+            elif (reader.qualify(node.func) in kinds.TORCH_SAVERS
+                  or "save" in (_dotted(node.func) or "").rsplit(".", 1)[-1].lower()):
+                saved.update(a.id for a in [*node.args, *(k.value for k in node.keywords)] if isinstance(a, ast.Name))
+        kinds_of: set[str] = set()
+        for value in returned:
+            if isinstance(value, ast.Name) and value.id in saved:
+                kinds_of.add("saved")
+                continue
+            if isinstance(value, ast.Name) and len(bound.get(value.id, ())) == 1:
+                value = bound[value.id][0]
+            callee = (_dotted(value.func) or "").rsplit(".", 1)[-1] if isinstance(value, ast.Call) else ""
+            kinds_of.add(f"~{callee}" if callee else "other")
+        found.append(f"{scope.name}:{kinds_of.pop() if len(kinds_of) == 1 else 'other'}")
+    named = {entry.rpartition(":")[0] for entry in found if not entry.endswith(":other")}
+    return sorted({entry for entry in found if entry.rpartition(":")[0] in named})
 
 
 def moved_and_handed(scopes: list[tuple[ast.AST, list[ast.AST]]]) -> tuple[list[str], dict[str, list[int]], list[str]]:
@@ -1635,7 +1714,11 @@ def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | No
         facts.saves, facts.other_writes, facts.loads = _read_files(reader, tree, files)
         facts.saved_tails = saved_path_tails(reader, scopes)
         facts.saved_handoffs = saved_handoffs(reader, scopes)
+    if _PATH_NAME.search(text):
+        facts.saved_handoffs += returned_handoffs(scopes)
         facts.calls_after_saves = calls_after_saves(reader, scopes)
+    if "return" in text:
+        facts.saved_returns = saved_returns(reader, scopes)
     facts.defs, facts.attributes = attributes(tree, text)
     facts.groups = process_groups(tree, text)
     facts.cpu_path = cpu_path(text, lines)
@@ -1992,6 +2075,41 @@ class ProjectIndex:
             return None
         return self._shown(paths[0])
 
+    def saved_path_returners(self) -> tuple[str, ...]:
+        """Every name ``returns_saved_path`` answers yes for."""
+        self.returns_saved_path("")
+        return tuple(sorted(n for n in self._memo[("saved returns",)] if self.returns_saved_path(n)))
+
+    def returns_saved_path(self, name: str) -> bool:
+        """Every project function or method named ``name`` returns the path of a file it saved,
+        itself or through the calls whose results it returns (``Trainable.train`` returns what
+        ``training.train`` returns, the path of the best model it saved), and there is one:
+        a load of that path reads back what the run wrote (``ModuleFacts.saved_returns``)."""
+        kinds_by_name = self._memo.get(("saved returns",))
+        if kinds_by_name is None:
+            kinds_by_name = {}
+            for modules in self.modules.values():
+                for module in modules:
+                    read = set()
+                    for entry in module.saved_returns:
+                        function, _, kind = entry.rpartition(":")
+                        kinds_by_name.setdefault(function, set()).add(kind)
+                        read.add(function)
+                    for function in set(module.defs) - read:  # it returns no saved path
+                        kinds_by_name.setdefault(function, set()).add("other")
+            self._memo[("saved returns",)] = kinds_by_name
+        return self._returns_saved(name, kinds_by_name, set())
+
+    def _returns_saved(self, name: str, kinds_by_name: dict[str, set[str]], seen: set[str]) -> bool:
+        # a method that returns what a function of its own name returns (`Trainable.train` of
+        # `training.train`) answers with that function
+        kinds_of = kinds_by_name.get(name, set()) - {f"~{name}"}
+        if not kinds_of or name in seen or len(seen) > 16:
+            return False
+        seen.add(name)
+        return all(kind == "saved" or (kind.startswith("~") and self._returns_saved(kind[1:], kinds_by_name, seen))
+                   for kind in kinds_of)
+
     def needs_cuda_def(self, name: str) -> bool:
         """Every function or method of the project named ``name`` needs CUDA whenever it runs,
         by its own code (``ModuleFacts.cuda_defs``) or by a call, however deep, of one that
@@ -2240,25 +2358,44 @@ class ProjectIndex:
         (``ModuleFacts.override_moved``): the module's moves carry it along."""
         return attribute in self._override_moved()
 
-    def handed_a_saved_file(self, module: str, function: str, position: int) -> bool:
+    def handed_a_saved_file(self, module: str, function: str, position: int, keyword: str | None = None,
+                            method: bool = False) -> bool:
         """Some project scope calls ``function`` of ``module`` (matched by the module's last
-        name and the function's) handing it, at ``position``, a file it wrote earlier in
-        the same run (``ModuleFacts.saved_handoffs``)."""
-        handoffs = self._memo.get(("saved handoffs",))
-        if handoffs is None:
-            handoffs = set()
+        name and the function's; a method by its name alone) handing it, at ``position`` or as
+        ``keyword``, a file it wrote earlier in the same run, or the path that a call which
+        saved it returned (``ModuleFacts.saved_handoffs``)."""
+        written, returned = self._handoffs()
+        tail = module.rsplit(".", 1)[-1]
+        if not method and (f"{tail}.{function}", position) in written:
+            return True
+        return any(callee[-1] == function and (method or len(callee) == 1 or callee[-2] == tail)
+                   and key in (str(position), keyword) and self.returns_saved_path(producer)
+                   for callee, key, producer in returned)
+
+    def _handoffs(self) -> tuple[frozenset, tuple]:
+        """``ModuleFacts.saved_handoffs`` of every module, read once: (callee's last two names,
+        position) of files a scope wrote, and (callee's names, key, producer) of returned paths."""
+        found = self._memo.get(("saved handoffs",))
+        if found is None:
+            written, returned = set(), set()
             for modules in self.modules.values():
                 for each in modules:
                     for handoff in each.saved_handoffs:
-                        callee, _, at = handoff.rpartition(":")
-                        handoffs.add((".".join(callee.rsplit(".", 2)[-2:]), int(at)))
-            self._memo[("saved handoffs",)] = handoffs = frozenset(handoffs)
-        return (f"{module.rsplit('.', 1)[-1]}.{function}", position) in handoffs
+                        parts = handoff.split(":")
+                        if len(parts) == 3 and parts[2].startswith("~"):
+                            returned.add((tuple(parts[0].split(".")), parts[1], parts[2][1:]))
+                        else:
+                            callee, _, at = handoff.rpartition(":")
+                            written.add((".".join(callee.rsplit(".", 2)[-2:]), int(at)))
+            found = self._memo[("saved handoffs",)] = (frozenset(written), tuple(sorted(returned)))
+        return found
 
-    def _handoffs_into(self, module: str) -> tuple:
-        self.handed_a_saved_file(module, "", 0)
-        tail = module.rsplit(".", 1)[-1] + "."
-        return tuple(sorted(h for h in self._memo[("saved handoffs",)] if h[0].startswith(tail)))
+    def _handoffs_into(self, module: ModuleFacts) -> tuple:
+        written, returned = self._handoffs()
+        tail = module.name.rsplit(".", 1)[-1] + "."
+        defs = set(module.defs)
+        return (tuple(sorted(h for h in written if h[0].startswith(tail))),
+                tuple((r, self.returns_saved_path(r[2])) for r in returned if r[0][-1] in defs))
 
     def _override_moved(self) -> frozenset[str]:
         names = self._memo.get(("override moved",))
@@ -2656,13 +2793,16 @@ class ProjectIndex:
         facts.append(("written names", self.written_names()))
         facts.append(("process groups NCCL only", self.nccl_groups_only(full)))
         facts.append(("defs that need CUDA", self.cuda_def_names()))
-        facts.append(("handed files saved in the run", self._handoffs_into(module.name)))
+        facts.append(("handed files saved in the run", self._handoffs_into(module)))
         facts.append(("attributes moved by overrides", tuple(sorted(self._override_moved()))))
         facts.append(("classes moved to a device", tuple(c for c in module.classes if self.moved_to_device(c))))
         facts.append(("default device set", self.default_device()))
         facts.append(("CUDA extension imported", self.cuda_extension_imported(full)))
         facts.append(("CUDA-only module imported", self.cuda_only_import(full)))
         facts.append(("defs mentioned elsewhere", tuple(n for n in module.defs if self.mentioned_elsewhere(n, full))))
+        facts.append(("defs called only after saving", tuple(
+            (n, shape, self.called_only_after_saving(n, shape)) for n in module.defs for shape in set(module.loads))))
+        facts.append(("names that return saved paths", self.saved_path_returners()))
         return tuple(facts)
 
 

@@ -1075,21 +1075,26 @@ def saved_before_each_call(ctx, ancestors, call: cst.Call) -> cst.Call | None:
 
 def saved_before_a_call_elsewhere(ctx, ancestors, call: cst.Call) -> cst.FunctionDef | None:
     """A round trip through a caller in another file: the load reads a path one parameter of
-    its top-level function carries (``def predict(loader, weight_path): torch.load(weight_path)``),
-    and a project scope hands that parameter a file it wrote earlier in the same run
-    (``torch.save(sd, path)``, then ``prediction.predict(loader, path)``:
-    ``ProjectIndex.handed_a_saved_file``). The function, or None."""
+    its top-level function or method carries (``def predict(loader, weight_path):
+    torch.load(weight_path)``), and a project scope hands that parameter a file it wrote
+    earlier in the same run (``torch.save(sd, path)``, then ``prediction.predict(loader,
+    path)``), or the path a call that saved it returned (``best = trainable.train(...)``, then
+    ``trainable.create_model(model_path=best)``): ``ProjectIndex.handed_a_saved_file``. The
+    function, or None."""
     target = loaded_file(call)
     scope = _scope_of(ancestors)
-    if target is None or ctx.index is None or not isinstance(scope, cst.FunctionDef) \
-            or len(ancestors) < 2 or ancestors[1] is not scope:
+    if target is None or ctx.index is None or not isinstance(scope, cst.FunctionDef) or len(ancestors) < 2:
         return None
-    params = [p.name.value for p in scope.params.params]
+    method = len(ancestors) > 3 and isinstance(ancestors[1], cst.ClassDef) and ancestors[3] is scope
+    if ancestors[1] is not scope and not method:
+        return None
+    params = [p.name.value for p in scope.params.params][1 if method else 0:]
     roots = _roots(target) & set(params)
     module = ctx.index.module_of(ctx.path) if ctx.path != "-" else None
     if len(roots) != 1 or module is None:
         return None
-    found = ctx.index.handed_a_saved_file(module, scope.name.value, params.index(roots.pop()))
+    root = roots.pop()
+    found = ctx.index.handed_a_saved_file(module, scope.name.value, params.index(root), root, method)
     return scope if found else None
 
 
@@ -1385,6 +1390,22 @@ def written_by_another_method(ctx, ancestors, call: cst.Call) -> cst.Call | None
     loading = ancestors[index]
     return ctx.once(("provenance: class writes", id(klass), id(loading), shape),
                     lambda: _class_writes(ctx, ancestors[0], klass, shape, loading))
+
+
+def returned_by_its_saver(ctx, ancestors, call: cst.Call) -> cst.Call | None:
+    """The load reads the path a project function returned after saving that file in the same
+    run (``best_model_path = train(...)``, whose loop keeps ``save_model(model, best_path)`` and
+    returns ``best_path``: ``ProjectIndex.returns_saved_path``), directly or through a name the
+    scope binds once. The call that returned it, or None."""
+    target = loaded_file(call)
+    if isinstance(target, cst.Name):
+        sites = ctx.bindings(_scope_of(ancestors)).get(target.value, ())
+        target = sites[0].value if len(sites) == 1 and isinstance(sites[0], cst.Assign) else None
+    if not isinstance(target, cst.Call) or ctx.index is None:
+        return None
+    func = target.func
+    name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+    return target if name is not None and ctx.index.returns_saved_path(name) else None
 
 
 def reloaded_after_the_run_saved(ctx, ancestors, call: cst.Call) -> tuple[str, str] | None:

@@ -479,6 +479,10 @@ class LoadWithoutMapLocation(Rule):
         if helper is not None:
             yield (helper, f"`{code_of(helper.func)}` saves with torch.save and was handed the name of this "
                            "file earlier: this reads back what this run wrote")
+        returned = provenance.returned_by_its_saver(ctx, ancestors, node)
+        if returned is not None:
+            yield (returned, f"`{code_of(returned.func)}` returns the path of the file it saved: this reads back "
+                             "what this run wrote")
         reloaded = provenance.reloaded_after_the_run_saved(ctx, ancestors, node) if caller is None else None
         if reloaded is not None:
             yield (node, f"the project calls `{reloaded[0]}` only after it saved a file of this name in the same "
