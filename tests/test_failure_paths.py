@@ -2054,3 +2054,28 @@ def test_a_star_import_uses_every_public_name(project, capsys):
         "import torch\nfrom ot import *\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
         "if __name__ == '__main__':\n    x = torch.ones(2).to(device)\n    print(ot_loss(x, x, device))\n")})
     assert [f[3] for f in findings(capsys, project, "TDL002") if f[0] == "ot.py"] == ["certain"]
+
+
+PROJECTIVE_OPS = """\
+import torch
+def inv_project(depths, intrinsics):
+    fx = intrinsics[..., 0].cuda()
+    x = torch.arange(depths.shape[-1]).to(depths.device).float()
+    return depths * x / fx
+"""
+
+
+@pytest.mark.parametrize("others, confidence", [
+    # every importer reaches a CUDA-only extension: the helpers run only where it does
+    ({}, "possible"),
+    # a demo imports the helpers without it: they run on its CPU path
+    ({"demo.py": "import torch\nimport ops\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+                 "print(ops.inv_project(torch.ones(2, 2).to(device), torch.ones(2, 4).to(device)))\n"}, "certain"),
+])
+def test_a_module_only_gpu_library_users_import_runs_where_they_do(project, capsys, others, confidence):
+    write(project, {"ops.py": PROJECTIVE_OPS,
+                    "field.py": "import lietorch_extras\nimport ops\ndef step(d, k):\n    return ops.inv_project(d, k)\n",
+                    "train.py": "import torch\nimport field\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+                                "print(field.step(torch.ones(2, 2).to(device), torch.ones(2, 4).to(device)))\n",
+                    **others})
+    assert [f[3] for f in findings(capsys, project, "TDL001") if f[0] == "ops.py"] == [confidence]

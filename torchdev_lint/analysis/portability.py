@@ -1165,6 +1165,11 @@ def runs_without_cuda(ctx, ancestors: Sequence[cst.CSTNode], library: bool = Fal
     if stop is not None:
         return Verdict(False, ((module, f"every run that reaches this file stops first where there is no CUDA "
                                         f"({stop}): its CPU choices are never taken"),))
+    users = ctx.index.importers_need_gpu(ctx.path) if ctx.index is not None and ctx.path != "-" \
+        and _imported_code(ctx, module) else None
+    if users is not None:
+        return Verdict(False, ((module, f"every project module that imports this file needs a GPU-only library "
+                                        f"({users}): its code runs only where they do"),))
     step = _unimportable(ctx, module) or ctx.once(("portability: archived",), lambda: _archived(ctx, module)) \
         or ctx.once(("portability: vendored",), lambda: _vendored(ctx, module)) or _never_named(ctx, ancestors) \
         or _never_called(ctx, ancestors)

@@ -2245,6 +2245,22 @@ class ProjectIndex:
             self._memo[key] = self._gpu_library_through(full)
         return self._memo[key]
 
+    def importers_need_gpu(self, path: str) -> str | None:
+        """Every project module that imports the module at ``path`` cannot be imported without
+        a GPU-only library (``ModuleFacts.gpu_library``, its own or through the project modules
+        it imports: RAFT-3D's modules all reach ``lietorch_extras``), and one does: the
+        module's code runs only where those do. "<importer>: <how it needs the library>" of
+        the first, or None."""
+        full = os.path.abspath(path)
+        key = ("importers need a GPU", full)
+        if key not in self._memo:
+            importers = sorted(self._importers().get(full, ()), key=lambda m: m.path)
+            needs = [(m, m.gpu_library and f"it imports {m.gpu_library}" or self.gpu_library_imported(m.path))
+                     for m in importers]
+            self._memo[key] = f"{self._shown(needs[0][0].path)}: {needs[0][1]}" \
+                if needs and all(how for _, how in needs) else None
+        return self._memo[key]
+
     def _gpu_library_through(self, full: str) -> str | None:
         """``gpu_library_imported``, also through up to two project modules between
         (cdvd_tsp -> flow_pwc -> correlation, which imports cupy)."""
@@ -2799,6 +2815,7 @@ class ProjectIndex:
         facts.append(("default device set", self.default_device()))
         facts.append(("CUDA extension imported", self.cuda_extension_imported(full)))
         facts.append(("CUDA-only module imported", self.cuda_only_import(full)))
+        facts.append(("importers need a GPU library", self.importers_need_gpu(full)))
         facts.append(("defs mentioned elsewhere", tuple(n for n in module.defs if self.mentioned_elsewhere(n, full))))
         facts.append(("defs called only after saving", tuple(
             (n, shape, self.called_only_after_saving(n, shape)) for n in module.defs for shape in set(module.loads))))

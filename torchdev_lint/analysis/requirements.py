@@ -74,7 +74,7 @@ CUDA_LIBRARIES = frozenset({"tensorrt", "pycuda", "cupy", "torch_tensorrt", "tor
                             # CUDA kernels published as packages: no CPU implementation
                             "knn_cuda", "pointnet2_ops", "torch_int", "diff_gaussian_rasterization",
                             "simple_knn", "tinycudann", "flash_attn", "mamba_ssm", "causal_conv1d",
-                            "diff_surfel_rasterization", "gsplat", "nvdiffrast", "fused_ssim"})
+                            "diff_surfel_rasterization", "gsplat", "nvdiffrast", "fused_ssim", "lietorch_extras"})
 # With the libraries used for their CUDA kernels: a module that must import one needs CUDA.
 GPU_LIBRARIES = CUDA_LIBRARIES | {"apex", "bitsandbytes", "triton"}
 # `to_cuda(batch)`, `move_to_gpu(x)`: a mover, which a device argument would make portable.
