@@ -55,6 +55,12 @@ _RANK_WORDS = frozenset({"rank"})
 _NOT_FOLLOWING = frozenset("to cuda cpu numpy item tolist type xpu mps parameters named_parameters "
                            "buffers state_dict size dim".split())
 _MAX_DEPTH = 12
+# Values followed for one question, and for one file per line of it: each call of a function
+# of the file is followed with its own arguments, so helpers that call helpers several times
+# (an SSIM loss) branch at every level; past these the question has no answer, and a file
+# costs a bounded multiple of its size.
+_MAX_FOLLOWED = 2000
+_FOLLOWED_PER_LINE = 40
 
 
 @dataclass(frozen=True)
@@ -346,7 +352,7 @@ def _call_decision(ctx, call: cst.Call, where: Where, depth: int) -> Decision | 
         return _imported_machine(ctx, call.func) if not call.args else None
     function, inner = target
     found = _same([decision_of(ctx, value, _called(call, function, inner, where), depth + 1)
-                   for value in _returns(function)])
+                   for value in ctx.once(("decisions: returns", id(function)), lambda: _returns(function))])
     if found is None:
         return None
     return Decision(found.kind, found.node, f"`{name}()` returns it; {found.what}")
@@ -396,6 +402,10 @@ def placement_of(ctx: FileContext, expr: cst.BaseExpression | None, where: Where
     if expr is None or depth > _MAX_DEPTH:
         return None
     memo = ctx.once(("decisions: placements",), dict)
+    followed = memo["followed"] = 0 if depth == 0 else memo.get("followed", 0) + 1
+    spent = memo["spent"] = memo.get("spent", 0) + 1
+    if followed > _MAX_FOLLOWED or spent > _FOLLOWED_PER_LINE * max(ctx.source.count("\n"), 500):
+        return None
     # a name is followed the same way wherever it is read in a scope (its bindings, not the read)
     what = ("name", expr.value) if isinstance(expr, cst.Name) else id(expr)
     key = (what, id(where.module), id(where.function), id(where.klass), where.self_name,
@@ -502,7 +512,8 @@ def _call_placement(ctx, call: cst.Call, where: Where, depth: int) -> Placement 
         return Placement(decision, ((call, f"`{name}(...)` places the value there"),
                                     (move, "this move runs whenever CUDA is present")))
     bound = _called(call, function, inner, where)
-    found = _same([placement_of(ctx, value, bound, depth + 1) for value in _returns(function)])
+    returned = ctx.once(("decisions: returns", id(function)), lambda: _returns(function))
+    found = _same([placement_of(ctx, value, bound, depth + 1) for value in returned])
     if found is None:
         return None
     return Placement(found.decision, ((call, f"`{name}(...)` returns the value"), *found.steps))
