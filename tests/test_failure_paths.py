@@ -2079,3 +2079,37 @@ def test_a_module_only_gpu_library_users_import_runs_where_they_do(project, caps
                                 "print(field.step(torch.ones(2, 2).to(device), torch.ones(2, 4).to(device)))\n",
                     **others})
     assert [f[3] for f in findings(capsys, project, "TDL001") if f[0] == "ops.py"] == [confidence]
+
+
+def test_a_reducing_method_called_only_in_distributed_runs_leaves_its_class_portable(project, capsys):
+    # `reduce_tensor` all-reduces, but only `if args.distributed` calls it: the evaluator runs without a group
+    write(project, {"evaluate.py": """\
+import torch
+import torch.distributed as dist
+
+class Evaluator:
+    def __init__(self, args):
+        self.args = args
+        self.device = torch.device('cuda' if torch.cuda.is_available() and not args.no_cuda else 'cpu')
+
+    def reduce_tensor(self, tensor):
+        rt = tensor.clone()
+        dist.all_reduce(rt)
+        return rt
+
+    def eval(self, net, image):
+        prediction = net(image.cuda())
+        if self.args.distributed:
+            prediction = self.reduce_tensor(prediction)
+        return prediction
+
+def main(args):
+    if args.distributed:
+        dist.init_process_group(backend='nccl')
+        torch.cuda.set_device(args.local_rank)
+    print(Evaluator(args).eval(torch.nn.Identity(), torch.ones(2)))
+
+if __name__ == '__main__':
+    main(None)
+"""})
+    assert [f[3] for f in findings(capsys, project, "TDL001")] == ["certain"]

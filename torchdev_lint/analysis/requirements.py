@@ -292,7 +292,8 @@ class Requirements:
                 if self._used_only_on_accelerator(node) or (self._nccl_only() and self._needs_group(node)):
                     return True
                 break
-            if isinstance(node, cst.IndentedBlock) and self._block_needs_cuda(node, on_path, cls):
+            if isinstance(node, cst.IndentedBlock) and (self._block_needs_cuda(node, on_path, cls) or (
+                    self._nccl_only() and any(self._statement_needs_group(s) for s in node.body))):
                 return True
             inside = ancestors[index + 1] if index + 1 < len(ancestors) else None
             if isinstance(node, cst.With) and inside is node.body and self._entering_needs_cuda(node, cls):
@@ -484,8 +485,6 @@ class Requirements:
             return _nccl_backend(call)
         if qualified in _DDP:
             return _device_ids_given(call)
-        if qualified in _COLLECTIVES:
-            return self._nccl_only()
         func = call.func
         callee = None
         if isinstance(func, cst.Name):
@@ -510,12 +509,16 @@ class Requirements:
         if key not in self._needs:
             self._needs[key] = False  # recursion needs nothing more
             body = function.body.body if isinstance(function.body, cst.IndentedBlock) else ()
-            self._needs[key] = any(
-                self.qualify(c.func) in _COLLECTIVES or (
-                    isinstance(c.func, cst.Name) and c.func.value in self.functions
-                    and self._needs_group(self.functions[c.func.value]))
-                for statement in body for c in _unconditional_calls(statement))
+            self._needs[key] = any(self._statement_needs_group(statement) for statement in body)
         return self._needs[key]
+
+    def _statement_needs_group(self, statement: cst.CSTNode) -> bool:
+        """The statement calls, whenever it runs, a collective or a function of the file that
+        does (``_needs_group``). Not a method: a trainer's ``reduce_tensor`` helper is called
+        under ``if args.distributed:``, and its class runs without a group."""
+        return any(self.qualify(c.func) in _COLLECTIVES or (
+            isinstance(c.func, cst.Name) and c.func.value in self.functions
+            and self._needs_group(self.functions[c.func.value])) for c in _unconditional_calls(statement))
 
     def _function_needs_cuda(self, function: cst.FunctionDef) -> bool:
         key = id(function)
