@@ -230,10 +230,17 @@ def test_a_group_that_may_not_be_nccl_says_nothing(change):
 
 
 @pytest.mark.parametrize("change", [
-    # the guard does not return: the statement also runs without a group
+    # the guard does not return, or is true without a group too: the statement also runs without a
+    # group, but the all_reduce after it raises there, so the function completes only in one (NCCL)
     ("        return\n    t = torch", "        print('alone')\n    t = torch"),
-    # a guard that is true without a group too
     ("if world_size > 1:", "if world_size >= 1:"),
+])
+def test_a_block_that_all_reduces_whenever_it_runs_needs_the_group(change):
+    assert findings(DIST.replace(*change), (TDL001, TDL002)) == []
+
+
+@pytest.mark.parametrize("change", [
+    # a guard that is true without a group too, before code that needs no group
     ("if get_world_size() == 1:", "if get_world_size() == 2:"),
     # the helper answers True without a group
     ("    if not dist.is_initialized():\n        return False\n", ""),

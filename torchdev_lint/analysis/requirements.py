@@ -293,7 +293,7 @@ class Requirements:
                     return True
                 break
             if isinstance(node, cst.IndentedBlock) and (self._block_needs_cuda(node, on_path, cls) or (
-                    self._nccl_only() and any(self._statement_needs_group(s) for s in node.body))):
+                    self._nccl_only() and self._suite_needs_group(node))):
                 return True
             inside = ancestors[index + 1] if index + 1 < len(ancestors) else None
             if isinstance(node, cst.With) and inside is node.body and self._entering_needs_cuda(node, cls):
@@ -508,9 +508,18 @@ class Requirements:
         key = ("group", id(function))
         if key not in self._needs:
             self._needs[key] = False  # recursion needs nothing more
-            body = function.body.body if isinstance(function.body, cst.IndentedBlock) else ()
-            self._needs[key] = any(self._statement_needs_group(statement) for statement in body)
+            self._needs[key] = self._suite_needs_group(function.body)
         return self._needs[key]
+
+    def _suite_needs_group(self, suite: cst.BaseSuite) -> bool:
+        """A statement of the suite needs a group (``_statement_needs_group``) and none before
+        it may leave the suite (``if world_size == 1: return [data]`` completes without one)."""
+        for statement in suite.body if isinstance(suite, cst.IndentedBlock) else ():
+            if self._statement_needs_group(statement):
+                return True
+            if tree.collect(statement, (cst.Return, cst.Break, cst.Continue)):
+                return False
+        return False
 
     def _statement_needs_group(self, statement: cst.CSTNode) -> bool:
         """The statement calls, whenever it runs, a collective or a function of the file that
