@@ -1266,6 +1266,17 @@ def returned_handoffs(scopes: list[tuple[ast.AST, list[ast.AST]]]) -> list[str]:
     return sorted(found)
 
 
+def _assigned_values(nodes: list[ast.AST]) -> dict[str, list[ast.expr]]:
+    """Each name the assignments among a scope's ``nodes`` bind -> the values bound to it."""
+    values: dict[str, list[ast.expr]] = {}
+    for node in nodes:
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    values.setdefault(target.id, []).append(node.value)
+    return values
+
+
 def calls_after_saves(reader: "_Reader", scopes: list[tuple[ast.AST, list[ast.AST]]]) -> list[str]:
     """``ModuleFacts.calls_after_saves``: for each name called in the module (``x.test(...)``
     or ``test(...)``), the names of the files saved before every one of its calls, each
@@ -1273,12 +1284,7 @@ def calls_after_saves(reader: "_Reader", scopes: list[tuple[ast.AST, list[ast.AS
     os.path.join(args.save_dir, "netG.pt")``, then ``model.test(loader)``)."""
     before: dict[str, set[str]] = {}
     for _, nodes in scopes:
-        values: dict[str, list[ast.expr]] = {}
-        for node in nodes:
-            if isinstance(node, ast.Assign):
-                for target in node.targets:
-                    if isinstance(target, ast.Name):
-                        values.setdefault(target.id, []).append(node.value)
+        values = _assigned_values(nodes)
 
         def resolve(name: str, values=values) -> ast.expr | None:
             found = values.get(name, [])
@@ -1313,14 +1319,10 @@ def saved_returns(reader: "_Reader", scopes: list[tuple[ast.AST, list[ast.AST]]]
             found.append(f"{scope.name}:other")
             continue
         saved: set[str] = set()
-        bound: dict[str, list[ast.expr]] = {}
+        bound = _assigned_values(nodes)
         for node in nodes:
-            if isinstance(node, ast.Assign):
-                for target in node.targets:
-                    if isinstance(target, ast.Name):
-                        bound.setdefault(target.id, []).append(node.value)
-            elif (reader.qualify(node.func) in kinds.TORCH_SAVERS
-                  or "save" in (_dotted(node.func) or "").rsplit(".", 1)[-1].lower()):
+            if isinstance(node, ast.Call) and (reader.qualify(node.func) in kinds.TORCH_SAVERS
+                                               or "save" in (_dotted(node.func) or "").rsplit(".", 1)[-1].lower()):
                 saved.update(a.id for a in [*node.args, *(k.value for k in node.keywords)] if isinstance(a, ast.Name))
         kinds_of: set[str] = set()
         for value in returned:
