@@ -396,7 +396,7 @@ def lint_source(
     if not reports and not unused_check:
         return result
     try:
-        positions = Positions(module)
+        positions = context.positions if context.positions is not None else Positions(module)
         for report in reports:
             positions.prime(report.ancestors)
     except RecursionError:  # code generation recurses deeper than this Python allows (limits.py)

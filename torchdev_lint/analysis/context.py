@@ -104,6 +104,14 @@ class FileContext:
             self.shared[key] = compute()
         return self.shared[key]
 
+    def line_of(self, node: cst.CSTNode, module: cst.Module) -> int:
+        """The line ``node`` starts on, for a question asked before any finding is placed
+        (positions are computed on first need, one statement at a time)."""
+        if self.positions is None:
+            from torchdev_lint.engine import Positions  # the engine places findings with them
+            self.positions = Positions(module)
+        return self.positions[node].start.line
+
     def bindings(self, scope: cst.CSTNode) -> dict[str, list[cst.CSTNode]]:
         """Names bound directly in a function or module body (computed once per scope)."""
         cached = self._bindings.get(id(scope))

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from torchdev_lint import limits, pyast
-from torchdev_lint.analysis import kinds, requirements
+from torchdev_lint.analysis import kinds, requirements, run_order
 
 _MAX_DEPTH = 20  # re-export chains longer than this are not followed
 # Code that names these may put tensors on an accelerator (Lightning and Accelerate place
@@ -190,6 +190,9 @@ class ModuleFacts:
     # `ProjectIndex.returns_saved_path`; "name:other" beside them for another function of
     # that name that does neither
     saved_returns: list[str] = field(default_factory=list)
+    # each call it makes, with its scope and its place in the scope's blocks (`run_order.read`):
+    # which calls of a run come before a load (`ProjectIndex.saved_earlier_in_every_run`)
+    run_calls: list[str] = field(default_factory=list)
     digest: str = ""  # of the file's bytes: code that follows calls into it depends on them
     # why the file was not read (over the budget of `limits.py`): it contributes no facts
     skipped: str = ""
@@ -1266,17 +1269,6 @@ def returned_handoffs(scopes: list[tuple[ast.AST, list[ast.AST]]]) -> list[str]:
     return sorted(found)
 
 
-def _assigned_values(nodes: list[ast.AST]) -> dict[str, list[ast.expr]]:
-    """Each name the assignments among a scope's ``nodes`` bind -> the values bound to it."""
-    values: dict[str, list[ast.expr]] = {}
-    for node in nodes:
-        if isinstance(node, ast.Assign):
-            for target in node.targets:
-                if isinstance(target, ast.Name):
-                    values.setdefault(target.id, []).append(node.value)
-    return values
-
-
 def calls_after_saves(reader: "_Reader", scopes: list[tuple[ast.AST, list[ast.AST]]]) -> list[str]:
     """``ModuleFacts.calls_after_saves``: for each name called in the module (``x.test(...)``
     or ``test(...)``), the names of the files saved before every one of its calls, each
@@ -1284,7 +1276,7 @@ def calls_after_saves(reader: "_Reader", scopes: list[tuple[ast.AST, list[ast.AS
     os.path.join(args.save_dir, "netG.pt")``, then ``model.test(loader)``)."""
     before: dict[str, set[str]] = {}
     for _, nodes in scopes:
-        values = _assigned_values(nodes)
+        values = run_order.assigned_values(nodes)
 
         def resolve(name: str, values=values) -> ast.expr | None:
             found = values.get(name, [])
@@ -1319,7 +1311,7 @@ def saved_returns(reader: "_Reader", scopes: list[tuple[ast.AST, list[ast.AST]]]
             found.append(f"{scope.name}:other")
             continue
         saved: set[str] = set()
-        bound = _assigned_values(nodes)
+        bound = run_order.assigned_values(nodes)
         for node in nodes:
             if isinstance(node, ast.Call) and (reader.qualify(node.func) in kinds.TORCH_SAVERS
                                                or "save" in (_dotted(node.func) or "").rsplit(".", 1)[-1].lower()):
@@ -1722,6 +1714,7 @@ def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | No
     if "return" in text:
         facts.saved_returns = saved_returns(reader, scopes)
     facts.defs, facts.attributes = attributes(tree, text)
+    facts.run_calls = run_order.read(tree, scopes, reader.qualify, facts.names)
     facts.groups = process_groups(tree, text)
     facts.cpu_path = cpu_path(text, lines)
     facts.cpu_choice = cpu_choice(text, lines)
@@ -2111,6 +2104,100 @@ class ProjectIndex:
         seen.add(name)
         return all(kind == "saved" or (kind.startswith("~") and self._returns_saved(kind[1:], kinds_by_name, seen))
                    for kind in kinds_of)
+
+    def saved_earlier_in_every_run(self, path: str, line: int) -> str | None:
+        """Every run that reaches the torch load at ``line`` of ``path`` has called a torch
+        save before it (``run_order.precedes``): earlier in the load's own function, or,
+        through each call of that function however deep, earlier in its caller
+        (``histopathology``: ``run_trainable.py`` trains, ``training.train`` saving the best
+        model, then calls ``create_model`` that loads it). The load reads back what that run
+        wrote, on the machine that wrote it. Where the first such save or saving call is, as
+        evidence names it; None when one path reaches the load without a save (a run's start
+        point, a function nothing in sight calls, a caller that saves nothing first)."""
+        module = self._module_at(os.path.abspath(path))
+        if module is None:
+            return None
+        site = next(((scope, place, guard) for scope, callee, at, place, guard in run_order.entries(module.run_calls)
+                     if callee == run_order.LOAD and at == line), None)
+        if site is None:
+            return None
+        return self._saved_before(module, *site, set(), [0])
+
+    def _saved_before(self, module: ModuleFacts, scope: str, place: str, guard: str, seen: set[str],
+                      visits: list[int]) -> str | None:
+        """``saved_earlier_in_every_run`` of a call at ``place`` in ``scope``, which runs only
+        where the scope's callers pass the optional parameter ``guard`` ("" for any call)."""
+        savers = self._may_save()
+        for _, callee, line, other, _ in self._run_scopes().get((module.path, scope), ()):
+            if (callee == run_order.SAVE or callee in savers) and run_order.precedes(other, place):
+                where = f"{self._shown(module.path)}:{line}"
+                return f"`{callee.lstrip('.')}` saves, {where}" if callee in savers else f"torch.save, {where}"
+        found_callers = self._run_callers()
+        callers = [(caller, caller_scope, caller_place) for key in run_order.callers_of(scope) if scope
+                   for caller, caller_scope, caller_place, arguments in found_callers.get(key, ())
+                   if run_order.passes(arguments, guard)]
+        visits[0] += 1
+        if not callers or scope in seen or visits[0] > 64:
+            return None  # a run starts here, or it is too far to follow
+        seen = seen | {scope}
+        first = None
+        for caller, caller_scope, caller_place in callers:
+            found = self._saved_before(caller, caller_scope, caller_place, "", seen, visits)
+            if found is None:
+                return None
+            first = first or found
+        return first
+
+    def _run_scopes(self) -> dict[tuple[str, str], list[tuple[str, str, int, str, str]]]:
+        """``ModuleFacts.run_calls`` by (module path, scope) (built once)."""
+        found = self._memo.get(("run scopes",))
+        if found is None:
+            found = {}
+            for modules in self.modules.values():
+                for module in modules:
+                    for entry in run_order.entries(module.run_calls):
+                        found.setdefault((module.path, entry[0]), []).append(entry)
+            self._memo[("run scopes",)] = found
+        return found
+
+    def _run_callers(self) -> dict[str, list[tuple[ModuleFacts, str, str, str]]]:
+        """For each name called anywhere in the project, where and how: (module, scope, place,
+        the arguments it passes)."""
+        found = self._memo.get(("run callers",))
+        if found is None:
+            found = {}
+            for modules in self.modules.values():
+                for module in modules:
+                    for scope, callee, _, place, arguments in run_order.entries(module.run_calls):
+                        found.setdefault(callee, []).append((module, scope, place, arguments))
+            self._memo[("run callers",)] = found
+        return found
+
+    def _may_save(self) -> frozenset[str]:
+        """The callees (as ``run_order.read`` records them) that may call a torch save: a
+        function or method whose code does, itself or through calls of others that may,
+        however deep, and a name bound to an object whose ``__call__`` may (built once)."""
+        found = self._memo.get(("may save",))
+        if found is None:
+            calls: dict[str, set[str]] = {}
+            instances: dict[str, set[str]] = {}  # callee -> the `__call__` scopes it may run
+            for (_, scope), scope_entries in self._run_scopes().items():
+                for _, callee, _, place, _ in scope_entries:
+                    if callee.startswith("="):
+                        for name in (place, f".{place}"):
+                            instances.setdefault(name, set()).add(f"{callee[1:]}.__call__")
+                    elif scope:
+                        calls.setdefault(scope, set()).add(callee)
+            saving: set[str] = set()
+            grown = True
+            while grown:
+                more = {callee for scope, called in calls.items() if run_order.SAVE in called or called & saving
+                        for callee in run_order.callers_of(scope) if callee not in saving}
+                more |= {callee for callee, runs in instances.items() if runs & saving and callee not in saving}
+                saving |= more
+                grown = bool(more)
+            found = self._memo[("may save",)] = frozenset(saving)
+        return found
 
     def needs_cuda_def(self, name: str) -> bool:
         """Every function or method of the project named ``name`` needs CUDA whenever it runs,
@@ -2822,6 +2909,9 @@ class ProjectIndex:
         facts.append(("defs called only after saving", tuple(
             (n, shape, self.called_only_after_saving(n, shape)) for n in module.defs for shape in set(module.loads))))
         facts.append(("names that return saved paths", self.saved_path_returners()))
+        facts.append(("loads saved earlier in every run", tuple(
+            (line, self.saved_earlier_in_every_run(full, line)) for _, callee, line, _, _
+            in run_order.entries(module.run_calls) if callee == run_order.LOAD)))
         return tuple(facts)
 
 

@@ -1408,6 +1408,15 @@ def returned_by_its_saver(ctx, ancestors, call: cst.Call) -> cst.Call | None:
     return target if name is not None and ctx.index.returns_saved_path(name) else None
 
 
+def saved_earlier_in_every_run(ctx, ancestors, call: cst.Call) -> str | None:
+    """Every run that reaches the load has called a torch save first, in the load's own
+    function or in its callers however deep (``ProjectIndex.saved_earlier_in_every_run``):
+    a round trip, whatever the file is named. Where the first save is, or None."""
+    if ctx.index is None or ctx.path == "-" or not ctx.path.endswith(".py"):
+        return None
+    return ctx.index.saved_earlier_in_every_run(ctx.path, ctx.line_of(call, ancestors[0]))
+
+
 def reloaded_after_the_run_saved(ctx, ancestors, call: cst.Call) -> tuple[str, str] | None:
     """A round trip through the project's callers of a method: the load, of a file whose name
     the code spells, is in a method that the project calls (by that name, or through the one

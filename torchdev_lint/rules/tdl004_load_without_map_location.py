@@ -127,9 +127,14 @@ class LoadWithoutMapLocation(Rule):
     hands the object the path comes from, `args` of `args.filepath`, to project code that
     saves a path it carries under the same name, or code of another file hands the loading
     function's path parameter a file it wrote earlier in the same scope: `torch.save(sd,
-    path)`, then `prediction.predict(loader, path)`; or every call that reaches the load comes
-    after its caller saved that file: `main()` trains and then tests, a training loop saves
-    `netG.pt` and then calls `model.test()`, which reloads it); a file at an absolute path of
+    path)`, then `prediction.predict(loader, path)`; or every run that reaches the load has
+    saved a checkpoint first, whatever the file is named: a torch save of a model or its
+    weights earlier in the loading function, or earlier in each of its callers however deep
+    and in whichever file, itself or through a function or an object called there that saves
+    (`main()` trains and then tests; an early-stopping object saves the best model, then
+    `train()` reloads it; a caller that does not pass the optional path the load runs under,
+    as `create_model()` without `model_path`, does not reach it); a save in one branch of an
+    `if` does not precede the other, and a loop's later save does not precede its first pass); a file at an absolute path of
     one machine (`/dshome/lab/runs/model.pth`: the code runs where that file is, unless the
     repository ships it under the path's tail); a resume of the script's own checkpoint or a
     trainer's start point (code that writes checkpoints in a loop); a file of unknown origin
@@ -487,6 +492,10 @@ class LoadWithoutMapLocation(Rule):
         if reloaded is not None:
             yield (node, f"the project calls `{reloaded[0]}` only after it saved a file of this name in the same "
                          f"run ({reloaded[1]}): this reads back what that run wrote")
+        earlier = provenance.saved_earlier_in_every_run(ctx, ancestors, node)
+        if earlier is not None:
+            yield (node, f"every run that gets here has saved a checkpoint first ({earlier}): this reads back "
+                         "what that run wrote, on the machine that wrote it")
         writer = provenance.written_by_another_method(ctx, ancestors, node)
         if writer is not None:
             yield (writer, "another method of the same class writes a file of that name: the object may "

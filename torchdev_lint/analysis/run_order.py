@@ -1,0 +1,285 @@
+"""Which calls of a run come before which: the order a module's code makes its calls in.
+
+A ``torch.load`` that reads a checkpoint the same run saved moments earlier (the best
+model at the end of ``train()``, ``test()`` after ``train()`` in ``main()``, a script that
+reloads what its training call wrote) reads it on the machine that wrote it: it cannot
+fail for want of that device. Whether a save comes first is a question of order, asked
+across functions and files: ``read`` records, for each call of a module, the scope it is
+made in and where it stands in that scope's blocks; ``precedes`` compares two such places;
+``ProjectIndex.saved_earlier_in_every_run`` follows a load's callers up to the runs' starts.
+"""
+from __future__ import annotations
+
+import ast
+import bisect
+import builtins
+import functools
+import re
+import sys
+from collections.abc import Callable, Iterator
+
+from . import kinds
+
+SAVE = "!save"  # a torch save: it writes a checkpoint
+LOAD = "!load"  # a torch load
+
+# calls through these modules are never the project's own functions
+_FOREIGN_ROOTS = frozenset(sys.stdlib_module_names) | frozenset({
+    "torch", "numpy", "scipy", "PIL", "cv2", "matplotlib", "pandas", "sklearn", "tqdm", "wandb", "yaml",
+    "torchvision", "torchaudio", "transformers", "tensorboardX", "skimage", "imageio", "h5py"})
+_BUILTINS = frozenset(dir(builtins))
+# `model.train(False)` / `model.train(mode=...)` switch a module's mode: no project function of
+# that name runs (`exp.train()` may be one: without an argument, the call says nothing)
+_MODE_SWITCHES = frozenset({"train", "eval"})
+
+
+def read(tree: ast.Module, scopes: list[tuple[ast.AST, list[ast.AST]]],
+         qualify: Callable[[ast.expr], str | None], imported: dict[str, str]) -> list[str]:
+    """``ModuleFacts.run_calls``: one entry per call, "scope|callee@line|place|detail". The
+    scope is the function the call is made in ("" for the module's own code), a method as
+    ".name" (only ``x.name(...)`` calls it), a class's ``__init__`` as the class's name
+    (``Class(...)`` calls it) and its ``__call__`` as "Class.__call__". The callee is the name
+    called, ".name" for ``x.name(...)``, ``SAVE``/``LOAD`` for torch's, or "=Class" for a name
+    or attribute bound to ``Class(...)`` (``self.early_stopping = EarlyStopping(...)``: a later
+    ``self.early_stopping(...)`` runs its ``__call__``), with that name as the place. The
+    place is where the call's statement stands, one level per enclosing block
+    ("statement.block"; block -1 for the statement's own expressions, ``x`` after the blocks
+    of an ``if`` or ``match``, which exclude each other). The detail says which arguments a
+    call passes ("2,path,device": two positional and two keywords; "*" for ``*args`` or
+    ``**kwargs``), and for a load the optional parameter it runs under ("path:1" for ``if path
+    is not None:`` in ``def create(self, name, path=None)``): a call that does not pass it
+    does not load. ``scopes`` holds each scope's calls (``project_index._scope_nodes``): only
+    statements are walked here, and each call is placed by its line."""
+    names: dict[int, str] = {id(tree): ""}
+    # scope -> (first line, last line, place of the enclosing block, index in it, "x" or "",
+    # the optional parameter the block runs under)
+    regions: dict[int, list[tuple[int, int, str, int, str, str]]] = {}
+
+    def define(function: ast.FunctionDef | ast.AsyncFunctionDef, name: str, method: bool) -> None:
+        names.setdefault(id(function), name)
+        block(function.body, id(function), "", _optional(function, method), "")
+
+    def block(statements: list[ast.stmt], owner: int, place: str, optional: dict[str, int], guard: str) -> None:
+        spans = regions.setdefault(owner, [])
+        for index, statement in enumerate(statements):
+            kind = type(statement)
+            if kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
+                define(statement, statement.name, False)
+                continue
+            if kind is ast.ClassDef:
+                for member in statement.body:
+                    if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        define(member, statement.name if member.name == "__init__" else
+                               f"{statement.name}.__call__" if member.name == "__call__" else f".{member.name}",
+                               True)
+                continue
+            branches = _blocks(statement) if kind in _COMPOUND else None
+            if not branches:  # a simple statement
+                spans.append((statement.lineno, statement.end_lineno or statement.lineno, place, index, "", guard))
+                continue
+            exclusive = "x" if kind is ast.If or kind is ast.Match else ""
+            own_end = min((b[0].lineno - 1 for b in branches if b), default=statement.lineno)
+            spans.append((statement.lineno, own_end, place, index, exclusive, guard))
+            tested = _tested_parameter(statement.test, optional) if kind is ast.If else None
+            for number, branch in enumerate(branches):
+                inner = f"{tested}:{optional[tested]}" if tested is not None and number == 0 else guard
+                block(branch, owner, _join(place, f"{index}.{number}{exclusive}"), optional, inner)
+
+    block(tree.body, id(tree), "", {}, "")
+    found: dict[str, None] = {}
+    for scope, nodes in scopes:
+        spans = sorted(regions.get(id(scope), ()), key=lambda region: region[0])
+        starts = [region[0] for region in spans]
+        name = names.get(id(scope))
+        if not spans or name is None:
+            continue
+        bound = functools.cache(lambda nodes=nodes: assigned_values(nodes))
+        for node in nodes:
+            if type(node) is ast.Assign:
+                made = _instance_of(node, imported)
+                if made is not None:
+                    found[f"{name}|={made[1]}@{node.lineno}|{made[0]}|"] = None
+            if type(node) is not ast.Call:
+                continue
+            # regions do not nest (a compound statement's own lines end where its first block
+            # starts): the last to start at or before the call holds it, or none does (a class body)
+            at = bisect.bisect_right(starts, node.lineno) - 1
+            if at < 0 or spans[at][1] < node.lineno:
+                continue
+            callee = _callee(node, qualify, imported, bound)
+            if callee:
+                _, _, place, index, exclusive, guard = spans[at]
+                detail = guard if callee == LOAD else _arguments(node)
+                found[f"{name}|{callee}@{node.lineno}|{_join(place, f'{index}.-1{exclusive}')}|{detail}"] = None
+    return list(found)
+
+
+def _optional(function: ast.FunctionDef | ast.AsyncFunctionDef, method: bool) -> dict[str, int]:
+    """The parameters of ``function`` that default to None, by position (``self`` not counted
+    for a method: its callers do not pass it)."""
+    arguments = function.args
+    positional = [*arguments.posonlyargs, *arguments.args][1 if method else 0:]
+    defaults = dict(zip(reversed([a.arg for a in positional]), reversed(arguments.defaults)))
+    defaults.update((a.arg, d) for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults) if d is not None)
+    order = {a.arg: at for at, a in enumerate(positional)}
+    return {name: order.get(name, -1) for name, value in defaults.items()
+            if isinstance(value, ast.Constant) and value.value is None}
+
+
+def _tested_parameter(test: ast.expr, optional: dict[str, int]) -> str | None:
+    """The optional parameter an ``if`` runs its block only when given: ``if path:``, ``if path
+    is not None:``."""
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.IsNot) \
+            and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None:
+        test = test.left
+    return test.id if isinstance(test, ast.Name) and test.id in optional else None
+
+
+def _arguments(call: ast.Call) -> str:
+    """``read``'s detail of a call: its positional count and keywords, "*" when it unpacks."""
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return "*"
+    return ",".join([str(len(call.args)), *(k.arg for k in call.keywords if k.arg)])
+
+
+def passes(arguments: str, parameter: str) -> bool:
+    """A call whose detail is ``arguments`` gives the optional ``parameter`` ("name:position"
+    of a load's detail; "" for a load that runs under no such test)."""
+    if not parameter or arguments == "*":
+        return True
+    name, _, position = parameter.rpartition(":")
+    count, *keywords = arguments.split(",")
+    return name in keywords or 0 <= int(position) < int(count)
+
+
+def _join(place: str, level: str) -> str:
+    return f"{place},{level}" if place else level
+
+
+_COMPOUND = frozenset({ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, ast.Match,
+                       *([ast.TryStar] if hasattr(ast, "TryStar") else [])})
+
+
+def _blocks(statement: ast.stmt) -> list[list[ast.stmt]]:
+    """A compound statement's blocks, in the order they run (its own expressions run before them)."""
+    if isinstance(statement, (ast.If, ast.For, ast.AsyncFor, ast.While)):
+        return [statement.body, statement.orelse]
+    if isinstance(statement, (ast.With, ast.AsyncWith)):
+        return [statement.body]
+    if isinstance(statement, ast.Match):
+        return [case.body for case in statement.cases]
+    return [statement.body, *(h.body for h in statement.handlers), statement.orelse, statement.finalbody]
+
+
+def _callee(call: ast.Call, qualify: Callable[[ast.expr], str | None], imported: dict[str, str],
+            bound: Callable[[], dict[str, list[ast.expr]]]) -> str:
+    """What ``read`` records a call as: torch's save or load, else the name called when it
+    may be a project function's ("" for builtins, calls through a library module, and
+    ``model.train()``'s mode switch)."""
+    qualified = qualify(call.func)
+    if qualified in kinds.TORCH_SAVERS:
+        saved = call.args[0] if call.args else None
+        if isinstance(saved, ast.Name):  # `torch.save(save_files, path)`: what the name was bound to
+            return SAVE if any(_holds_weights(value) for value in bound().get(saved.id, [saved])) else ""
+        return SAVE if saved is not None and _holds_weights(saved) else ""
+    if qualified in kinds.TORCH_LOADERS:
+        return LOAD
+    func = call.func
+    if isinstance(func, ast.Name):
+        if func.id in imported:
+            return "" if imported[func.id].split(".")[0] in _FOREIGN_ROOTS else func.id
+        return "" if func.id in _BUILTINS else func.id
+    if not isinstance(func, ast.Attribute):
+        return ""
+    root = func.value
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    if isinstance(root, ast.Name) and imported.get(root.id, "").split(".")[0] in _FOREIGN_ROOTS:
+        return ""
+    if func.attr in _MODE_SWITCHES and (call.keywords and call.keywords[0].arg == "mode" or len(call.args) == 1
+                                        and isinstance(call.args[0], ast.Constant)
+                                        and isinstance(call.args[0].value, bool)):
+        return ""
+    return f".{func.attr}"
+
+
+def assigned_values(nodes: list[ast.AST]) -> dict[str, list[ast.expr]]:
+    """Each name the assignments among a scope's ``nodes`` bind -> the values bound to it."""
+    values: dict[str, list[ast.expr]] = {}
+    for node in nodes:
+        if type(node) is ast.Assign:
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    values.setdefault(target.id, []).append(node.value)
+    return values
+
+
+def _instance_of(assign: ast.Assign, imported: dict[str, str]) -> tuple[str, str] | None:
+    """(name, class) of ``name = Class(...)`` or ``self.name = Class(...)``, a class of the
+    project's by its capital and its import (not ``nn.Linear``)."""
+    value, targets = assign.value, assign.targets
+    if type(value) is not ast.Call or len(targets) != 1:
+        return None
+    func, target = value.func, targets[0]
+    made = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+    root = func
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    if not made[:1].isupper() or isinstance(root, ast.Name) and imported.get(root.id, "").split(".")[0] in \
+            _FOREIGN_ROOTS:
+        return None
+    name = target.id if isinstance(target, ast.Name) else target.attr if isinstance(target, ast.Attribute) else None
+    return (name, made) if name else None
+
+
+# the words of what a checkpoint holds: a model, its state, its weights or a network's part
+_WEIGHT_WORDS = re.compile(
+    r"state|model|net|ckpt|checkpoint|weight|param|encoder|decoder|generator|discriminator|actor|critic|policy|"
+    r"backbone|module", re.IGNORECASE)
+
+
+def _holds_weights(saved: ast.expr) -> bool:
+    """What a torch save writes is a model or its weights, as its names say
+    (``model.state_dict()``, ``{"net": net.state_dict(), ...}``, ``state``), not a cache of
+    data (``torch.save(new_ids, ids_file)``): a run that cached its data has written no
+    checkpoint that a later load could read back."""
+    for node in ast.walk(saved):
+        word = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else \
+            node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+        if word and _WEIGHT_WORDS.search(word):
+            return True
+    return False
+
+
+def callers_of(scope: str) -> tuple[str, ...]:
+    """The callees (as ``read`` records them) that may run ``scope``: a method only through
+    an attribute, a function or class by its name or through its module (``utils.train``)."""
+    return (scope,) if scope.startswith(".") else (scope, f".{scope}")
+
+
+def entries(run_calls: list[str]) -> Iterator[tuple[str, str, int, str, str]]:
+    """``read``'s entries as (scope, callee, line, place, detail)."""
+    for entry in run_calls:
+        scope, call, place, detail = entry.split("|")
+        callee, _, line = call.rpartition("@")
+        yield scope, callee, int(line), place, detail
+
+
+def precedes(first: str, second: str) -> bool:
+    """A call at place ``first`` runs before one at ``second`` of the same scope whenever
+    both run: it stands earlier in a block both are in, in a statement's test or iterable
+    before its blocks, or in an earlier block of a ``try`` or a loop. Two branches of one
+    ``if`` exclude each other; a loop's later statement comes after on its first pass, which
+    is the one that reads what the run found on disk."""
+    for one, other in zip(first.split(","), second.split(",")):
+        if one == other:
+            continue
+        statement, _, branch = one.partition(".")
+        statement_other, _, branch_other = other.partition(".")
+        if statement != statement_other:
+            return int(statement) < int(statement_other)
+        number, number_other = int(branch.rstrip("x")), int(branch_other.rstrip("x"))
+        if number == -1:
+            return True
+        return number_other != -1 and "x" not in branch and number < number_other
+    return False
