@@ -35,6 +35,9 @@ def places(code: str) -> dict[str, str]:
     ("for e in range(3):\n    a()\nb()\n", "a", "b", True),
     # a `try` body runs before its `finally`
     ("try:\n    a()\nfinally:\n    b()\n", "a", "b", True),
+    # in one statement, an argument's call returns before the call it is handed to
+    ("b(a())\n", "a", "b", True),
+    ("b(a())\n", "b", "a", False),
     # nested blocks: an earlier statement of an enclosing block comes first
     ("a()\nwith x:\n    if y:\n        b()\n", "a", "b", True),
 ])

@@ -44,7 +44,9 @@ def read(tree: ast.Module, scopes: list[tuple[ast.AST, list[ast.AST]]],
     ``self.early_stopping(...)`` runs its ``__call__``), with that name as the place. The
     place is where the call's statement stands, one level per enclosing block
     ("statement.block"; block -1 for the statement's own expressions, ``x`` after the blocks
-    of an ``if`` or ``match``, which exclude each other). The detail says which arguments a
+    of an ``if`` or ``match``, which exclude each other), then where the call ends
+    ("line:column": of two calls in one statement, the one that ends first returns first, as
+    ``train(...)`` inside ``torch.load(train(...))``). The detail says which arguments a
     call passes ("2,path,device": two positional and two keywords; "*" for ``*args`` or
     ``**kwargs``), and for a load the optional parameter it runs under ("path:1" for ``if path
     is not None:`` in ``def create(self, name, path=None)``): a call that does not pass it
@@ -110,7 +112,9 @@ def read(tree: ast.Module, scopes: list[tuple[ast.AST, list[ast.AST]]],
             if callee:
                 _, _, place, index, exclusive, guard = spans[at]
                 detail = guard if callee == LOAD else _arguments(node)
-                found[f"{name}|{callee}@{node.lineno}|{_join(place, f'{index}.-1{exclusive}')}|{detail}"] = None
+                statement = _join(place, f"{index}.-1{exclusive}")
+                found[f"{name}|{callee}@{node.lineno}|{statement},{node.end_lineno}:{node.end_col_offset}|{detail}"] \
+                    = None
     return list(found)
 
 
@@ -268,12 +272,15 @@ def entries(run_calls: list[str]) -> Iterator[tuple[str, str, int, str, str]]:
 def precedes(first: str, second: str) -> bool:
     """A call at place ``first`` runs before one at ``second`` of the same scope whenever
     both run: it stands earlier in a block both are in, in a statement's test or iterable
-    before its blocks, or in an earlier block of a ``try`` or a loop. Two branches of one
+    before its blocks, or in an earlier block of a ``try`` or a loop; in the same statement,
+    it ends first (an argument's call returns before the call it is handed to). Two branches of one
     ``if`` exclude each other; a loop's later statement comes after on its first pass, which
     is the one that reads what the run found on disk."""
     for one, other in zip(first.split(","), second.split(",")):
         if one == other:
             continue
+        if ":" in one and ":" in other:  # two calls of one statement: the first to end runs first
+            return tuple(map(int, one.split(":"))) < tuple(map(int, other.split(":")))
         statement, _, branch = one.partition(".")
         statement_other, _, branch_other = other.partition(".")
         if statement != statement_other:
