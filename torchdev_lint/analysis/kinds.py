@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from torchdev_lint.analysis import tree
 from torchdev_lint.analysis.imports import dotted_name
 
 
@@ -390,3 +391,19 @@ def keyed_by_strings(function: cst.FunctionDef) -> set[str]:
                 found.add(iterated)
                 grown = True
     return found
+
+
+# The attributes of a tensor that can be indexed: any other `x.attr[...]` shows `x` is no tensor.
+_TENSOR_INDEXED = frozenset({"shape", "data", "grad", "T", "mT", "H", "mH", "real", "imag", "names"})
+
+
+def indexed_attribute(scope: cst.CSTNode, name: str) -> cst.Subscript | None:
+    """The first ``name.attr[...]`` in ``scope`` of an attribute no tensor has
+    (``g.ndata["feat"]``, ``batch.x[mask]``): ``name`` holds a graph or a data object, whatever
+    the loader it came from suggests; its own ``.to()`` may move its tensors in place."""
+    for node in tree.collect(scope, cst.Subscript):
+        value = node.value
+        if isinstance(value, cst.Attribute) and isinstance(value.value, cst.Name) and value.value.value == name \
+                and value.attr.value not in _TENSOR_INDEXED:
+            return node
+    return None

@@ -29,7 +29,9 @@ class DiscardedToResult(Rule):
 
     It does not flag receivers that are `nn.Module`s (`model.to(device)` moves the module in
     place and is correct), objects whose `.to` works in place (a tokenizer's
-    `BatchEncoding`, a project's own class with a `to` method) or receivers of unknown type.
+    `BatchEncoding`, a project's own class with a `to` method, a graph or data object the
+    code indexes by an attribute no tensor has: DGL's `g.ndata["feat"]`, PyG's `batch.x[mask]`,
+    even when it comes from a loader) or receivers of unknown type.
 
     ## Why is this bad?
     Unlike `nn.Module.to`, `Tensor.to` is not in place: it returns a new tensor on the
@@ -94,6 +96,10 @@ class DiscardedToResult(Rule):
         Valid("import torch.nn as nn\nmodel = nn.Linear(2, 2)\nmodel.to('cuda')\n"),
         Valid("class Net(nn.Module):\n    pass\nnet = Net()\nnet.to(device)\n"),
         Valid("import torch\nx = torch.zeros(3)\nx = x.to(device)\n"),
+        # a DGL graph from the loader: `g.to(device)` moved its features in place (DGL 0.4)
+        Valid("import torch\nfrom torch.utils.data import DataLoader\ndef run(data, net, device):\n"
+              "    for g, target in DataLoader(data):\n        g.to(device)\n"
+              "        g.gdata['std'] = g.gdata['std'].to(device)\n        net(g, target.to(device))\n"),
         Valid("batch = tokenizer(texts, return_tensors='pt')\nbatch.to(device)\n"),
         Valid("def f(thing):\n    thing.to(device)\n"),
         Valid("def evaluate(net, device):\n    net.eval()\n    net.to(device)\n"),
@@ -224,6 +230,9 @@ class DiscardedToResult(Rule):
             if check is None:
                 return
             evidence = ((check, f"`{code_of(receiver)}` is a tensor here: the code checks it"),)
+        elif isinstance(receiver, cst.Name) and kinds.indexed_attribute(
+                self.ctx.function or self.ctx.ancestors[0], receiver.value) is not None:
+            return  # a DGL graph or a PyG batch from the loader: no tensor
         fix = None
         if isinstance(receiver, (cst.Name, cst.Attribute, cst.Subscript)) and not _dead_loop_copy(
             self.ctx.ancestors, receiver
