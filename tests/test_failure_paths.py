@@ -82,6 +82,30 @@ def test_the_wrapper_of_a_cuda_extension_needs_cuda_anyway(project, capsys):
     assert findings(capsys, project, "TDL001") == [("ops/march.py", 8, "TDL001", "certain")]
 
 
+def test_a_module_whose_package_init_builds_a_cuda_extension_needs_cuda_anyway(project, capsys):
+    # `renders/__init__.py` imports the renderer that compiles `.cu` kernels when imported:
+    # every import of `renders.nerf` runs it first, so a run that reaches `nerf` has CUDA
+    write(project, {
+        "renders/__init__.py": "from .nerf import render\nfrom .kernels import _backend\n",
+        "renders/kernels.py": EXTENSION["ops/backend.py"],
+        "renders/nerf.py": """\
+            import torch
+            def render(rays):
+                return rays.cuda() * 2
+            """,
+        "run.py": """\
+            import torch
+            from renders import render
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+            print(render(torch.rand(8, 3).to(device)))
+            """,
+    })
+    assert findings(capsys, project, "TDL001") == [("renders/nerf.py", 3, "TDL001", "possible")]
+    # a package `__init__` that builds nothing leaves the `.cuda()` a portability bug
+    write(project, {"renders/__init__.py": "from .nerf import render\n", "renders/kernels.py": ""})
+    assert findings(capsys, project, "TDL001") == [("renders/nerf.py", 3, "TDL001", "certain")]
+
+
 def test_a_wrapper_that_builds_its_extension_lazily_needs_cuda_anyway(project, capsys):
     # `get_backend()` imports the extension when it is first called (torch-ngp's raymarching)
     write(project, {**EXTENSION, "ops/march.py": """\

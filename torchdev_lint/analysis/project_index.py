@@ -2236,7 +2236,8 @@ class ProjectIndex:
     def cuda_extension_imported(self, path: str, depth: int = 2) -> str | None:
         """The module at ``path`` imports a CUDA extension the project builds (by its name,
         or from the module that loads it), itself or through a project module it imports
-        that does (``pointnet2_utils``, the wrapper of the kernels; ``depth`` such hops):
+        that does (``pointnet2_utils``, the wrapper of the kernels; ``depth`` such hops), or
+        through its package's ``__init__``, which any import of it runs first:
         "<file>" of the builder, or None. Its code calls CUDA kernels; a `.cuda()` that
         feeds them is no portability bug."""
         full = os.path.abspath(path)
@@ -2270,6 +2271,13 @@ class ProjectIndex:
             last = qualified.rsplit(".", 1)[-1]
             if last in builders and last != "":
                 return self._shown(builders[last])
+        # importing a module of a package runs the package's `__init__` first, and what it imports
+        package = module.name.rpartition(".")[0]
+        while package:
+            init = self._module(package, full)
+            if init is not None and init.path != full:
+                wrappers.append(init.path)
+            package = package.rpartition(".")[0]
         for wrapper in dict.fromkeys(wrappers) if depth > 0 else ():
             builder = self.cuda_extension_imported(wrapper, depth - 1)
             if builder is not None:
