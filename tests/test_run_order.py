@@ -52,6 +52,14 @@ def test_a_data_cache_is_no_checkpoint_but_a_model_state_is():
     assert [line for _, callee, line, _, _ in entries if callee == run_order.SAVE] == [3]
 
 
+def test_a_cuda_call_only_a_test_lets_run_is_not_one_every_run_makes():
+    code = ("import torch\ntorch.cuda.synchronize()\n"
+            "n = torch.cuda.current_device() if torch.cuda.is_available() else 0\n"
+            "ok = torch.cuda.is_available() and torch.cuda.synchronize()\n")
+    entries = read(code, {"torch": "torch"})
+    assert [line for _, callee, line, _, _ in run_order.entries(entries) if callee == run_order.CUDA] == [2]
+
+
 def test_a_mode_switch_is_no_call_of_a_training_function():
     # `model.train(False)` switches a module's mode; `exp.train()` may be the project's trainer
     code = "model.train(False)\nmodel.eval()\nmodel.train(mode=True)\ntrainer.train(model, data)\nexp.train()\n"
@@ -196,3 +204,73 @@ def test_a_function_of_the_same_name_is_no_caller_of_a_method(tmp_path, capsys):
                                         "evaluate.py": evaluate})
     assert [(line, confidence) for path, line, confidence, _ in found if path == "experiment.py"] == [
         (11, "possible"), (13, "possible")]
+
+
+TRAINABLES = """\
+import torch
+from training import train
+class CellTrainable:
+    def create_model(self, path=None):
+        model = torch.nn.Linear(2, 2)
+        if path is not None:
+            model.load_state_dict(torch.load(path))
+        return model
+class TissueTrainable:
+    def create_model(self, path=None):
+        model = torch.nn.Linear(2, 2)
+        if path is not None:
+            model.load_state_dict(torch.load(path))
+        return model
+"""
+
+
+@pytest.mark.parametrize("receiver, confidences", [
+    # the predictions script builds a TissueTrainable: its load is another run's file; the
+    # cell trainer's `create_model` is reached only after training
+    ("TissueTrainable", [(7, "possible"), (13, "certain")]),
+    ("CellTrainable", [(7, "certain"), (13, "possible")]),
+])
+def test_a_method_is_called_by_the_objects_of_its_class(tmp_path, capsys, receiver, confidences):
+    run = ("import torch\nfrom training import train\nfrom trainables import CellTrainable, TissueTrainable\n"
+           "device = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+           "cell = CellTrainable()\ntissue = TissueTrainable()\n"
+           "train(torch.nn.Linear(2, 2).to(device), [], 'cell.pt')\ncell.create_model('cell.pt')\n"
+           "train(torch.nn.Linear(2, 2).to(device), [], 'tissue.pt')\ntissue.create_model('tissue.pt')\n")
+    predictions = ("import sys\nfrom trainables import CellTrainable, TissueTrainable\n"
+                   f"trainable = {receiver}()\nmodel = trainable.create_model(sys.argv[1])\n")
+    found = findings(tmp_path, capsys, {"trainables.py": TRAINABLES, "run.py": run, "predictions.py": predictions})
+    assert [(line, confidence) for path, line, confidence, _ in found if path == "trainables.py"] == confidences
+
+
+NERF = """\
+import torch
+def create_nerf(args):
+    model = torch.nn.Linear(2, 2).to(args.device)
+    model.load_state_dict(torch.load(args.ckpt))
+    return model
+def render(rays):
+    return rays.cuda()
+"""
+
+
+@pytest.mark.parametrize("setup, confidence", [
+    # the training script makes every tensor a CUDA one before it builds the model: it needs CUDA
+    ("torch.set_default_tensor_type('torch.cuda.FloatTensor')\n", "possible"),
+    ("torch.cuda.synchronize()\n", "possible"),
+    # a CPU type, or a CUDA call only when CUDA is there, says nothing
+    ("torch.set_default_tensor_type('torch.FloatTensor')\n", "certain"),
+    ("if torch.cuda.is_available():\n        torch.cuda.synchronize()\n", "certain"),
+    ("index = torch.cuda.current_device() if torch.cuda.is_available() else 'cpu'\n", "certain"),
+])
+def test_a_caller_that_needs_cuda_first_makes_the_line_need_it(tmp_path, capsys, setup, confidence):
+    run = ("import torch\nfrom nerf import create_nerf, render\n"
+           "def train(args):\n    " + setup + "    model = create_nerf(args)\n    render(torch.rand(3))\n"
+           "args = parse()\nargs.device = 'cuda' if torch.cuda.is_available() else 'cpu'\ntrain(args)\n")
+    for name, text in {"nerf.py": NERF, "run.py": run,
+                       "save.py": "import torch\ndef save(model, device):\n"
+                                  "    torch.save(model.to(device).state_dict(), 'ckpt.pt')\n"}.items():
+        (tmp_path / name).write_text(text)
+    cli.main(["--format", "json", "--isolated", "--preview", "--no-cache", "--select", "TDL001,TDL004", str(tmp_path)])
+    found = [(f["code"], f["line"], f["confidence"]) for f in json.loads(capsys.readouterr().out)
+             if f["path"].endswith("nerf.py")]
+    assert found == [("TDL004", 4, confidence), ("TDL001", 7, confidence)]

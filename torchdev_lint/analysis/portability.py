@@ -968,6 +968,18 @@ def _cuda_tensor_type(ctx, statement: cst.CSTNode) -> cst.CSTNode | None:
     return found[0] if found else None
 
 
+def cuda_first_in_every_run(ctx, ancestors: Sequence[cst.CSTNode], call: cst.Call, callee: str) -> Step | None:
+    """Every run that reaches ``call`` (recorded by ``run_order`` as ``callee``) has first
+    made a call that raises without CUDA, here or in a caller however far up
+    (``ProjectIndex.cuda_needed_earlier_in_every_run``): the code needs CUDA anyway."""
+    if ctx.index is None or not ctx.path.endswith(".py"):
+        return None
+    found = ctx.index.cuda_needed_earlier_in_every_run(ctx.path, ctx.line_of(call, ancestors[0]), callee)
+    return None if found is None else (
+        call, f"every run that gets here has first called code that needs CUDA ({found}): no machine without "
+              "CUDA gets here")
+
+
 def needs_cuda_around(ctx, ancestors: Sequence[cst.CSTNode]) -> Step | None:
     """The code that runs whenever the innermost node of ``ancestors`` runs needs CUDA
     anyway: a statement of a block around it, up to its function's body (the module's

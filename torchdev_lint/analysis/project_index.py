@@ -177,19 +177,6 @@ class ModuleFacts:
     init_calls: dict[str, list[str]] = field(default_factory=dict)
     # attributes a method of ``MOVE_OVERRIDES`` assigns (`m.stride = fn(m.stride)` in `_apply`)
     override_moved: list[str] = field(default_factory=list)
-    # "callee:position" of calls handed a file the same scope wrote before (`torch.save(sd,
-    # path)`, `open(path, "wb")`, then `predict(loader, path)`): a round trip through the callee
-    saved_handoffs: list[str] = field(default_factory=list)
-    # "name:shape" for each name whose every call in the module (`model.test(loader)`) comes
-    # after a `torch.save` of a file named `shape` in the same scope: what that callee loads
-    # under the name is what the run wrote (`ProjectIndex.called_only_after_saving`)
-    calls_after_saves: list[str] = field(default_factory=list)
-    # "name:saved" for each function or method that returns the path of a file it saved
-    # (`save_model(model, best_path)` ... `return best_path`), "name:~callee" for one that
-    # returns what a call of `callee` returns (`return training.train(...)`):
-    # `ProjectIndex.returns_saved_path`; "name:other" beside them for another function of
-    # that name that does neither
-    saved_returns: list[str] = field(default_factory=list)
     # each call it makes, with its scope and its place in the scope's blocks (`run_order.read`):
     # which calls of a run come before a load (`ProjectIndex.saved_earlier_in_every_run`)
     run_calls: list[str] = field(default_factory=list)
@@ -1206,130 +1193,6 @@ def _scope_nodes(tree: ast.Module) -> list[tuple[ast.AST, list[ast.AST]]]:
     return scopes
 
 
-def saved_handoffs(reader: "_Reader", scopes: list[tuple[ast.AST, list[ast.AST]]]) -> list[str]:
-    """The calls of each scope that hand on a file the scope wrote earlier (``torch.save(sd,
-    path)`` or ``open(path, "wb")``, then ``prediction.predict(loader, path)``), as
-    "callee:position" with the callee's qualified name: what the callee loads from that
-    parameter is what this run saved."""
-    found: set[str] = set()
-    for _, nodes in scopes:
-        written: dict[str, int] = {}
-        calls = [n for n in nodes if isinstance(n, ast.Call)]
-        for node in calls:
-            target = _saved_file(node) if reader.qualify(node.func) in kinds.TORCH_SAVERS else None
-            if isinstance(node.func, ast.Name) and node.func.id == "open" and node.args:
-                mode = node.args[1] if len(node.args) > 1 else next(
-                    (k.value for k in node.keywords if k.arg == "mode"), None)
-                if isinstance(mode, ast.Constant) and isinstance(mode.value, str) and "w" in mode.value:
-                    target = node.args[0]
-            if isinstance(target, ast.Name):
-                written[target.id] = min(written.get(target.id, node.lineno), node.lineno)
-        if not written:
-            continue
-        for node in calls:
-            callee = reader.qualify(node.func) or ""
-            if not callee or callee.startswith("torch.") or isinstance(node.func, ast.Name) and node.func.id == "open":
-                continue
-            for position, arg in enumerate(node.args):
-                if isinstance(arg, ast.Name) and written.get(arg.id, node.lineno) < node.lineno:
-                    found.add(f"{callee}:{position}")
-    return sorted(found)
-
-
-# Words of a name that holds a file's path (`best_model_path`, `ckpt`, `weights_file`).
-_PATH_NAME = re.compile(r"path|file|ckpt|checkpoint|weight|best", re.IGNORECASE)
-
-
-def returned_handoffs(scopes: list[tuple[ast.AST, list[ast.AST]]]) -> list[str]:
-    """``ModuleFacts.saved_handoffs``' other entries: the calls that hand on, by position or
-    keyword, under a name that says it is a path, what an earlier call of the scope returned
-    (``best_model_path = trainable.train(...)``, then
-    ``trainable.create_model(model_path=best_model_path)``), as
-    "callee:position-or-keyword:~producer": a file this run saved when the producer returns
-    the path it saved (``ProjectIndex.returns_saved_path``)."""
-    found: set[str] = set()
-    for _, nodes in scopes:
-        produced: dict[str, list[tuple[int, str]]] = {}  # name -> (line, producer) of each binding
-        for node in nodes:
-            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and _PATH_NAME.search(t.id)
-                                                    for t in node.targets):
-                producer = (_dotted(node.value.func) or "").rsplit(".", 1)[-1] if isinstance(node.value, ast.Call) else ""
-                for target in node.targets:
-                    if isinstance(target, ast.Name):
-                        produced.setdefault(target.id, []).append((node.lineno, producer))
-        if not produced:
-            continue
-        for node in nodes:
-            if not isinstance(node, ast.Call) or not _dotted(node.func):
-                continue
-            for key, arg in [*enumerate(node.args), *((k.arg, k.value) for k in node.keywords if k.arg)]:
-                bindings = produced.get(arg.id, ()) if isinstance(arg, ast.Name) else ()
-                if len(bindings) == 1 and bindings[0][1] and bindings[0][0] < node.lineno:
-                    found.add(f"{_dotted(node.func)}:{key}:~{bindings[0][1]}")
-    return sorted(found)
-
-
-def calls_after_saves(reader: "_Reader", scopes: list[tuple[ast.AST, list[ast.AST]]]) -> list[str]:
-    """``ModuleFacts.calls_after_saves``: for each name called in the module (``x.test(...)``
-    or ``test(...)``), the names of the files saved before every one of its calls, each
-    earlier in the call's own scope (``torch.save(netg.state_dict(), G_PATH)`` with ``G_PATH =
-    os.path.join(args.save_dir, "netG.pt")``, then ``model.test(loader)``)."""
-    before: dict[str, set[str]] = {}
-    for _, nodes in scopes:
-        values = run_order.assigned_values(nodes)
-
-        def resolve(name: str, values=values) -> ast.expr | None:
-            found = values.get(name, [])
-            return found[0] if len(found) == 1 else None
-
-        calls = [n for n in nodes if isinstance(n, ast.Call)]
-        saved = [(c.lineno, shape) for c in calls if reader.qualify(c.func) in kinds.TORCH_SAVERS
-                 and (path := _saved_file(c)) is not None and (shape := file_name_shape(path, resolve)) is not None]
-        for call in calls:
-            name = call.func.attr if isinstance(call.func, ast.Attribute) else \
-                call.func.id if isinstance(call.func, ast.Name) else None
-            if name is not None:
-                shapes = {shape for line, shape in saved if line < call.lineno}
-                before[name] = before[name] & shapes if name in before else shapes
-    return sorted(f"{name}:{shape}" for name, shapes in before.items() for shape in shapes)
-
-
-def saved_returns(reader: "_Reader", scopes: list[tuple[ast.AST, list[ast.AST]]]) -> list[str]:
-    """``ModuleFacts.saved_returns``: for each function whose every return (``return None``
-    aside) gives a name it handed to a saver (``torch.save``, or a call whose name says it
-    saves: ``save_model(model, path)``), "name:saved"; for one whose every return gives what
-    one callee returns (directly or through a name bound once), "name:~callee"; "name:other"
-    beside them where another function of that name does neither (a name with no entry does
-    neither)."""
-    found: list[str] = []
-    for scope, nodes in scopes:
-        if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            continue
-        returned = [r.value for r in _own_returns(scope)
-                    if r.value is not None and not (isinstance(r.value, ast.Constant) and r.value.value is None)]
-        if not returned:
-            found.append(f"{scope.name}:other")
-            continue
-        saved: set[str] = set()
-        bound = run_order.assigned_values(nodes)
-        for node in nodes:
-            if isinstance(node, ast.Call) and (reader.qualify(node.func) in kinds.TORCH_SAVERS
-                                               or "save" in (_dotted(node.func) or "").rsplit(".", 1)[-1].lower()):
-                saved.update(a.id for a in [*node.args, *(k.value for k in node.keywords)] if isinstance(a, ast.Name))
-        kinds_of: set[str] = set()
-        for value in returned:
-            if isinstance(value, ast.Name) and value.id in saved:
-                kinds_of.add("saved")
-                continue
-            if isinstance(value, ast.Name) and len(bound.get(value.id, ())) == 1:
-                value = bound[value.id][0]
-            callee = (_dotted(value.func) or "").rsplit(".", 1)[-1] if isinstance(value, ast.Call) else ""
-            kinds_of.add(f"~{callee}" if callee else "other")
-        found.append(f"{scope.name}:{kinds_of.pop() if len(kinds_of) == 1 else 'other'}")
-    named = {entry.rpartition(":")[0] for entry in found if not entry.endswith(":other")}
-    return sorted({entry for entry in found if entry.rpartition(":")[0] in named})
-
-
 def moved_and_handed(scopes: list[tuple[ast.AST, list[ast.AST]]]) -> tuple[list[str], dict[str, list[int]], list[str]]:
     """What the module says about the modules it moves, read in one walk: the names of the
     calls whose results it moves to a device (``_device_move``: in the moved expression
@@ -1707,12 +1570,6 @@ def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | No
     if files:
         facts.saves, facts.other_writes, facts.loads = _read_files(reader, tree, files)
         facts.saved_tails = saved_path_tails(reader, scopes)
-        facts.saved_handoffs = saved_handoffs(reader, scopes)
-    if _PATH_NAME.search(text):
-        facts.saved_handoffs += returned_handoffs(scopes)
-        facts.calls_after_saves = calls_after_saves(reader, scopes)
-    if "return" in text:
-        facts.saved_returns = saved_returns(reader, scopes)
     facts.defs, facts.attributes = attributes(tree, text)
     facts.run_calls = run_order.read(tree, scopes, reader.qualify, facts.names)
     facts.groups = process_groups(tree, text)
@@ -2058,53 +1915,6 @@ class ProjectIndex:
             self._memo[("mentions",)] = mentions
         return mentions
 
-    def called_only_after_saving(self, name: str, shape: str) -> str | None:
-        """Every project module that mentions attribute ``name`` calls it only after saving a
-        file named ``shape`` earlier in the same scope (``ModuleFacts.calls_after_saves``), and
-        one does: a method ``name`` that loads that file reads back what its caller's run
-        wrote. The first such module's path as shown, or None."""
-        paths = sorted(self._mentions().get(name, ()))
-        entry = f"{name}:{shape}"
-        found = [self._module_at(path) for path in paths]
-        if not found or any(module is None or entry not in module.calls_after_saves for module in found):
-            return None
-        return self._shown(paths[0])
-
-    def saved_path_returners(self) -> tuple[str, ...]:
-        """Every name ``returns_saved_path`` answers yes for."""
-        self.returns_saved_path("")
-        return tuple(sorted(n for n in self._memo[("saved returns",)] if self.returns_saved_path(n)))
-
-    def returns_saved_path(self, name: str) -> bool:
-        """Every project function or method named ``name`` returns the path of a file it saved,
-        itself or through the calls whose results it returns (``Trainable.train`` returns what
-        ``training.train`` returns, the path of the best model it saved), and there is one:
-        a load of that path reads back what the run wrote (``ModuleFacts.saved_returns``)."""
-        kinds_by_name = self._memo.get(("saved returns",))
-        if kinds_by_name is None:
-            kinds_by_name = {}
-            for modules in self.modules.values():
-                for module in modules:
-                    read = set()
-                    for entry in module.saved_returns:
-                        function, _, kind = entry.rpartition(":")
-                        kinds_by_name.setdefault(function, set()).add(kind)
-                        read.add(function)
-                    for function in set(module.defs) - read:  # it returns no saved path
-                        kinds_by_name.setdefault(function, set()).add("other")
-            self._memo[("saved returns",)] = kinds_by_name
-        return self._returns_saved(name, kinds_by_name, set())
-
-    def _returns_saved(self, name: str, kinds_by_name: dict[str, set[str]], seen: set[str]) -> bool:
-        # a method that returns what a function of its own name returns (`Trainable.train` of
-        # `training.train`) answers with that function
-        kinds_of = kinds_by_name.get(name, set()) - {f"~{name}"}
-        if not kinds_of or name in seen or len(seen) > 16:
-            return False
-        seen.add(name)
-        return all(kind == "saved" or (kind.startswith("~") and self._returns_saved(kind[1:], kinds_by_name, seen))
-                   for kind in kinds_of)
-
     def saved_earlier_in_every_run(self, path: str, line: int) -> str | None:
         """Every run that reaches the torch load at ``line`` of ``path`` has called a torch
         save before it (``run_order.precedes``): earlier in the load's own function, or,
@@ -2114,39 +1924,106 @@ class ProjectIndex:
         wrote, on the machine that wrote it. Where the first such save or saving call is, as
         evidence names it; None when one path reaches the load without a save (a run's start
         point, a function nothing in sight calls, a caller that saves nothing first)."""
+        savers = self._may_save()
+        return self._earlier_in_every_run(path, line, run_order.LOAD, lambda callee, _: (
+            "torch.save" if callee == run_order.SAVE else f"`{callee.lstrip('.')}` saves" if callee in savers
+            else None))
+
+    def cuda_needed_earlier_in_every_run(self, path: str, line: int, callee: str) -> str | None:
+        """Every run that reaches the call of ``callee`` (as ``run_order.read`` records it:
+        ".cuda", ``run_order.LOAD``) at ``line`` of ``path`` has first made a call that raises
+        without CUDA, itself or through a project function that needs CUDA whenever it runs:
+        ``torch.set_default_tensor_type("torch.cuda.FloatTensor")`` in the caller, then the
+        function that loads. No run without CUDA gets there. Where that call is, or None."""
+        needing = self.cuda_def_names()
+        return self._earlier_in_every_run(path, line, callee, lambda found, detail: (
+            f"`{detail}` raises without CUDA" if found == run_order.CUDA
+            else f"`{found.lstrip('.')}` needs CUDA" if found.lstrip(".") in needing else None), always=True)
+
+    def _earlier_in_every_run(self, path: str, line: int, callee: str, wanted, always: bool = False) -> str | None:
+        """The first call that ``wanted`` (callee, detail -> its description, or None)
+        describes and that every run reaching the call of ``callee`` at ``line`` of ``path``
+        makes before it, as "<description>, <file>:<line>"; None when one path reaches it
+        without. ``always``: the call must also run whenever the later one does
+        (``run_order.precedes``)."""
         module = self._module_at(os.path.abspath(path))
         if module is None:
             return None
-        site = next(((scope, place, guard) for scope, callee, at, place, guard in run_order.entries(module.run_calls)
-                     if callee == run_order.LOAD and at == line), None)
+        site = next(((scope, place, detail if callee == run_order.LOAD else "")
+                     for scope, found, at, place, detail in run_order.entries(module.run_calls)
+                     if found == callee and at == line), None)
         if site is None:
             return None
-        return self._saved_before(module, *site, set(), [0])
+        return self._done_before(module, *site, wanted, always, set(), [0])
 
-    def _saved_before(self, module: ModuleFacts, scope: str, place: str, guard: str, seen: set[str],
-                      visits: list[int]) -> str | None:
-        """``saved_earlier_in_every_run`` of a call at ``place`` in ``scope``, which runs only
-        where the scope's callers pass the optional parameter ``guard`` ("" for any call)."""
-        savers = self._may_save()
-        for _, callee, line, other, _ in self._run_scopes().get((module.path, scope), ()):
-            if (callee == run_order.SAVE or callee in savers) and run_order.precedes(other, place):
-                where = f"{self._shown(module.path)}:{line}"
-                return f"`{callee.lstrip('.')}` saves, {where}" if callee in savers else f"torch.save, {where}"
+    def _done_before(self, module: ModuleFacts, scope: str, place: str, guard: str, wanted, always: bool,
+                     seen: set[str], visits: list[int]) -> str | None:
+        """``_earlier_in_every_run`` of a call at ``place`` in ``scope``, which runs only where
+        the scope's callers pass the optional parameter ``guard`` ("" for any call)."""
+        for _, callee, line, other, detail in self._run_scopes().get((module.path, scope), ()):
+            said = wanted(callee, detail)
+            if said is not None and run_order.precedes(other, place, always):
+                return f"{said}, {self._shown(module.path)}:{line}"
         found_callers = self._run_callers()
         callers = [(caller, caller_scope, caller_place) for key in run_order.callers_of(scope) if scope
                    for caller, caller_scope, caller_place, arguments in found_callers.get(key, ())
-                   if run_order.passes(arguments, guard)]
+                   if run_order.passes(arguments, guard) and self._may_run(scope, arguments, caller)]
         visits[0] += 1
         if not callers or scope in seen or visits[0] > 64:
             return None  # a run starts here, or it is too far to follow
         seen = seen | {scope}
         first = None
         for caller, caller_scope, caller_place in callers:
-            found = self._saved_before(caller, caller_scope, caller_place, "", seen, visits)
+            found = self._done_before(caller, caller_scope, caller_place, "", wanted, always, seen, visits)
             if found is None:
                 return None
             first = first or found
         return first
+
+    def _may_run(self, scope: str, arguments: str, caller: ModuleFacts) -> bool:
+        """A call with ``arguments`` (``run_order.read``'s detail) in the module ``caller`` may
+        run ``scope``: unless ``scope`` is a method and the object it is called on is bound,
+        in that module, only to instances of classes unrelated to the method's
+        (``tissue_trainable = SegformerTissueTrainable(...)`` then
+        ``tissue_trainable.create_model(...)`` runs no other class's ``create_model``)."""
+        klass, dot, _ = scope.partition(".")
+        receiver = arguments.partition(";")[2]
+        made = self._instances(caller.path).get(receiver) if dot and receiver not in ("", "self") else None
+        return not made or any(klass == c or klass in self._ancestors(c) or c in self._ancestors(klass) for c in made)
+
+    def _instances(self, path: str | None = None) -> dict[str, set[str]]:
+        """Each name bound to ``Class(...)`` -> those classes: in the module at ``path``, or
+        anywhere in the project."""
+        found = self._memo.get(("instances", path))
+        if found is None:
+            found = {}
+            for modules in self.modules.values():
+                for module in modules:
+                    if path is not None and module.path != path:
+                        continue
+                    for _, callee, _, place, _ in run_order.entries(module.run_calls):
+                        if callee.startswith("="):
+                            found.setdefault(place, set()).add(callee[1:])
+            self._memo[("instances", path)] = found
+        return found
+
+    def _ancestors(self, klass: str) -> set[str]:
+        """The names of a project class's bases, however far up (by last name)."""
+        bases: dict[str, set[str]] = self._memo.get(("class bases",))
+        if bases is None:
+            bases = {}
+            for modules in self.modules.values():
+                for module in modules:
+                    for name, qualified in module.classes.items():
+                        bases.setdefault(name, set()).update(q.rsplit(".", 1)[-1] for q in qualified)
+            self._memo[("class bases",)] = bases
+        found, todo = set(), [klass]
+        while todo and len(found) < 64:
+            for base in bases.get(todo.pop(), ()):
+                if base not in found:
+                    found.add(base)
+                    todo.append(base)
+        return found
 
     def _run_scopes(self) -> dict[tuple[str, str], list[tuple[str, str, int, str, str]]]:
         """``ModuleFacts.run_calls`` by (module path, scope) (built once)."""
@@ -2180,22 +2057,22 @@ class ProjectIndex:
         found = self._memo.get(("may save",))
         if found is None:
             calls: dict[str, set[str]] = {}
-            instances: dict[str, set[str]] = {}  # callee -> the `__call__` scopes it may run
             for (_, scope), scope_entries in self._run_scopes().items():
-                for _, callee, _, place, _ in scope_entries:
-                    if callee.startswith("="):
-                        for name in (place, f".{place}"):
-                            instances.setdefault(name, set()).add(f"{callee[1:]}.__call__")
-                    elif scope:
-                        calls.setdefault(scope, set()).add(callee)
+                if scope:
+                    calls.setdefault(scope, set()).update(callee for _, callee, _, _, _ in scope_entries)
+            runs = {callee: {f"{c}.__call__" for c in made} for name, made in self._instances().items()
+                    for callee in (name, f".{name}")}  # a bound instance called runs its `__call__`
+            scopes: set[str] = set()  # the functions and methods that may save
             saving: set[str] = set()
             grown = True
             while grown:
-                more = {callee for scope, called in calls.items() if run_order.SAVE in called or called & saving
-                        for callee in run_order.callers_of(scope) if callee not in saving}
-                more |= {callee for callee, runs in instances.items() if runs & saving and callee not in saving}
-                saving |= more
-                grown = bool(more)
+                more = {scope for scope, called in calls.items()
+                        if scope not in scopes and (run_order.SAVE in called or called & saving)}
+                scopes |= more
+                callees = {callee for scope in more for callee in run_order.callers_of(scope)}
+                callees |= {callee for callee, called in runs.items() if called & scopes}
+                grown = bool(more or callees - saving)
+                saving |= callees
             found = self._memo[("may save",)] = frozenset(saving)
         return found
 
@@ -2470,45 +2347,6 @@ class ProjectIndex:
         """A move override somewhere in the project assigns an attribute of this name
         (``ModuleFacts.override_moved``): the module's moves carry it along."""
         return attribute in self._override_moved()
-
-    def handed_a_saved_file(self, module: str, function: str, position: int, keyword: str | None = None,
-                            method: bool = False) -> bool:
-        """Some project scope calls ``function`` of ``module`` (matched by the module's last
-        name and the function's; a method by its name alone) handing it, at ``position`` or as
-        ``keyword``, a file it wrote earlier in the same run, or the path that a call which
-        saved it returned (``ModuleFacts.saved_handoffs``)."""
-        written, returned = self._handoffs()
-        tail = module.rsplit(".", 1)[-1]
-        if not method and (f"{tail}.{function}", position) in written:
-            return True
-        return any(callee[-1] == function and (method or len(callee) == 1 or callee[-2] == tail)
-                   and key in (str(position), keyword) and self.returns_saved_path(producer)
-                   for callee, key, producer in returned)
-
-    def _handoffs(self) -> tuple[frozenset, tuple]:
-        """``ModuleFacts.saved_handoffs`` of every module, read once: (callee's last two names,
-        position) of files a scope wrote, and (callee's names, key, producer) of returned paths."""
-        found = self._memo.get(("saved handoffs",))
-        if found is None:
-            written, returned = set(), set()
-            for modules in self.modules.values():
-                for each in modules:
-                    for handoff in each.saved_handoffs:
-                        parts = handoff.split(":")
-                        if len(parts) == 3 and parts[2].startswith("~"):
-                            returned.add((tuple(parts[0].split(".")), parts[1], parts[2][1:]))
-                        else:
-                            callee, _, at = handoff.rpartition(":")
-                            written.add((".".join(callee.rsplit(".", 2)[-2:]), int(at)))
-            found = self._memo[("saved handoffs",)] = (frozenset(written), tuple(sorted(returned)))
-        return found
-
-    def _handoffs_into(self, module: ModuleFacts) -> tuple:
-        written, returned = self._handoffs()
-        tail = module.name.rsplit(".", 1)[-1] + "."
-        defs = set(module.defs)
-        return (tuple(sorted(h for h in written if h[0].startswith(tail))),
-                tuple((r, self.returns_saved_path(r[2])) for r in returned if r[0][-1] in defs))
 
     def _override_moved(self) -> frozenset[str]:
         names = self._memo.get(("override moved",))
@@ -2906,7 +2744,6 @@ class ProjectIndex:
         facts.append(("written names", self.written_names()))
         facts.append(("process groups NCCL only", self.nccl_groups_only(full)))
         facts.append(("defs that need CUDA", self.cuda_def_names()))
-        facts.append(("handed files saved in the run", self._handoffs_into(module)))
         facts.append(("attributes moved by overrides", tuple(sorted(self._override_moved()))))
         facts.append(("classes moved to a device", tuple(c for c in module.classes if self.moved_to_device(c))))
         facts.append(("default device set", self.default_device()))
@@ -2914,12 +2751,12 @@ class ProjectIndex:
         facts.append(("CUDA-only module imported", self.cuda_only_import(full)))
         facts.append(("importers need a GPU library", self.importers_need_gpu(full)))
         facts.append(("defs mentioned elsewhere", tuple(n for n in module.defs if self.mentioned_elsewhere(n, full))))
-        facts.append(("defs called only after saving", tuple(
-            (n, shape, self.called_only_after_saving(n, shape)) for n in module.defs for shape in set(module.loads))))
-        facts.append(("names that return saved paths", self.saved_path_returners()))
         facts.append(("loads saved earlier in every run", tuple(
             (line, self.saved_earlier_in_every_run(full, line)) for _, callee, line, _, _
             in run_order.entries(module.run_calls) if callee == run_order.LOAD)))
+        facts.append(("CUDA needed earlier in every run", tuple(
+            (line, callee, self.cuda_needed_earlier_in_every_run(full, line, callee)) for _, callee, line, _, _
+            in run_order.entries(module.run_calls) if callee in (run_order.LOAD, ".cuda"))))
         return tuple(facts)
 
 

@@ -17,10 +17,10 @@ import libcst as cst
 from torchdev_lint import checkpoints, pyast
 from torchdev_lint.analysis import kinds, tree
 from torchdev_lint.analysis.guards import code_of, is_guarded
-from torchdev_lint.analysis.classes import methods, self_attribute, self_call
+from torchdev_lint.analysis.classes import methods, self_attribute
 from torchdev_lint.analysis.imports import dotted_name
 from torchdev_lint.analysis.project_index import (
-    ProjectIndex, file_name_shape, is_test_path, path_template, read_facts, template_names,
+    ProjectIndex, file_name_shape, is_test_path, path_template, read_facts,
 )
 
 # Methods that write checkpoints or models the test then reads back: `scripted.save(f)`,
@@ -242,28 +242,6 @@ class _ScopeCalls:
             if _writes_checkpoint(ctx, c):
                 self.first_writer = min(self.first_writer, index)
         self._handed: dict[str, int] | None = None
-        self._handed_all: dict[str, list[int]] | None = None
-        self._by_name: dict[str, list[int]] | None = None
-
-    def by_name(self) -> dict[str, list[int]]:
-        """Each plain name called (``generate(args)``) -> the positions of its calls."""
-        if self._by_name is None:
-            self._by_name = {}
-            for index, c in enumerate(self.calls):
-                if isinstance(c.func, cst.Name):
-                    self._by_name.setdefault(c.func.value, []).append(index)
-        return self._by_name
-
-    def handed(self, ctx) -> dict[str, list[int]]:
-        """Each argument (as code) -> the positions of the calls that may write a file and
-        are handed it (``handed_first``, every one)."""
-        if self._handed_all is None:
-            self._handed_all = {}
-            for index, c in enumerate(self.calls):
-                if _may_write(ctx.qualified_name(c.func) or ""):
-                    for arg in c.args:
-                        self._handed_all.setdefault(code_of(arg.value), []).append(index)
-        return self._handed_all
 
     def handed_first(self, ctx) -> dict[str, int]:
         """Each argument (as code) -> the first call that may write the file it names
@@ -993,111 +971,6 @@ def _instance_method(ctx, module: cst.Module, scope: cst.CSTNode, func: cst.Attr
                 None)
 
 
-def saved_earlier_by_callee(ctx, ancestors, call: cst.Call) -> cst.Call | None:
-    """A round trip through a helper of the project: earlier in the same function (or the
-    module's top-level code), a call was handed a variable the loaded path is built from
-    (``early_stopping(loss, model, path)`` then ``torch.load(path + "/checkpoint.pth")``) and
-    reaches a ``torch.save`` of a file of that name (``_callee_saves``). The call, or None."""
-    target = loaded_file(call)
-    target = opened_path(reversed(ancestors), target) or target  # `open(path, "rb")` as the file
-    scope = _scope_of(ancestors)
-    if scope is None or target is None:
-        return None
-    roots = _roots(target) | (_roots_of_locals(ctx, scope, target) if isinstance(scope, cst.FunctionDef) else set())
-    roots.add(code_of(target))
-    calls = _scope_calls(ctx, scope)
-    position = calls.order.get(id(call), len(calls.order))
-    shape = _load_shape(ctx, ancestors, call)
-    for earlier in calls.calls[:position]:
-        qualified = ctx.qualified_name(earlier.func) or ""
-        if not _may_write(qualified) or qualified in kinds.TORCH_LOADERS:
-            continue
-        handed = [a.value for a in earlier.args]
-        if isinstance(earlier.func, cst.Attribute):
-            handed.append(earlier.func.value)  # `record.track(net)`: the object's own method
-        built = _construction(ctx, ancestors[0], scope, earlier.func)
-        if built is not None:  # the object carries what it was built with (`path=self.modelpath`)
-            handed += [a.value for a in built.args]
-        if any(code_of(v) in roots for v in handed) and _callee_saves(ctx, ancestors[0], scope, earlier, shape):
-            return earlier
-    return None
-
-
-def _tail(path: cst.BaseExpression) -> str | None:
-    """``project_index.path_tail`` of a LibCST path expression."""
-    if isinstance(path, cst.Attribute):
-        return path.attr.value
-    if isinstance(path, cst.Subscript) and len(path.slice) == 1 and isinstance(path.slice[0].slice, cst.Index) \
-            and isinstance(path.slice[0].slice.value, cst.SimpleString):
-        value = path.slice[0].slice.value.evaluated_value
-        return value if isinstance(value, str) else None
-    return None
-
-
-def saved_before_each_call(ctx, ancestors, call: cst.Call) -> cst.Call | None:
-    """A round trip through the function's callers: the load reads a path one of the
-    function's parameters carries (``torch.load(args.filepath)``), and each call of the
-    function in the file (its top-level code, ``__main__`` block included, or another of its
-    top-level functions: ``main()`` trains, then tests; no other module imports it) comes
-    after a call of the same scope handed the same argument that reaches a ``torch.save``
-    (``train(args, Net)`` then ``generate(args)``). The first such earlier call, or None."""
-    target = loaded_file(call)
-    scope = _scope_of(ancestors)
-    module = ancestors[0]
-    if target is None or not isinstance(scope, cst.FunctionDef) or len(ancestors) < 2 or ancestors[1] is not scope:
-        return None  # a function of the module's top level
-    params = [p.name.value for p in scope.params.params]
-    roots = _roots(target) & set(params)
-    if len(roots) != 1:
-        return None
-    root = roots.pop()
-    name = scope.name.value
-    imported = ctx.index.imported_from(ctx.path) if ctx.index is not None and ctx.path != "-" else None
-    if imported is None or "*" in imported or name in imported:
-        return None  # callers elsewhere are not read
-    shape = _load_shape(ctx, ancestors, call)
-    found = None
-    for caller_scope in (module, *(s for s in module.body if isinstance(s, cst.FunctionDef) and s is not scope)):
-        calls = _scope_calls(ctx, caller_scope)
-        for index in calls.by_name().get(name, ()):
-            caller = calls.calls[index]
-            positional = [a.value for a in caller.args if a.keyword is None]
-            handed = next((a.value for a in caller.args if a.keyword is not None and a.keyword.value == root),
-                          positional[params.index(root)] if params.index(root) < len(positional) else None)
-            earlier = None if handed is None else next((
-                calls.calls[i] for i in calls.handed(ctx).get(code_of(handed), ()) if i < index
-                and _callee_saves(ctx, module, caller_scope, calls.calls[i], shape, _tail(target))), None)
-            if earlier is None:
-                return None
-            found = found or earlier
-    return found
-
-
-def saved_before_a_call_elsewhere(ctx, ancestors, call: cst.Call) -> cst.FunctionDef | None:
-    """A round trip through a caller in another file: the load reads a path one parameter of
-    its top-level function or method carries (``def predict(loader, weight_path):
-    torch.load(weight_path)``), and a project scope hands that parameter a file it wrote
-    earlier in the same run (``torch.save(sd, path)``, then ``prediction.predict(loader,
-    path)``), or the path a call that saved it returned (``best = trainable.train(...)``, then
-    ``trainable.create_model(model_path=best)``): ``ProjectIndex.handed_a_saved_file``. The
-    function, or None."""
-    target = loaded_file(call)
-    scope = _scope_of(ancestors)
-    if target is None or ctx.index is None or not isinstance(scope, cst.FunctionDef) or len(ancestors) < 2:
-        return None
-    method = len(ancestors) > 3 and isinstance(ancestors[1], cst.ClassDef) and ancestors[3] is scope
-    if ancestors[1] is not scope and not method:
-        return None
-    params = [p.name.value for p in scope.params.params][1 if method else 0:]
-    roots = _roots(target) & set(params)
-    module = ctx.index.module_of(ctx.path) if ctx.path != "-" else None
-    if len(roots) != 1 or module is None:
-        return None
-    root = roots.pop()
-    found = ctx.index.handed_a_saved_file(module, scope.name.value, params.index(root), root, method)
-    return scope if found else None
-
-
 # Words of a name for the checkpoint a run resumes from: `resume` or `restart` in any name; `checkpoint`
 # or `ckpt` alone or with words that name a file (`checkpoint_path`, `ckpt_file`), not a
 # directory of models (`checkpoint_dir`) or another program's file (`trainer_ckpt`).
@@ -1340,40 +1213,6 @@ def cpu_weights_somewhere(ctx) -> str | None:
     return _project(ctx).some_cpu_weights(tests=_test_code(ctx))
 
 
-def saved_earlier_by_project_helper(ctx, ancestors, call: cst.Call) -> cst.Call | None:
-    """A round trip through a project function that saves: earlier in the same function
-    (or the module's, a notebook's, top-level code) a call of a project function or class
-    whose code calls ``torch.save`` (the index's ``saving_defs``) was handed the name of
-    the file the load reads (``save_model(m, target_dir="models", model_name="effnet.pth")``
-    then ``torch.load("models/effnet.pth")``; a template of it, ``f"effnet_{n}.pth"``, too),
-    or, for a name the load spells as a literal, saves a file of that name itself
-    (``utils.train(model, ...)`` keeps ``torch.save(sd, "best_model.pt")``, then
-    ``torch.load("best_model.pt")``). The call, or None."""
-    target = loaded_file(call)
-    scope = _scope_of(ancestors)
-    if ctx.index is None or scope is None or target is None:
-        return None
-
-    def resolve(name: str) -> ast.expr | None:
-        return _single_value(ctx, scope, name)
-
-    loaded = path_template(_as_ast(target), resolve).rsplit("/", 1)[-1]
-    if "{}" in loaded or not re.search(r"[A-Za-z0-9]", loaded):
-        return None  # no file name spelled
-    literal = isinstance(target, cst.SimpleString)
-    calls = _scope_calls(ctx, scope)
-    position = calls.order.get(id(call), len(calls.order))
-    for earlier in calls.calls[:position]:
-        qualified = ctx.qualified_name(earlier.func)
-        if not qualified or not _may_write(qualified) or not ctx.index.saves_when_called(qualified, ctx.path):
-            continue
-        names = [path_template(_as_ast(a.value), resolve).rsplit("/", 1)[-1] for a in earlier.args]
-        if any(template_names(n, loaded) for n in names) or (
-                literal and loaded in ctx.index.locate(qualified, ctx.path)[0].saves):
-            return earlier
-    return None
-
-
 def written_by_another_method(ctx, ancestors, call: cst.Call) -> cst.Call | None:
     """A load in a method of a class another method of which writes a file of that name
     (``file_name_shape``, ``checkpoint.pth`` of ``path + "/" + "checkpoint.pth"``): with
@@ -1392,22 +1231,6 @@ def written_by_another_method(ctx, ancestors, call: cst.Call) -> cst.Call | None
                     lambda: _class_writes(ctx, ancestors[0], klass, shape, loading))
 
 
-def returned_by_its_saver(ctx, ancestors, call: cst.Call) -> cst.Call | None:
-    """The load reads the path a project function returned after saving that file in the same
-    run (``best_model_path = train(...)``, whose loop keeps ``save_model(model, best_path)`` and
-    returns ``best_path``: ``ProjectIndex.returns_saved_path``), directly or through a name the
-    scope binds once. The call that returned it, or None."""
-    target = loaded_file(call)
-    if isinstance(target, cst.Name):
-        sites = ctx.bindings(_scope_of(ancestors)).get(target.value, ())
-        target = sites[0].value if len(sites) == 1 and isinstance(sites[0], cst.Assign) else None
-    if not isinstance(target, cst.Call) or ctx.index is None:
-        return None
-    func = target.func
-    name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
-    return target if name is not None and ctx.index.returns_saved_path(name) else None
-
-
 def saved_earlier_in_every_run(ctx, ancestors, call: cst.Call) -> str | None:
     """Every run that reaches the load has called a torch save first, in the load's own
     function or in its callers however deep (``ProjectIndex.saved_earlier_in_every_run``):
@@ -1415,34 +1238,6 @@ def saved_earlier_in_every_run(ctx, ancestors, call: cst.Call) -> str | None:
     if ctx.index is None or ctx.path == "-" or not ctx.path.endswith(".py"):
         return None
     return ctx.index.saved_earlier_in_every_run(ctx.path, ctx.line_of(call, ancestors[0]))
-
-
-def reloaded_after_the_run_saved(ctx, ancestors, call: cst.Call) -> tuple[str, str] | None:
-    """A round trip through the project's callers of a method: the load, of a file whose name
-    the code spells, is in a method that the project calls (by that name, or through the one
-    method of its class that calls it: ``test`` runs ``self.load_weights()``) only after
-    saving a file of that name earlier in the caller's scope (``torch.save(netg.state_dict(),
-    G_PATH)`` then ``model.test(loader)``: ``ProjectIndex.called_only_after_saving``). The
-    method's name and the first caller's file, or None."""
-    index = next((i for i in range(len(ancestors) - 1, -1, -1) if isinstance(ancestors[i], cst.FunctionDef)), None)
-    klass = ancestors[index - 2] if index is not None and index >= 2 else None
-    shape = _load_shape(ctx, ancestors, call) if isinstance(klass, cst.ClassDef) else None
-    if shape is None or "{}" in shape or ctx.index is None or ctx.path == "-":
-        return None
-    loading = ancestors[index].name.value
-    callers = {loading: []}  # method -> the methods of the class that call it
-    for method, self_name in methods(klass):
-        for called in {self_call(c, self_name) for c in tree.collect(method.body, cst.Call)} - {None}:
-            callers.setdefault(called, []).append(method.name.value)
-    names = [loading]
-    if not ctx.index.mentioned_elsewhere(loading, ctx.path) and len(callers[loading]) == 1:
-        names.append(callers[loading][0])  # `load_weights`, called by `test` alone
-    for name in names:
-        if not callers.get(name):
-            caller = ctx.index.called_only_after_saving(name, shape)
-            if caller is not None:
-                return name, caller
-    return None
 
 
 def _class_writes(ctx, module: cst.Module, klass: cst.ClassDef, shape: str, loading) -> cst.Call | None:

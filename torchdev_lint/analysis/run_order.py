@@ -18,10 +18,11 @@ import re
 import sys
 from collections.abc import Callable, Iterator
 
-from . import kinds
+from . import kinds, requirements
 
 SAVE = "!save"  # a torch save: it writes a checkpoint
 LOAD = "!load"  # a torch load
+CUDA = "!cuda"  # a torch call that raises without CUDA (`torch.cuda.synchronize()`)
 
 # calls through these modules are never the project's own functions
 _FOREIGN_ROOTS = frozenset(sys.stdlib_module_names) | frozenset({
@@ -37,9 +38,10 @@ def read(tree: ast.Module, scopes: list[tuple[ast.AST, list[ast.AST]]],
          qualify: Callable[[ast.expr], str | None], imported: dict[str, str]) -> list[str]:
     """``ModuleFacts.run_calls``: one entry per call, "scope|callee@line|place|detail". The
     scope is the function the call is made in ("" for the module's own code), a method as
-    ".name" (only ``x.name(...)`` calls it), a class's ``__init__`` as the class's name
-    (``Class(...)`` calls it) and its ``__call__`` as "Class.__call__". The callee is the name
-    called, ".name" for ``x.name(...)``, ``SAVE``/``LOAD`` for torch's, or "=Class" for a name
+    "Class.name" (only ``x.name(...)`` calls it), a class's ``__init__`` as the class's name
+    (``Class(...)`` calls it). The callee is the name called, ".name" for ``x.name(...)``,
+    ``SAVE``/``LOAD`` for torch's, ``CUDA`` for a torch call that raises without CUDA, or
+    "=Class" for a name
     or attribute bound to ``Class(...)`` (``self.early_stopping = EarlyStopping(...)``: a later
     ``self.early_stopping(...)`` runs its ``__call__``), with that name as the place. The
     place is where the call's statement stands, one level per enclosing block
@@ -48,14 +50,15 @@ def read(tree: ast.Module, scopes: list[tuple[ast.AST, list[ast.AST]]],
     ("line:column": of two calls in one statement, the one that ends first returns first, as
     ``train(...)`` inside ``torch.load(train(...))``). The detail says which arguments a
     call passes ("2,path,device": two positional and two keywords; "*" for ``*args`` or
-    ``**kwargs``), and for a load the optional parameter it runs under ("path:1" for ``if path
-    is not None:`` in ``def create(self, name, path=None)``): a call that does not pass it
-    does not load. ``scopes`` holds each scope's calls (``project_index._scope_nodes``): only
+    ``**kwargs``) and, after ";", the object it is called on (``_receiver``); for a load, the
+    optional parameter it runs under ("path:1" for ``if path is not None:`` in ``def
+    create(self, name, path=None)``): a call that does not pass it does not load; for a
+    ``CUDA`` call, the function called. ``scopes`` holds each scope's calls (``project_index._scope_nodes``): only
     statements are walked here, and each call is placed by its line."""
     names: dict[int, str] = {id(tree): ""}
     # scope -> (first line, last line, place of the enclosing block, index in it, "x" or "",
-    # the optional parameter the block runs under)
-    regions: dict[int, list[tuple[int, int, str, int, str, str]]] = {}
+    # the optional parameter the block runs under, the statement)
+    regions: dict[int, list[tuple[int, int, str, int, str, str, ast.stmt]]] = {}
 
     def define(function: ast.FunctionDef | ast.AsyncFunctionDef, name: str, method: bool) -> None:
         names.setdefault(id(function), name)
@@ -72,16 +75,17 @@ def read(tree: ast.Module, scopes: list[tuple[ast.AST, list[ast.AST]]],
                 for member in statement.body:
                     if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)):
                         define(member, statement.name if member.name == "__init__" else
-                               f"{statement.name}.__call__" if member.name == "__call__" else f".{member.name}",
+                               f"{statement.name}.{member.name}",
                                True)
                 continue
             branches = _blocks(statement) if kind in _COMPOUND else None
             if not branches:  # a simple statement
-                spans.append((statement.lineno, statement.end_lineno or statement.lineno, place, index, "", guard))
+                spans.append((statement.lineno, statement.end_lineno or statement.lineno, place, index, "", guard,
+                              statement))
                 continue
             exclusive = "x" if kind is ast.If or kind is ast.Match else ""
             own_end = min((b[0].lineno - 1 for b in branches if b), default=statement.lineno)
-            spans.append((statement.lineno, own_end, place, index, exclusive, guard))
+            spans.append((statement.lineno, own_end, place, index, exclusive, guard, statement))
             tested = _tested_parameter(statement.test, optional) if kind is ast.If else None
             for number, branch in enumerate(branches):
                 inner = f"{tested}:{optional[tested]}" if tested is not None and number == 0 else guard
@@ -110,8 +114,11 @@ def read(tree: ast.Module, scopes: list[tuple[ast.AST, list[ast.AST]]],
                 continue
             callee = _callee(node, qualify, imported, bound)
             if callee:
-                _, _, place, index, exclusive, guard = spans[at]
-                detail = guard if callee == LOAD else _arguments(node)
+                _, _, place, index, exclusive, guard, statement = spans[at]
+                if callee == CUDA and _evaluated_if(statement, node):
+                    continue  # `torch.cuda.current_device() if torch.cuda.is_available() else "cpu"`
+                detail = guard if callee == LOAD else (ast.unparse(node.func) if callee == CUDA
+                                                       else f"{_arguments(node)};{_receiver(node.func)}")
                 statement = _join(place, f"{index}.-1{exclusive}")
                 found[f"{name}|{callee}@{node.lineno}|{statement},{node.end_lineno}:{node.end_col_offset}|{detail}"] \
                     = None
@@ -146,9 +153,18 @@ def _arguments(call: ast.Call) -> str:
     return ",".join([str(len(call.args)), *(k.arg for k in call.keywords if k.arg)])
 
 
+def _receiver(func: ast.expr) -> str:
+    """The name of the object a method is called on (``trainable`` of ``trainable.create()``,
+    ``model`` of ``self.model.fit()``): which class's method it may be (``ProjectIndex``
+    reads the names bound to ``Class(...)``); "" for a plain call."""
+    value = func.value if isinstance(func, ast.Attribute) else None
+    return value.id if isinstance(value, ast.Name) else value.attr if isinstance(value, ast.Attribute) else ""
+
+
 def passes(arguments: str, parameter: str) -> bool:
     """A call whose detail is ``arguments`` gives the optional ``parameter`` ("name:position"
     of a load's detail; "" for a load that runs under no such test)."""
+    arguments = arguments.partition(";")[0]
     if not parameter or arguments == "*":
         return True
     name, _, position = parameter.rpartition(":")
@@ -188,6 +204,8 @@ def _callee(call: ast.Call, qualify: Callable[[ast.expr], str | None], imported:
         return SAVE if saved is not None and _holds_weights(saved) else ""
     if qualified in kinds.TORCH_LOADERS:
         return LOAD
+    if _needs_cuda(call, qualified):
+        return CUDA
     func = call.func
     if isinstance(func, ast.Name):
         if func.id in imported:
@@ -216,6 +234,29 @@ def assigned_values(nodes: list[ast.AST]) -> dict[str, list[ast.expr]]:
                 if isinstance(target, ast.Name):
                     values.setdefault(target.id, []).append(node.value)
     return values
+
+
+def _evaluated_if(statement: ast.stmt, call: ast.Call) -> bool:
+    """``call`` runs only when a test in ``statement`` says so: in a branch of a conditional
+    expression, or after the first operand of ``and``/``or``."""
+    for node in ast.walk(statement):
+        branches = [node.body, node.orelse] if isinstance(node, ast.IfExp) else \
+            node.values[1:] if isinstance(node, ast.BoolOp) else ()
+        if any(call is inner for branch in branches for inner in ast.walk(branch)):
+            return True
+    return False
+
+
+def _needs_cuda(call: ast.Call, qualified: str | None) -> bool:
+    """A torch call that raises on a machine without CUDA: one of ``requirements.NEEDS_CUDA``,
+    ``torch.cuda.set_device`` of anything but a name (a device string the code may have
+    chosen), ``torch.set_default_tensor_type`` of a CUDA type."""
+    if qualified in requirements.NEEDS_CUDA:
+        return True
+    first = call.args[0] if call.args else None
+    if qualified == requirements.SET_DEVICE:
+        return first is not None and not isinstance(first, ast.Name)
+    return qualified == "torch.set_default_tensor_type" and first is not None and "cuda" in ast.unparse(first)
 
 
 def _instance_of(assign: ast.Assign, imported: dict[str, str]) -> tuple[str, str] | None:
@@ -257,8 +298,9 @@ def _holds_weights(saved: ast.expr) -> bool:
 
 def callers_of(scope: str) -> tuple[str, ...]:
     """The callees (as ``read`` records them) that may run ``scope``: a method only through
-    an attribute, a function or class by its name or through its module (``utils.train``)."""
-    return (scope,) if scope.startswith(".") else (scope, f".{scope}")
+    an attribute (``x.name(...)``), a function or class by its name or through its module
+    (``utils.train``)."""
+    return (f".{scope.rpartition('.')[2]}",) if "." in scope else (scope, f".{scope}")
 
 
 def entries(run_calls: list[str]) -> Iterator[tuple[str, str, int, str, str]]:
@@ -269,16 +311,22 @@ def entries(run_calls: list[str]) -> Iterator[tuple[str, str, int, str, str]]:
         yield scope, callee, int(line), place, detail
 
 
-def precedes(first: str, second: str) -> bool:
+def precedes(first: str, second: str, always: bool = False) -> bool:
     """A call at place ``first`` runs before one at ``second`` of the same scope whenever
     both run: it stands earlier in a block both are in, in a statement's test or iterable
     before its blocks, or in an earlier block of a ``try`` or a loop; in the same statement,
     it ends first (an argument's call returns before the call it is handed to). Two branches of one
     ``if`` exclude each other; a loop's later statement comes after on its first pass, which
-    is the one that reads what the run found on disk."""
-    for one, other in zip(first.split(","), second.split(",")):
+    is the one that reads what the run found on disk. With ``always``, the first call must
+    also run whenever the second does: not in a branch of an ``if`` the second is not in
+    (``if torch.cuda.is_available(): torch.cuda.synchronize()``)."""
+    levels, others = first.split(","), second.split(",")
+    for depth, (one, other) in enumerate(zip(levels, others)):
         if one == other:
             continue
+        if always and any(level.endswith("x") and not level.split(".")[1].startswith("-")
+                          for level in levels[depth:]):
+            return False
         if ":" in one and ":" in other:  # two calls of one statement: the first to end runs first
             return tuple(map(int, one.split(":"))) < tuple(map(int, other.split(":")))
         statement, _, branch = one.partition(".")

@@ -90,8 +90,10 @@ class HardcodedCudaCall(Rule):
     CUDA-only (no CPU path shown; counted in the summary), in test code, in code for a
     multi-GPU machine (`.cuda(1)`, or a function that hands `nn.DataParallel` a literal list of
     GPU numbers with a second GPU in it), and where the file, function or class needs CUDA anyway (apex/bitsandbytes/triton at the top of the file, a
-    CUDA-only `torch.cuda` call, an `nn.DataParallel` subclass). `--show-evidence` prints the
-    step. See [confidence](../confidence.md).
+    CUDA-only `torch.cuda` call, an `nn.DataParallel` subclass), or every run that reaches the
+    line has first made a call that raises without CUDA, here or in a caller in any file
+    (`torch.set_default_tensor_type("torch.cuda.FloatTensor")` before the call that leads here).
+    `--show-evidence` prints the step. See [confidence](../confidence.md).
 
         ## When not to use
     In a project that only ever runs on CUDA (a multi-GPU trainer), say so:
@@ -251,6 +253,9 @@ class HardcodedCudaCall(Rule):
                 if stateless is not None:
                     steps, certain = (*steps, (stateless[0], f"`{stateless[1]}` holds no tensors: its `.cuda()` "
                                                              "moves nothing and does not fail without CUDA")), False
+                first = portability.cuda_first_in_every_run(self.ctx, ancestors, node, ".cuda") if certain else None
+                if first is not None:
+                    steps, certain = (*steps, first), False
                 self.report(node, fix=lambda node=node, ancestors=ancestors: self._fix(node, ancestors),
                             evidence=steps, certain=certain, set_aside=verdict.unknown_intent)
 

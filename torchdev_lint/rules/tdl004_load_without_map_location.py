@@ -5,7 +5,7 @@ import re
 import libcst as cst
 
 from torchdev_lint import fixes
-from torchdev_lint.analysis import guards, kinds, portability, provenance, requirements
+from torchdev_lint.analysis import guards, kinds, portability, provenance, requirements, run_order
 from torchdev_lint.analysis.guards import code_of
 from torchdev_lint.analysis.tree import collect, walk
 from torchdev_lint.finding import Applicability, Fix
@@ -120,21 +120,18 @@ class LoadWithoutMapLocation(Rule):
     Possible where a step is missing or the file may come back to the machine that wrote it:
     code judged CUDA-only; a file of plain objects or a scheduler's state; a load that only
     runs where CUDA is wanted or present, or in code that needs CUDA anyway (a CUDA-only
-    library, a `torch.cuda.*Tensor` type or a raising `torch.cuda` call on its path); a round
-    trip (the same function, script, class or notebook writes a file of that name: the same
-    variable, literal, name template or file handle opened on the same path, itself or
-    through a project helper that saves; or the run that calls the loading function first
-    hands the object the path comes from, `args` of `args.filepath`, to project code that
-    saves a path it carries under the same name, or code of another file hands the loading
-    function's path parameter a file it wrote earlier in the same scope: `torch.save(sd,
-    path)`, then `prediction.predict(loader, path)`; or every run that reaches the load has
-    saved a checkpoint first, whatever the file is named: a torch save of a model or its
-    weights earlier in the loading function, or earlier in each of its callers however deep
-    and in whichever file, itself or through a function or an object called there that saves
-    (`main()` trains and then tests; an early-stopping object saves the best model, then
-    `train()` reloads it; a caller that does not pass the optional path the load runs under,
-    as `create_model()` without `model_path`, does not reach it); a save in one branch of an
-    `if` does not precede the other, and a loop's later save does not precede its first pass); a file at an absolute path of
+    library, a `torch.cuda.*Tensor` type or a raising `torch.cuda` call on its path, or one
+    that every run reaching the load makes first, in a caller in any file); a round
+    trip (the same script, class or notebook writes a file of that name: the same variable,
+    literal, name template or file handle opened on the same path; or every run that reaches
+    the load has saved a checkpoint first, whatever the file is named: a torch save of a
+    model or its weights earlier in the loading function, or earlier in each of its callers
+    however deep and in whichever file, itself or through a function or an object called
+    there that saves: `main()` trains and then tests; an early-stopping object saves the best
+    model, then `train()` reloads it; `torch.load(train(...))`. A caller that does not pass
+    the optional path the load runs under, as `create_model()` without `model_path`, does not
+    reach it; a save in one branch of an `if` does not precede the other, and a loop's later
+    save does not precede its first pass); a file at an absolute path of
     one machine (`/dshome/lab/runs/model.pth`: the code runs where that file is, unless the
     repository ships it under the path's tail); a resume of the script's own checkpoint or a
     trainer's start point (code that writes checkpoints in a loop); a file of unknown origin
@@ -462,36 +459,14 @@ class LoadWithoutMapLocation(Rule):
         if step is None and requirements.of_file(ctx, ancestors[0]).only_on_accelerator(ancestors):
             step = (node, "the code around it needs CUDA anyway (a CUDA-only library, a raising `torch.cuda` "
                           "call, a collective of NCCL process groups)")
+        if step is None:
+            step = portability.cuda_first_in_every_run(ctx, ancestors, node, run_order.LOAD)
         if step is not None:
             yield step
         receiver = _receiver(weights)
         step = portability.moved_to_cuda_anyway(ancestors, receiver) if receiver is not None else None
         if step is not None:
             yield step
-        callee = provenance.saved_earlier_by_callee(ctx, ancestors, node)
-        if callee is not None:
-            yield (callee, f"`{code_of(callee.func)}` ran earlier with the path, or the object that holds it, and "
-                           "saves a file of that name: this reads back what this run wrote")
-        caller = provenance.saved_before_each_call(ctx, ancestors, node) if callee is None else None
-        if caller is not None:
-            yield (caller, f"`{code_of(caller.func)}` was handed the same object earlier in the run that calls "
-                           "this function, and saves with torch.save: this reads back what that run wrote")
-        elsewhere = provenance.saved_before_a_call_elsewhere(ctx, ancestors, node) if caller is None else None
-        if elsewhere is not None:
-            yield (elsewhere.name, f"another file of the project hands `{elsewhere.name.value}` a file it saved "
-                                   "earlier in the same run: this reads back what that run wrote")
-        helper = provenance.saved_earlier_by_project_helper(ctx, ancestors, node) if callee is None else None
-        if helper is not None:
-            yield (helper, f"`{code_of(helper.func)}` saves with torch.save and was handed the name of this "
-                           "file earlier: this reads back what this run wrote")
-        returned = provenance.returned_by_its_saver(ctx, ancestors, node)
-        if returned is not None:
-            yield (returned, f"`{code_of(returned.func)}` returns the path of the file it saved: this reads back "
-                             "what this run wrote")
-        reloaded = provenance.reloaded_after_the_run_saved(ctx, ancestors, node) if caller is None else None
-        if reloaded is not None:
-            yield (node, f"the project calls `{reloaded[0]}` only after it saved a file of this name in the same "
-                         f"run ({reloaded[1]}): this reads back what that run wrote")
         earlier = provenance.saved_earlier_in_every_run(ctx, ancestors, node)
         if earlier is not None:
             yield (node, f"every run that gets here has saved a checkpoint first ({earlier}): this reads back "
