@@ -1207,8 +1207,8 @@ class Inference:
         self.model = model.to(device)
 def main():
     model = torch.nn.Linear(2, 2)
-    Trainer().train(model)
 {call}
+    Trainer().train(model)
 if __name__ == "__main__":
     main()
 """
@@ -1616,13 +1616,11 @@ def train(args, model):
     ("if __name__ == '__main__':\n    args = get_args()\n    train(args, Net())\n    generate(args)\n", "possible"),
     # another run's file: a checkpoint published from the GPU
     ("args = get_args()\ngenerate(args)\n", "certain"),
-    # handed another object: what was saved is not shown to be this file
-    ("args = get_args()\ntrain(other, Net())\ngenerate(args)\n", "certain"),
+    # handed another object, but the run saved weights first: this file is not shown to be another
+    ("args = get_args()\ntrain(other, Net())\ngenerate(args)\n", "possible"),
 ])
 @pytest.mark.parametrize("saved", ["args.filepath", "args.kmeans_cache"])
 def test_a_load_after_the_run_trained_and_saved_through_its_callers(project, capsys, main, confidence, saved):
-    if saved != "args.filepath":  # the handed object's other path: what was saved is another file
-        confidence = "certain"
     write(project, {"shared.py": SHARED.replace("args.filepath", saved), "generate.py": (
         "import torch\nfrom shared import train\n"
         "def generate(args):\n"
@@ -1658,8 +1656,8 @@ if __name__ == "__main__":
     ("    name = 'best.pth'\n    train(torch.nn.Linear(2, 2), name)\n    test(model_path=name)\n", "possible"),
     # it tests first: the file is the last run's
     ("    name = 'best.pth'\n    test(name)\n    train(torch.nn.Linear(2, 2), name)\n", "certain"),
-    # another file than the one trained
-    ("    train(torch.nn.Linear(2, 2), 'best.pth')\n    test(sys.argv[1])\n", "certain"),
+    # a file named on the command line after the run trained: which one, the code does not show
+    ("    train(torch.nn.Linear(2, 2), 'best.pth')\n    test(sys.argv[1])\n", "possible"),
 ])
 def test_a_load_whose_callers_function_trained_and_saved_it_first(project, capsys, main, confidence):
     write(project, {"colorize.py": TRAIN_THEN_TEST.format(main=main)})
@@ -1936,7 +1934,8 @@ PREDICT = """\
     ("torch.save(model.state_dict(), path)\nprediction.predict(data, device, path)\n", "possible"),
     # evaluated before anything is written: the file comes from an earlier run
     ("prediction.predict(data, device, path)\ntorch.save(model.state_dict(), path)\n", "certain"),
-    ("torch.save(model.state_dict(), path)\nprediction.predict(data, device, args.weights)\n", "certain"),
+    # another name, after the run saved weights: the code does not show it is not the same file
+    ("torch.save(model.state_dict(), path)\nprediction.predict(data, device, args.weights)\n", "possible"),
 ])
 def test_a_load_handed_a_file_its_caller_saved_in_another_file_is_a_round_trip(project, capsys, handoff, confidence):
     write(project, {"esc/__init__.py": "", "esc/prediction.py": PREDICT, "run.py": (

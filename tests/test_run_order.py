@@ -274,3 +274,10 @@ def test_a_caller_that_needs_cuda_first_makes_the_line_need_it(tmp_path, capsys,
     found = [(f["code"], f["line"], f["confidence"]) for f in json.loads(capsys.readouterr().out)
              if f["path"].endswith("nerf.py")]
     assert found == [("TDL004", 4, confidence), ("TDL001", 7, confidence)]
+
+
+def test_a_save_made_only_when_the_file_is_missing_leaves_the_load_a_file_from_elsewhere():
+    code = ("import os\nimport torch\nif not os.path.exists(path):\n    torch.save(model.state_dict(), path)\n"
+            "torch.save(model.state_dict(), other)\n")
+    assert [line for _, callee, line, _, _ in run_order.entries(read(code, {"torch": "torch", "os": "os"}))
+            if callee == run_order.SAVE] == [5]

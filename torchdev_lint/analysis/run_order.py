@@ -57,14 +57,15 @@ def read(tree: ast.Module, scopes: list[tuple[ast.AST, list[ast.AST]]],
     statements are walked here, and each call is placed by its line."""
     names: dict[int, str] = {id(tree): ""}
     # scope -> (first line, last line, place of the enclosing block, index in it, "x" or "",
-    # the optional parameter the block runs under, the statement)
-    regions: dict[int, list[tuple[int, int, str, int, str, str, ast.stmt]]] = {}
+    # the optional parameter the block runs under, the statement, under a test whether a file exists)
+    regions: dict[int, list[tuple[int, int, str, int, str, str, ast.stmt, bool]]] = {}
 
     def define(function: ast.FunctionDef | ast.AsyncFunctionDef, name: str, method: bool) -> None:
         names.setdefault(id(function), name)
-        block(function.body, id(function), "", _optional(function, method), "")
+        block(function.body, id(function), "", _optional(function, method), "", False)
 
-    def block(statements: list[ast.stmt], owner: int, place: str, optional: dict[str, int], guard: str) -> None:
+    def block(statements: list[ast.stmt], owner: int, place: str, optional: dict[str, int], guard: str,
+              missing: bool) -> None:
         spans = regions.setdefault(owner, [])
         for index, statement in enumerate(statements):
             kind = type(statement)
@@ -81,17 +82,18 @@ def read(tree: ast.Module, scopes: list[tuple[ast.AST, list[ast.AST]]],
             branches = _blocks(statement) if kind in _COMPOUND else None
             if not branches:  # a simple statement
                 spans.append((statement.lineno, statement.end_lineno or statement.lineno, place, index, "", guard,
-                              statement))
+                              statement, missing))
                 continue
             exclusive = "x" if kind is ast.If or kind is ast.Match else ""
             own_end = min((b[0].lineno - 1 for b in branches if b), default=statement.lineno)
-            spans.append((statement.lineno, own_end, place, index, exclusive, guard, statement))
+            spans.append((statement.lineno, own_end, place, index, exclusive, guard, statement, missing))
             tested = _tested_parameter(statement.test, optional) if kind is ast.If else None
+            absent = kind is ast.If and _asks_existence(statement.test)
             for number, branch in enumerate(branches):
                 inner = f"{tested}:{optional[tested]}" if tested is not None and number == 0 else guard
-                block(branch, owner, _join(place, f"{index}.{number}{exclusive}"), optional, inner)
+                block(branch, owner, _join(place, f"{index}.{number}{exclusive}"), optional, inner, missing or absent)
 
-    block(tree.body, id(tree), "", {}, "")
+    block(tree.body, id(tree), "", {}, "", False)
     found: dict[str, None] = {}
     for scope, nodes in scopes:
         spans = sorted(regions.get(id(scope), ()), key=lambda region: region[0])
@@ -114,7 +116,9 @@ def read(tree: ast.Module, scopes: list[tuple[ast.AST, list[ast.AST]]],
                 continue
             callee = _callee(node, qualify, imported, bound)
             if callee:
-                _, _, place, index, exclusive, guard, statement = spans[at]
+                _, _, place, index, exclusive, guard, statement, missing = spans[at]
+                if callee == SAVE and missing:
+                    continue  # `if not os.path.exists(path): torch.save(...)`: the file may come from elsewhere
                 if callee == CUDA and _evaluated_if(statement, node):
                     continue  # `torch.cuda.current_device() if torch.cuda.is_available() else "cpu"`
                 detail = guard if callee == LOAD else (ast.unparse(node.func) if callee == CUDA
@@ -234,6 +238,17 @@ def assigned_values(nodes: list[ast.AST]) -> dict[str, list[ast.expr]]:
                 if isinstance(target, ast.Name):
                     values.setdefault(target.id, []).append(node.value)
     return values
+
+
+_EXISTENCE = frozenset({"exists", "isfile", "is_file"})
+
+
+def _asks_existence(test: ast.expr) -> bool:
+    """An ``if`` test that asks whether a file exists (``not os.path.exists(path)``): a save
+    in its blocks writes only where the file was missing, so a load after it may read a file
+    from elsewhere."""
+    return any(isinstance(node, ast.Call) and (node.func.attr if isinstance(node.func, ast.Attribute) else
+                                               getattr(node.func, "id", "")) in _EXISTENCE for node in ast.walk(test))
 
 
 def _evaluated_if(statement: ast.stmt, call: ast.Call) -> bool:
