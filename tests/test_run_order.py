@@ -97,12 +97,19 @@ def create_model(path=None):
 """
 
 
-def findings(tmp_path: Path, capsys, files: dict[str, str]) -> list[tuple]:
-    for name, text in {"training.py": TRAINING, "models.py": LOADER, **files}.items():
+def lint(tmp_path: Path, capsys, files: dict[str, str], select: str) -> list[dict]:
+    """The JSON findings (preview tier included) of a project of ``files`` (name -> code)."""
+    for name, text in files.items():
         (tmp_path / name).write_text(textwrap.dedent(text))
-    cli.main(["--format", "json", "--isolated", "--preview", "--no-cache", "--select", "TDL004", str(tmp_path)])
+    cli.main(["--format", "json", "--isolated", "--preview", "--no-cache", "--select", select, str(tmp_path)])
+    return json.loads(capsys.readouterr().out)
+
+
+def findings(tmp_path: Path, capsys, files: dict[str, str]) -> list[tuple]:
+    """(file name, line, confidence, evidence) of the TDL004 findings beside the training and
+    the loader."""
     return [(Path(f["path"]).name, f["line"], f["confidence"], [e["message"] for e in f["evidence"]])
-            for f in json.loads(capsys.readouterr().out)]
+            for f in lint(tmp_path, capsys, {"training.py": TRAINING, "models.py": LOADER, **files}, "TDL004")]
 
 
 def test_a_load_two_calls_and_a_file_away_from_the_training_reads_back_the_run(tmp_path, capsys):
@@ -266,12 +273,9 @@ def test_a_caller_that_needs_cuda_first_makes_the_line_need_it(tmp_path, capsys,
     run = ("import torch\nfrom nerf import create_nerf, render\n"
            "def train(args):\n    " + setup + "    model = create_nerf(args)\n    render(torch.rand(3))\n"
            "args = parse()\nargs.device = 'cuda' if torch.cuda.is_available() else 'cpu'\ntrain(args)\n")
-    for name, text in {"nerf.py": NERF, "run.py": run,
-                       "save.py": "import torch\ndef save(model, device):\n"
-                                  "    torch.save(model.to(device).state_dict(), 'ckpt.pt')\n"}.items():
-        (tmp_path / name).write_text(text)
-    cli.main(["--format", "json", "--isolated", "--preview", "--no-cache", "--select", "TDL001,TDL004", str(tmp_path)])
-    found = [(f["code"], f["line"], f["confidence"]) for f in json.loads(capsys.readouterr().out)
+    saver = "import torch\ndef save(model, device):\n    torch.save(model.to(device).state_dict(), 'ckpt.pt')\n"
+    found = [(f["code"], f["line"], f["confidence"])
+             for f in lint(tmp_path, capsys, {"nerf.py": NERF, "run.py": run, "save.py": saver}, "TDL001,TDL004")
              if f["path"].endswith("nerf.py")]
     assert found == [("TDL004", 4, confidence), ("TDL001", 7, confidence)]
 
