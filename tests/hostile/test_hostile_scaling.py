@@ -218,3 +218,23 @@ def test_a_recursive_helper_of_many_branches_costs_a_bounded_amount():
     small = work(lambda: lint_source("gen.py", Text(converter(4)), RULES, preview=True))
     large = work(lambda: lint_source("gen.py", Text(converter(8)), RULES, preview=True))
     assert sum(large.values()) < 3 * sum(small.values())
+
+
+def test_the_order_of_a_runs_calls_is_asked_in_linear_work(tmp_path):
+    """The index asks, for every `.cuda()` and load of a file, whether every run makes a CUDA
+    call first (a cache key asks it of all of them): each call is found by a lookup, not a scan
+    of the file's calls, and a scope's CUDA calls are read once and a bounded number of them
+    compared, here N guarded `synchronize()` calls that precede none of the N moves."""
+    from torchdev_lint.analysis import project_index
+
+    def ask(calls: int) -> None:
+        text = ("import torch\ndef f(xs, flag):\n" + "    if flag:\n        torch.cuda.synchronize()\n" * calls
+                + "".join(f"    y{n} = xs[{n}].cuda()\n" for n in range(calls)))
+        index = project_index.ProjectIndex()
+        index.add(str(tmp_path / "gen.py"), text)
+        index.facts_for(str(tmp_path / "gen.py"))
+
+    ask(10)  # modules imported on first use: not the file's work
+    small, large = work(lambda: ask(100)), work(lambda: ask(200))
+    assert sum(large.values()) > 1.5 * sum(small.values())
+    assert superlinear(small, large) == {}

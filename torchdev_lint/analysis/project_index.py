@@ -1632,6 +1632,10 @@ def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | No
     return facts
 
 
+# how many of one scope's saves (or CUDA calls) a question about the order of a run reads
+_WANTED_PER_SCOPE = 64
+
+
 class ProjectIndex:
     """What the project's modules define, and answers about it for one file's analysis."""
 
@@ -1924,46 +1928,75 @@ class ProjectIndex:
         wrote, on the machine that wrote it. Where the first such save or saving call is, as
         evidence names it; None when one path reaches the load without a save (a run's start
         point, a function nothing in sight calls, a caller that saves nothing first)."""
-        savers = self._may_save()
-        return self._earlier_in_every_run(path, line, run_order.LOAD, lambda callee, _: (
-            "torch.save" if callee == run_order.SAVE else f"`{callee.lstrip('.')}` saves" if callee in savers
-            else None))
+        return self._earlier_in_every_run(path, line, run_order.LOAD, "saved")
 
     def cuda_needed_earlier_in_every_run(self, path: str, line: int, callee: str) -> str | None:
         """Every run that reaches the call of ``callee`` (as ``run_order.read`` records it:
         ".cuda", ``run_order.LOAD``) at ``line`` of ``path`` has first made a call that raises
-        without CUDA, itself or through a project function that needs CUDA whenever it runs:
+        without CUDA, itself or through a project function that needs CUDA whenever it runs,
+        and that runs whenever the later call does (not under a test):
         ``torch.set_default_tensor_type("torch.cuda.FloatTensor")`` in the caller, then the
         function that loads. No run without CUDA gets there. Where that call is, or None."""
-        needing = self.cuda_def_names()
-        return self._earlier_in_every_run(path, line, callee, lambda found, detail: (
-            f"`{detail}` raises without CUDA" if found == run_order.CUDA
-            else f"`{found.lstrip('.')}` needs CUDA" if found.lstrip(".") in needing else None), always=True)
+        return self._earlier_in_every_run(path, line, callee, "cuda")
 
-    def _earlier_in_every_run(self, path: str, line: int, callee: str, wanted, always: bool = False) -> str | None:
-        """The first call that ``wanted`` (callee, detail -> its description, or None)
-        describes and that every run reaching the call of ``callee`` at ``line`` of ``path``
-        makes before it, as "<description>, <file>:<line>"; None when one path reaches it
-        without. ``always``: the call must also run whenever the later one does
-        (``run_order.precedes``)."""
-        module = self._module_at(os.path.abspath(path))
-        if module is None:
-            return None
-        site = next(((scope, place, detail if callee == run_order.LOAD else "")
-                     for scope, found, at, place, detail in run_order.entries(module.run_calls)
-                     if found == callee and at == line), None)
-        if site is None:
-            return None
-        return self._done_before(module, *site, wanted, always, set(), [0])
+    def _earlier_in_every_run(self, path: str, line: int, callee: str, question: str) -> str | None:
+        """The first call that ``question`` asks for (``_wanted``) and that every run reaching
+        the call of ``callee`` at ``line`` of ``path`` makes before it, as "<what it does>,
+        <file>:<line>"; None when one path reaches it without (answered once)."""
+        full = os.path.abspath(path)
+        key = ("earlier", question, full, line, callee)
+        if key not in self._memo:
+            module = self._module_at(full)
+            site = self._run_sites(module).get((callee, line)) if module is not None else None
+            self._memo[key] = None if site is None else self._done_before(module, *site, question, set(), [0])
+        return self._memo[key]
 
-    def _done_before(self, module: ModuleFacts, scope: str, place: str, guard: str, wanted, always: bool,
+    def _run_sites(self, module: ModuleFacts) -> dict[tuple[str, int], tuple[str, str, str]]:
+        """(callee, line) -> (scope, place, the optional parameter a load runs under) of each
+        call of ``module`` (read once per module)."""
+        key = ("run sites", module.path)
+        found = self._memo.get(key)
+        if found is None:
+            found = {}
+            for scope, callee, line, place, detail in run_order.entries(module.run_calls):
+                found.setdefault((callee, line), (scope, place, detail if callee == run_order.LOAD else ""))
+            self._memo[key] = found
+        return found
+
+    def _wanted(self, module: ModuleFacts, scope: str, question: str) -> list[tuple[str, str]]:
+        """The calls of ``scope`` in ``module`` that ``question`` asks for, as (place, what it
+        does at <file>:<line>), the first ``_WANTED_PER_SCOPE`` of them in line order: "saved",
+        a torch save of weights or a call that may make one; "cuda", a torch call that raises
+        without CUDA or a project function that needs CUDA whenever it runs (read once per
+        scope; every call of the scope asks, so a scope of thousands of them stays linear)."""
+        key = ("wanted", question, module.path, scope)
+        found = self._memo.get(key)
+        if found is None:
+            savers = self._may_save() if question == "saved" else frozenset()
+            needing = self.cuda_def_names() if question == "cuda" else frozenset()
+            found = []
+            for _, callee, line, place, detail in self._run_scopes().get((module.path, scope), ()):
+                if question == "saved":
+                    said = "torch.save" if callee == run_order.SAVE else \
+                        f"`{callee.lstrip('.')}` saves" if callee in savers else None
+                else:
+                    said = f"`{detail}` raises without CUDA" if callee == run_order.CUDA else \
+                        f"`{callee.lstrip('.')}` needs CUDA" if callee.lstrip(".") in needing else None
+                if said is not None:
+                    found.append((line, place, f"{said}, {self._shown(module.path)}:{line}"))
+            found = [(place, said) for _, place, said in sorted(found)[:_WANTED_PER_SCOPE]]
+            self._memo[key] = found
+        return found
+
+    def _done_before(self, module: ModuleFacts, scope: str, place: str, guard: str, question: str,
                      seen: set[str], visits: list[int]) -> str | None:
         """``_earlier_in_every_run`` of a call at ``place`` in ``scope``, which runs only where
-        the scope's callers pass the optional parameter ``guard`` ("" for any call)."""
-        for _, callee, line, other, detail in self._run_scopes().get((module.path, scope), ()):
-            said = wanted(callee, detail)
-            if said is not None and run_order.precedes(other, place, always):
-                return f"{said}, {self._shown(module.path)}:{line}"
+        the scope's callers pass the optional parameter ``guard`` ("" for any call). A CUDA
+        call must also run whenever the later call does (``run_order.precedes``)."""
+        always = question == "cuda"
+        for other, said in self._wanted(module, scope, question):
+            if run_order.precedes(other, place, always):
+                return said
         found_callers = self._run_callers()
         callers = [(caller, caller_scope, caller_place) for key in run_order.callers_of(scope) if scope
                    for caller, caller_scope, caller_place, arguments in found_callers.get(key, ())
@@ -1974,7 +2007,7 @@ class ProjectIndex:
         seen = seen | {scope}
         first = None
         for caller, caller_scope, caller_place in callers:
-            found = self._done_before(caller, caller_scope, caller_place, "", wanted, always, seen, visits)
+            found = self._done_before(caller, caller_scope, caller_place, "", question, seen, visits)
             if found is None:
                 return None
             first = first or found
@@ -1997,13 +2030,13 @@ class ProjectIndex:
         found = self._memo.get(("instances", path))
         if found is None:
             found = {}
-            for modules in self.modules.values():
-                for module in modules:
-                    if path is not None and module.path != path:
-                        continue
-                    for _, callee, _, place, _ in run_order.entries(module.run_calls):
-                        if callee.startswith("="):
-                            found.setdefault(place, set()).add(callee[1:])
+            module = self._module_at(path) if path is not None else None
+            modules = [module] if module is not None else [] if path is not None else \
+                [m for each in self.modules.values() for m in each]
+            for module in modules:
+                for _, callee, _, place, _ in run_order.entries(module.run_calls):
+                    if callee.startswith("="):
+                        found.setdefault(place, set()).add(callee[1:])
             self._memo[("instances", path)] = found
         return found
 
