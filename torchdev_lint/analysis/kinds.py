@@ -393,6 +393,11 @@ def keyed_by_strings(function: cst.FunctionDef) -> set[str]:
     return found
 
 
+# Calls that ask whether a file exists: a save under such a test writes only where the file
+# was missing, so what a later load reads may come from elsewhere.
+EXISTENCE_QUERIES = frozenset({"exists", "is_file", "isfile"})
+
+
 # The attributes of a tensor that can be indexed: any other `x.attr[...]` shows `x` is no tensor.
 _TENSOR_INDEXED = frozenset({"shape", "data", "grad", "T", "mT", "H", "mH", "real", "imag", "names"})
 

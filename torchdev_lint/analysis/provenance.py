@@ -332,7 +332,6 @@ def _scope_calls(ctx, scope: cst.FunctionDef | cst.Module) -> _ScopeCalls:
     return ctx.once(("provenance: calls of scope", id(scope)), lambda: _ScopeCalls(ctx, scope))
 
 
-_EXISTENCE_METHODS = frozenset({"exists", "is_file", "isfile"})
 
 
 def _only_when_missing(ctx, scope: cst.CSTNode, save: cst.Call) -> bool:
@@ -349,7 +348,7 @@ def _saves_only_when_missing(ctx, scope: cst.CSTNode, save: cst.Call) -> bool:
     def asks_existence(node: cst.CSTNode) -> bool:
         nonlocal found
         if isinstance(node, cst.Call) and (
-            isinstance(node.func, cst.Attribute) and node.func.attr.value in _EXISTENCE_METHODS
+            isinstance(node.func, cst.Attribute) and node.func.attr.value in kinds.EXISTENCE_QUERIES
             or (ctx.qualified_name(node.func) or "").endswith((".exists", ".isfile", ".is_file"))
         ):
             found = True

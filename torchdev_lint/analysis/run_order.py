@@ -41,9 +41,9 @@ def read(tree: ast.Module, scopes: list[tuple[ast.AST, list[ast.AST]]],
     "Class.name" (only ``x.name(...)`` calls it), a class's ``__init__`` as the class's name
     (``Class(...)`` calls it). The callee is the name called, ".name" for ``x.name(...)``,
     ``SAVE``/``LOAD`` for torch's, ``CUDA`` for a torch call that raises without CUDA, or
-    "=Class" for a name
-    or attribute bound to ``Class(...)`` (``self.early_stopping = EarlyStopping(...)``: a later
-    ``self.early_stopping(...)`` runs its ``__call__``), with that name as the place. The
+    "=Class" for a name or attribute bound to ``Class(...)`` (``self.early_stopping =
+    EarlyStopping(...)``: a later ``self.early_stopping(...)`` runs its ``__call__``), with
+    that name as the place. The
     place is where the call's statement stands, one level per enclosing block
     ("statement.block"; block -1 for the statement's own expressions, ``x`` after the blocks
     of an ``if`` or ``match``, which exclude each other), then where the call ends
@@ -53,8 +53,9 @@ def read(tree: ast.Module, scopes: list[tuple[ast.AST, list[ast.AST]]],
     ``**kwargs``) and, after ";", the object it is called on (``_receiver``); for a load, the
     optional parameter it runs under ("path:1" for ``if path is not None:`` in ``def
     create(self, name, path=None)``): a call that does not pass it does not load; for a
-    ``CUDA`` call, the function called. ``scopes`` holds each scope's calls (``project_index._scope_nodes``): only
-    statements are walked here, and each call is placed by its line."""
+    ``CUDA`` call, the function called. ``scopes`` holds each scope's calls
+    (``project_index._scope_nodes``): only statements are walked here, and each call is
+    placed by its line."""
     names: dict[int, str] = {id(tree): ""}
     # scope -> (first line, last line, place of the enclosing block, index in it, "x" or "",
     # the optional parameter the block runs under, the statement, under a test whether a file exists)
@@ -76,8 +77,7 @@ def read(tree: ast.Module, scopes: list[tuple[ast.AST, list[ast.AST]]],
                 for member in statement.body:
                     if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)):
                         define(member, statement.name if member.name == "__init__" else
-                               f"{statement.name}.{member.name}",
-                               True)
+                               f"{statement.name}.{member.name}", True)
                 continue
             branches = _blocks(statement) if kind in _COMPOUND else None
             if not branches:  # a simple statement
@@ -123,9 +123,8 @@ def read(tree: ast.Module, scopes: list[tuple[ast.AST, list[ast.AST]]],
                     continue  # `torch.cuda.current_device() if torch.cuda.is_available() else "cpu"`
                 detail = guard if callee == LOAD else (ast.unparse(node.func) if callee == CUDA
                                                        else f"{_arguments(node)};{_receiver(node.func)}")
-                statement = _join(place, f"{index}.-1{exclusive}")
-                found[f"{name}|{callee}@{node.lineno}|{statement},{node.end_lineno}:{node.end_col_offset}|{detail}"] \
-                    = None
+                where = f"{_join(place, f'{index}.-1{exclusive}')},{node.end_lineno}:{node.end_col_offset}"
+                found[f"{name}|{callee}@{node.lineno}|{where}|{detail}"] = None
     return list(found)
 
 
@@ -240,15 +239,12 @@ def assigned_values(nodes: list[ast.AST]) -> dict[str, list[ast.expr]]:
     return values
 
 
-_EXISTENCE = frozenset({"exists", "isfile", "is_file"})
-
-
 def _asks_existence(test: ast.expr) -> bool:
     """An ``if`` test that asks whether a file exists (``not os.path.exists(path)``): a save
     in its blocks writes only where the file was missing, so a load after it may read a file
     from elsewhere."""
-    return any(isinstance(node, ast.Call) and (node.func.attr if isinstance(node.func, ast.Attribute) else
-                                               getattr(node.func, "id", "")) in _EXISTENCE for node in ast.walk(test))
+    return any(isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", ""))
+               in kinds.EXISTENCE_QUERIES for node in ast.walk(test))
 
 
 def _evaluated_if(statement: ast.stmt, call: ast.Call) -> bool:
@@ -330,8 +326,8 @@ def precedes(first: str, second: str, always: bool = False) -> bool:
     """A call at place ``first`` runs before one at ``second`` of the same scope whenever
     both run: it stands earlier in a block both are in, in a statement's test or iterable
     before its blocks, or in an earlier block of a ``try`` or a loop; in the same statement,
-    it ends first (an argument's call returns before the call it is handed to). Two branches of one
-    ``if`` exclude each other; a loop's later statement comes after on its first pass, which
+    it ends first (an argument's call returns before the call it is handed to). Two branches
+    of one ``if`` exclude each other; a loop's later statement comes after on its first pass, which
     is the one that reads what the run found on disk. With ``always``, the first call must
     also run whenever the second does: not in a branch of an ``if`` the second is not in
     (``if torch.cuda.is_available(): torch.cuda.synchronize()``)."""
