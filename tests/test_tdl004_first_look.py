@@ -1289,3 +1289,72 @@ def test_a_method_handed_the_path_a_saver_returned_reads_back_the_run(project, c
         "device = 'cuda' if torch.cuda.is_available() else 'cpu'\nmodel = torch.nn.Linear(2, 2).to(device)\n"
         "trainable = Trainable(device)\n" + script)})
     assert [f[3] for f in project_findings(capsys, project) if f[0] == "trainable.py"] == [confidence]
+
+
+# A detector whose backbone loads its own pretrained weights; the trainer saves the whole
+# detector from the device the user picks.
+DETECTOR = """\
+    import torch
+    import torch.nn as nn
+    from backbones import vgg, Encoder
+
+    class Detector(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.base = vgg()
+            self.head = nn.Linear(4, 2)
+
+        def load_base(self, path):
+            self.base.load_state_dict(torch.load(path))
+"""
+BACKBONES = """\
+    import torch.nn as nn
+
+    def vgg():
+        return nn.Sequential(nn.Linear(4, 4))
+
+    class Encoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.features = nn.Linear(4, 4)
+"""
+
+
+def _trainer(saved: str) -> str:
+    return f"""\
+    import argparse
+    import torch
+    from detector import Detector
+    from backbones import Encoder
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cuda", action="store_true")
+    args = parser.parse_args()
+    device = "cuda" if args.cuda and torch.cuda.is_available() else "cpu"
+    net = Detector()
+    net.load_base("weights/vgg16.pth")
+    net = net.to(device)
+    encoder = Encoder().to(device)
+    torch.save({saved}, "out/model.pth")
+"""
+
+
+@pytest.mark.parametrize("saved, confidence", [
+    # the whole detector: its checkpoint's keys start with "base.", no fit for the backbone
+    ("net.state_dict()", "possible"),
+    ("{'model': net.state_dict(), 'optimizer': opt.state_dict(), 'epoch': 3}", "possible"),
+    # the backbone alone, or a module of another class: it may be what the backbone loads
+    ("net.base.state_dict()", "certain"),
+    ("encoder.state_dict()", "certain"),
+])
+def test_a_part_loads_weights_no_whole_model_checkpoint_fits(saved, confidence):
+    files = {"detector.py": DETECTOR, "backbones.py": BACKBONES, "train.py": _trainer(saved)}
+    (finding,) = lint_beside(files, "detector.py")
+    assert (finding.line, finding.column, finding.confidence.value) == (12, 35, confidence)
+    messages = [step.message for step in finding.evidence]
+    said = [m for m in messages if "a part of the model the project saves whole" in m]
+    if confidence == "possible":
+        assert said == ["the weights go into `self.base`, a part of the model the project saves whole "
+                        "(`Detector`, train.py:13): those checkpoints keep it under `base.`, so this file is "
+                        "the part's own, from elsewhere"]
+    else:
+        assert not said

@@ -100,8 +100,11 @@ class ModuleFacts:
     cpu_choice: str = ""
     # its `torch.save` calls of weights (not of an optimizer's, scheduler's or scaler's state),
     # as "cpu:N" when the saving function moves tensors to the CPU before line N
-    # (`state_dict[k] = v.cpu()`, `model.cpu()`), "plain:N" otherwise (`weight_saves`)
+    # (`state_dict[k] = v.cpu()`, `model.cpu()`), "plain:N" otherwise, then ":A|B" where the
+    # saved module is an instance of the project's classes A or B (`weight_saves`)
     weight_saves: list[str] = field(default_factory=list)
+    # each top-level class -> the attributes its methods assign on `self` (its parts, by name)
+    class_parts: dict[str, list[str]] = field(default_factory=dict)
     # its top-level functions and classes whose code calls `torch.save` (`saving_defs`): a
     # call of one may write any file it is handed the name of
     saving_defs: list[str] = field(default_factory=list)
@@ -869,8 +872,10 @@ def weight_saves(reader: "_Reader", tree: ast.Module, lines: set[int]) -> list[s
     moved to the CPU first: in the saved expression (``{k: v.cpu() ...}``,
     ``model.cpu().state_dict()``), by an earlier assignment to the saved name
     (``state_dict[key] = param.cpu()``) or a ``model.cpu()`` statement on it; else
-    "plain:<line>". A ``.cpu()`` of something else (a metric) says nothing. Only the scopes
-    around ``lines`` (those that may call a saver) are read."""
+    "plain:<line>". A ``.cpu()`` of something else (a metric) says nothing. Then
+    ":<classes>" when the save writes one module whose classes the scope shows
+    (``saved_model_classes``). Only the scopes around ``lines`` (those that may call a saver)
+    are read."""
     found: list[str] = []
     for scope in _scopes_at(tree, lines):
         nodes = _own_nodes(scope)
@@ -886,11 +891,85 @@ def weight_saves(reader: "_Reader", tree: ast.Module, lines: set[int]) -> list[s
                 name = _root_name(node.value.func.value)
                 if name is not None:
                     moved.append((name, node.lineno))
+        bound = run_order.assigned_values(nodes)
         for save in saves:
             root = _root_name(save.args[0])
             cpu = _moves_to_cpu(save.args[0]) or any(n == root and line <= save.lineno for n, line in moved)
-            found.append(f"{'cpu' if cpu else 'plain'}:{save.lineno}")
+            classes = saved_model_classes(save.args[0], bound, reader.qualify)
+            found.append(f"{'cpu' if cpu else 'plain'}:{save.lineno}" + (f":{'|'.join(classes)}" if classes else ""))
     return found
+
+
+def save_entry(entry: str) -> tuple[str, int, list[str]]:
+    """A ``weight_saves`` entry as (kind, line, the saved module's classes or [])."""
+    kind, line, classes = (entry.split(":") + [""])[:3]
+    return kind, int(line), classes.split("|") if classes else []
+
+
+# calls that hand back the module they are given or called on: a move, a mode, a wrapper
+_SAME_MODULE = frozenset({"cuda", "to", "cpu", "float", "half", "double", "train", "eval", "state_dict"})
+_WRAPPERS = frozenset({"DataParallel", "DistributedDataParallel"})
+
+
+def saved_model_classes(saved: ast.expr, bound: dict[str, list[ast.expr]],
+                        qualify: Callable[[ast.expr], str | None]) -> list[str]:
+    """The project classes the one module a save writes is an instance of
+    (``torch.save(net.state_dict(), path)`` after ``net = VGGRefineDet(...)``, through
+    ``.cuda()``, ``nn.DataParallel(...)`` and names bound to it in the scope); [] when the
+    save writes anything else or a value the scope does not show the making of (a parameter,
+    ``self.model``): a checkpoint of a whole model has keys its parts' own do not."""
+    classes: set[str] = set()
+    todo, names, steps = [saved], set(), 0
+    while todo and steps < 32:
+        node, steps = todo.pop(), steps + 1
+        if isinstance(node, ast.Name):
+            values = bound.get(node.id)
+            if not values:
+                return []
+            if node.id not in names:  # `net = net.to(device)`: its values, once
+                names.add(node.id)
+                todo.extend(values)
+        elif isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute)):
+            name = node.func.id if isinstance(node.func, ast.Name) else node.func.attr
+            if name in _WRAPPERS:
+                if not node.args:
+                    return []
+                todo.append(node.args[0])
+            elif name in _SAME_MODULE and isinstance(node.func, ast.Attribute):
+                todo.append(node.func.value)
+            elif name[:1].isupper() and not (qualify(node.func) or "").startswith("torch."):
+                classes.add(name)
+            else:
+                return []
+        elif isinstance(node, ast.Dict) and node is saved:
+            # `{"model": net.state_dict(), "optimizer": ..., "epoch": epoch}`: its one module
+            modules = [v for k, v in zip(node.keys, node.values)
+                       if isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) and v.func.attr == "state_dict"
+                       and not _NOT_WEIGHTS.search(_root_name(v) or "")
+                       and not (isinstance(k, ast.Constant) and _NOT_WEIGHTS.search(str(k.value)))]
+            if len(modules) != 1:
+                return []
+            todo.append(modules[0])
+        else:
+            return []
+    return sorted(classes) if not todo else []
+
+
+def class_parts(tree: ast.Module, text: str) -> dict[str, list[str]]:
+    """Each top-level class -> the attributes its code assigns on ``self`` (``self.base =
+    vgg(...)``): the parts a state dict of one of its instances keeps under "<part>."."""
+    lines = text.splitlines()
+    found: dict[str, list[str]] = {}
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef):
+            segment = "\n".join(lines[node.lineno - 1:node.end_lineno or node.lineno])
+            parts = sorted(set(_SELF_PART.findall(segment)))
+            if parts:
+                found[node.name] = parts
+    return found
+
+
+_SELF_PART = re.compile(r"^\s*self\.(\w+)\s*(?::[^=\n]*)?=(?!=)", re.MULTILINE)
 
 
 def saving_defs(reader: "_Reader", tree: ast.Module, lines: set[int]) -> list[str]:
@@ -1625,6 +1704,8 @@ def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | No
                                               if qualified in kinds.TORCH_SAVERS)])
         facts.weight_saves = weight_saves(reader, tree, saving)
         facts.saving_defs = saving_defs(reader, tree, saving)
+    if "class " in text and "self." in text:
+        facts.class_parts = class_parts(tree, text)
     devices = _device_lines(text, lines) if names_devices(text) else set()
     facts.names_devices = bool(devices)
     if devices or "load(" in text:
@@ -2484,7 +2565,7 @@ class ProjectIndex:
             for modules in self.modules.values():
                 for module in modules:
                     for entry in module.weight_saves:
-                        kind, _, line = entry.partition(":")
+                        kind, line, _ = save_entry(entry)
                         if kind == "cpu":
                             first = min(first, (module.path, int(line))) if first else (module.path, int(line))
                         elif module.names_devices:
@@ -2500,7 +2581,7 @@ class ProjectIndex:
         saves of test code too (a fixture's file is only ever loaded by tests)."""
         key = ("some cpu weights", tests)
         if key not in self._memo:
-            found = sorted((m.path, int(entry.partition(":")[2]))
+            found = sorted((m.path, save_entry(entry)[1])
                            for modules in self.modules.values() for m in modules for entry in m.weight_saves
                            if (entry.startswith("cpu:") or self._writes_from_cpu(m))
                            and (tests or not is_test_path(m.path)))
@@ -2633,12 +2714,42 @@ class ProjectIndex:
         can then hold accelerator tensors. "<file>:<line>" of the first such save, or None."""
         key = ("device weights",)
         if key not in self._memo:
-            found = sorted((m.path, int(entry.partition(":")[2]))
+            found = sorted((m.path, save_entry(entry)[1])
                            for modules in self.modules.values() for m in modules
                            for entry in m.weight_saves
                            if entry.startswith("plain:") and not self._writes_from_cpu(m))
             self._memo[key] = f"{self._shown(found[0][0])}:{found[0][1]}" if found else None
         return self._memo[key]
+
+    def saved_whole_around(self, part: str) -> str | None:
+        """Every save of weights from a device writes a whole model that has ``part`` (its
+        class, or a base of it, assigns ``self.<part>``): the keys of such a checkpoint start
+        with "<part>.", so none of them is what a load into that part reads; that file is
+        the part's own weights, from elsewhere. "`<Class>`, <file>:<line>" of the first such
+        save, or None (a save of a module the code does not show, of another class, or none)."""
+        key = ("saved whole around", part)
+        if key not in self._memo:
+            saves = sorted((m.path, *save_entry(entry)[1:]) for modules in self.modules.values() for m in modules
+                           for entry in m.weight_saves if entry.startswith("plain:") and not self._writes_from_cpu(m))
+            parts = self._class_parts()
+            whole = bool(saves) and all(
+                classes and all(any(part in parts.get(c, ()) for c in {klass, *self._ancestors(klass)})
+                                for klass in classes)
+                for _, _, classes in saves)
+            self._memo[key] = f"`{saves[0][2][0]}`, {self._shown(saves[0][0])}:{saves[0][1]}" if whole else None
+        return self._memo[key]
+
+    def _class_parts(self) -> dict[str, set[str]]:
+        """``ModuleFacts.class_parts`` of the whole project, by class name (built once)."""
+        found = self._memo.get(("class parts",))
+        if found is None:
+            found = {}
+            for modules in self.modules.values():
+                for module in modules:
+                    for klass, parts in module.class_parts.items():
+                        found.setdefault(klass, set()).update(parts)
+            self._memo[("class parts",)] = found
+        return found
 
     def device_saver_shapes(self) -> tuple[str, ...]:
         """The names (``file_name_shape``) of the files the modules of ``device_weights``

@@ -1096,6 +1096,16 @@ def weights_saved_from_a_device(ctx) -> str | None:
     return _project(ctx).device_weights()
 
 
+def saved_whole_around(ctx, receiver: cst.BaseExpression) -> str | None:
+    """Weights loaded into ``receiver``, a part of a module (``self.base``), while every
+    save of weights from a device writes a whole model with that part: the file is not one
+    the project writes, so nothing shows it holds accelerator tensors. What the index
+    answers ("`<Class>`, <file>:<line>"), or None."""
+    if not isinstance(receiver, cst.Attribute):
+        return None
+    return _project(ctx).saved_whole_around(receiver.attr.value)
+
+
 def shipped_saves_on_cpu(ctx) -> str | None:
     """The repository ships what the project's savers write (files named as their saves
     name them: ``checkpoints/checkpoint_600.pth`` for ``checkpoint_{}.pth``), and every one

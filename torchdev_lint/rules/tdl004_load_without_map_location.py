@@ -497,6 +497,13 @@ class LoadWithoutMapLocation(Rule):
         if shipped is not None:
             yield (node, f"the repository ships what the project's savers write ({shipped}), and it holds CPU "
                          "tensors only: the code that saved it ran on the CPU")
+        into = weights[0] if weights is not None and not written_here else None
+        if isinstance(into, cst.Call) and isinstance(into.func, cst.Attribute):
+            whole = provenance.saved_whole_around(ctx, into.func.value)
+            if whole is not None:
+                yield (into, f"the weights go into `{code_of(into.func.value)}`, a part of the model the project "
+                             f"saves whole ({whole}): those checkpoints keep it under "
+                             f"`{into.func.value.attr.value}.`, so this file is the part's own, from elsewhere")
         fetched = provenance.fetched_here(ctx, ancestors, node)
         if fetched is not None:
             yield (fetched, "the file is fetched here by code that is no torch save (a download): its tensors "
