@@ -24,6 +24,15 @@ def cuda_lines(code: str) -> list[int]:
 
 
 GUARDED = {
+    "exactly one gpu asked for": """
+        if args.ngpu == 1:
+            model.cuda()
+    """,
+    "an option that wraps the model for several gpus": """
+        import torch.nn as nn
+        if config.get("parallel", False):
+            model = nn.DataParallel(model).cuda()
+    """,
     "availability": """
         import torch
         if torch.cuda.is_available():
@@ -348,6 +357,26 @@ NOT_GUARDED = {
     "ternary cpu branch": """
         y = y.cuda() if args.cpu else y
     """,
+    # another count than one GPU, or the branch where the user did not ask for the one
+    "else of exactly one gpu": """
+        if args.ngpu == 1:
+            pass
+        else:
+            model.cuda()
+    """,
+    # the wrapper is built in another statement's branch, or the option says the CPU
+    "data parallel in the other branch": """
+        import torch.nn as nn
+        if config.get("parallel", False):
+            model = nn.DataParallel(model)
+        else:
+            model = model.cuda()
+    """,
+    "cpu option wrapping anyway": """
+        import torch.nn as nn
+        if args.cpu:
+            model = nn.DataParallel(model).cuda()
+    """,
 }
 
 
@@ -373,6 +402,8 @@ def implies(text: str, holds: bool = True):
         # when it holds the machine has CUDA, whatever the user wished: the availability is a fact
         ("torch.cuda.is_available() and args.cpu", ACCELERATOR, UNKNOWN),
         ("args.ngpu > 1", ACCELERATOR, UNKNOWN),
+        ("args.ngpu == 1", ACCELERATOR, UNKNOWN),  # otherwise none, or several
+        ("args.ngpu != 2", UNKNOWN, ACCELERATOR),
         ("n_gpu == 0", CPU, ACCELERATOR),
         ("args.gpu < 0", CPU, ACCELERATOR),
         ("device_type == DeviceType.CUDA", ACCELERATOR, UNKNOWN),  # else: the CPU, or MPS, XPU...

@@ -326,7 +326,8 @@ def integer_value(expr: cst.BaseExpression) -> int | None:
 def _count_test(op: cst.BaseCompOp, n: int) -> tuple[Machine, Machine]:
     """``count OP n`` for a count of GPUs (or a GPU index, where -1 means none): what
     holds when it is true and when it is false. ``> 0``, ``>= 1``, ``>= 0``, ``!= -1``
-    mean one is there, ``== 0`` and ``< 0`` that none is; ``> 1`` says nothing when false."""
+    mean one is there, ``== 0`` and ``< 0`` that none is; ``> 1`` says nothing when false,
+    nor does ``== 1``."""
     if isinstance(op, (cst.GreaterThan, cst.GreaterThanEqual)):
         least = n + 1 if isinstance(op, cst.GreaterThan) else n  # the smallest count it allows
         if least < 0:
@@ -337,6 +338,9 @@ def _count_test(op: cst.BaseCompOp, n: int) -> tuple[Machine, Machine]:
         return (CPU, ACCELERATOR) if most in (-1, 0) else (UNKNOWN, UNKNOWN)
     if isinstance(op, (cst.Equal, cst.NotEqual)) and n in (0, -1):
         return (CPU, ACCELERATOR) if isinstance(op, cst.Equal) else (ACCELERATOR, CPU)
+    if isinstance(op, (cst.Equal, cst.NotEqual)) and n > 0:
+        # `args.ngpu == 1`: that many GPUs (or GPU number n) are there; otherwise, perhaps more
+        return (ACCELERATOR, UNKNOWN) if isinstance(op, cst.Equal) else (UNKNOWN, ACCELERATOR)
     return UNKNOWN, UNKNOWN
 
 

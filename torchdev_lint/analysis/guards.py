@@ -18,7 +18,7 @@ from typing import Sequence
 
 import libcst as cst
 
-from torchdev_lint.analysis import conditions, tree
+from torchdev_lint.analysis import conditions, kinds, tree
 from torchdev_lint.analysis.conditions import ACCELERATOR, CPU, Machine, Qualifier
 from torchdev_lint.analysis.imports import dotted_name
 
@@ -38,7 +38,7 @@ present. The test of an `if`/`elif`/`while`, a conditional expression or the lef
   (`device.type == "cuda"`, `"cuda" in str(device)`, `str(device).startswith("cuda")`,
   `device.type in ("cuda", "xpu")`, `device != "cpu"`, `torch_device == "rocm"`, `flag not in ("cpu", "mps")`), GPU
   counts and indices (`args.gpu is not None`, `args.gpu >= 0`, `len(gpu_ids) > 0`,
-  `n_gpu > 1`), a collective backend that needs GPUs (`get_backend() == "nccl"`), Triton
+  `n_gpu > 1`, `args.ngpu == 1`), a collective backend that needs GPUs (`get_backend() == "nccl"`), Triton
   support (`is_triton_supported()`);
 - the CPU is there (or asked for) when the test holds: flags named for the CPU or against an
   accelerator (`args.cpu`, `cfg.common.cpu`, `use_cpu`, `no_cuda`, `disable_gpu`),
@@ -53,7 +53,9 @@ present. The test of an `if`/`elif`/`while`, a conditional expression or the lef
   `input` and `timestamps` are not `tpu`, `npu` or `mps`.
 
 Code is guarded when it sits in the branch that runs only with an accelerator: the body of
-a test that says one is there, the `else:` of one that says it is not
+a test that says one is there, the body of an option that wraps the model for several GPUs
+(`if cfg.get("parallel"): model = nn.DataParallel(model).cuda()`), the `else:` of one that
+says it is not
 (`if not torch.cuda.is_available(): ... else: model.cuda()`), the code after an early exit
 (`if not torch.cuda.is_available(): return` / `raise` / `sys.exit(...)` / `pytest.skip(...)`,
 or `assert torch.cuda.is_available()`). A flag with a default value (`use_gpu=True`) still
@@ -295,13 +297,27 @@ def runs_only_on_accelerator(parent: cst.CSTNode, child: cst.CSTNode, qualify: Q
     return _branch_selects(parent, child, qualify, ACCELERATOR)
 
 
+def _opts_into_gpus(parent: cst.CSTNode, child: cst.CSTNode, qualify: Qualifier | None) -> bool:
+    """``child`` is the body of an ``if`` on an option that spreads the model over GPUs
+    (``if cfg.get("parallel"): model = nn.DataParallel(model).cuda()``): the option asks
+    for GPUs, whatever its name, unless its test says the CPU."""
+    if not (isinstance(parent, cst.If) and child is parent.body and qualify is not None):
+        return False
+    if conditions.implies(parent.test, True, qualify) is CPU:
+        return False
+    return any(qualify(call.func) in kinds.GPU_WRAPPERS
+               for statement in parent.body.body if isinstance(statement, cst.SimpleStatementLine)
+               for call in tree.collect(statement, cst.Call))
+
+
 def is_guarded(ancestors: Sequence[cst.CSTNode], qualify: Qualifier | None = None) -> bool:
     """True if the innermost node of ``ancestors`` runs only where an accelerator is wanted
-    or present: in the branch of a test that says so, after an early exit that ensures it,
-    under a decorator that selects it, or in a function or class named for an accelerator
-    (``def cuda(self)``, ``def _to_gpu``), which its caller chooses to run."""
+    or present: in the branch of a test that says so or of an option that wraps the model
+    for several GPUs, after an early exit that ensures it, under a decorator that selects
+    it, or in a function or class named for an accelerator (``def cuda(self)``, ``def
+    _to_gpu``), which its caller chooses to run."""
     for parent, child in zip(reversed(ancestors[:-1]), reversed(ancestors[1:])):
-        if _branch_selects(parent, child, qualify, ACCELERATOR):
+        if _branch_selects(parent, child, qualify, ACCELERATOR) or _opts_into_gpus(parent, child, qualify):
             return True
         if isinstance(parent, cst.BooleanOperation) and child is parent.right and _user_device_choice(parent):
             return True

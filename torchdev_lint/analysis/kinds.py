@@ -80,6 +80,10 @@ NEW_TENSOR_FACTORIES = frozenset(
 )
 # Factories whose values come from a random generator (CPU and CUDA ones differ).
 RANDOM_FACTORIES = frozenset("rand randn randint randperm".split())
+# wrappers that spread a model over GPUs: code that builds one is written for GPUs
+GPU_WRAPPERS = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DataParallel",
+                          "torch.nn.parallel.DistributedDataParallel",
+                          "torch.nn.parallel.data_parallel.DataParallel"})
 TENSOR_OPS = frozenset(
     """cat concat concatenate stack hstack vstack dstack where matmul mm bmm einsum softmax
     log_softmax sigmoid tanh relu exp log sqrt abs clamp clip sum mean std var prod cumsum

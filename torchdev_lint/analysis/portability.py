@@ -48,16 +48,13 @@ from typing import Sequence
 
 import libcst as cst
 
-from torchdev_lint.analysis import classes, conditions, guards, project_index, provenance, reach, requirements
+from torchdev_lint.analysis import classes, conditions, guards, kinds, project_index, provenance, reach, requirements
 from torchdev_lint.analysis.guards import code_of
 from torchdev_lint.analysis.imports import dotted_name
 from torchdev_lint.analysis.reach import Step
 from torchdev_lint.analysis.tree import collect, walk
 
 
-_GPU_ONLY_WRAPPERS = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DataParallel",
-                                "torch.nn.parallel.DistributedDataParallel",
-                                "torch.nn.parallel.data_parallel.DataParallel"})
 _CPU_OPTIONS = frozenset({"--cpu", "--no-cuda", "--no_cuda", "--device", "--use-cpu", "--use_cpu"})
 _OPT_IN_GPU_OPTIONS = frozenset({"--cuda", "--gpu", "--use_cuda", "--use-cuda", "--use_gpu", "--use-gpu"})
 _AVAILABILITY = frozenset({"is_available", "device_count"})
@@ -539,7 +536,7 @@ def _facts(ctx, module: cst.Module) -> _FileFacts:
                 facts.cuda_scopes[node] = step
         elif kind is cst.ClassDef:
             for base in node.bases:
-                if ctx.qualified_name(base.value) in _GPU_ONLY_WRAPPERS:
+                if ctx.qualified_name(base.value) in kinds.GPU_WRAPPERS:
                     facts.cuda_scopes[node] = (base, f"class `{node.name.value}` is a {code_of(base.value)}: "
                                                "it runs where GPUs are")
         return True
@@ -1063,7 +1060,7 @@ def _several_gpus(ctx, scope: cst.CSTNode) -> Step | None:
     def enter(node: cst.CSTNode) -> bool:
         if found:
             return False
-        if isinstance(node, cst.Call) and ctx.qualified_name(node.func) in _GPU_ONLY_WRAPPERS:
+        if isinstance(node, cst.Call) and ctx.qualified_name(node.func) in kinds.GPU_WRAPPERS:
             ids = _keyword(node, "device_ids")
             if ids is None and len(node.args) > 1 and node.args[1].keyword is None:
                 ids = node.args[1].value
