@@ -132,3 +132,20 @@ def test_batches_a_data_iterator_placed_are_on_the_device(iterator, confidence):
             "evaluate(model, val_iter)\n")
     result = lint_source("lm.py", code, [RULE], preview=True)
     assert [f.confidence.value for f in result.findings] == [confidence]
+
+
+@pytest.mark.parametrize("after, confidence", [
+    # freed at once: nothing reads it as if it had moved (a wasted copy, no wrong device)
+    ("        del images\n", "possible"),
+    ("        del images, labels\n", "possible"),
+    # read again first: the model gets the tensor where it was
+    ("        print(model(images))\n        del images\n", "certain"),
+])
+def test_a_dropped_move_of_a_value_deleted_next_is_no_wrong_device(after, confidence):
+    code = ("import torch\n"
+            "def evaluate(model, loader, device):\n"
+            "    model.to(device)\n"
+            "    for images, labels in loader:\n"
+            "        images.to(device)\n" + after)
+    result = lint_source("evaluate.py", code, [RULE], preview=True)
+    assert [(f.line, f.column, f.confidence.value) for f in result.findings] == [(5, 9, confidence)]

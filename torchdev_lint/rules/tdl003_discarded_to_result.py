@@ -498,6 +498,9 @@ def _used_after(scope: cst.CSTNode, statement: cst.Expr, receiver: cst.BaseExpre
             tree.walk(node.value, enter)  # the value reads the receiver; then it is another one
             rebound = True
             return False
+        if isinstance(node, cst.Del) and wanted in _deleted(node):
+            rebound = True  # `del images`: freed, never read again as it is
+            return False
         if isinstance(node, cst.Attribute) and node.attr.value in _NO_MEETING and code_of(_variable_of(node.value)) == wanted:
             return False  # `x.is_cuda`, `x.cpu()`, `Variable(x).cuda()`: inspects it or moves it again, as it is
         if isinstance(node, cst.Subscript) and container is None and _other_element(node, receiver):
@@ -513,6 +516,13 @@ def _used_after(scope: cst.CSTNode, statement: cst.Expr, receiver: cst.BaseExpre
 
     tree.walk(scope, enter)
     return found[0] if found else None
+
+
+def _deleted(statement: cst.Del) -> set[str]:
+    """The code of each name or attribute a ``del`` statement unbinds."""
+    target = statement.target
+    targets = [e.value for e in target.elements] if isinstance(target, (cst.Tuple, cst.List)) else [target]
+    return {code_of(t) for t in targets}
 
 
 def _computed_from(sites: list[cst.CSTNode], name: str, inputs: dict[str, cst.Param]) -> cst.Param | None:
