@@ -1193,3 +1193,29 @@ def test_a_tensor_in_a_dict_that_is_not_only_a_record_is_flagged(changes):
     line = module(code).splitlines().index(
         '               "{}/disc_factor".format(split): torch.tensor(disc_factor),') + 1
     assert findings(module(code)) == [(line, 48)]
+
+
+@pytest.mark.parametrize("helper, confidence", [
+    # built from a factory without `device=`: on the CPU, whatever it was handed (a 0-dim
+    # element of the target mixes with it there)
+    ("        x = torch.arange(size).repeat(size, 1).float()\n"
+     "        return torch.exp(-(x - centre) ** 2 / width)\n", None),
+    # computed from what it is handed: on the target's device
+    ("        return centre * width\n", "certain"),
+    # moved on the way out: on the device
+    ("        x = torch.arange(size).float()\n        return (x * width).cuda()\n", "certain"),
+])
+def test_a_method_building_its_result_on_the_cpu_meets_nothing_on_the_device(helper, confidence):
+    code = HEAD + (
+        "class Loss(nn.Module):\n"
+        "    def forward(self, pred, target):\n"
+        "        weight = torch.zeros(4, 4)\n"
+        "        for b in range(4):\n"
+        "            weight[b] = torch.max(self.gaussian(target[b, 0], target[b, 1], 4), weight[b])\n"
+        "        return weight\n"
+        "    def gaussian(self, centre, width, size):\n" + helper +
+        "criterion = Loss().cuda()\n")
+    found = lint_source("loss.py", code, [RULE], preview=True).findings
+    # (the helper's own factory is another finding, of its own line)
+    assert [(f.line, f.confidence.value) for f in found if f.line == 5 and f.confidence.value == "certain"] == \
+        ([(5, confidence)] if confidence else [])

@@ -32,6 +32,9 @@ from torchdev_lint.analysis.kinds import (
 )
 
 _MOVES = frozenset({"to", "cuda", "type_as"})
+# Tensor methods whose result is not where their receiver is, or may be 0-dim (`x.sum()`).
+_NOT_KEEPING_PLACE = frozenset({"to", "cuda", "type", "type_as", "xpu", "mps", "new_tensor", "item", "tolist",
+                                "sum", "mean", "max", "min", "prod", "norm", "std", "var", "all", "any"})
 # Factories that copy the data they are given (their first argument) onto ``device=``.
 _PLACING_COPIES = frozenset({"torch.as_tensor", "torch.tensor", "torch.asarray"})
 # Calls that only read, log or convert their argument to Python values.
@@ -330,6 +333,8 @@ class Uses:
             if isinstance(func, cst.Attribute):
                 if func.attr.value in NON_TENSOR_METHODS or moves_to_cpu(expr):
                     return False  # not a tensor, or one on the CPU whatever the inputs' device
+                if self._returns_cpu_built(func):
+                    return False  # `self.gaussian_map(gx, ...)` builds its result on the CPU
                 if self.from_inputs(func.value, inputs, step):
                     return True
             return any(self.from_inputs(a.value, inputs, step) for a in expr.args if a.keyword is None)
@@ -342,6 +347,14 @@ class Uses:
         if isinstance(expr, (cst.Tuple, cst.List)):
             return any(self.from_inputs(e.value, inputs, step) for e in expr.elements)
         return False
+
+    def _returns_cpu_built(self, func: cst.Attribute) -> bool:
+        """``self.<method>`` of the class, whose every return is built on the CPU
+        (``returns_cpu_built``)."""
+        if self.klass is None or not (isinstance(func.value, cst.Name) and func.value.value == self.self_name):
+            return False
+        method = next((m for m, _ in methods(self.klass) if m.name.value == func.attr.value), None)
+        return method is not None and returns_cpu_built(method, self.qualify)
 
     def _top_level(self, node: cst.CSTNode) -> bool:
         """Is ``node`` in a statement of the function's own body (no branch or loop)?"""
@@ -1412,3 +1425,55 @@ def _mentions_name(node: cst.CSTNode, name: str) -> bool:
 
     tree.walk(node, enter)
     return found
+
+
+def returns_cpu_built(function: cst.FunctionDef, qualify) -> bool:
+    """Every ``return`` of ``function`` gives a tensor built from a factory without
+    ``device=`` (``torch.arange(w).repeat(h, 1)``, then torch ops and arithmetic on it), and
+    no move on the way: a CPU tensor with elements. A tensor of the inputs it was mixed with
+    can only have been 0-dim (or the function itself failed), so the result is on the CPU
+    wherever its arguments came from."""
+    bound: dict[str, list[cst.BaseExpression | None]] = {}
+    returns: list[cst.BaseExpression | None] = []
+
+    def enter(node: cst.CSTNode) -> bool:
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and node is not function:
+            return False
+        if isinstance(node, cst.Assign):
+            for target in node.targets:
+                if isinstance(target.target, cst.Name):
+                    bound.setdefault(target.target.value, []).append(node.value)
+        elif isinstance(node, (cst.AugAssign, cst.AnnAssign)) and isinstance(node.target, cst.Name):
+            bound.setdefault(node.target.value, []).append(None)  # changed in place: not followed
+        elif isinstance(node, (cst.For, cst.CompFor, cst.NamedExpr)):
+            for name in tree.collect(node.target, cst.Name):  # a loop's items: not followed
+                bound.setdefault(name.value, []).append(None)
+        elif isinstance(node, cst.Return):
+            returns.append(node.value)
+        return True
+
+    tree.walk(function, enter)
+
+    def built(expr: cst.BaseExpression | None, depth: int) -> bool:
+        if expr is None or depth > 24:  # a chain of ops, or a name bound to itself (`x = x * 2`)
+            return False
+        if isinstance(expr, cst.Name):
+            values = bound.get(expr.value)
+            return bool(values) and all(built(v, depth + 1) for v in values)
+        if isinstance(expr, cst.BinaryOperation):
+            return built(expr.left, depth + 1) or built(expr.right, depth + 1)
+        if isinstance(expr, cst.UnaryOperation):
+            return built(expr.expression, depth + 1)
+        if not isinstance(expr, cst.Call):
+            return False
+        name = qualify(expr.func) or ""
+        head, _, last = name.rpartition(".")
+        if head == "torch" and last in NEW_TENSOR_FACTORIES and last not in ("tensor", "as_tensor", "asarray"):
+            return keyword_argument(expr, "device") is None
+        if isinstance(expr.func, cst.Attribute) and head != "torch":
+            return expr.func.attr.value not in _NOT_KEEPING_PLACE and built(expr.func.value, depth + 1)
+        # `torch.exp(x)`, `torch.pow(x - y, 2)`: torch's ops on a CPU tensor with elements
+        return head == "torch" and last not in _NOT_KEEPING_PLACE and any(
+            built(a.value, depth + 1) for a in expr.args if a.keyword is None)
+
+    return bool(returns) and all(built(value, 0) for value in returns)
