@@ -524,7 +524,11 @@ _FIELDS: dict[type, tuple[str, ...]] = {}
 
 def _children(node: ast.AST) -> list[ast.AST]:
     """``list(ast.iter_child_nodes(node))`` less the singletons of ``_SINGLETON_FIELDS``,
-    without its generator per field."""
+    without its generator per field; kept on the node, since the facts walk a tree several
+    times (the list is shared: callers must not change it)."""
+    found = node.__dict__.get("_children")
+    if found is not None:
+        return found
     fields = _FIELDS.get(type(node))
     if fields is None:
         fields = _FIELDS[type(node)] = tuple(f for f in node._fields if f not in _SINGLETON_FIELDS)
@@ -535,6 +539,7 @@ def _children(node: ast.AST) -> list[ast.AST]:
             found += [item for item in value if isinstance(item, ast.AST)]
         elif isinstance(value, ast.AST):
             found.append(value)
+    node._children = found  # type: ignore[attr-defined]
     return found
 
 
@@ -551,7 +556,7 @@ def _own_nodes(scope: ast.AST) -> list[ast.AST]:
     """The nodes of a module's or function's own code (class bodies included), not of
     functions or lambdas defined in it (they are scopes of their own)."""
     nodes = []
-    stack = _children(scope)
+    stack = list(_children(scope))
     while stack:
         node = stack.pop()
         nodes.append(node)
