@@ -152,6 +152,41 @@ def test_sibling_script_module(tmp_path, monkeypatch, capsys):
     assert run_cli(["a", "b"], capsys, path="b/train.py") == []  # b's Net is no module
 
 
+def test_a_script_checked_alone_sees_the_folders_it_imports(tmp_path, monkeypatch, capsys):
+    # pre-commit, flake8 and editors check one script; what it loads was saved by a trainer in
+    # a package beside it, and its model comes from a folder without __init__.py: checked
+    # alone, the script gets the verdict a run over the whole folder gives it.
+    write(tmp_path, {
+        "predict.py": """
+            import torch
+            from nets.model import Net
+            device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+            net = Net().to(device)
+            net.load_state_dict(torch.load("weights/net.pth"))
+        """,
+        "nets/model.py": "import torch.nn as nn\nclass Net(nn.Linear):\n    pass\n",
+        "training/__init__.py": "",
+        "training/trainer.py": """
+            import torch
+            def train(net, device):
+                net.to(device)
+                torch.save(net.state_dict(), "weights/net.pth")
+        """,
+        "docs/conf.py": "project = 'x'\n",
+    })
+    monkeypatch.chdir(tmp_path)
+
+    def verdicts(argv):
+        cli.main(["--format", "json", "--isolated", "--preview", "--no-cache", *argv])
+        data = json.loads(capsys.readouterr().out)
+        return [(f["code"], f["line"], f["confidence"]) for f in data if f["path"].endswith("predict.py")]
+
+    assert verdicts(["predict.py"]) == verdicts(["."]) == [("TDL004", 6, "certain")]
+    wanted = project_index.wanted_files([str(tmp_path / "predict.py")])
+    assert str(tmp_path / "training/trainer.py") in wanted and str(tmp_path / "nets/model.py") in wanted
+    assert str(tmp_path / "docs/conf.py") not in wanted  # a folder nothing imports
+
+
 def test_star_import_cycle_and_missing_module(tmp_path):
     write(tmp_path, {
         "p/__init__.py": "",

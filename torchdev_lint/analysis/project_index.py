@@ -223,14 +223,20 @@ def package_root(path: str) -> str:
 
 
 def python_files(directory: str) -> list[str]:
-    """The ``.py`` files under a package directory (recursively) or beside a script (not)."""
+    """The ``.py`` files under a package directory (recursively), or what a script can
+    import: the files beside it and the packages in its directory (``import model.model``
+    from ``deblur.py`` finds ``model/``), so that a script checked alone (pre-commit,
+    flake8, an editor) sees the trainer that saves what it loads, as a run over the whole
+    folder does."""
     if not os.path.isfile(os.path.join(directory, "__init__.py")):
         try:
-            return sorted(
-                os.path.join(directory, n) for n in os.listdir(directory) if n.endswith(".py")
-            )
+            entries = sorted(os.scandir(directory), key=lambda e: e.name)
         except OSError:
             return []
+        beside = [e.path for e in entries if e.name.endswith(".py") and e.is_file()]
+        packages = [e.path for e in entries if not e.name.startswith(".") and e.is_dir()
+                    and os.path.isfile(os.path.join(e.path, "__init__.py"))]
+        return beside + [f for package in packages for f in python_files(package)]
     found = []
     for current, subdirs, names in os.walk(directory):
         subdirs[:] = sorted(d for d in subdirs if not d.startswith("."))
@@ -2921,8 +2927,47 @@ def build(paths: list[str], read=None) -> ProjectIndex:
 
 
 def wanted_files(paths: list[str]) -> list[str]:
-    """The files ``build`` reads for ``paths``: them and the rest of each one's package."""
+    """The files ``build`` reads for ``paths``: them and the rest of each one's package
+    (``python_files``), and the folders without ``__init__.py`` beside a script that the
+    scripts there import (``import model.model`` of a namespace package ``model/``)."""
     roots = sorted({package_root(path) for path in paths if path.endswith(".py")})
-    return list(dict.fromkeys(
+    found = list(dict.fromkeys(
         os.path.abspath(p) for p in [*(f for root in roots for f in python_files(root)), *paths]
         if p.endswith(".py")))
+    known = set(found)
+    for root in roots:
+        if not os.path.isfile(os.path.join(root, "__init__.py")):
+            found += [f for f in _imported_folders(root, known) if f not in known]
+            known.update(found)
+    return found
+
+
+def _imported_folders(root: str, known: set[str]) -> list[str]:
+    """The files of the folders in a script's directory that have no ``__init__.py``
+    (namespace packages) and that a script beside them imports; only folders with a file
+    not already read are looked at, so a run over the whole tree reads nothing more."""
+    try:
+        folders = sorted(e.path for e in os.scandir(root) if e.is_dir() and not e.name.startswith(".")
+                         and not os.path.isfile(os.path.join(e.path, "__init__.py")))
+    except OSError:
+        return []
+    candidates = {os.path.basename(folder): files for folder in folders
+                  if (files := [os.path.abspath(f) for f in python_files(folder)])
+                  and not known.issuperset(files)}
+    if not candidates:
+        return []
+    imported: set[str] = set()
+    for script in python_files(root):
+        if os.path.dirname(script) != root:
+            continue
+        try:
+            with open(script, encoding="utf-8", errors="replace") as handle:
+                text = handle.read(_IMPORT_SCAN_BYTES)
+        except OSError:
+            continue
+        imported.update(name for name in _IMPORTED.findall(text) if name in candidates)
+    return [f for name in sorted(imported) for f in candidates[name]]
+
+
+_IMPORTED = re.compile(r"^[ \t]*(?:from|import)[ \t]+(\w+)", re.MULTILINE)
+_IMPORT_SCAN_BYTES = 1 << 20
