@@ -1997,6 +1997,31 @@ def test_a_function_nothing_in_the_project_calls_never_runs(project, capsys, cal
     assert [f[3] for f in findings(capsys, project, "TDL002") if f[0] == "ot.py"] == [confidence]
 
 
+AGENTS = """\
+    import torch
+    class Agent:
+        def __init__(self, device):
+            self.device = device
+            self.memory = torch.zeros(4).to(device)
+    class RnnAgent:
+        def __init__(self, device):
+            self.device = device
+            self.hidden = torch.zeros(4, 1, 256).cuda()
+    """
+
+
+@pytest.mark.parametrize("imports, confidence", [
+    # the app builds only `Agent`: no run builds `RnnAgent`, so its `.cuda()` never runs
+    ("from agents import Agent\nagent = Agent(device)\n", "possible"),
+    ("from agents import Agent, RnnAgent\nagent = Agent(device)\n", "certain"),  # imported by name
+    ("import agents\nagent = agents.RnnAgent(device)\n", "certain"),
+])
+def test_a_class_nothing_in_the_project_builds_never_runs(project, capsys, imports, confidence):
+    write(project, {"agents.py": AGENTS, "play.py": (
+        "import torch\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n" + imports)})
+    assert [f[3] for f in findings(capsys, project, "TDL001") if f[0] == "agents.py"] == [confidence]
+
+
 OT_LOSS = """\
 import torch
 class {base_name}({base}):

@@ -757,27 +757,26 @@ def _never_named(ctx, ancestors: Sequence[cst.CSTNode]) -> Step | None:
 
 
 def _never_called(ctx, ancestors: Sequence[cst.CSTNode]) -> Step | None:
-    """The line is in a top-level function of a module that other project files import
-    (not one of a package, whose users may be elsewhere), and nothing calls it: the
-    module's own code names it nowhere but in functions nothing calls, no file imports it
-    by name, and no file's code mentions an attribute of that name (a call left in a
-    comment does not count: ``ProjectIndex.mentioned_elsewhere``). It never runs."""
+    """The line is in a top-level function or class of a module that other project files
+    import (not one of a package, whose users may be elsewhere), and nothing calls or builds
+    it: the module's own code names it nowhere but in definitions nothing calls, no file
+    imports it by name, and no file's code mentions an attribute of that name (a call left
+    in a comment does not count: ``ProjectIndex.mentioned_elsewhere``). It never runs. In a
+    class that is built, the line may still be in a method nothing calls."""
     if len(ancestors) < 2 or ctx.index is None or ctx.path == "-" or not ctx.path.endswith(".py"):
         return None
     module, definition = ancestors[0], ancestors[1]
-    if isinstance(definition, cst.ClassDef):
-        return _never_called_method(ctx, ancestors)
-    if not isinstance(definition, cst.FunctionDef) or definition.decorators:
+    if not isinstance(definition, (cst.FunctionDef, cst.ClassDef)):
         return None
     imported = ctx.index.imported_from(ctx.path)
-    if not imported or (Path(ctx.path).parent / "__init__.py").is_file():
-        return None
-    called = ctx.once(("portability: called definitions",), lambda: _called_definitions(ctx, module, imported))
-    name = definition.name.value
-    if called is None or name in called:
-        return None
-    return definition, (f"nothing in the project calls `{name}`: the module's own code and the files that import "
-                        "it name it only in comments or in functions nothing calls")
+    if imported and not definition.decorators and not (Path(ctx.path).parent / "__init__.py").is_file():
+        called = ctx.once(("portability: called definitions",), lambda: _called_definitions(ctx, module, imported))
+        name = definition.name.value
+        if called is not None and name not in called:
+            said = "builds" if isinstance(definition, cst.ClassDef) else "calls"
+            return definition, (f"nothing in the project {said} `{name}`: the module's own code and the files that "
+                                "import it name it only in comments or in definitions nothing calls")
+    return _never_called_method(ctx, ancestors) if isinstance(definition, cst.ClassDef) else None
 
 
 def _never_called_method(ctx, ancestors: Sequence[cst.CSTNode]) -> Step | None:
