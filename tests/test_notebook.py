@@ -136,3 +136,27 @@ def test_a_notebook_device_that_each_function_shadows_places_nothing(tmp_path, r
         for i, c in enumerate(cells, 1)]})
     _, out, _ = run_cli("--isolated", "--preview", "--format", "json", "train.ipynb", cwd=tmp_path)
     assert [(f["cell"], f["line"], f["confidence"]) for f in json.loads(out)] == [(1, 2, "certain")]
+
+
+def test_a_notebook_that_asks_its_host_for_a_gpu_is_written_for_cuda(tmp_path, run_cli):
+    # the same cells: a CPU fallback, then a hardcoded `.cuda()` that the fallback's run reaches
+    cells = _cells(CHOICE, "x = torch.ones(2).cuda()\nprint(x + w)\n")
+    runtimes = {
+        "plain": ({}, "certain"),
+        "colab": ({"accelerator": "GPU", "colab": {"provenance": []}}, "possible"),
+        "colab_type": ({"colab": {"gpuType": "T4"}}, "possible"),
+        "kaggle": ({"kaggle": {"accelerator": "nvidiaTeslaT4"}}, "possible"),
+        "kaggle_none": ({"kaggle": {"accelerator": "none"}}, "certain"),
+    }
+    for name, (metadata, confidence) in runtimes.items():
+        write_notebook(tmp_path / f"{name}.ipynb", {**cells, "metadata": {**NOTEBOOK["metadata"], **metadata}})
+        _, out, err = run_cli("--isolated", "--preview", "--select", "TDL001", "--format", "json", f"{name}.ipynb",
+                              cwd=tmp_path)
+        assert [(f["cell"], f["line"], f["confidence"]) for f in json.loads(out)] == [(2, 1, confidence)], (name, err)
+    # the user says it must run without CUDA: the runtime the notebook asked for does not matter
+    _, out, _ = run_cli("--isolated", "--target-devices", "cpu,cuda", "--select", "TDL001", "--format", "json",
+                        "colab.ipynb", cwd=tmp_path)
+    assert [f["confidence"] for f in json.loads(out)] == ["certain"]
+    # the default output sets it aside, and says so
+    status, out, _ = run_cli("--isolated", "--select", "TDL001", "colab.ipynb", cwd=tmp_path)
+    assert status == 0 and "1 of them in code judged CUDA-only" in out

@@ -344,6 +344,7 @@ def lint_source(
     fix_device: str | None = None,
     preview: bool = False,
     target_devices: tuple[str, ...] | None = None,
+    gpu_runtime: str | None = None,
 ) -> FileResult:
     """Check one file's text with the given rules. ``apply_noqa=False`` keeps findings that a
     ``# noqa`` comment suppresses, for hosts that apply their own (the flake8 plugin);
@@ -376,6 +377,7 @@ def lint_source(
     if fix_device is not None:
         context.fix_device = fix_device  # how fixes spell the default device (analysis/devices.py)
     context.target_devices = target_devices
+    context.gpu_runtime = gpu_runtime
     rules = [cls(context) for cls in wanted]
     try:
         _Traversal(context, rules).walk(module)
@@ -443,8 +445,10 @@ def lint_source(
 
 def lint_file(source: SourceFile, rule_classes: list[type[Rule]], **options) -> FileResult:
     """Check a file as read from disk: for a notebook, positions are given per cell."""
-    result = lint_source(source.path, source.text, rule_classes, **options)
     notebook = source.notebook
+    if notebook is not None:
+        options.setdefault("gpu_runtime", notebook.gpu_runtime())
+    result = lint_source(source.path, source.text, rule_classes, **options)
     if notebook is not None and notebook.lines:
         for finding in result.findings:
             finding.cell, finding.line = notebook.locate(finding.line)

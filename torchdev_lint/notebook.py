@@ -125,6 +125,24 @@ class Notebook:
         before = self.lines[i1 - 1]
         return self.lines[i1].cell if before.tail and i1 < len(self.lines) else before.cell
 
+    def gpu_runtime(self) -> str | None:
+        """What the notebook's metadata asks its host for, when it is a GPU runtime
+        (Colab's ``"accelerator": "GPU"`` or ``gpuType``, Kaggle's ``accelerator``): the
+        notebook is written for a machine with one. None when it asks for none."""
+        metadata = self.data.get("metadata") if isinstance(self.data, dict) else None
+        if not isinstance(metadata, dict):
+            return None
+        if str(metadata.get("accelerator", "")).upper() == "GPU":
+            return '"accelerator": "GPU"'
+        colab, kaggle = metadata.get("colab"), metadata.get("kaggle")
+        if isinstance(colab, dict) and isinstance(colab.get("gpuType"), str) and colab["gpuType"]:
+            return f'Colab\'s "gpuType": "{colab["gpuType"]}"'
+        accelerator = kaggle.get("accelerator") if isinstance(kaggle, dict) else None
+        if isinstance(accelerator, str) and accelerator.lower() not in ("", "none") \
+                and "tpu" not in accelerator.lower():
+            return f'Kaggle\'s "accelerator": "{accelerator}"'
+        return None
+
     def round_trips(self) -> bool:
         """Writing the notebook back unchanged gives the same bytes: fixes can be written
         without reformatting anything else."""

@@ -93,6 +93,8 @@ class FileContext:
         self._bindings: dict[int, dict] = {}
         self.fix_device = devices.CUDA_OR_CPU  # `fix-device`: how fixes spell the default device
         self.target_devices: tuple[str, ...] | None = None  # `target-devices`; None: auto
+        # what a notebook's metadata asks its host for, when a GPU runtime (`Notebook.gpu_runtime`)
+        self.gpu_runtime: str | None = None
         self._by_use: dict[tuple[int, str], Value] = {}
         self._memo: dict[int, Value] | None = None  # during one value_of question
         self.shared: dict[object, object] = {}  # whole-file analyses rules share, built on first need

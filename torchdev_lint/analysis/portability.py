@@ -1200,6 +1200,10 @@ def runs_without_cuda(ctx, ancestors: Sequence[cst.CSTNode], library: bool = Fal
     if targets is not None:
         machines = ", ".join(t for t in targets if t not in _CUDA_TARGETS)
         return Verdict(True, ((module, f"target-devices names {machines}: the code must run without CUDA"),))
+    if ctx.gpu_runtime is not None:
+        return Verdict(False, ((module, f"the notebook asks its host for a GPU runtime ({ctx.gpu_runtime} in its "
+                                        "metadata): it is written for a machine with CUDA; --target-devices "
+                                        "cpu,cuda says it must run without"),), unknown_intent=True)
     for scope in reversed(ancestors):
         step = facts.device_generic.get(scope)
         if step is not None:
