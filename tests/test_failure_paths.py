@@ -168,6 +168,10 @@ def test_a_project_function_named_cuda_is_not_tensor_cuda(project, capsys):
      "device = 'cpu' if args.no_cuda else 'cuda'\nnet = Net().to(device)\n", True),
     ("p.add_argument('--gpu', dest='use_gpu', action='store_true')\nargs = p.parse_args()\n"
      "if args.use_gpu:\n    print('gpu')\n", True),
+    # `--cuda` with store_false: on by default, and giving it turns CUDA off
+    ("p.add_argument('--cuda', default=True, action='store_false')\nargs = p.parse_args()\n"
+     "if args.cuda:\n    print('gpu')\n", True),
+    ("p.add_argument('--cuda', default=True, action='store_false')\nargs = p.parse_args()\n", False),
 ])
 def test_an_option_counts_as_a_cpu_path_only_when_the_script_reads_it(project, capsys, script, certain):
     write(project, {"train.py": "import argparse\nimport torch\np = argparse.ArgumentParser()\n" + script

@@ -232,7 +232,7 @@ def _cpu_choice(node: cst.CSTNode, source: str) -> str | None:
         return "chooses the CPU when the condition says so"  # `if cfg["gpu"]: device = "cuda"` / `else: ... "cpu"`
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "add_argument":
         action = _keyword(node, "action")
-        opt_in = isinstance(action, cst.SimpleString) and action.evaluated_value == "store_true"
+        action = action.evaluated_value if isinstance(action, cst.SimpleString) else None
         dest = _keyword(node, "dest")
         for arg in node.args:
             if not isinstance(arg.value, cst.SimpleString):
@@ -243,8 +243,10 @@ def _cpu_choice(node: cst.CSTNode, source: str) -> str | None:
                 continue
             if option in _CPU_OPTIONS and not _gpu_indices(node):
                 return f"offers {option} on the command line"
-            if opt_in and option in _OPT_IN_GPU_OPTIONS:
+            if action == "store_true" and option in _OPT_IN_GPU_OPTIONS:
                 return f"runs on the CPU unless {option} is given"
+            if action == "store_false" and option in _OPT_IN_GPU_OPTIONS:
+                return f"runs on the CPU when {option} is given (it turns the flag off)"
     return None
 
 
