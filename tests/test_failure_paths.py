@@ -160,6 +160,19 @@ def test_a_project_function_named_cuda_is_not_tensor_cuda(project, capsys):
     assert findings(capsys, project, "TDL001") == [("validate.py", 7, "TDL001", "certain")]
 
 
+@pytest.mark.parametrize("choice, certain", [
+    # a device only printed or logged decides nothing: the run places everything on CUDA
+    ("print('running on', 'cuda:0' if torch.cuda.is_available() else 'cpu')\n", False),
+    ("logger.info('device: %s', 'cuda' if torch.cuda.is_available() else 'cpu')\n", False),
+    ("device = 'cuda:0' if torch.cuda.is_available() else 'cpu'\nprint(torch.ones(1).to(device))\n", True),
+])
+def test_a_device_only_shown_is_no_cpu_choice(project, capsys, choice, certain):
+    write(project, {"train.py": "import logging\nimport torch\nlogger = logging.getLogger()\n" + choice
+                    + "def step(x):\n    return x.cuda()\nstep(torch.ones(1))\n"})
+    (finding,) = findings(capsys, project, "TDL001")
+    assert finding[3] == ("certain" if certain else "possible")
+
+
 @pytest.mark.parametrize("script, certain", [
     # `--cuda` parsed and never read: the script offers no CPU path, whatever its help says
     ("p.add_argument('--cuda', action='store_true')\nargs = p.parse_args()\n", False),

@@ -298,6 +298,18 @@ def _note_unread_choice(ctx, module: cst.Module, assignment: cst.Assign | cst.An
         unread.add(id(value))
 
 
+# Calls that only show their arguments: a device expression handed to one decides nothing.
+_REPORTING_METHODS = frozenset({"info", "debug", "warning", "warn", "log", "write"})
+
+
+def _only_reports(call: cst.Call) -> bool:
+    """``print(...)``, ``logging.info(...)``, ``logger.warning(...)``, ``sys.stdout.write(...)``."""
+    func = call.func
+    if isinstance(func, cst.Name):
+        return func.value == "print"
+    return isinstance(func, cst.Attribute) and func.attr.value in _REPORTING_METHODS
+
+
 def _note_rebound_choices(body: Sequence[cst.CSTNode], unread: set[int]) -> None:
     """``device = "cuda:0" if torch.cuda.is_available() else "cpu"`` followed at once by
     ``device = "mps"``: the choice is bound again before anything reads it, so it says
@@ -521,6 +533,9 @@ def _facts(ctx, module: cst.Module) -> _FileFacts:
             _note_rebound_choices(node.body, unread)
         if kind is cst.Assign or kind is cst.AnnAssign or kind is cst.If:
             _note_unread_choice(ctx, module, node, unread)
+        elif kind is cst.Call and _only_reports(node):
+            # `print("running on", "cuda:0" if torch.cuda.is_available() else "cpu")` places nothing
+            unread.update(id(arg.value) for arg in node.args)
         if facts.cpu_choice is None and kind.__name__ in _SAY_CPU_CHOICE and id(node) not in unread:
             why = _cpu_choice(node, ctx.source)
             if why is not None:
