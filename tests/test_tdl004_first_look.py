@@ -1358,3 +1358,61 @@ def test_a_part_loads_weights_no_whole_model_checkpoint_fits(saved, confidence):
                         "the part's own, from elsewhere"]
     else:
         assert not said
+
+
+LIGHTNING = """\
+    import torch
+    import pytorch_lightning as pl
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    def fit(model, data, checkpoint_callback):
+        trainer = pl.Trainer(callbacks=[checkpoint_callback])
+        trainer.fit(model, data)
+        path = {path}
+        model.load_state_dict(torch.load(path)["state_dict"])
+        return model.to(device)
+"""
+
+
+@pytest.mark.parametrize("path, confidence", [
+    # the checkpoint the run's trainer just wrote: read back on the machine that wrote it
+    ("checkpoint_callback.best_model_path", "possible"),
+    ("checkpoint_callback.last_model_path", "possible"),
+    # a file the caller names: trained anywhere
+    ("data.pretrained", "certain"),
+])
+def test_a_lightning_checkpoint_of_the_run_is_read_where_it_was_written(path, confidence):
+    assert found(LIGHTNING.format(path=path)) == [(8, 27, confidence)]
+
+
+PLUGINS = {
+    "checkpoint.py": """\
+        import torch
+        class CheckpointPlugin:
+            def __init__(self, bestModelPath):
+                self.bestModelPath = bestModelPath
+            def after_eval(self, strategy):
+                strategy.model.to(strategy.device)
+                torch.save(strategy.model.state_dict(), self.bestModelPath)
+    """,
+    "reload.py": """\
+        import torch
+        class ReloadPlugin:
+            def __init__(self, bestModelPath, initialPath, device):
+                self.bestModelPath = bestModelPath
+                self.initialPath = initialPath
+                self.device = device
+            def after_training(self, strategy):
+                strategy.model.load_state_dict(torch.load(self.{attribute}))
+                strategy.model.to(self.device)
+    """,
+}
+
+
+@pytest.mark.parametrize("attribute, confidence", [
+    # the path a checkpoint plugin of the project saves to, under the same name: one run's file
+    ("bestModelPath", "possible"),
+    ("initialPath", "certain"),  # no save writes a path of that name: from elsewhere
+])
+def test_an_object_path_the_projects_saver_writes_is_read_back_in_the_run(attribute, confidence):
+    files = {**PLUGINS, "reload.py": PLUGINS["reload.py"].format(attribute=attribute), **TRAINER}
+    assert [(f.line, f.confidence.value) for f in lint_beside(files, "reload.py")] == [(8, confidence)]

@@ -2732,6 +2732,16 @@ class ProjectIndex:
             self._memo[key] = f"{self._shown(found[0][0])}:{found[0][1]}" if found else None
         return self._memo[key]
 
+    def saved_under(self, tail: str) -> str | None:
+        """A module whose torch save writes a path kept under the attribute or key ``tail``
+        (``torch.save(best, self.bestModelPath)``: ``ModuleFacts.saved_tails``), shown
+        relative to the project; None when none does."""
+        key = ("saved under", tail)
+        if key not in self._memo:
+            found = sorted(m.path for modules in self.modules.values() for m in modules if tail in m.saved_tails)
+            self._memo[key] = self._shown(found[0]) if found else None
+        return self._memo[key]
+
     def saved_whole_around(self, part: str) -> str | None:
         """Every save of weights from a device writes a whole model that has ``part`` (its
         class, or a base of it, assigns ``self.<part>``): the keys of such a checkpoint start

@@ -1240,6 +1240,36 @@ def written_by_another_method(ctx, ancestors, call: cst.Call) -> cst.Call | None
                     lambda: _class_writes(ctx, ancestors[0], klass, shape, loading))
 
 
+# What Lightning's ModelCheckpoint calls the files the run's trainer wrote.
+_TRAINER_CHECKPOINTS = ("best_model_path", "last_model_path")
+
+
+def handed_the_savers_path(ctx, ancestors, call: cst.Call) -> str | None:
+    """The load reads a path its run handed a saver too: the checkpoint a Lightning trainer
+    wrote (``checkpoint_callback.best_model_path``, or an attribute that keeps it, such as
+    ``self._best_model_path``), or an object's path (``self.bestModelPath``) that a torch
+    save of the project writes under the same name (a checkpoint plugin and the plugin that
+    reloads the best model, both built with the script's ``bestModelPath``). What the run
+    wrote is read back on the machine that wrote it. Why, or None."""
+    target = loaded_file(call)
+    if isinstance(target, cst.Name):  # `path = ckpt.best_model_path` then `torch.load(path)`
+        scope = _scope_of(ancestors)
+        sites = ctx.bindings(scope).get(target.value, ()) if scope is not None else ()
+        if len(sites) == 1 and isinstance(sites[0], cst.Assign):
+            target = sites[0].value
+    if not isinstance(target, cst.Attribute):
+        return None
+    name = target.attr.value
+    if name.endswith(_TRAINER_CHECKPOINTS):
+        return (f"`{code_of(target)}` is where the run's Lightning checkpoint callback wrote the trainer's "
+                "checkpoint")
+    if not (isinstance(target.value, cst.Name) and target.value.value == "self") or ctx.index is None:
+        return None
+    saver = ctx.index.saved_under(name)
+    return None if saver is None else (f"the project saves to a path it keeps under the same name "
+                                       f"(`{name}`, {saver}): the run hands its savers and this object one file")
+
+
 def saved_earlier_in_every_run(ctx, ancestors, call: cst.Call) -> str | None:
     """Every run that reaches the load has called a torch save first, in the load's own
     function or in its callers however deep (``ProjectIndex.saved_earlier_in_every_run``):

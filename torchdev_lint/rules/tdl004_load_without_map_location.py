@@ -471,6 +471,9 @@ class LoadWithoutMapLocation(Rule):
         if earlier is not None:
             yield (node, f"every run that gets here has saved a checkpoint first ({earlier}): this reads back "
                          "what that run wrote, on the machine that wrote it")
+        handed = provenance.handed_the_savers_path(ctx, ancestors, node)
+        if handed is not None:
+            yield (node, f"{handed}: this reads back what that run wrote, on the machine that wrote it")
         writer = provenance.written_by_another_method(ctx, ancestors, node)
         if writer is not None:
             yield (writer, "another method of the same class writes a file of that name: the object may "
