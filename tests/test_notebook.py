@@ -160,3 +160,23 @@ def test_a_notebook_that_asks_its_host_for_a_gpu_is_written_for_cuda(tmp_path, r
     # the default output sets it aside, and says so
     status, out, _ = run_cli("--isolated", "--select", "TDL001", "colab.ipynb", cwd=tmp_path)
     assert status == 0 and "1 of them in code judged CUDA-only" in out
+
+
+def test_a_notebook_class_is_not_the_project_class_of_the_same_name(tmp_path, run_cli):
+    # models/layers.py has its own `Scale`, which the project moves to a GPU; the notebook's
+    # `Scale` is another class: what decides is whether the notebook moves it
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models/__init__.py").write_text("")
+    (tmp_path / "models/layers.py").write_text(
+        "import torch\nimport torch.nn as nn\nclass Scale(nn.Module):\n    def forward(self, x):\n"
+        "        return x\nnet = Scale().to('cuda')\n")
+    define = ("import torch\nimport torch.nn as nn\nclass Scale(nn.Module):\n    def __init__(self):\n"
+              "        super().__init__()\n        self.offset = torch.zeros(2)\n"
+              "    def forward(self, x):\n        return x + self.offset\n")
+    for use, confidence in (("s = Scale()\nprint(s(torch.ones(2)))\n", "possible"),
+                            ("s = Scale().to('cuda')\nprint(s(torch.ones(2, device='cuda')))\n", "certain")):
+        write_notebook(tmp_path / "explore.ipynb", _cells(define, use))
+        _, out, err = run_cli("--isolated", "--preview", "--select", "TDL006", "--format", "json", ".",
+                              cwd=tmp_path)
+        found = [(f["path"], f["confidence"]) for f in json.loads(out)]
+        assert found == [("explore.ipynb", confidence)], (use, err)

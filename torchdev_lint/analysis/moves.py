@@ -141,7 +141,7 @@ def module_moved_by_project(ctx, klass: cst.ClassDef) -> tuple[cst.CSTNode, str]
     the accelerator (``set_default_tensor_type(torch.cuda.HalfTensor)``): the "CPU" tensors
     of the module are built there too."""
     name = klass.name.value
-    index = ctx.index if ctx.index is not None else _one_file_index(ctx)
+    index = ctx.index if ctx.index is not None and _indexed(ctx) else _one_file_index(ctx)
     if index is None or not index.moved_to_device(name, ctx.path) or index.default_device() is not None:
         return None
     return klass.name, (f"the project moves `{name}` modules to a device (`.to(device)`/`.cuda()` of one, "
@@ -159,7 +159,7 @@ def module_built_unmoved(ctx, klass: cst.ClassDef) -> tuple[cst.CSTNode, str] | 
     training script) and moves none of them: whatever the module keeps stays on the CPU, so a
     CPU tensor it holds meets the inputs' device at its use, buffer or not. None otherwise."""
     name = klass.name.value
-    index = ctx.index if ctx.index is not None else _one_file_index(ctx)
+    index = ctx.index if ctx.index is not None and _indexed(ctx) else _one_file_index(ctx)
     if index is None or not index.builds(name) or index.moved_to_device(name, ctx.path) \
             or index.default_device() is not None:
         return None
@@ -167,14 +167,22 @@ def module_built_unmoved(ctx, klass: cst.ClassDef) -> tuple[cst.CSTNode, str] | 
                         "the CPU, a buffer too")
 
 
+def _indexed(ctx) -> bool:
+    """The project index holds the checked file: not a notebook, whose classes no other file
+    can import (a class of the same name elsewhere is another class), nor stdin."""
+    return ctx.path.endswith(".py") and ctx.index.holds(ctx.path)
+
+
 def _one_file_index(ctx):
     """The project index of the checked file alone, for a check run without one (the API on
-    a string): what the file itself moves. Built once per file, on the first question."""
+    a string) or of a file it does not hold (a notebook): what the file itself moves. Built
+    once per file, on the first question."""
     from torchdev_lint.analysis import project_index
 
     def build():
         index = project_index.ProjectIndex()
-        index.add(ctx.path if ctx.path != "-" else "<stdin>.py", ctx.source)
+        path = "<stdin>.py" if ctx.path == "-" else ctx.path if ctx.path.endswith(".py") else f"{ctx.path}.py"
+        index.add(path, ctx.source)  # the index reads Python files: a notebook's code cells as one
         return index
 
     return ctx.once(("one-file index",), build)

@@ -2698,6 +2698,10 @@ class ProjectIndex:
         """Module path -> the project modules whose top level imports it (``top_imports``)."""
         return self._importer_map(("top importers",), lambda module: module.top_imports)
 
+    def holds(self, path: str) -> bool:
+        """The index read the file at ``path`` (not a notebook, nor a file outside the run)."""
+        return os.path.abspath(path) in self.paths
+
     def _module_at(self, path: str) -> ModuleFacts | None:
         return next((m for m in self.modules.get(self.paths.get(path) or "", []) if m.path == path), None)
 
