@@ -160,6 +160,22 @@ def test_a_project_function_named_cuda_is_not_tensor_cuda(project, capsys):
     assert findings(capsys, project, "TDL001") == [("validate.py", 7, "TDL001", "certain")]
 
 
+@pytest.mark.parametrize("helper, certain", [
+    # the imported `run` moves each batch to the device it picks, CPU included: a CPU run of
+    # the script reaches its hardcoded `.cuda()`
+    ("    return net(batch.to('cuda:0' if torch.cuda.is_available() else 'cpu'))\n", True),
+    ("    return net(batch.to('cuda:0'))\n", False),
+    ("    print('on', 'cuda:0' if torch.cuda.is_available() else 'cpu')\n    return net(batch.cuda())\n", False),
+])
+def test_a_script_runs_where_the_helper_it_imports_chooses(project, capsys, helper, certain):
+    write(project, {"loops.py": "import torch\ndef run(net, batch):\n" + helper,
+                    "train.py": "import torch\nfrom loops import run\ndef main():\n"
+                                "    net = torch.nn.Linear(2, 2).cuda()\n    print(run(net, torch.ones(2)))\n"
+                                "if __name__ == '__main__':\n    main()\n"})
+    found = [f for f in findings(capsys, project, "TDL001") if f[0] == "train.py"]
+    assert found == [("train.py", 4, "TDL001", "certain" if certain else "possible")]
+
+
 @pytest.mark.parametrize("choice, certain", [
     # a device only printed or logged decides nothing: the run places everything on CUDA
     ("print('running on', 'cuda:0' if torch.cuda.is_available() else 'cpu')\n", False),

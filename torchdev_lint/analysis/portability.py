@@ -250,6 +250,20 @@ def _cpu_choice(node: cst.CSTNode, source: str) -> str | None:
     return None
 
 
+def _choice_of(ctx, node: cst.CSTNode) -> str | None:
+    """What ``node`` says about the file offering a CPU path (``_cpu_choice``), or, for a
+    call of a project function imported from another module that chooses the CPU itself
+    (``run(net, loader)`` of a ``run`` that moves batches to ``"cuda:0" if ... else "cpu"``):
+    the run that makes the call runs where that function chooses."""
+    why = _cpu_choice(node, ctx.source)
+    if why is not None or type(node) is not cst.Call or ctx.index is None or ctx.path == "-":
+        return why
+    qualified = ctx.qualified_name(node.func)
+    where = ctx.index.chooses_cpu(qualified, ctx.path) if qualified and "." in qualified else None
+    return f"calls `{code_of(node.func)}`, which chooses the CPU when the condition says so ({where})" \
+        if where is not None else None
+
+
 def _places_on_cpu(ctx, module: cst.Module, assignment: cst.Assign) -> bool:
     """``device = torch.device("cpu")`` at the top of a script, the name's only binding there,
     and something moved to it (``classifier.to(device)``): the run is placed on the CPU. Not a
@@ -535,9 +549,9 @@ def _facts(ctx, module: cst.Module) -> _FileFacts:
             _note_unread_choice(ctx, module, node, unread)
         elif kind is cst.Call and _only_reports(node):
             # `print("running on", "cuda:0" if torch.cuda.is_available() else "cpu")` places nothing
-            unread.update(id(arg.value) for arg in node.args)
+            unread.update(id(arg.value) for arg in node.args if type(arg.value) is cst.IfExp)
         if facts.cpu_choice is None and kind.__name__ in _SAY_CPU_CHOICE and id(node) not in unread:
-            why = _cpu_choice(node, ctx.source)
+            why = _choice_of(ctx, node)
             if why is not None:
                 facts.cpu_choice = (node, f"the file runs without CUDA: it {why}")
         if kind is cst.Assign and id(node) in top_level and _places_on_cpu(ctx, module, node):
@@ -1252,7 +1266,7 @@ def _reach(ctx, module: cst.Module, facts: _FileFacts) -> reach.Reach:
 
     def is_choice(node: cst.CSTNode) -> str | None:
         why = facts.cpu_placements.get(id(node)) if type(node) is cst.Assign else \
-            None if id(node) in facts.unread else _cpu_choice(node, ctx.source)
+            None if id(node) in facts.unread else _choice_of(ctx, node)
         return None if why is None else f"the file runs without CUDA: it {why}"
 
     def needs_cuda(parent: cst.CSTNode, child: cst.CSTNode) -> bool:

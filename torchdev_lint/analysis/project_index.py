@@ -98,6 +98,8 @@ class ModuleFacts:
     # with a CPU branch (`"cuda" if ... else "cpu"`) or of a CPU command-line option
     # (`--cpu`, `--no-cuda`, `--device`); "" when it shows none
     cpu_choice: str = ""
+    # its top-level functions that make such a choice, "name:line" (`cpu_choice_defs`)
+    cpu_choice_defs: list[str] = field(default_factory=list)
     # its `torch.save` calls of weights (not of an optimizer's, scheduler's or scaler's state),
     # as "cpu:N" when the saving function moves tensors to the CPU before line N
     # (`state_dict[k] = v.cpu()`, `model.cpu()`), "plain:N" otherwise, then ":A|B" where the
@@ -736,19 +738,41 @@ def cpu_choice(text: str, lines: "_Lines") -> str:
     option that turns CUDA off or picks the device ("line N"); "" when it shows none. The
     text-level counterpart of ``portability``'s file-level choice, for the files that import
     a module. A choice bound to a name nothing reads is boilerplate, not a choice."""
+    first = next(_cpu_choices(text, lines), None)
+    return f"line {first}" if first is not None else ""
+
+
+def cpu_choice_defs(tree: ast.Module, choices: set[int]) -> list[str]:
+    """The module's top-level functions whose code makes one of the CPU choices at the lines
+    ``choices`` (``def run(net, loader): ... .to("cuda:0" if torch.cuda.is_available() else
+    "cpu")``), each "name:line" of its first: a script that calls one runs where it chooses,
+    as with a helper of its own."""
+    found = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            inside = [line for line in choices if node.lineno <= line <= (node.end_lineno or node.lineno)]
+            if inside:
+                found.append(f"{node.name}:{min(inside)}")
+    return found
+
+
+def _cpu_choices(text: str, lines: "_Lines") -> Iterator[int]:
+    """The line of each CPU choice ``cpu_choice`` counts, in order."""
     if "cpu" not in text and "--device" not in text or feeds_data_parallel(text):
-        return ""
+        return
     unread: set[str] = set()  # options already found unread: one search each
     names: frozenset[str] | None = None
     for found in _CPU_CHOICE.finditer(text):
         if found.group(1) is not None:  # an option: counts when the script reads it
             option = "--" + found.group(1)
             if option not in unread and reads_option(text, option):
-                return f"line {lines.of(found.start())}"
+                yield lines.of(found.start())
             unread.add(option)
             continue
         # the line that binds the choice: the `else:` branch's own line for an if statement
         start = found.start("assigned") if found.group("assigned") else text.rfind("\n", 0, found.start()) + 1
+        if _REPORTS.match(text, start):
+            continue  # `print("running on", "cuda" if ... else "cpu")`: shown, not chosen
         if not found.group("assigned") and FOLLOWS_A_TENSOR.search(text, start, found.start()):
             continue  # `"cuda" if x.is_cuda else "cpu"`: where the data is, no machine chosen
         bound = _BOUND.match(text, start)
@@ -757,10 +781,10 @@ def cpu_choice(text: str, lines: "_Lines") -> str:
         if bound is not None and names is None:
             names = read_names(text)
         if bound is None or bound.group(1) in names and not only_maps_loads(text, bound.group(1)):
-            return f"line {lines.of(found.start())}"
-    return ""
+            yield lines.of(found.start())
 
 
+_REPORTS = re.compile(r"[ \t]*(?:print|[\w.]+\.(?:info|debug|warning|warn|log|write))\(")
 _LIST_LOADER = re.compile(r"\bDataListLoader\s*\(")
 
 
@@ -1665,6 +1689,8 @@ def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | No
     facts.groups = process_groups(tree, text)
     facts.cpu_path = cpu_path(text, lines)
     facts.cpu_choice = cpu_choice(text, lines)
+    if facts.cpu_choice:
+        facts.cpu_choice_defs = cpu_choice_defs(tree, set(_cpu_choices(text, lines)))
     if "is_available" in text or "cuda." in text:
         facts.stops_without_cuda = stops_without_cuda(reader, tree)
     facts.top_imports = top_imports(tree, facts.name, reader.is_init)
@@ -1888,6 +1914,14 @@ class ProjectIndex:
         from outside the project or one no module defines."""
         found = self._find(qualified, origin)
         return None if found is None or found[0] == "external" else found
+
+    def chooses_cpu(self, qualified: str, origin: str | None = None) -> str | None:
+        """``qualified`` is a project function whose code chooses the CPU to run on
+        (``ModuleFacts.cpu_choice_defs``): where its module does, or None."""
+        found = self.locate(qualified, origin)
+        line = next((entry.rpartition(":")[2] for entry in found[0].cpu_choice_defs
+                     if entry.rpartition(":")[0] == found[1]), None) if found is not None else None
+        return f"{self._shown(found[0].path)}:{line}" if line is not None else None
 
     def saves_when_called(self, qualified: str, origin: str | None = None) -> bool:
         """``qualified`` is a project function or class whose code calls ``torch.save``
