@@ -80,6 +80,8 @@ NEW_TENSOR_FACTORIES = frozenset(
 )
 # Factories whose values come from a random generator (CPU and CUDA ones differ).
 RANDOM_FACTORIES = frozenset("rand randn randint randperm".split())
+# Methods that only log or show what they are given (`logger.info(...)`, `writer.add_scalar(...)`).
+LOG_METHODS = frozenset({"log", "log_dict", "info", "debug", "warning", "add_scalar", "write"})
 # wrappers that spread a model over GPUs: code that builds one is written for GPUs
 GPU_WRAPPERS = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DataParallel",
                           "torch.nn.parallel.DistributedDataParallel",

@@ -312,16 +312,13 @@ def _note_unread_choice(ctx, module: cst.Module, assignment: cst.Assign | cst.An
         unread.add(id(value))
 
 
-# Calls that only show their arguments: a device expression handed to one decides nothing.
-_REPORTING_METHODS = frozenset({"info", "debug", "warning", "warn", "log", "write"})
-
-
 def _only_reports(call: cst.Call) -> bool:
-    """``print(...)``, ``logging.info(...)``, ``logger.warning(...)``, ``sys.stdout.write(...)``."""
+    """``print(...)``, ``logging.info(...)``, ``logger.warning(...)``, ``sys.stdout.write(...)``:
+    a call that only shows its arguments, so a device expression handed to one decides nothing."""
     func = call.func
     if isinstance(func, cst.Name):
         return func.value == "print"
-    return isinstance(func, cst.Attribute) and func.attr.value in _REPORTING_METHODS
+    return isinstance(func, cst.Attribute) and func.attr.value in kinds.LOG_METHODS
 
 
 def _note_rebound_choices(body: Sequence[cst.CSTNode], unread: set[int]) -> None:

@@ -784,7 +784,7 @@ def _cpu_choices(text: str, lines: "_Lines") -> Iterator[int]:
             yield lines.of(found.start())
 
 
-_REPORTS = re.compile(r"[ \t]*(?:print|[\w.]+\.(?:info|debug|warning|warn|log|write))\(")
+_REPORTS = re.compile(rf"[ \t]*(?:print|[\w.]+\.(?:{'|'.join(sorted(kinds.LOG_METHODS))}))\(")
 _LIST_LOADER = re.compile(r"\bDataListLoader\s*\(")
 
 

@@ -23,6 +23,7 @@ from torchdev_lint.analysis.guards import code_of as code
 from torchdev_lint.analysis.imports import dotted_name
 from torchdev_lint.analysis.moves import keyword_argument, names_cpu
 from torchdev_lint.analysis.kinds import (
+    LOG_METHODS,
     NEW_TENSOR_FACTORIES,
     NON_TENSOR_ATTRIBUTES,
     NON_TENSOR_METHODS,
@@ -40,7 +41,6 @@ _PLACING_COPIES = frozenset({"torch.as_tensor", "torch.tensor", "torch.asarray"}
 # Calls that only read, log or convert their argument to Python values.
 _READERS = frozenset("""len print str repr int float bool isinstance format hash id type
     logging.info logging.debug logging.warning""".split())
-_LOG_METHODS = frozenset({"log", "log_dict", "info", "debug", "warning", "add_scalar", "write"})
 # Calls that hand their tensor arguments on to a function they run (activation
 # checkpointing): whether those meet is up to that function, out of sight.
 _FORWARDERS = frozenset({"checkpoint", "checkpoint_sequential"})
@@ -118,6 +118,7 @@ class Uses:
         self.yields = False
         # `f.<attr> = value` inside `f`: a cache kept on the function object
         self.own_attributes: dict[str, list[cst.BaseExpression | None]] = {}
+        self._cpu_built: dict[str, bool] = {}  # method name -> `returns_cpu_built` of it
         self.carry = False  # following a parameter: reaching `return` carries it out
         self.carried = False
         self._weighing: set[str] = set()
@@ -304,7 +305,7 @@ class Uses:
         say), where the values are handed on, not shown to meet."""
         func = call.func
         name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
-        return name not in _MOVES and name not in _READERS and name not in _LOG_METHODS \
+        return name not in _MOVES and name not in _READERS and name not in LOG_METHODS \
             and name not in _FORWARDERS \
             and name not in ("append", "extend", "insert", "add", "update", "setdefault", "get") \
             and not (self.callees is not None and self.callees.target(call, self.klass, self.self_name) is not None)
@@ -353,8 +354,11 @@ class Uses:
         (``returns_cpu_built``)."""
         if self.klass is None or not (isinstance(func.value, cst.Name) and func.value.value == self.self_name):
             return False
-        method = next((m for m, _ in methods(self.klass) if m.name.value == func.attr.value), None)
-        return method is not None and returns_cpu_built(method, self.qualify)
+        name = func.attr.value
+        if name not in self._cpu_built:  # asked at every call of it that `from_inputs` meets
+            method = next((m for m, _ in methods(self.klass) if m.name.value == name), None)
+            self._cpu_built[name] = method is not None and returns_cpu_built(method, self.qualify)
+        return self._cpu_built[name]
 
     def _top_level(self, node: cst.CSTNode) -> bool:
         """Is ``node`` in a statement of the function's own body (no branch or loop)?"""
@@ -507,7 +511,7 @@ class Uses:
             return True
         name = dotted_name(call.func) or ""
         last = name.rsplit(".", 1)[-1]
-        if name in _READERS or last in _LOG_METHODS:
+        if name in _READERS or last in LOG_METHODS:
             return False
         if name == "zip" and isinstance(self.parents.get(id(call)), (cst.For, cst.CompFor)) and (
             self.parents[id(call)].iter is call and self._rows_0_dim(arg.value)
