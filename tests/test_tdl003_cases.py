@@ -85,6 +85,21 @@ def test_a_tensor_built_on_a_device_stays_there_through_reshapes(rebinding, conf
     assert [(f.line, f.confidence.value) for f in result.findings] == [(5, confidence)]
 
 
+@pytest.mark.parametrize("cast, confidence", [
+    # a CUDA tensor type copies to the GPU: the dropped move after it may do nothing
+    ("masks.type(torch.cuda.FloatTensor)", "possible"),
+    ("masks.type('torch.cuda.FloatTensor')", "possible"),
+    # a CPU tensor type keeps it on the CPU: the dropped move is what would place it
+    ("masks.type(torch.FloatTensor)", "certain"),
+])
+def test_a_cast_to_a_cuda_tensor_type_places_the_tensor(cast, confidence):
+    code = ("import torch\ndef run(mask, image, gen, device):\n    image = image.to(device)\n"
+            "    masks = torch.from_numpy(mask)\n    masks = " + cast + "\n    masks.to(device)\n"
+            "    return gen(image * masks)\n")
+    result = lint_source("example.py", code, [RULE], preview=True)
+    assert [(f.line, f.confidence.value) for f in result.findings] == [(6, confidence)]
+
+
 @pytest.mark.parametrize("dropped, confidence", [
     # an input: by the convention that puts the rest on the module's device, it arrives there too
     ("        labels.cuda()\n", "possible"),

@@ -302,6 +302,17 @@ def moves_to_cpu(call: cst.Call) -> bool:
 DATA_FACTORIES = frozenset({"tensor", "as_tensor", "asarray"})
 
 
+def casts_to_cuda_type(call: cst.Call) -> bool:
+    """``x.type(torch.cuda.FloatTensor)`` (or the type's name as a string): a CUDA tensor
+    type copies the tensor to the GPU, as ``.cuda()`` does."""
+    if not (isinstance(call.func, cst.Attribute) and call.func.attr.value == "type" and len(call.args) == 1):
+        return False
+    first = call.args[0].value
+    name = first.value.strip("\"'") if isinstance(first, cst.SimpleString) else dotted_name(first) or ""
+    parts = name.split(".")
+    return len(parts) >= 2 and parts[-2] == "cuda" and parts[-1].endswith("Tensor")
+
+
 def data_may_be_one_number(call: cst.Call) -> bool:
     """``torch.tensor(v)`` of data the code does not show to hold elements (a value that may
     be one number) may be 0-dim, and a 0-dim CPU tensor meets tensors on any device: only a
@@ -333,6 +344,8 @@ def method_call_value(receiver: Value, method: str, call: cst.Call) -> Value:
             return UNKNOWN
         if method == "cpu" or (method == "type" and moves_to_cpu(call)):
             return CPU_TENSOR
+        if method == "type" and casts_to_cuda_type(call):
+            return Value(Kind.TENSOR, maybe_accelerator=True, placed=True)
         if method == "to" and changes_dtype_only(call):
             return receiver
         if method in _MOVE_METHODS:

@@ -1066,8 +1066,7 @@ def _to_cuda(call: cst.Call) -> bool:
     if method == "cuda":
         return all(a.keyword is None for a in call.args)
     if method == "type":
-        parts = code_of(call.args[0].value).strip("\"'").split(".") if len(call.args) == 1 else []
-        return len(parts) >= 2 and parts[-2] == "cuda" and parts[-1].endswith("Tensor")
+        return kinds.casts_to_cuda_type(call)
     first = call.args[0].value if method == "to" and call.args else None
     return isinstance(first, cst.SimpleString) and str(first.evaluated_value).split(":")[0] == "cuda"
 
