@@ -1757,6 +1757,28 @@ def test_a_mover_that_builds_the_optimizer_again_after_its_move(project, capsys,
     assert [f[3] for f in findings(capsys, project, "TDL005") if f[1] == 9] == [confidence]
 
 
+@pytest.mark.parametrize("to_method, helper, confidence", [
+    # the mover hands the optimizer to a helper of another module that moves its state
+    ("        optimizer_to(self.optimizer, device)\n", "from util import optimizer_to\n", "possible"),
+    # the same helper, given something else
+    ("        optimizer_to(self.other, device)\n", "from util import optimizer_to\n", "certain"),
+    # a helper of this file that moves its argument's state
+    ("        move_state(self.optimizer, device)\n",
+     "def move_state(opt, device):\n    for state in opt.state.values():\n"
+     "        for k, v in state.items():\n            state[k] = v.to(device)\n", "possible"),
+])
+def test_a_wrapper_whose_to_moves_the_optimizer_state_with_a_helper(project, capsys, to_method, helper, confidence):
+    write(project, {
+        "util.py": ("import torch\ndef optimizer_to(optim, device):\n    for param in optim.state.values():\n"
+                    "        if isinstance(param, dict):\n            for sub in param.values():\n"
+                    "                sub.data = sub.data.to(device)\n"),
+        "wrapper.py": ("import torch\n" + helper + "class Model:\n    def __init__(self, net):\n        self.net = net\n"
+                       "        self.optimizer = torch.optim.Adam(self.net.parameters())\n"
+                       "    def load_state_dict(self, state):\n        self.optimizer.load_state_dict(state['optimizer'])\n"
+                       "    def to(self, device):\n        self.net.to(device)\n" + to_method)})
+    assert [f[3] for f in findings(capsys, project, "TDL005")] == [confidence]
+
+
 @pytest.mark.parametrize("holder, confidence", [
     ("trainer.optimizer = optimizer\n    for state in trainer.optimizer.state.values():", "possible"),
     ("for state in optimizer.state.values():", "possible"),

@@ -180,6 +180,11 @@ class ModuleFacts:
     guarded_devices: list[str] = field(default_factory=list)
     unguarded_devices: list[str] = field(default_factory=list)
     init_calls: dict[str, list[str]] = field(default_factory=dict)
+    # its top-level functions that move the state of an optimizer they are handed,
+    # "name:position" (`def optimizer_to(optim, device): for p in optim.state.values(): ...
+    # p.data = p.data.to(device)`): a call of one puts the state where the parameters went
+    # (`state_movers`, `ProjectIndex.moves_optimizer_state`)
+    state_movers: list[str] = field(default_factory=list)
     # attributes a method of ``MOVE_OVERRIDES`` assigns (`m.stride = fn(m.stride)` in `_apply`)
     override_moved: list[str] = field(default_factory=list)
     # each call it makes, with its scope and its place in the scope's blocks (`run_order.read`):
@@ -1017,6 +1022,26 @@ def saving_defs(reader: "_Reader", tree: ast.Module, lines: set[int]) -> list[st
             and any(type(n) is ast.Call and reader.qualify(n.func) in kinds.TORCH_SAVERS for n in _walk(node))]
 
 
+def state_movers(tree: ast.Module) -> list[str]:
+    """The module's top-level functions with a loop over ``<param>.state`` (or its
+    ``.values()``/``.items()``) that moves what it holds, as "name:position" of the param."""
+    found = []
+    for node in tree.body:
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        params = [a.arg for a in (*node.args.posonlyargs, *node.args.args)]
+        for loop in (n for n in _walk(node) if isinstance(n, (ast.For, ast.AsyncFor))):
+            iterated = loop.iter.func.value if isinstance(loop.iter, ast.Call) and isinstance(
+                loop.iter.func, ast.Attribute) else loop.iter
+            owner = _dotted(iterated) or ""
+            if owner.endswith(".state") and owner[:-6] in params and any(
+                    isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr in ("to", "cuda")
+                    for c in _walk(loop)):
+                found.append(f"{node.name}:{params.index(owner[:-6])}")
+                break
+    return found
+
+
 def override_moved(tree: ast.Module) -> list[str]:
     """The attributes that a move override of a class assigns: YOLO's ``_apply`` moves the
     detection head's ``stride`` and ``grid`` with the model (``m.stride = fn(m.stride)``),
@@ -1723,6 +1748,8 @@ def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | No
     facts.init_calls = init_calls(tree, calls)
     if _MOVE_OVERRIDE.search(text):
         facts.override_moved = override_moved(tree)
+    if ".state" in text:
+        facts.state_movers = state_movers(tree)
     imported_devices = {local: qualified for local, qualified in facts.names.items() if _names_a_device(local)}
     if facts.stars:  # `from .config import *`: a device name the module reads and does not bind comes from there
         own = set(facts.names) | set(facts.defined) | set(facts.returns) | set(facts.classes)
@@ -1928,6 +1955,15 @@ class ProjectIndex:
         (``ModuleFacts.saving_defs``)."""
         found = self.locate(qualified, origin)
         return found is not None and found[1] in found[0].saving_defs
+
+    def moves_optimizer_state(self, qualified: str, origin: str | None = None) -> int | None:
+        """The position of the optimizer whose state the project function ``qualified``
+        moves (``ModuleFacts.state_movers``), or None."""
+        found = self.locate(qualified, origin)
+        if found is None:
+            return None
+        return next((int(entry.rpartition(":")[2]) for entry in found[0].state_movers
+                     if entry.rpartition(":")[0] == found[1]), None)
 
     def imported_digest(self, path: str) -> str:
         """One digest of the project modules ``path`` imports from (directly): analyses

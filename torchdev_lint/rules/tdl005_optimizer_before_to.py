@@ -273,6 +273,10 @@ class OptimizerBeforeTo(Rule):
         # Optimizers a method keeps on the object (`self.opt = Adam(self.model.parameters())`),
         # for the methods that load their state or move the model: per class (by id).
         self.kept: dict[int, list[_Kept]] = {}
+        self.module: cst.Module | None = None
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self.module = node
 
     def _scope(self) -> cst.CSTNode:
         return self.ctx.function or self.ctx.ancestors[0]
@@ -438,7 +442,8 @@ class OptimizerBeforeTo(Rule):
         elif optimizer.state or replaces:
             evidence.append((node, "nothing in sight uses the optimizer after the move (training may "
                                    "be over): possible"))
-        placed = _places_state(optimizer.scope, optimizer.name) if optimizer.name and optimizer.state else None
+        placed = _places_state(self.ctx, self.module, optimizer.scope, optimizer.name) \
+            if optimizer.name and optimizer.state else None
         if placed is not None:
             meets = None
             evidence.append((placed, f"the code moves `{optimizer.name}.state` itself: the state goes where the "
@@ -502,10 +507,11 @@ class OptimizerBeforeTo(Rule):
                 already = _already_there(move, mover_def, kept.built_in, optimizer.call) or _mover_ran_first(
                     node, mover_def, kept.built_in, optimizer.call) or _rebuilt_after(
                     move, mover_def, kept.built_in, optimizer.name)
-                placed = _places_state(state_def, optimizer.name) if optimizer.name else None
-                if already is None and placed is not None:
-                    already = (placed, f"`{loader}` moves `{optimizer.name}.state` itself: the state goes where "
-                                       "the parameters go")
+                placer = next(((d, found) for d in (state_def, mover_def) if optimizer.name
+                               and (found := _places_state(self.ctx, self.module, d, optimizer.name)) is not None), None)
+                if already is None and placer is not None:
+                    already = (placer[1], f"`{placer[0].name.value}` moves `{optimizer.name}.state` itself: the "
+                                          "state goes where the parameters go")
                 self.report(
                     optimizer.call,
                     f"Optimizer built from `{optimizer.model}` parameters before "
@@ -619,10 +625,13 @@ def _moved_before(scope: cst.CSTNode, optimizer: cst.Call, move: cst.Call) -> tu
     return found[0] if found else None
 
 
-def _places_state(scope: cst.CSTNode, optimizer: str) -> cst.For | None:
+def _places_state(ctx, module: cst.Module, scope: cst.CSTNode, optimizer: str,
+                  depth: int = 0) -> cst.For | cst.Call | None:
     """A loop over ``<optimizer>.state`` that moves what it holds (``state[k] = v.cuda()``),
-    also through a name the optimizer is handed to (``trainer.optimizer = optimizer``): the
-    code puts the optimizer's state on the device itself."""
+    also through a name the optimizer is handed to (``trainer.optimizer = optimizer``), or a
+    call handing the optimizer to a function of the project that has such a loop
+    (``optimizer_to(self.optimizer, device)``): the code puts the optimizer's state on the
+    device itself."""
     names = {optimizer} | {code_of(t.target) for a in collect(scope, cst.Assign)
                            if code_of(a.value) == optimizer for t in a.targets}
     for loop in collect(scope, cst.For):
@@ -631,7 +640,23 @@ def _places_state(scope: cst.CSTNode, optimizer: str) -> cst.For | None:
             if any(isinstance(c.func, cst.Attribute) and c.func.attr.value in ("to", "cuda")
                    for c in collect(loop.body, cst.Call)):
                 return loop
+    for call in collect(scope, cst.Call):
+        handed = [i for i, a in enumerate(call.args) if a.keyword is None and code_of(a.value) in names]
+        if handed and _moves_state_at(ctx, module, call.func, depth) in handed:
+            return call
     return None
+
+
+def _moves_state_at(ctx, module: cst.Module, func: cst.BaseExpression, depth: int) -> int | None:
+    """The position of the optimizer whose state the function ``func`` names moves: a
+    top-level function of this file, or of another module (``ModuleFacts.state_movers``)."""
+    if isinstance(func, cst.Name) and depth == 0:
+        own = next((d for d in module.body if isinstance(d, cst.FunctionDef) and d.name.value == func.value), None)
+        if own is not None:
+            params = [p.name.value for p in (*own.params.posonly_params, *own.params.params)]
+            return next((i for i, p in enumerate(params) if _places_state(ctx, module, own, p, depth + 1)), None)
+    qualified = ctx.qualified_name(func)
+    return ctx.index.moves_optimizer_state(qualified, ctx.path) if qualified and ctx.index is not None else None
 
 
 def _state_call(function: cst.FunctionDef, param: str) -> str | None:
