@@ -27,6 +27,9 @@ def findings(code, rules=(TDL001,), **options):
     "import torch.distributed as dist\ndist.init_process_group(backend='nccl')\nmodel = Net().cuda()\n",
     # TensorRT imported in the same block.
     "def build(engine_path, x):\n    import tensorrt as trt\n    return x.cuda()\n",
+    # FlowNet2's correlation kernel, imported at the top as optical-flow code does: no CPU back end.
+    "from correlation_package.correlation import Correlation\ndevice = 'cuda' if torch.cuda.is_available() "
+    "else 'cpu'\ndef warp(x):\n    return Correlation()(x, x.cuda())\n",
     # Timed by a function of the file named for CUDA.
     "def cuda_timer():\n    pass\ndef step(model, x):\n    with cuda_timer():\n        return model(x.cuda())\n",
     # A private helper only handed on from a test that requires two GPUs.
@@ -326,3 +329,18 @@ def test_another_project_in_the_same_run_does_not_decide(tmp_path):
     index = project_index.build([str(tmp_path / "proj/comm.py"), str(tmp_path / "other/run.py")])
     result = lint_source(str(tmp_path / "proj/comm.py"), COMM, [TDL001, TDL002], index=index, preview=True)
     assert [(f.code, f.line, f.column) for f in result.findings] == COMM_FINDINGS
+
+
+@pytest.mark.parametrize("loss, confidence", [
+    # no weight: the module holds no tensor, and its `.cuda()` moves nothing
+    ("torch.nn.CrossEntropyLoss()", "possible"),
+    ("torch.nn.CrossEntropyLoss(reduction='sum')", "possible"),
+    # a weight tensor: `.cuda()` moves it, and fails without CUDA
+    ("torch.nn.CrossEntropyLoss(weight=torch.ones(3))", "certain"),
+])
+def test_a_loss_bound_to_a_name_that_holds_no_tensor(loss, confidence):
+    code = ("import torch\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+            "def train(model, loader):\n    criterion = " + loss + "\n    model.to(device)\n"
+            "    criterion.cuda()\n    for x, y in loader:\n        criterion(model(x.to(device)), y.to(device))\n")
+    result = lint_source("t.py", code, [TDL001], preview=True)
+    assert [(f.line, f.confidence.value) for f in result.findings] == [(6, confidence)]

@@ -249,7 +249,7 @@ class HardcodedCudaCall(Rule):
                 if index is not None and index >= 1:  # `.cuda(1)`: code for a machine with two GPUs
                     steps = ((node, f"`.cuda({index})` names a second GPU: code for a multi-GPU machine"),)
                     certain = False
-                stateless = self._stateless_module(node.func.value)
+                stateless = self._stateless_module(node.func.value, ancestors)
                 if stateless is not None:
                     steps, certain = (*steps, (stateless[0], f"`{stateless[1]}` holds no tensors: its `.cuda()` "
                                                              "moves nothing and does not fail without CUDA")), False
@@ -259,11 +259,17 @@ class HardcodedCudaCall(Rule):
                 self.report(node, fix=lambda node=node, ancestors=ancestors: self._fix(node, ancestors),
                             evidence=steps, certain=certain, set_aside=verdict.unknown_intent)
 
-    def _stateless_module(self, receiver: cst.BaseExpression) -> tuple[cst.CSTNode, str] | None:
+    def _stateless_module(self, receiver: cst.BaseExpression,
+                          ancestors: tuple[cst.CSTNode, ...]) -> tuple[cst.CSTNode, str] | None:
         """``receiver`` and its class's name when it is a new module that holds no state: an
         instance of a module class of this file with none (``VarifocalLoss().cuda()``), or a
         torch loss given no tensor (``nn.CrossEntropyLoss().cuda()``; not one given a
-        ``weight``)."""
+        ``weight``), also through a name bound once, to one (``criterion = nn.MSELoss()``)."""
+        if isinstance(receiver, cst.Name):
+            scope = next((a for a in reversed(ancestors) if isinstance(a, cst.FunctionDef)), ancestors[0])
+            sites = self.ctx.bindings(scope).get(receiver.value, ())
+            if len(sites) == 1 and isinstance(sites[0], cst.Assign) and len(sites[0].targets) == 1:
+                receiver = sites[0].value
         if not isinstance(receiver, cst.Call):
             return None
         if isinstance(receiver.func, cst.Name):
