@@ -74,7 +74,10 @@ CUDA_LIBRARIES = frozenset({"tensorrt", "pycuda", "cupy", "torch_tensorrt", "tor
                             # CUDA kernels published as packages: no CPU implementation
                             "knn_cuda", "pointnet2_ops", "torch_int", "diff_gaussian_rasterization",
                             "simple_knn", "tinycudann", "flash_attn", "mamba_ssm", "causal_conv1d",
-                            "diff_surfel_rasterization", "gsplat", "nvdiffrast", "fused_ssim", "lietorch_extras"})
+                            "diff_surfel_rasterization", "gsplat", "nvdiffrast", "fused_ssim", "lietorch_extras",
+                            # FlowNet2's kernels, which optical-flow projects build and import
+                            "correlation_package", "correlation_cuda", "resample2d_package",
+                            "channelnorm_package"})
 # With the libraries used for their CUDA kernels: a module that must import one needs CUDA.
 GPU_LIBRARIES = CUDA_LIBRARIES | {"apex", "bitsandbytes", "triton"}
 # `to_cuda(batch)`, `move_to_gpu(x)`: a mover, which a device argument would make portable.
