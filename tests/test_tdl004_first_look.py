@@ -1114,6 +1114,8 @@ def confidences_beside_the_trainer(project, capsys, script: str) -> list[str]:
 @pytest.mark.parametrize("path, confidence", [
     ('os.path.expanduser("~/.cache/torch/hub/checkpoints/" + model_urls[name].split("/")[-1])', "possible"),
     ("args.weights", "certain"),
+    # named as torch.hub names its downloads: the hash's first digits follow the name
+    ('os.path.join("weights", "inception_v3_google-0cc3c7bd.pth")', "possible"),
 ])
 def test_weights_from_the_model_zoo_are_cpu_tensors(project, capsys, path, confidence):
     script = ("import os\nimport sys\nimport torch\n"
@@ -1416,3 +1418,18 @@ PLUGINS = {
 def test_an_object_path_the_projects_saver_writes_is_read_back_in_the_run(attribute, confidence):
     files = {**PLUGINS, "reload.py": PLUGINS["reload.py"].format(attribute=attribute), **TRAINER}
     assert [(f.line, f.confidence.value) for f in lint_beside(files, "reload.py")] == [(8, confidence)]
+
+
+@pytest.mark.parametrize("name, zoo", [
+    ("inception_v3_google-0cc3c7bd.pth", True),
+    ("resnet18-f37072fd.pth", True),
+    ("model-20240101.pth", False),  # a date is no hash: it has no letter
+    ("best-epoch12.pth", False),
+])
+def test_a_file_named_as_torch_hub_names_its_downloads_is_published_weights(name, zoo):
+    code = ("import torch\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+            "def load(net):\n    if torch.cuda.is_available():\n"
+            f"        path = 'out/{name}'\n    else:\n        path = 'backup/{name}'\n"
+            "    net.load_state_dict(torch.load(path))\n    return net.to(device)\n")
+    said = any("model zoo" in step for step in reasons(code))
+    assert said is zoo

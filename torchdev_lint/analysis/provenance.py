@@ -298,15 +298,18 @@ def fetched_here(ctx, ancestors, call: cst.Call) -> cst.Call | None:
     return None
 
 
-# Where published weights of PyTorch's model zoo are: torch.hub's cache, a torchvision URL table.
-_MODEL_ZOO = re.compile(r"torch[/\\]hub|\.cache[/\\]torch|hub\.get_dir|model_urls|model_zoo|download\.pytorch\.org")
+# Where published weights of PyTorch's model zoo are: torch.hub's cache, a torchvision URL table,
+# or a file named as torch.hub names what it downloads, with its hash's first hex digits
+# (`inception_v3_google-0cc3c7bd.pth`; a date, `-20240101.pth`, has no letter).
+_MODEL_ZOO = re.compile(r"torch[/\\]hub|\.cache[/\\]torch|hub\.get_dir|model_urls|model_zoo|download\.pytorch\.org"
+                        r"|-(?=[0-9]*[a-f])[0-9a-f]{8,}\.pth?\b")
 
 
 def from_model_zoo(ctx, ancestors, call: cst.Call) -> cst.CSTNode | None:
     """The file ``call`` loads is published weights from PyTorch's model zoo: its path (or
-    the one value a name in it was given in the same function) names torch.hub's cache or a
-    ``model_urls`` table. download.pytorch.org publishes them as CPU tensors. The node that
-    says so, or None."""
+    every value a name in it is given in the same function) names torch.hub's cache, a
+    ``model_urls`` table or a file torch.hub named. download.pytorch.org publishes them as
+    CPU tensors. The node that says so, or None."""
     target = loaded_file(call)
     scope = _scope_of(ancestors)
     if target is None or scope is None:
@@ -315,9 +318,9 @@ def from_model_zoo(ctx, ancestors, call: cst.Call) -> cst.CSTNode | None:
         return target
     for name in _roots(target):
         sites = ctx.bindings(scope).get(name, ())
-        value = sites[0].value if len(sites) == 1 and isinstance(sites[0], (cst.Assign, cst.AnnAssign)) else None
-        if value is not None and _MODEL_ZOO.search(code_of(value)):
-            return value
+        values = [s.value for s in sites if isinstance(s, (cst.Assign, cst.AnnAssign)) and s.value is not None]
+        if sites and len(values) == len(sites) and all(_MODEL_ZOO.search(code_of(v)) for v in values):
+            return values[0]
     return None
 
 

@@ -513,7 +513,7 @@ class LoadWithoutMapLocation(Rule):
                             "are on whatever device its publisher saved them from, which the code does not show")
         zoo = provenance.from_model_zoo(ctx, ancestors, node)
         if zoo is not None:
-            yield (zoo, "the file is published weights from PyTorch's model zoo (torch.hub's cache, a "
+            yield (zoo, "the file is published weights from PyTorch's model zoo (torch.hub's cache or file names, a "
                         "`model_urls` table): they are saved as CPU tensors")
         cpu_save = provenance.cpu_weights_somewhere(ctx) if weights is not None else None
         if cpu_save is not None and provenance.loaded_name(ctx, ancestors, node) is None:
