@@ -78,7 +78,7 @@ class DiscardedToResult(Rule):
     `Variable(x).cuda()`, or reads another element, `images[1]` after `images[0]`, aside; an attribute set
     up in `__init__` and used elsewhere: whether it ever meets the device is out of sight),
     when the tensor was already placed on a device (`torch.randn(..., device=d)`, a kept
-    move, a Parameter wrapping such a tensor, for a name or a `self.<attr>` the function
+    move or cast to a CUDA tensor type, `x = x.type(torch.cuda.FloatTensor)`, a Parameter wrapping such a tensor, for a name or a `self.<attr>` the function
     assigns): the move may do nothing, and when only the dtype changes (`x.to(torch.float16)`,
     `mask.to(q.dtype)`): a dropped cast leaves the tensor on its device, so no device meets
     another there.

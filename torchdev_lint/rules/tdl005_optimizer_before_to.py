@@ -100,7 +100,8 @@ class OptimizerBeforeTo(Rule):
     optimizer; a save that takes the model to the CPU and back), or the method that moves
     the model builds the optimizer again after its move (the stale state goes with the old
     one), or the code moves the loaded state itself (a loop over `optimizer.state` that
-    moves what it holds, also through an object it handed the optimizer to); the order
+    moves what it holds, also through an object it handed the optimizer to, or a helper of
+    the project handed the optimizer that has such a loop: `optimizer_to(self.opt, device)`); the order
     is still the one PyTorch documents. `--show-evidence` names the state, the move
     and the use.
 
