@@ -344,3 +344,27 @@ def test_a_loss_bound_to_a_name_that_holds_no_tensor(loss, confidence):
             "    criterion.cuda()\n    for x, y in loader:\n        criterion(model(x.to(device)), y.to(device))\n")
     result = lint_source("t.py", code, [TDL001], preview=True)
     assert [(f.line, f.confidence.value) for f in result.findings] == [(6, confidence)]
+
+
+@pytest.mark.parametrize("cast, confidence", [
+    # a CUDA tensor type copies to the GPU, as `.cuda()` does: fails in the CPU run the script offers
+    ("labels.type(torch.cuda.LongTensor)", "certain"),
+    ("labels.type('torch.cuda.LongTensor')", "certain"),
+])
+def test_a_cast_to_a_cuda_tensor_type_is_a_hardcoded_cuda_call(cast, confidence):
+    code = ("import torch\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+            "def step(model, x):\n    labels = torch.arange(4)\n    labels = " + cast + "\n"
+            "    return model(x.to(device)), labels\n")
+    result = lint_source("t.py", code, [TDL001], preview=True)
+    assert [(f.line, f.column, f.confidence.value) for f in result.findings] == [(5, 14, confidence)]
+
+
+@pytest.mark.parametrize("cast", [
+    "labels.type(torch.LongTensor)",  # a CPU type
+    "labels.type(torch.cuda.LongTensor if torch.cuda.is_available() else torch.LongTensor)",
+    "labels.type(dtype)",
+])
+def test_other_casts_are_not_flagged(cast):
+    code = ("import torch\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+            "def step(labels, dtype):\n    return " + cast + "\n")
+    assert findings(code) == []

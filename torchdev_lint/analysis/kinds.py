@@ -305,12 +305,24 @@ DATA_FACTORIES = frozenset({"tensor", "as_tensor", "asarray"})
 def casts_to_cuda_type(call: cst.Call) -> bool:
     """``x.type(torch.cuda.FloatTensor)`` (or the type's name as a string): a CUDA tensor
     type copies the tensor to the GPU, as ``.cuda()`` does."""
-    if not (isinstance(call.func, cst.Attribute) and call.func.attr.value == "type" and len(call.args) == 1):
-        return False
+    return cuda_type_cast(call) is not None
+
+
+# The dtype of each legacy tensor type (`torch.cuda.FloatTensor` holds float32).
+TENSOR_TYPE_DTYPES = {"FloatTensor": "float32", "DoubleTensor": "float64", "HalfTensor": "float16",
+                      "BFloat16Tensor": "bfloat16", "LongTensor": "int64", "IntTensor": "int32",
+                      "ShortTensor": "int16", "CharTensor": "int8", "ByteTensor": "uint8", "BoolTensor": "bool"}
+
+
+def cuda_type_cast(call: cst.Call) -> str | None:
+    """The CUDA tensor type ``x.type(torch.cuda.FloatTensor)`` names ("FloatTensor"), or None."""
+    if not (isinstance(call.func, cst.Attribute) and call.func.attr.value == "type" and len(call.args) == 1
+            and call.args[0].keyword is None):
+        return None
     first = call.args[0].value
     name = first.value.strip("\"'") if isinstance(first, cst.SimpleString) else dotted_name(first) or ""
     parts = name.split(".")
-    return len(parts) >= 2 and parts[-2] == "cuda" and parts[-1].endswith("Tensor")
+    return parts[-1] if len(parts) >= 2 and parts[-2] == "cuda" and parts[-1].endswith("Tensor") else None
 
 
 def data_may_be_one_number(call: cst.Call) -> bool:

@@ -5,7 +5,8 @@ import re
 import libcst as cst
 
 from torchdev_lint import fixes
-from torchdev_lint.analysis import portability, receivers
+from torchdev_lint.analysis import kinds, portability, receivers
+from torchdev_lint.analysis.kinds import Kind
 from torchdev_lint.analysis.classes import holds_no_state
 from torchdev_lint.analysis.guards import code_of
 from torchdev_lint.analysis.imports import dotted_name
@@ -16,13 +17,16 @@ from torchdev_lint.rule import Invalid, Rule, Valid
 # What a torch loss is given as tensors (a class weight): with one, its `.cuda()` moves it.
 _TENSOR_ARGUMENTS = frozenset({"weight", "pos_weight"})
 _CUDA_CALL = re.compile(r"\.[\s\\]*cuda[\s\\]*\(")  # `x.cuda(`, `x .cuda (`, across lines
+_CUDA_TYPE = re.compile(r"cuda\.\w*Tensor")  # `x.type(torch.cuda.FloatTensor)`
 
 
 class HardcodedCudaCall(Rule):
     """
     ## What it does
     Flags `.cuda()` calls (`.cuda()`, `.cuda(n)`, `.cuda(device=...)`,
-    `.cuda(non_blocking=True)`) on tensors, modules or anything else, unless they only run
+    `.cuda(non_blocking=True)`) on tensors, modules or anything else, and casts to a CUDA
+    tensor type (`x.type(torch.cuda.FloatTensor)`, `x.type("torch.cuda.LongTensor")`, which
+    copy to the GPU as `.cuda()` does), unless they only run
     where an accelerator is wanted or present (see [what counts as a guard](README.md#guards)):
     in the branch of an `if`/`elif`/`else`, `while`, conditional expression or `and`/`or`
     that runs only when its test says so (`if torch.cuda.is_available():`, the `else:` of
@@ -65,7 +69,9 @@ class HardcodedCudaCall(Rule):
     written inline; so it is in a file that reads a `device` it does not bind (from
     `from settings import *`, say), which a module-level default would replace. `.cuda(n)` keeps its index where CUDA exists:
     `.to(n if torch.cuda.is_available() else "cpu")`. Inside a `map_location` callable the
-    whole callable becomes the device (`map_location=device`).
+    whole callable becomes the device (`map_location=device`). A cast to a CUDA tensor type
+    becomes a move with the type's dtype: `.type(torch.cuda.FloatTensor)` ->
+    `.to(device, torch.float32)`.
 
     Fix safety: safe when the fix uses its own default device, which is exactly
     `torch.device("cuda")` (the current device, as `.cuda()` uses) on a machine with a
@@ -74,7 +80,8 @@ class HardcodedCudaCall(Rule):
     `cuda()`/`to()` (its `to()` need not do what its `cuda()` did). A kept index is safe
     only when it cannot be `None` (a literal, arithmetic, `int(...)`,
     `torch.cuda.current_device()`): `.cuda(None)` moves to the current GPU, `.to(None)`
-    moves nothing.
+    moves nothing. The fix of a cast is unsafe unless the receiver is known to be a tensor:
+    a module's `.type()` casts its integer buffers too, its `.to(dtype)` only floating ones.
 
     ## Confidence
     Certain when the line runs on a machine without CUDA that the code is meant for: declared
@@ -114,6 +121,8 @@ class HardcodedCudaCall(Rule):
         Valid("def f(x):\n    if not torch.cuda.is_available():\n        return x\n"
               "    return x.cuda()\n"),
         Valid("has_cuda = hasattr(x, 'cuda')\nfn = x.cuda\n"),
+        Valid("import torch\nx = x.type(torch.FloatTensor)\n"
+              "y = y.type(torch.cuda.FloatTensor if torch.cuda.is_available() else torch.FloatTensor)\n"),
         Valid("self.use_gpu and model.cuda()\n"),
         Valid("def main(args, model):\n    if not args.cpu:\n        model.cuda()\n"),
         Valid("import torch\nif not torch.cuda.is_available():\n    device = 'cpu'\n"
@@ -207,6 +216,14 @@ class HardcodedCudaCall(Rule):
             '    y = x.to(torch.device("cuda" if torch.cuda.is_available() else "cpu"))\n'
             "    device = torch.device('cpu')\n    return y\n", possible=True,
         ),
+        Invalid(  # certain: a cast to a CUDA tensor type in a script that falls back to the CPU
+            'import torch\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n'
+            "labels = torch.arange(4).type(torch.cuda.LongTensor)\nprint(labels.to(device))\n",
+            3, 10,
+            'import torch\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n'
+            "labels = torch.arange(4).to(device, torch.int64)\nprint(labels.to(device))\n",
+            unsafe=True,
+        ),
         Invalid(
             "import torch\nstate = torch.load(p, map_location=lambda s, loc: s.cuda())\n",
             2, 51,
@@ -221,12 +238,13 @@ class HardcodedCudaCall(Rule):
 
     @classmethod
     def wants(cls, source: str) -> bool:
-        # A call of `.cuda`, not the `torch.cuda` namespace every device check names.
-        return ".cuda" in source and _CUDA_CALL.search(source) is not None
+        # A call of `.cuda`, not the `torch.cuda` namespace every device check names; or a
+        # cast to a CUDA tensor type.
+        return ".cuda" in source and (_CUDA_CALL.search(source) is not None or _CUDA_TYPE.search(source) is not None)
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
-        if not isinstance(func, cst.Attribute) or func.attr.value != "cuda":
+        if not isinstance(func, cst.Attribute) or (func.attr.value != "cuda" and not kinds.casts_to_cuda_type(node)):
             return
         module = self.ctx.qualified_name(func.value)
         if module == "torch" or self.ctx.is_guarded():
@@ -256,7 +274,10 @@ class HardcodedCudaCall(Rule):
                 first = portability.cuda_first_in_every_run(self.ctx, ancestors, node, ".cuda") if certain else None
                 if first is not None:
                     steps, certain = (*steps, first), False
-                self.report(node, fix=lambda node=node, ancestors=ancestors: self._fix(node, ancestors),
+                cast = kinds.cuda_type_cast(node)
+                self.report(node, f"`.type({code_of(node.args[0].value)})` hardcodes a CUDA device: this line fails "
+                                  "on machines without one" if cast else None,
+                            fix=lambda node=node, ancestors=ancestors: self._fix(node, ancestors),
                             evidence=steps, certain=certain, set_aside=verdict.unknown_intent)
 
     def _stateless_module(self, receiver: cst.BaseExpression,
@@ -286,6 +307,16 @@ class HardcodedCudaCall(Rule):
         moved = code_of(node.func.value)
         choice, applicability = fixes.device_for(self.ctx, ancestors, node, moved)
         device = fixes.expression(choice.code)
+        cast = kinds.cuda_type_cast(node)
+        if cast is not None:
+            # `.type(torch.cuda.FloatTensor)` -> `.to(device, torch.float32)`; a module's `.type`
+            # casts integer buffers too, its `.to(dtype)` only floating ones: unsafe but for a tensor
+            dtype = fixes.expression(f"{self.ctx.torch_name}.{kinds.TENSOR_TYPE_DTYPES.get(cast, 'float32')}")
+            if self.ctx.value_of(node.func.value).kind is not Kind.TENSOR or cast not in kinds.TENSOR_TYPE_DTYPES:
+                applicability = Applicability.UNSAFE
+            return Fix(applicability, [(node, lambda updated: fixes.move_call(
+                updated.with_changes(args=[]), device, [cst.Arg(dtype)]))],
+                needs_default_device=choice.needs_default, needs_torch=choice.inline)
         callable_arg = _map_location_callable(ancestors)
         if callable_arg is not None:
             return Fix(
