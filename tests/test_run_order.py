@@ -257,6 +257,8 @@ def create_nerf(args):
     return model
 def render(rays):
     return rays.cuda()
+def query(points):
+    return points.type(torch.cuda.FloatTensor)
 """
 
 
@@ -270,14 +272,16 @@ def render(rays):
     ("index = torch.cuda.current_device() if torch.cuda.is_available() else 'cpu'\n", "certain"),
 ])
 def test_a_caller_that_needs_cuda_first_makes_the_line_need_it(tmp_path, capsys, setup, confidence):
-    run = ("import torch\nfrom nerf import create_nerf, render\n"
+    run = ("import torch\nfrom nerf import create_nerf, query, render\n"
            "def train(args):\n    " + setup + "    model = create_nerf(args)\n    render(torch.rand(3))\n"
+           "    query(torch.rand(3))\n"
            "args = parse()\nargs.device = 'cuda' if torch.cuda.is_available() else 'cpu'\ntrain(args)\n")
     saver = "import torch\ndef save(model, device):\n    torch.save(model.to(device).state_dict(), 'ckpt.pt')\n"
     found = [(f["code"], f["line"], f["confidence"])
              for f in lint(tmp_path, capsys, {"nerf.py": NERF, "run.py": run, "save.py": saver}, "TDL001,TDL004")
              if f["path"].endswith("nerf.py")]
-    assert found == [("TDL004", 4, confidence), ("TDL001", 7, confidence)]
+    # the cast to a CUDA tensor type is recorded as `.type`: the same caller decides it
+    assert found == [("TDL004", 4, confidence), ("TDL001", 7, confidence), ("TDL001", 9, confidence)]
 
 
 def test_a_save_made_only_when_the_file_is_missing_leaves_the_load_a_file_from_elsewhere():

@@ -271,7 +271,8 @@ class HardcodedCudaCall(Rule):
                 if stateless is not None:
                     steps, certain = (*steps, (stateless[0], f"`{stateless[1]}` holds no tensors: its `.cuda()` "
                                                              "moves nothing and does not fail without CUDA")), False
-                first = portability.cuda_first_in_every_run(self.ctx, ancestors, node, ".cuda") if certain else None
+                callee = f".{node.func.attr.value}"  # as the run order records `.cuda(...)`, `.type(...)`
+                first = portability.cuda_first_in_every_run(self.ctx, ancestors, node, callee) if certain else None
                 if first is not None:
                     steps, certain = (*steps, first), False
                 cast = kinds.cuda_type_cast(node)
