@@ -368,3 +368,25 @@ def test_other_casts_are_not_flagged(cast):
     code = ("import torch\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
             "def step(labels, dtype):\n    return " + cast + "\n")
     assert findings(code) == []
+
+
+@pytest.mark.parametrize("importer, confidence", [
+    # the package exports the class only: the helper's device is the file's own 'cuda', always
+    ("from .measure import Metric\n", "possible"),
+    # another module imports the helper by name: it may hand it the CPU
+    ("from .measure import Metric, measure\n", "certain"),
+])
+def test_a_device_parameter_every_call_fills_with_cuda_offers_no_cpu_path(tmp_path, importer, confidence):
+    package = tmp_path / "metrics"
+    package.mkdir()
+    measure = ("import torch\ndef measure(model, device):\n    model.to(device)\n    return model(torch.ones(2).cuda())\n"
+               "class Metric:\n    def __call__(self, model):\n        return measure(model, 'cuda')\n")
+    (package / "__init__.py").write_text(importer)
+    (package / "measure.py").write_text(measure)
+    (tmp_path / "main.py").write_text("import torch\nfrom metrics import Metric\n"
+                                      "device = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+                                      "print(Metric()(torch.nn.Linear(2, 2).to(device)))\n")
+    paths = [str(package / "__init__.py"), str(package / "measure.py"), str(tmp_path / "main.py")]
+    index = build(paths)
+    result = lint_source(paths[1], measure, [TDL001], index=index, preview=True)
+    assert [(f.line, f.confidence.value) for f in result.findings] == [(4, confidence)]

@@ -164,3 +164,18 @@ def test_a_dropped_move_of_a_value_deleted_next_is_no_wrong_device(after, confid
             "        images.to(device)\n" + after)
     result = lint_source("evaluate.py", code, [RULE], preview=True)
     assert [(f.line, f.column, f.confidence.value) for f in result.findings] == [(5, 9, confidence)]
+
+
+@pytest.mark.parametrize("base", ["PyroModule", "Base"])
+def test_a_methods_self_is_never_taken_for_a_tensor_by_its_uses(base):
+    # `self.mean` reads an attribute, not Tensor.mean: the object is the class's, whose `to()`
+    # (a module's, in place) is not known to return a new object
+    code = (f"import torch\nfrom lib import {base}\nclass BNN({base}):\n"
+            "    def __init__(self, mean):\n        super().__init__()\n        self.mean = torch.tensor(mean)\n"
+            "    def setup(self, device):\n        self.to(device)\n        self.mean = self.mean.to(device)\n")
+    assert lint_source("example.py", code, [RULE], preview=True).findings == []
+
+
+def test_a_plain_functions_parameter_used_like_a_tensor_still_is_one():
+    code = ("import torch\ndef setup(x, device):\n    x.to(device)\n    return x.mean()\n")
+    assert [f.line for f in lint_source("example.py", code, [RULE], preview=True).findings] == [3]

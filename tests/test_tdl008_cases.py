@@ -1017,8 +1017,9 @@ def test_a_cpu_tensor_used_only_as_a_size_of_a_module_tensor_is_silent():
 @pytest.mark.parametrize(("use", "expected"), [
     # the same tensor also meets `x` in an op
     ("y = x.reshape(G, -1, C, H, W) * G", [(7, 23), (7, 57)]),
-    # given to `reshape` by keyword of a function we do not follow
-    ("y = x.reshape(G, -1, C, H, W)\n    y = torch.nn.functional.pad(y, pad=G)", [(7, 23), (7, 57)]),
+    # given by keyword to a function we do not follow, as data (`pad=` would be sizes)
+    ("y = x.reshape(G, -1, C, H, W)\n    y = torch.nn.functional.layer_norm(y, y.shape[1:], weight=G)",
+     [(7, 23), (7, 57)]),
 ])
 def test_a_size_that_is_also_used_otherwise_is_flagged(use, expected):
     code = module(GROUPS.replace("y = x.reshape(G, -1, C, H, W)", use, 1))
@@ -1219,3 +1220,22 @@ def test_a_method_building_its_result_on_the_cpu_meets_nothing_on_the_device(hel
     # (the helper's own factory is another finding, of its own line)
     assert [(f.line, f.confidence.value) for f in found if f.line == 5 and f.confidence.value == "certain"] == \
         ([(5, confidence)] if confidence else [])
+
+
+@pytest.mark.parametrize("use, flagged", [
+    # pad amounts and target sizes are read as integers: the CPU tensor meets no activation
+    ("y = F.pad(y, [diff // 2, diff - diff // 2])", False),
+    ("y = F.pad(y, pad=[diff // 2, diff - diff // 2])", False),
+    ("y = F.interpolate(y, size=diff)", False),
+    # the same tensor in arithmetic with the input does meet it
+    ("y = y + diff", True),
+])
+def test_a_factory_tensor_used_as_sizes_meets_nothing(use, flagged):
+    code = module(f"""\
+        def forward(self, x, skip):
+            y = self.up(x)
+            diff = torch.tensor([skip.size(2) - y.size(2)])
+            {use}
+            return torch.cat([skip, y], dim=1)
+        """, HEAD + "import torch.nn.functional as F\n")
+    assert bool(findings(code)) is flagged

@@ -320,6 +320,9 @@ class FileContext:
         names = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
         if expr.value not in names or self._lookup_local(expr.value) != kinds.UNKNOWN:
             return value
+        method = self.method
+        if method is not None and method[1] is function and method[2] == expr.value:
+            return value  # a method's `self` is its class's object: `self.mean` is no tensor's method
         key = (id(function), expr.value)
         found = self._by_use.get(key)
         if found is None:

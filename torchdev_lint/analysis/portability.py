@@ -413,10 +413,11 @@ def _built_on_cuda_only(ctx, module: cst.Module, definition: cst.ClassDef | cst.
                         param: cst.Param) -> bool:
     """Every call of ``definition`` in its file (a construction, for a class) passes a CUDA
     device for ``param`` (``liGRU_layer(..., device="cuda")``; an omitted one its CUDA
-    default), and no other module of the project imports the file: the device parameter
-    offers a CPU path that nothing takes. The calls carry the hardcoded device, and their
-    findings."""
-    if ctx.index is None or ctx.path == "-" or ctx.index.imported_from(ctx.path):
+    default), and no other module of the project imports it (by name, or the whole file): the
+    device parameter offers a CPU path that nothing takes. The calls carry the hardcoded
+    device, and their findings."""
+    imported = ctx.index.imported_from(ctx.path) if ctx.index is not None and ctx.path != "-" else None
+    if imported is None or {"*", "import *", definition.name.value} & imported:
         return False
     if isinstance(definition, cst.ClassDef):
         init = next((m for m in definition.body.body
@@ -428,6 +429,13 @@ def _built_on_cuda_only(ctx, module: cst.Module, definition: cst.ClassDef | cst.
         positional = [p.name.value for p in definition.params.params]
     name = definition.name.value
     passed: list[cst.BaseExpression | None] = []
+    # in a package, only calls from the module's own definitions: one its `__main__` block or
+    # top level makes is a demo of an API its users call with their device
+    package = ctx.path.endswith(".py") and (Path(ctx.path).parent / "__init__.py").is_file()
+    if package and any(isinstance(c.func, cst.Name) and c.func.value == name
+                       for s in module.body if not isinstance(s, (cst.FunctionDef, cst.ClassDef))
+                       for c in collect(s, cst.Call)):
+        return False
 
     def enter(node: cst.CSTNode) -> bool:
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == name:
@@ -584,9 +592,8 @@ def _facts(ctx, module: cst.Module) -> _FileFacts:
         if library is not None:
             facts.cuda_only = (module, f"the file needs CUDA anyway: it imports {library}, which drives "
                                        "NVIDIA GPUs only")
-    # a script's function (a package's is its users' API: `predict(..., device=...)`)
-    scripted = ctx.path != "-" and not (Path(ctx.path).parent / "__init__.py").is_file()
-    for function in module.body if scripted else ():
+    # a function no other module imports (one they import is their API: `predict(..., device=...)`)
+    for function in module.body:
         step = facts.device_generic.get(function) if isinstance(function, cst.FunctionDef) else None
         if isinstance(step and step[0], cst.Param) and _built_on_cuda_only(ctx, module, function, step[0]):
             del facts.device_generic[function]  # every call passes CUDA: a CPU path no caller takes

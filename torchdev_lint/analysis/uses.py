@@ -50,6 +50,10 @@ _CPU_ARGUMENTS = {
     "bincount": (0, "input"),
     "reshape_from_tensor_shape": (1, "shape"),  # torch.onnx.operators: a CPU shape tensor
 }
+# Functions whose argument at that position or keyword is a size (`F.pad(x, [dx // 2, ...])`,
+# `F.interpolate(x, size=s)`): a tensor there is read as integers, on whatever device it is.
+_SIZE_ARGUMENTS = {"pad": (1, "pad"), "interpolate": (1, "size"), "upsample": (1, "size"),
+                   "adaptive_avg_pool2d": (1, "output_size"), "adaptive_max_pool2d": (1, "output_size")}
 # Tensor methods whose positional arguments are sizes or dimensions: a tensor given there is
 # read as one integer (`x.reshape(G, -1)` with `G` a 0-dim tensor), on whatever device it is,
 # so it mixes no devices.
@@ -77,6 +81,18 @@ _SCALAR_TAKERS = frozenset("""torch.arange torch.range torch.linspace torch.logs
     torch.ones torch.empty torch.full torch.rand torch.randn torch.randint torch.randperm
     torch.eye range""".split())
 _SCALAR_KEYWORDS = frozenset("start end step steps size n m low high fill_value".split())
+
+
+def _sizes(call: cst.Call, arg: cst.Arg) -> bool:
+    """``arg`` is the size argument of ``call`` (``_SIZE_ARGUMENTS``)."""
+    name = dotted_name(call.func) or ""
+    where = _SIZE_ARGUMENTS.get(name.rsplit(".", 1)[-1])
+    if where is None:
+        return False
+    position, keyword = where
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    return (arg.keyword is not None and arg.keyword.value == keyword) or (
+        arg in positional and positional.index(arg) == position)
 
 
 class Uses:
@@ -288,7 +304,7 @@ class Uses:
                 call = self.parents.get(id(holder))
                 return call if isinstance(call, cst.Call) and self._combines(call) else None
             return self._meeting(container, inputs, step)
-        if not isinstance(container, cst.Call) or not self._combines(container):
+        if not isinstance(container, cst.Call) or not self._combines(container) or _sizes(container, part):
             return None
         others = [a.value for a in container.args if a is not part and a.keyword is None]
         receiver = container.func.value if isinstance(container.func, cst.Attribute) else None
@@ -517,6 +533,8 @@ class Uses:
             self.parents[id(call)].iter is call and self._rows_0_dim(arg.value)
         ):
             return False  # `for x, w in zip(xs, weights)`: 0-dim rows
+        if _sizes(call, arg):
+            return False  # `F.pad(x, [dx // 2, dx - dx // 2])`: sizes, read as integers
         if last in _CPU_ARGUMENTS:
             position, keyword = _CPU_ARGUMENTS[last]
             positional = [a for a in call.args if a.keyword is None]
