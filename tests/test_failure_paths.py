@@ -176,6 +176,22 @@ def test_a_script_runs_where_the_helper_it_imports_chooses(project, capsys, help
     assert found == [("train.py", 4, "TDL001", "certain" if certain else "possible")]
 
 
+@pytest.mark.parametrize("config, certain", [
+    # the configuration class the script builds picks the CPU without CUDA: its run does too
+    ("    device: torch.device = torch.device('cuda:0' if torch.cuda.is_available() else 'cpu')\n", True),
+    ("    device: str = 'cuda:0'\n", False),
+])
+def test_a_script_runs_where_the_configuration_class_it_builds_chooses(project, capsys, config, certain):
+    write(project, {"config.py": "import torch\nfrom dataclasses import dataclass\n@dataclass\nclass Configs:\n" + config,
+                    "infer.py": "import json\nimport torch\nfrom config import Configs\ndef main(path):\n"
+                                "    cfg = Configs(**json.load(open(path)))\n"
+                                "    net = torch.nn.Linear(2, 2).to(cfg.device)\n"
+                                "    return net(torch.ones(2).cuda())\n"
+                                "if __name__ == '__main__':\n    main('cfg.json')\n"})
+    found = [f for f in findings(capsys, project, "TDL001") if f[0] == "infer.py"]
+    assert found == [("infer.py", 7, "TDL001", "certain" if certain else "possible")]
+
+
 @pytest.mark.parametrize("choice, certain", [
     # a device only printed or logged decides nothing: the run places everything on CUDA
     ("print('running on', 'cuda:0' if torch.cuda.is_available() else 'cpu')\n", False),

@@ -98,7 +98,7 @@ class ModuleFacts:
     # with a CPU branch (`"cuda" if ... else "cpu"`) or of a CPU command-line option
     # (`--cpu`, `--no-cuda`, `--device`); "" when it shows none
     cpu_choice: str = ""
-    # its top-level functions that make such a choice, "name:line" (`cpu_choice_defs`)
+    # its top-level functions and classes that make such a choice, "name:line" (`cpu_choice_defs`)
     cpu_choice_defs: list[str] = field(default_factory=list)
     # its `torch.save` calls of weights (not of an optimizer's, scheduler's or scaler's state),
     # as "cpu:N" when the saving function moves tensors to the CPU before line N
@@ -748,13 +748,14 @@ def cpu_choice(text: str, lines: "_Lines") -> str:
 
 
 def cpu_choice_defs(tree: ast.Module, choices: set[int]) -> list[str]:
-    """The module's top-level functions whose code makes one of the CPU choices at the lines
-    ``choices`` (``def run(net, loader): ... .to("cuda:0" if torch.cuda.is_available() else
-    "cpu")``), each "name:line" of its first: a script that calls one runs where it chooses,
-    as with a helper of its own."""
+    """The module's top-level functions and classes whose code makes one of the CPU choices
+    at the lines ``choices`` (``def run(net, loader): ... .to("cuda:0" if torch.cuda.is_available()
+    else "cpu")``; a configuration class's ``device = torch.device("cuda:0" if ... else "cpu")``),
+    each "name:line" of its first: a script that calls or builds one runs where it chooses, as
+    with a helper of its own."""
     found = []
     for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             inside = [line for line in choices if node.lineno <= line <= (node.end_lineno or node.lineno)]
             if inside:
                 found.append(f"{node.name}:{min(inside)}")
