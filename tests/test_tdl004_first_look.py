@@ -1433,3 +1433,16 @@ def test_a_file_named_as_torch_hub_names_its_downloads_is_published_weights(name
             "    net.load_state_dict(torch.load(path))\n    return net.to(device)\n")
     said = any("model zoo" in step for step in reasons(code))
     assert said is zoo
+
+
+@pytest.mark.parametrize("read, certain", [
+    # the state dict's entries, renamed on the way into load_state_dict: weights
+    ('{k.replace("model.", ""): v for k, v in torch.load(path)["state_dict"].items()}', True),
+    ('dict(torch.load(path)["state_dict"].items())', True),
+    # an entry read as an object (an evaluator's parameters): no state dict
+    ('torch.load(path)["params"].recThrs', False),
+])
+def test_a_state_dict_read_entry_by_entry_holds_weights(read, certain):
+    code = ("import torch\ndef load_net(net, path, device):\n"
+            f"    state = {read}\n    net.load_state_dict(state)\n    return net.to(device)\n")
+    assert [c for _, _, c in found(code)] == (["certain"] if certain else ["possible"])

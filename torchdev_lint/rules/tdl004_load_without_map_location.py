@@ -546,6 +546,8 @@ class LoadWithoutMapLocation(Rule):
 
 _LOAD_WORD = re.compile(r"\bload\b")
 # Keys under which checkpoints keep weights.
+# Methods of a dict that read its entries.
+_DICT_READS = frozenset({"items", "keys", "values", "get", "copy", "pop"})
 _WEIGHT_KEYS = frozenset({"state_dict", "model", "model_state_dict", "params", "params_ema", "net",
                           "weights", "module", "ema", "optimizer", "generator", "discriminator"})
 # Methods only a whole pickled module has.
@@ -565,7 +567,9 @@ def _weights_use(ancestors, node: cst.Call) -> tuple[cst.CSTNode, str] | None:
         return loader, "the loaded tensors are weights: they go into load_state_dict"
     parent = ancestors[-2] if len(ancestors) > 1 else None  # ancestors end with the call itself
     grandparent = ancestors[-3] if len(ancestors) > 2 else None
-    read_as_object = isinstance(grandparent, cst.Attribute) and grandparent.value is parent
+    # `ckpt["state_dict"].items()` reads the state dict's entries; `data["params"].recThrs` an object's
+    read_as_object = isinstance(grandparent, cst.Attribute) and grandparent.value is parent \
+        and grandparent.attr.value not in _DICT_READS
     key = _weight_key(parent) if isinstance(parent, cst.Subscript) and parent.value is node \
         and not read_as_object else None
     if key is not None:
