@@ -578,3 +578,21 @@ def test_an_option_the_script_sets_from_the_machine_is_read_as_that_test():
         labels = labels.cuda()
     """
     assert [line for line, _, _ in found(code, TDL001)] == [17]
+
+
+@pytest.mark.parametrize("smoke_test, certain", [
+    ("", True),
+    # a `__main__` block of its own (a smoke test of its collate) leaves what importers call theirs
+    ("if __name__ == '__main__':\n    print(collate([torch.ones(2)]))\n", True),
+])
+def test_a_helper_module_with_a_main_block_runs_where_its_importers_do(tmp_path, smoke_test, certain):
+    from torchdev_lint.analysis import project_index
+
+    data = DATA + smoke_test
+    train = ("import torch\nfrom data import collate\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+             "model = Net().to(device)\nprint(model(collate([torch.ones(2)])))\n")
+    (tmp_path / "data.py").write_text(data)
+    (tmp_path / "train.py").write_text(train)
+    index = project_index.build([str(tmp_path / "data.py"), str(tmp_path / "train.py")])
+    (finding,) = lint_source(str(tmp_path / "data.py"), data, [TDL001], preview=True, index=index).findings
+    assert (finding.confidence is Confidence.CERTAIN) is certain

@@ -688,12 +688,16 @@ def _importers_run_without_cuda(ctx, ancestors: Sequence[cst.CSTNode]) -> Step |
     do: when a project module that imports it, places tensors and chooses the CPU (a device
     choice with a CPU branch, a CPU option; ``ProjectIndex.users_cpu_path``) names the
     function or class the line is in (a vocoder loader only the GPU demo calls is not run by
-    the dataset module that imports the same file for its padding helpers), so does it."""
+    the dataset module that imports the same file for its padding helpers), so does it. A
+    module with a ``__main__`` block of its own (a smoke test of its dataset) counts for the
+    functions and classes its importers name."""
     module = ancestors[0]
-    if ctx.index is None or ctx.path == "-" or not _imported_code(ctx, module):
+    if ctx.index is None or ctx.path == "-":
         return None
     definition = ancestors[1] if len(ancestors) > 1 else None
     named = definition.name.value if isinstance(definition, (cst.FunctionDef, cst.ClassDef)) else None
+    if named is None and not _imported_code(ctx, module):
+        return None
     where, _users = ctx.index.users_cpu_path(ctx.path, "cpu_choice", named)
     if where is None:
         return None
