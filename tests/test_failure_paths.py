@@ -180,6 +180,8 @@ def test_a_script_runs_where_the_helper_it_imports_chooses(project, capsys, help
     # the configuration class the script builds picks the CPU without CUDA: its run does too
     ("    device: torch.device = torch.device('cuda:0' if torch.cuda.is_available() else 'cpu')\n", True),
     ("    device: str = 'cuda:0'\n", False),
+    # a class's own default device, chosen in its __init__, is not the run's: the script overrides it
+    ("    def __init__(self, **kw):\n        self.device = 'cuda' if torch.cuda.is_available() else 'cpu'\n", False),
 ])
 def test_a_script_runs_where_the_configuration_class_it_builds_chooses(project, capsys, config, certain):
     write(project, {"config.py": "import torch\nfrom dataclasses import dataclass\n@dataclass\nclass Configs:\n" + config,

@@ -748,15 +748,19 @@ def cpu_choice(text: str, lines: "_Lines") -> str:
 
 
 def cpu_choice_defs(tree: ast.Module, choices: set[int]) -> list[str]:
-    """The module's top-level functions and classes whose code makes one of the CPU choices
-    at the lines ``choices`` (``def run(net, loader): ... .to("cuda:0" if torch.cuda.is_available()
-    else "cpu")``; a configuration class's ``device = torch.device("cuda:0" if ... else "cpu")``),
-    each "name:line" of its first: a script that calls or builds one runs where it chooses, as
-    with a helper of its own."""
+    """The module's top-level functions whose code makes one of the CPU choices at the lines
+    ``choices`` (``def run(net, loader): ... .to("cuda:0" if torch.cuda.is_available() else
+    "cpu")``), and classes whose body does, outside their methods (a configuration class's
+    ``device = torch.device("cuda:0" if ... else "cpu")``; a model's own default device, chosen
+    in its ``__init__``, is no choice of the run that builds it), each "name:line" of its first:
+    a script that calls or builds one runs where it chooses, as with a helper of its own."""
     found = []
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            inside = [line for line in choices if node.lineno <= line <= (node.end_lineno or node.lineno)]
+            methods = [(m.lineno, m.end_lineno or m.lineno) for m in node.body
+                       if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))] if isinstance(node, ast.ClassDef) else []
+            inside = [line for line in choices if node.lineno <= line <= (node.end_lineno or node.lineno)
+                      and not any(start <= line <= end for start, end in methods)]
             if inside:
                 found.append(f"{node.name}:{min(inside)}")
     return found
