@@ -18,7 +18,7 @@ loss.backward()
 print(real.type(), isinstance(z, torch.cuda.FloatTensor), real.is_cuda)
 noise = torch.cuda.FloatTensor(5, 8).normal_()  # expect: TDL101
 print(generator(noise).shape)
-labels = torch.LongTensor([0, 1, 2]).type("torch.cuda.LongTensor")  # expect: TDL101
+labels = torch.LongTensor([0, 1, 2]).type("torch.cuda.LongTensor")  # expect: TDL001
 print(labels.type())
 cpu_noise = torch.FloatTensor(5, 8).normal_()
 print(generator(cpu_noise).shape)  # expect: TDL100

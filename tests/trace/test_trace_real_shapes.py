@@ -72,6 +72,9 @@ def test_legacy_cuda_tensor_types_are_simulated(traced):
     assert_expected(result, DATA / "legacy_types.py")
     [noise] = result.at(19, "TDL101")
     assert "torch.cuda.FloatTensor(...)" in noise["evidence"]
+    # the cast to a CUDA type is TDL001's static finding, which the run confirms
+    [cast] = result.at(21, "TDL001")
+    assert cast["status"] == "confirmed"
 
 
 @pytest.mark.traces("roundtrip", "earlier-save", "TDL004-bug")
