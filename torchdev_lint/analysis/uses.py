@@ -85,8 +85,11 @@ _SCALAR_KEYWORDS = frozenset("start end step steps size n m low high fill_value"
 
 def _sizes(call: cst.Call, arg: cst.Arg) -> bool:
     """``arg`` is the size argument of ``call`` (``_SIZE_ARGUMENTS``)."""
-    name = dotted_name(call.func) or ""
-    where = _SIZE_ARGUMENTS.get(name.rsplit(".", 1)[-1])
+    return _given_as(call, arg, _SIZE_ARGUMENTS.get((dotted_name(call.func) or "").rsplit(".", 1)[-1]))
+
+
+def _given_as(call: cst.Call, arg: cst.Arg, where: tuple[int, str] | None) -> bool:
+    """``arg`` is the argument of ``call`` at ``where``'s position or keyword."""
     if where is None:
         return False
     position, keyword = where
@@ -535,13 +538,8 @@ class Uses:
             return False  # `for x, w in zip(xs, weights)`: 0-dim rows
         if _sizes(call, arg):
             return False  # `F.pad(x, [dx // 2, dx - dx // 2])`: sizes, read as integers
-        if last in _CPU_ARGUMENTS:
-            position, keyword = _CPU_ARGUMENTS[last]
-            positional = [a for a in call.args if a.keyword is None]
-            if (arg.keyword is not None and arg.keyword.value == keyword) or (
-                arg in positional and positional.index(arg) == position
-            ):
-                return False
+        if _given_as(call, arg, _CPU_ARGUMENTS.get(last)):
+            return False
         if isinstance(call.func, cst.Attribute) and call.func.attr.value in _MOVES:
             return False  # `x.to(cpu_tensor)`: names a device, mixes nothing
         if self._placed_copy(call, arg):
