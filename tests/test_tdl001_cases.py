@@ -390,3 +390,57 @@ def test_a_device_parameter_every_call_fills_with_cuda_offers_no_cpu_path(tmp_pa
     index = build(paths)
     result = lint_source(paths[1], measure, [TDL001], index=index, preview=True)
     assert [(f.line, f.confidence.value) for f in result.findings] == [(4, confidence)]
+
+
+# -- a module that holds nothing to move ------------------------------------------------------
+
+LOSSES = """\
+import torch.nn as nn
+
+class DiceLoss(nn.Module):
+    def __init__(self, n_classes, smooth=1e-5):
+        super().__init__()
+        self.n_classes = n_classes
+        self.smooth = smooth
+        self.history = []
+
+    def forward(self, x, y):
+        return 1 - (x * y).sum() / (x.sum() + y.sum() + self.smooth)
+
+class Weighted(nn.Module):
+    def __init__(self, weight):
+        super().__init__()
+        self.weight = nn.Parameter(weight)
+
+class Wrapped(nn.Module):
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+class Remembers(nn.Module):
+    def forward(self, x):
+        self.last = x
+        return x
+"""
+
+
+@pytest.mark.parametrize("line, certain", [
+    ("DiceLoss(2).cuda()", False),  # keeps only numbers: nothing to move, nothing fails
+    ("DiceLoss(n_classes=2, smooth=0.1).cuda()", False),
+    ("DiceLoss(model).cuda()", True),  # a module kept on self is registered: it moves
+    ("Weighted(torch.ones(2)).cuda()", True),  # a parameter
+    ("Wrapped(None).cuda()", False),
+    ("Wrapped(nn.Linear(2, 2)).cuda()", True),
+    ("Remembers().cuda()", True),  # what forward keeps is not known to be plain
+])
+def test_a_project_module_that_keeps_only_plain_values_moves_nothing(tmp_path, line, certain):
+    script = ("import torch\nimport torch.nn as nn\nfrom losses import DiceLoss, Weighted, Wrapped, Remembers\n"
+              "device = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+              f"model = nn.Linear(2, 2).to(device)\ncriterion = {line}\n")
+    (tmp_path / "losses.py").write_text(LOSSES)
+    (tmp_path / "train.py").write_text(script)
+    path = str(tmp_path / "train.py")
+    result = lint_source(path, script, [TDL001], index=build([path]), preview=True)
+    [finding] = result.findings
+    assert (finding.line, finding.column) == (6, 13)
+    assert (finding.confidence.value == "certain") is certain

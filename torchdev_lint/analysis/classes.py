@@ -52,30 +52,6 @@ def reachable(calls: dict[str, set[str]], starts: Iterable[str]) -> set[str]:
     return seen
 
 
-_STATE_CALLS = frozenset({"register_buffer", "register_parameter", "register_module", "add_module", "__setattr__"})
-
-
-def holds_no_state(klass: cst.ClassDef) -> bool:
-    """``klass`` derives from ``nn.Module`` alone, assigns nothing in its body, and no
-    method of it sets or registers an attribute of ``self``: a stateless loss holds no
-    tensors, so its ``.cuda()`` moves nothing and does not fail without CUDA."""
-    if [code_of(b.value) for b in klass.bases] not in (["nn.Module"], ["torch.nn.Module"], ["Module"]):
-        return False  # a base of its own may hold tensors
-    for statement in klass.body.body:
-        plain = isinstance(statement, cst.SimpleStatementLine) and all(
-            isinstance(small, (cst.Expr, cst.Pass)) for small in statement.body)  # a docstring, `pass`
-        if not (plain or isinstance(statement, cst.FunctionDef)):
-            return False  # class attributes, nested classes: perhaps tensors
-    for method, self_name in methods(klass):
-        for node in collect(method.body, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.Call)):
-            if isinstance(node, cst.Call):
-                if isinstance(node.func, cst.Attribute) and node.func.attr.value in _STATE_CALLS:
-                    return False
-            elif self_attribute(node.target, self_name) is not None:
-                return False
-    return True
-
-
 # Methods torch itself calls on a module, which the code that uses it never names.
 _MODULE_HOOKS = frozenset({"forward", "extra_repr", "reset_parameters", "_apply", "_load_from_state_dict",
                            "_save_to_state_dict", "_replicate_for_data_parallel", "_get_name", "_check_input_dim"})

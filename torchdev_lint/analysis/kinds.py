@@ -260,6 +260,15 @@ def is_stateless_module(qualified: str, call: cst.Call) -> bool:
     )
 
 
+def plain_literal(expr: cst.BaseExpression | None) -> bool:
+    """A value that is certainly not a tensor: a number, string, container display."""
+    return isinstance(expr, (cst.Integer, cst.Float, cst.SimpleString, cst.FormattedString,
+                             cst.ConcatenatedString, cst.List, cst.Tuple, cst.Dict, cst.Set,
+                             cst.ListComp, cst.DictComp, cst.SetComp)) or (
+        isinstance(expr, cst.Name) and expr.value in ("True", "False")
+    )
+
+
 def is_module_class(qualified: str) -> bool:
     """An nn.Module class named by its import (``torch.nn.Linear``, ``pl.LightningModule``)."""
     last = qualified.rsplit(".", 1)[-1]

@@ -185,6 +185,10 @@ class ModuleFacts:
     # p.data = p.data.to(device)`): a call of one puts the state where the parameters went
     # (`state_movers`, `ProjectIndex.moves_optimizer_state`)
     state_movers: list[str] = field(default_factory=list)
+    # its top-level `nn.Module` classes that keep no tensors, each with the `__init__`
+    # parameters it keeps on `self`, "position:name" (`plain_modules`,
+    # `ProjectIndex.plain_module`): `DiceLoss(2).cuda()` moves nothing
+    plain_modules: dict[str, list[str]] = field(default_factory=dict)
     # attributes a method of ``MOVE_OVERRIDES`` assigns (`m.stride = fn(m.stride)` in `_apply`)
     override_moved: list[str] = field(default_factory=list)
     # each call it makes, with its scope and its place in the scope's blocks (`run_order.read`):
@@ -1047,6 +1051,78 @@ def state_movers(tree: ast.Module) -> list[str]:
     return found
 
 
+_REGISTERS = frozenset({"register_buffer", "register_parameter", "register_module", "add_module", "setattr",
+                        "__setattr__"})
+
+
+def plain_modules(reader: "_Reader", tree: ast.Module) -> dict[str, list[str]]:
+    """The module's top-level classes deriving ``nn.Module`` alone that keep no tensors: the
+    body holds only methods (and a docstring), no method registers anything, and what the
+    methods set on ``self`` is plain (``_plain``: a literal, a container display) or, in
+    ``__init__``, one of its parameters without a default or with a plain one
+    (``self.n_classes = n_classes``). Class -> "position:name"
+    of those parameters (position -1: keyword-only): an instance holds no parameter, buffer or
+    submodule when its construction gives them plain values (``DiceLoss(2)``), so its
+    ``.cuda()`` moves nothing."""
+    found = {}
+    for klass in tree.body:
+        if not (isinstance(klass, ast.ClassDef) and len(klass.bases) == 1 and not klass.keywords
+                and reader.qualify(klass.bases[0]) == "torch.nn.Module"):
+            continue
+        kept: set[str] = set()
+        if all(_keeps_plain_values(statement, kept) for statement in klass.body):
+            found[klass.name] = sorted(kept)
+    return found
+
+
+def _keeps_plain_values(statement: ast.stmt, kept: set[str]) -> bool:
+    """``statement`` of a class body is a docstring, ``pass`` or a method that sets only
+    plain values on ``self`` (``plain_modules``); adds the ``__init__`` parameters it keeps."""
+    if isinstance(statement, ast.Pass) or (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant)):
+        return True
+    if not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False  # class attributes, nested classes: perhaps tensors
+    positional = [a.arg for a in (*statement.args.posonlyargs, *statement.args.args)]
+    if not positional:
+        return False
+    defaults = dict(zip(positional[len(positional) - len(statement.args.defaults):], statement.args.defaults))
+    defaults.update((a.arg, d) for a, d in zip(statement.args.kwonlyargs, statement.args.kw_defaults) if d is not None)
+    parameters = {name: i - 1 for i, name in enumerate(positional) if i} | {
+        a.arg: -1 for a in statement.args.kwonlyargs}
+    self_name = positional[0]
+    for node in _walk(statement):
+        if isinstance(node, ast.Call):
+            called = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            if called in _REGISTERS:
+                return False
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if not any(isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == self_name
+                           for t in _walk(target)):
+                    continue
+                value = node.value
+                if not isinstance(target, ast.Attribute) or value is None:
+                    return False  # `self.a, self.b = ...`, `self.x: Tensor`
+                if _plain(value):
+                    continue
+                name = value.id if isinstance(value, ast.Name) else None
+                if (statement.name != "__init__" or isinstance(node, ast.AugAssign) or name not in parameters
+                        or (name in defaults and not _plain(defaults[name]))):
+                    return False
+                kept.add(f"{parameters[name]}:{name}")
+    return True
+
+
+def _plain(node: ast.expr) -> bool:
+    """A value a module does not register: a number, string, bool or None (a negative
+    number too), or a container display (a plain list of modules is not registered either)."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        node = node.operand
+    return isinstance(node, (ast.Constant, ast.Tuple, ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp,
+                             ast.SetComp))
+
+
 def override_moved(tree: ast.Module) -> list[str]:
     """The attributes that a move override of a class assigns: YOLO's ``_apply`` moves the
     detection head's ``stride`` and ``grid`` with the model (``m.stride = fn(m.stride)``),
@@ -1775,6 +1851,8 @@ def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | No
         facts.saving_defs = saving_defs(reader, tree, saving)
     if "class " in text and "self." in text:
         facts.class_parts = class_parts(tree, text)
+    if "Module" in text:
+        facts.plain_modules = plain_modules(reader, tree)
     devices = _device_lines(text, lines) if names_devices(text) else set()
     facts.names_devices = bool(devices)
     if devices or "load(" in text:
@@ -1960,6 +2038,12 @@ class ProjectIndex:
         (``ModuleFacts.saving_defs``)."""
         found = self.locate(qualified, origin)
         return found is not None and found[1] in found[0].saving_defs
+
+    def plain_module(self, qualified: str, origin: str | None = None) -> list[str] | None:
+        """The ``__init__`` parameters the project class ``qualified`` keeps, when it keeps
+        no tensors otherwise (``ModuleFacts.plain_modules``); None for any other class."""
+        found = self.locate(qualified, origin)
+        return found[0].plain_modules.get(found[1]) if found is not None else None
 
     def moves_optimizer_state(self, qualified: str, origin: str | None = None) -> int | None:
         """The position of the optimizer whose state the project function ``qualified``

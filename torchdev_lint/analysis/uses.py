@@ -85,10 +85,10 @@ _SCALAR_KEYWORDS = frozenset("start end step steps size n m low high fill_value"
 
 def _sizes(call: cst.Call, arg: cst.Arg) -> bool:
     """``arg`` is the size argument of ``call`` (``_SIZE_ARGUMENTS``)."""
-    return _given_as(call, arg, _SIZE_ARGUMENTS.get((dotted_name(call.func) or "").rsplit(".", 1)[-1]))
+    return given_as(call, arg, _SIZE_ARGUMENTS.get((dotted_name(call.func) or "").rsplit(".", 1)[-1]))
 
 
-def _given_as(call: cst.Call, arg: cst.Arg, where: tuple[int, str] | None) -> bool:
+def given_as(call: cst.Call, arg: cst.Arg, where: tuple[int, str] | None) -> bool:
     """``arg`` is the argument of ``call`` at ``where``'s position or keyword."""
     if where is None:
         return False
@@ -538,7 +538,7 @@ class Uses:
             return False  # `for x, w in zip(xs, weights)`: 0-dim rows
         if _sizes(call, arg):
             return False  # `F.pad(x, [dx // 2, dx - dx // 2])`: sizes, read as integers
-        if _given_as(call, arg, _CPU_ARGUMENTS.get(last)):
+        if given_as(call, arg, _CPU_ARGUMENTS.get(last)):
             return False
         if isinstance(call.func, cst.Attribute) and call.func.attr.value in _MOVES:
             return False  # `x.to(cpu_tensor)`: names a device, mixes nothing

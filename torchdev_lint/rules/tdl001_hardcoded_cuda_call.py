@@ -5,9 +5,8 @@ import re
 import libcst as cst
 
 from torchdev_lint import fixes
-from torchdev_lint.analysis import kinds, portability, receivers
+from torchdev_lint.analysis import kinds, portability, receivers, uses
 from torchdev_lint.analysis.kinds import Kind
-from torchdev_lint.analysis.classes import holds_no_state
 from torchdev_lint.analysis.guards import code_of
 from torchdev_lint.analysis.imports import dotted_name
 from torchdev_lint.analysis.requirements import of_file
@@ -18,6 +17,19 @@ from torchdev_lint.rule import Invalid, Rule, Valid
 _TENSOR_ARGUMENTS = frozenset({"weight", "pos_weight"})
 _CUDA_CALL = re.compile(r"\.[\s\\]*cuda[\s\\]*\(")  # `x.cuda(`, `x .cuda (`, across lines
 _CUDA_TYPE = re.compile(r"cuda\.\w*Tensor")  # `x.type(torch.cuda.FloatTensor)`
+
+
+def _plain_given(call: cst.Call, kept: str) -> bool:
+    """``call`` gives the parameter ``kept`` ("position:name") a plain value (a number,
+    string, ``None`` or a container display, which a module does not register), or leaves it
+    to its default (a literal, ``plain_modules``)."""
+    position, _, name = kept.partition(":")
+    given = next((a.value for a in call.args if uses.given_as(call, a, (int(position), name))), None)
+    if given is None:
+        return not any(a.star for a in call.args)  # `*args`, `**options`: perhaps it
+    if isinstance(given, cst.UnaryOperation):
+        given = given.expression
+    return kinds.plain_literal(given) or (isinstance(given, cst.Name) and given.value == "None")
 
 
 class HardcodedCudaCall(Rule):
@@ -284,7 +296,8 @@ class HardcodedCudaCall(Rule):
     def _stateless_module(self, receiver: cst.BaseExpression,
                           ancestors: tuple[cst.CSTNode, ...]) -> tuple[cst.CSTNode, str] | None:
         """``receiver`` and its class's name when it is a new module that holds no state: an
-        instance of a module class of this file with none (``VarifocalLoss().cuda()``), or a
+        instance of a project module class that keeps no tensors, built with literals for the
+        parameters it keeps (``DiceLoss(2).cuda()``, ``ModuleFacts.plain_modules``), or a
         torch loss given no tensor (``nn.CrossEntropyLoss().cuda()``; not one given a
         ``weight``), also through a name bound once, to one (``criterion = nn.MSELoss()``)."""
         if isinstance(receiver, cst.Name):
@@ -294,11 +307,13 @@ class HardcodedCudaCall(Rule):
                 receiver = sites[0].value
         if not isinstance(receiver, cst.Call):
             return None
-        if isinstance(receiver.func, cst.Name):
-            info = self.ctx.classes.get(receiver.func.value)
-            if info is not None and info.is_module and holds_no_state(info.node):
-                return info.node, receiver.func.value
         qualified = self.ctx.qualified_name(receiver.func) or ""
+        index = self.ctx.index
+        if isinstance(receiver.func, cst.Name) and receiver.func.value in self.ctx.classes and index is not None:
+            qualified = f"{index.module_of(self.ctx.path)}.{receiver.func.value}"  # a class of this file
+        kept = index.plain_module(qualified, self.ctx.path) if index is not None and qualified else None
+        if kept is not None and all(_plain_given(receiver, entry) for entry in kept):
+            return receiver, code_of(receiver.func)
         if qualified.startswith("torch.nn.") and qualified.endswith("Loss") and all(
                 arg.keyword is not None and arg.keyword.value not in _TENSOR_ARGUMENTS for arg in receiver.args):
             return receiver, qualified.rsplit(".", 1)[-1]

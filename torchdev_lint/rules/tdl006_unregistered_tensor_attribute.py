@@ -9,7 +9,7 @@ from torchdev_lint.analysis import callees, classes, moves, tree, uses
 from torchdev_lint.analysis.classes import self_attribute
 from torchdev_lint.analysis.guards import code_of
 from torchdev_lint.analysis.imports import dotted_name
-from torchdev_lint.analysis.kinds import Kind, changes_dtype_only, moves_to_cpu
+from torchdev_lint.analysis.kinds import Kind, changes_dtype_only, moves_to_cpu, plain_literal
 from torchdev_lint.analysis.project_index import MOVE_OVERRIDES
 from torchdev_lint.finding import Applicability, Fix
 from torchdev_lint.rule import Invalid, Rule, Valid
@@ -674,7 +674,7 @@ class UnregisteredTensorAttribute(Rule):
     def _no_tensor(self, value: cst.BaseExpression) -> bool:
         """Certainly not a plain tensor: a Python value (``.tolist()``, ``.item()``, a literal)
         or a registered one (``nn.Parameter(self.w)``)."""
-        if _literal(value):
+        if plain_literal(value):
             return True
         if not isinstance(value, cst.Call):
             return False
@@ -747,7 +747,7 @@ class UnregisteredTensorAttribute(Rule):
             # Buffers cannot be registered before `super().__init__()` has run.
             if first.method == "__init__" and _before(positions, first.node, statement):
                 return None
-        if any(a.kind == "other" and _literal(a.value) for a in others):
+        if any(a.kind == "other" and plain_literal(a.value) for a in others):
             return None  # a list, number or string assigned elsewhere: not a buffer
         if any(_passed_in(state, a) for a in rewritten):
             return None  # the caller may pass an nn.Parameter: a buffer would stop its training
@@ -952,12 +952,3 @@ def _passed_in(state: _Class, assignment: _Assignment) -> bool:
         return False
 
     return may_be(assignment.value)
-
-
-def _literal(expr: cst.BaseExpression | None) -> bool:
-    """A value that is certainly not a tensor: a number, string, container display."""
-    return isinstance(expr, (cst.Integer, cst.Float, cst.SimpleString, cst.FormattedString,
-                             cst.ConcatenatedString, cst.List, cst.Tuple, cst.Dict, cst.Set,
-                             cst.ListComp, cst.DictComp, cst.SetComp)) or (
-        isinstance(expr, cst.Name) and expr.value in ("True", "False")
-    )
