@@ -612,3 +612,16 @@ def test_a_constant_its_importers_read_only_under_a_cuda_test_places_nothing():
 def test_one_importer_that_places_with_it_keeps_the_finding(importer):
     finding = constant_finding({**CONSTANT_PROJECT, "train.py": importer})
     assert not any("read by the modules that import it" in e.message for e in finding.evidence)
+
+
+@pytest.mark.parametrize("use, flagged", [
+    # only the default of the user's option, as `default='cuda:0'` written in the call is
+    ("parser.add_argument('--device', default=DEVICE, type=str)", False),
+    ("parser.add_argument('--device', default=DEVICE, type=str)\n    model.to(DEVICE)", True),  # it places too
+])
+def test_a_device_string_that_only_defaults_an_option_is_the_users_choice(use, flagged):
+    code = ("import argparse\nimport torch\n\ndef run(model):\n    DEVICE = 'cuda:0'\n"
+            f"    parser = argparse.ArgumentParser()\n    {use}\n"
+            "    args = parser.parse_args()\n    return model.to(args.device)\n")
+    found = [(f.line, f.column) for f in lint_source("t.py", code, [RULE], preview=True).findings]
+    assert found == ([(5, 14)] if flagged else [])

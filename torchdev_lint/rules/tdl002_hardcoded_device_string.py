@@ -53,7 +53,8 @@ class HardcodedDeviceString(Rule):
     `def _triton_autotune`; not `test_*` functions, which the test runner picks).
 
     It does not flag values the user can change without editing code: argparse defaults
-    (`default="cuda"`, `set_defaults(device="cuda")`), function parameter defaults, class-level
+    (`default="cuda"`, `set_defaults(device="cuda")`, or a name bound to one that is read only
+    as such a default, `DEVICE = "cuda:0"` then `default=DEVICE`), function parameter defaults, class-level
     defaults (a config dataclass's `device: str = "cuda"`), dict values (`{"device": "cuda"}`,
     `dict(device="cuda")`), attributes of config objects (`cfg.MODEL.DEVICE = "cuda"`), and
     module-level settings that a later `exec(open("configurator.py").read())` overrides
@@ -444,7 +445,10 @@ class HardcodedDeviceString(Rule):
 
     def _only_device_type(self, node: cst.Assign) -> bool:
         """``device = ... else "cuda"`` in a function that only gives ``device`` to APIs
-        taking a device type (``MixedPrecision(..., device=device)``, autocast)."""
+        taking a device type (``MixedPrecision(..., device=device)``, autocast), or as the
+        default of a command-line option (``DEVICE = 'cuda:0'`` then
+        ``add_argument('--device', default=DEVICE)``: the user's choice, as a default
+        written in the call is)."""
         function = self.ctx.function
         names = [t.target.value for t in node.targets if isinstance(t.target, cst.Name)]
         if function is None or len(names) != 1:
@@ -452,6 +456,7 @@ class HardcodedDeviceString(Rule):
         calls, mentions = self.ctx.once(("names given to calls", id(function)), lambda: _names_given(function))
         # Asked now, as the traversal stands: a local name may shadow an import later on.
         uses = [_takes_device_type(self.ctx.qualified_name(call.func) or code_of(call.func))
+                or (isinstance(call.func, cst.Attribute) and call.func.attr.value == "add_argument")
                 for call in calls.get(names[0], ())]
         stores = len(self.ctx.bindings(function).get(names[0], ()))
         return bool(uses) and all(uses) and mentions.get(names[0], 0) == len(uses) + stores
