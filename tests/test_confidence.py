@@ -516,6 +516,9 @@ def collate(samples):
     # the script that imports the helper chooses the CPU where there is no GPU
     ("import torch\nfrom data import collate\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
      "model = Net().to(device)\n", True),
+    # an import the script never reads runs none of the helper's code
+    ("import torch\nfrom data import collate\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+     "model = Net().to(device)\n", None),
     # a choice nothing follows is boilerplate, not a CPU path
     ("import torch\nfrom data import collate\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
      "model = Net().cuda()\n", False),
@@ -530,7 +533,9 @@ def test_a_helper_module_runs_where_its_importers_do(tmp_path, train, certain):
     from torchdev_lint.analysis import project_index
 
     (tmp_path / "data.py").write_text(DATA)
-    (tmp_path / "train.py").write_text(train)
+    # the script builds its batches with the helper (but where ``certain`` is None)
+    (tmp_path / "train.py").write_text(train + ("batch = collate(samples)\n" if certain is not None else ""))
+    certain = bool(certain)
     index = project_index.build([str(tmp_path / "data.py"), str(tmp_path / "train.py")])
     (finding,) = lint_source(str(tmp_path / "data.py"), DATA, [TDL001], preview=True, index=index).findings
     assert (finding.confidence is Confidence.CERTAIN) is certain
@@ -596,3 +601,26 @@ def test_a_helper_module_with_a_main_block_runs_where_its_importers_do(tmp_path,
     index = project_index.build([str(tmp_path / "data.py"), str(tmp_path / "train.py")])
     (finding,) = lint_source(str(tmp_path / "data.py"), data, [TDL001], preview=True, index=index).findings
     assert (finding.confidence is Confidence.CERTAIN) is certain
+
+
+@pytest.mark.parametrize("choice, certain", [
+    ("device = torch.device('cuda:0' if torch.cuda.is_available() else 'cpu')", True),
+    # a flag the function sets to a constant: every run takes the same branch
+    ("cuda = True\n    device = torch.device('cuda:0' if cuda else 'cpu')", False),
+    ("cuda = args.cuda\n    device = torch.device('cuda:0' if cuda else 'cpu')", True),
+    # `is_available` left uncalled is a function: always true, never the CPU
+    ("device = 'cuda:0' if torch.cuda.is_available else 'cpu'", False),
+])
+def test_a_condition_no_run_can_change_chooses_no_cpu(choice, certain):
+    code = ("import torch\n\ndef main(args):\n    " + choice + "\n"
+            "    model = torch.nn.Linear(2, 2).to(device)\n    x = torch.zeros(2).cuda()\n")
+    (finding,) = lint_source("t.py", code, [TDL001], preview=True).findings
+    assert (finding.confidence is Confidence.CERTAIN) is certain
+
+
+def test_a_module_level_setting_still_chooses_the_cpu():
+    """``USE_CUDA = True`` at the top of a script is a setting its user edits."""
+    code = ("import torch\nUSE_CUDA = True\ndevice = torch.device('cuda' if USE_CUDA else 'cpu')\n"
+            "model = torch.nn.Linear(2, 2).to(device)\nx = torch.zeros(2).cuda()\n")
+    (finding,) = lint_source("t.py", code, [TDL001], preview=True).findings
+    assert finding.confidence is Confidence.CERTAIN

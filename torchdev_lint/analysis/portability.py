@@ -124,13 +124,26 @@ def _follows_a_tensor(test: cst.BaseExpression) -> bool:
 
 
 def _fixed_flag(test: cst.BaseExpression, source: str) -> bool:
-    """``self.no_cuda`` (or ``not self.no_cuda``) that the file assigns once, to ``True`` or
-    ``False``: a constant written in the code, which no run can change, chooses nothing."""
+    """A condition no run can change chooses nothing: ``self.no_cuda``, or a name a function
+    binds (``cuda = True`` then ``'cuda:0' if cuda else 'cpu'``), that the file binds once, to
+    ``True`` or ``False`` (or its ``not``); or ``torch.cuda.is_available`` left uncalled (a
+    function, always true). A module-level ``USE_CPU = False`` is a setting: it chooses."""
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         test = test.expression
-    if not (isinstance(test, cst.Attribute) and isinstance(test.value, cst.Name) and test.value.value == "self"):
+    if (dotted_name(test) or "").endswith(("cuda.is_available", "cuda.device_count")):
+        return True
+    if isinstance(test, cst.Attribute) and isinstance(test.value, cst.Name) and test.value.value == "self":
+        assigned = re.findall(rf"\bself\.{test.attr.value}\s*=(?!=)\s*([^\n#]*)", source)
+    elif isinstance(test, cst.Name):
+        name = re.escape(test.value)
+        if re.search(rf"\b(?:def\s+\w+\s*\([^)]*|for\s+|as\s+|global\s+)\b{name}\b", source):
+            return False  # a parameter, a loop variable, a name bound elsewhere
+        assigned = re.findall(rf"(?<![\w.]){name}\s*(?::[^=\n]*)?=(?!=)\s*([^\n#]*)", source)
+        # in a function's code; a module's `USE_CPU = False` is a setting its user edits
+        if not re.search(rf"^[ \t]+{name}\s*=", source, re.MULTILINE):
+            return False
+    else:
         return False
-    assigned = re.findall(rf"\bself\.{test.attr.value}\s*=(?!=)\s*([^\n#]*)", source)
     return len(assigned) == 1 and assigned[0].strip() in ("True", "False")
 
 

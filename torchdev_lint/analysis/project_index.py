@@ -62,6 +62,9 @@ class ModuleFacts:
     name: str  # dotted module name (`fairseq.models.transformer`; a script's stem)
     path: str
     names: dict[str, str] = field(default_factory=dict)  # imported name -> qualified name
+    # the imported names its code never reads (`unread_imports`): importing a class it never
+    # builds does not run that class's code
+    unread_imports: list[str] = field(default_factory=list)
     stars: list[str] = field(default_factory=list)  # modules imported with `*`
     classes: dict[str, list[str]] = field(default_factory=dict)  # class -> qualified bases
     # function -> "tensor", "module", "device" (a device helper), or "call:<qualified>"
@@ -850,6 +853,17 @@ _NOT_CODE = re.compile(r"#[^\n]*|(?P<prefix>\b[rRbBuUfF]{1,2})?(?:'\'\'(?:\\.|[^
                        r"|'(?:\\.|[^\\'\n])*'|\"(?:\\.|[^\\\"\n])*\")")
 
 
+def unread_imports(text: str, names: dict[str, str]) -> list[str]:
+    """The names of ``names`` (what the module imports) that its code reads nowhere but in
+    its import statements (``from model import Seq2Seq, Seq2SeqAttention`` where only
+    ``Seq2SeqAttention(...)`` is built), in one pass over the text."""
+    read = set(_READ_NAME.findall(_IMPORT_STATEMENT.sub(" ", _code_only(text))))
+    return sorted(local for local in names if local not in read)
+
+
+_IMPORT_STATEMENT = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+)?import[ \t]+(?:\([^)]*\)|[^\n]*)", re.MULTILINE)
+
+
 def _code_only(text: str) -> str:
     """``text`` with its comments and plain strings blanked (f-strings kept)."""
     return _NOT_CODE.sub(lambda m: m.group(0) if "f" in (m.group("prefix") or "").lower() else " ", text)
@@ -1610,9 +1624,10 @@ def init_calls(tree: ast.Module, calls: dict[int, set[str]]) -> dict[str, list[s
 
 
 def _names(module: ModuleFacts, name: str) -> bool:
-    """``module`` may call the definition ``name`` of another: it imports it by name,
-    mentions an attribute of that name, or imports everything (``*``) and calls it."""
-    return name in module.attributes or any(q.rpartition(".")[2] == name for q in module.names.values()) or (
+    """``module`` may call the definition ``name`` of another: it imports it by name (and
+    reads it), mentions an attribute of that name, or imports everything (``*``) and calls it."""
+    return name in module.attributes or any(
+        q.rpartition(".")[2] == name and local not in module.unread_imports for local, q in module.names.items()) or (
         bool(module.stars) and (name in module.top_calls or any(
             name in calls for each in module.def_calls.values() for calls in each)))
 
@@ -1851,6 +1866,8 @@ def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | No
         facts.saving_defs = saving_defs(reader, tree, saving)
     if "class " in text and "self." in text:
         facts.class_parts = class_parts(tree, text)
+    if facts.names:
+        facts.unread_imports = unread_imports(text, facts.names)
     if "Module" in text:
         facts.plain_modules = plain_modules(reader, tree)
     devices = _device_lines(text, lines) if names_devices(text) else set()
