@@ -446,3 +446,14 @@ def test_a_save_of_an_attribute_the_class_sets_once_writes_that_file(assigned, s
 ])
 def test_what_names_a_device(code, names):
     assert project_index.read_facts("m.py", code).names_devices is names
+
+
+def test_an_imported_name_read_nowhere_but_in_its_import_is_unread():
+    from torchdev_lint.analysis.project_index import unread_imports
+
+    text = ("from model import (Seq2Seq,\n    Seq2SeqAttention)\nimport utils\n"
+            "net = Seq2SeqAttention(3)\nutils.log(net)\n")
+    names = {"Seq2Seq": "model.Seq2Seq", "Seq2SeqAttention": "model.Seq2SeqAttention", "utils": "utils"}
+    assert unread_imports(text, names) == ["Seq2Seq"]
+    # a longer name that contains it is no read of it; a mention in a comment is counted as one
+    assert unread_imports(text + "# Seq2Seq is kept for old checkpoints\n", names) == []

@@ -854,13 +854,15 @@ _NOT_CODE = re.compile(r"#[^\n]*|(?P<prefix>\b[rRbBuUfF]{1,2})?(?:'\'\'(?:\\.|[^
 
 
 def unread_imports(text: str, names: dict[str, str]) -> list[str]:
-    """The names of ``names`` (what the module imports) that its code reads nowhere but in
+    """The names of ``names`` (what the module imports) that its text mentions nowhere but in
     its import statements (``from model import Seq2Seq, Seq2SeqAttention`` where only
-    ``Seq2SeqAttention(...)`` is built), in one pass over the text."""
-    read = set(_READ_NAME.findall(_IMPORT_STATEMENT.sub(" ", _code_only(text))))
-    return sorted(local for local in names if local not in read)
+    ``Seq2SeqAttention(...)`` is built), in one pass over the text. A mention in a comment,
+    a string or as an attribute counts as a read: the cheap side of the doubt."""
+    mentioned = set(_WORD.findall(_IMPORT_STATEMENT.sub(" ", text)))
+    return sorted(local for local in names if local not in mentioned)
 
 
+_WORD = re.compile(r"[A-Za-z_]\w*")
 _IMPORT_STATEMENT = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+)?import[ \t]+(?:\([^)]*\)|[^\n]*)", re.MULTILINE)
 
 
