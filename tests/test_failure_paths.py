@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from torchdev_lint import cli
+from torchdev_lint.analysis import project_index
 from torchdev_lint.rule import Rule
 
 
@@ -1231,6 +1232,35 @@ def test_a_script_whose_model_calls_cuda_kernels_needs_cuda(project, capsys):
         "train.py": "import torch\nfrom models.net import Net\n" + CHOOSES + "x = torch.ones(2).cuda()\n",
     })
     assert [f[3] for f in findings(capsys, project, "TDL001")] == ["possible"]
+
+
+@pytest.mark.parametrize("setup, confidence", [
+    # a Cython wrapper of a kernel nvcc compiles (py-faster-rcnn's `gpu_nms`)
+    ("from distutils.extension import Extension\n"
+     "ext = Extension('gpu_nms', ['nms_kernel.cu', 'gpu_nms.pyx'], libraries=['cudart'])\n", "possible"),
+    # a C extension without CUDA sources runs anywhere
+    ("from distutils.extension import Extension\next = Extension('cpu_nms', ['cpu_nms.pyx'])\n", "certain"),
+])
+def test_a_script_importing_a_compiled_cuda_kernel_needs_cuda(project, capsys, setup, confidence):
+    """train.py -> functions.py -> nms/nms.py -> the extension nms/setup.py builds: the CPU
+    choice of train.py is no path it can run, nor one the loader it imports is used on."""
+    name = "gpu_nms" if "gpu_nms" in setup else "cpu_nms"
+    write(project, {
+        "nms/__init__.py": "",
+        "nms/setup.py": setup,
+        "nms/nms.py": f"from .{name} import {name}\ndef nms(dets):\n    return {name}(dets)\n",
+        "functions.py": "import torch\nfrom nms.nms import nms\ndef evaluate(model, x):\n    return nms(model(x))\n",
+        "utils/__init__.py": "",
+        "utils/checkpoints.py": "import torch\ndef load(path):\n    return torch.load(path)\n",
+        "train.py": "import torch\nfrom functions import evaluate\nfrom utils.checkpoints import load\n" + CHOOSES
+                    + "x = torch.ones(2).cuda()\nstate = load('best.pth')\n"
+                    + "torch.save(torch.nn.Linear(1, 1).to(device).state_dict(), 'best.pth')\n",
+    })
+    assert [f[3] for f in findings(capsys, project, "TDL001")] == [confidence]
+    # nor is train.py's CPU choice a CPU path of the loader it uses
+    index = project_index.build([str(project / "train.py")])
+    cpu_path, _ = index.users_cpu_path(str(project / "utils/checkpoints.py"))
+    assert (cpu_path is not None) == (confidence == "certain")
 
 
 @pytest.mark.parametrize("between, confidence", [

@@ -179,3 +179,19 @@ def test_a_methods_self_is_never_taken_for_a_tensor_by_its_uses(base):
 def test_a_plain_functions_parameter_used_like_a_tensor_still_is_one():
     code = ("import torch\ndef setup(x, device):\n    x.to(device)\n    return x.mean()\n")
     assert [f.line for f in lint_source("example.py", code, [RULE], preview=True).findings] == [3]
+
+
+@pytest.mark.parametrize("before, move, flagged", [
+    # the tensor is moved to the device it is on: a no-op, nothing to fix
+    ("    x = torch.ones(3)\n", "    x.to(x.device)\n", False),
+    ("    ids = torch.ones(3)\n    x = ids\n", "    x.to(ids.device)\n", False),
+    ("    ids = torch.ones(3)\n    x = ids.long()\n", "    x.to(ids.device)\n", False),
+    # to another tensor's device, or after a rebinding the move does not see: flagged
+    ("    ids = torch.ones(3)\n    x = ids\n", "    x.to(other.device)\n", True),
+    ("    ids = torch.ones(3)\n    x = ids\n    x = torch.zeros(3)\n", "    x.to(ids.device)\n", True),
+    ("    ids = torch.ones(3)\n    x = ids\n    x += 1\n", "    x.to(ids.device)\n", True),
+])
+def test_a_move_to_the_device_the_tensor_is_on_does_nothing(before, move, flagged):
+    code = "import torch\ndef generate(model, other):\n" + before + move + "    return model(x)\n"
+    findings = lint_source("example.py", code, [RULE], preview=True).findings
+    assert [f.line for f in findings] == ([code.count("\n") - 1] if flagged else [])

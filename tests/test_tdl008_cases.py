@@ -1239,3 +1239,24 @@ def test_a_factory_tensor_used_as_sizes_meets_nothing(use, flagged):
             return torch.cat([skip, y], dim=1)
         """, HEAD + "import torch.nn.functional as F\n")
     assert bool(findings(code)) is flagged
+
+
+@pytest.mark.parametrize("loss", [
+    "nn.CTCLoss(blank=0)(log_probs, targets, lengths, target_lengths)",
+    "F.ctc_loss(log_probs, targets, lengths, target_lengths)",
+    "self.ctc(log_probs, targets, input_lengths=lengths, target_lengths=target_lengths)",
+])
+def test_the_lengths_a_ctc_loss_reads_on_the_cpu_mix_nothing(loss):
+    code = module(f"""\
+        def __init__(self):
+            super().__init__()
+            self.ctc = nn.CTCLoss()
+        def forward(self, x, targets):
+            log_probs = x.log_softmax(2)
+            lengths = torch.full(size=(x.size(1),), fill_value=x.size(0), dtype=torch.int32)
+            target_lengths = torch.full((x.size(1),), targets.size(1), dtype=torch.int32)
+            return {loss}
+        """, HEAD + "import torch.nn.functional as F\n")
+    assert findings(code) == []
+    # the same lengths meeting the log-probabilities in an op of their own are flagged
+    assert findings(code.replace(f"return {loss}", "return log_probs * lengths")) == [(10, 19)]

@@ -1520,14 +1520,15 @@ def required_gpu_library(tree: ast.Module) -> str:
 
 def cuda_extensions(tree: ast.Module) -> list[str]:
     """The names of the CUDA extensions the module builds: a ``CUDAExtension``, or a
-    ``load``/``load_inline`` of ``torch.utils.cpp_extension`` given ``.cu`` sources or CUDA
-    flags."""
+    ``load``/``load_inline`` of ``torch.utils.cpp_extension`` or a setuptools (distutils)
+    ``Extension`` given ``.cu`` sources or CUDA flags (a Cython wrapper of a kernel that
+    ``nvcc`` compiles)."""
     found = []
     for node in _walk(tree):
         if not isinstance(node, ast.Call):
             continue
         called = _called_name(node)
-        if called not in ("CUDAExtension", "load", "load_inline"):
+        if called not in ("CUDAExtension", "Extension", "load", "load_inline"):
             continue
         text = ast.unparse(node)
         if called != "CUDAExtension" and not re.search(r"\.cu\b|cuda_sources|extra_cuda_cflags", text):
@@ -1832,7 +1833,7 @@ def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | No
     # what an importer runs: not the file's `__main__` block (a smoke test of its model)
     facts.cuda_only = ".cuda(" in text and not facts.cpu_path and not facts.cpu_choice and (
         in_functions or any("cuda" in calls for s, calls in zip(tree.body, top_calls) if not _main_guard(s)))
-    if "cpp_extension" in text or "CUDAExtension" in text:
+    if "cpp_extension" in text or "CUDAExtension" in text or ("Extension(" in text and ".cu" in text):
         facts.cuda_extensions = cuda_extensions(tree)
     facts.gpu_library = required_gpu_library(tree)
     facts.required_imports = [
@@ -2810,7 +2811,8 @@ class ProjectIndex:
         ``named``: a CPU path counts only in a user that names it (imports or mentions it).
         A user's CPU choice counts only if its own code calls no ``.cuda()`` outside a device
         test, and defines no function or method that needs CUDA whenever it runs (a trainer
-        whose epoch loop opens a prefetcher on a CUDA stream): such a user never ran on the CPU
+        whose epoch loop opens a prefetcher on a CUDA stream), and imports no CUDA extension
+        the project builds (its import fails without CUDA): such a user never ran on the CPU
         path it shows."""
         full = os.path.abspath(path)
         key = ("users cpu path", full, fact, named)
@@ -2829,7 +2831,8 @@ class ProjectIndex:
                     if shown and (named is None or _names(importer, named)) \
                             and self._cuda_def_names().isdisjoint(importer.top_calls) \
                             and self._cuda_def_names().isdisjoint(importer.defs) \
-                            and not (fact == "cpu_choice" and importer.unguarded_cuda):
+                            and not (fact == "cpu_choice" and importer.unguarded_cuda) \
+                            and self.cuda_extension_imported(importer.path) is None:
                         where.append((importer.path, int(shown.split()[-1])))
             first = min(where) if where else None
             self._memo[key] = (f"{self._shown(first[0])}:{first[1]}" if first else None, tuple(sorted(users)))

@@ -44,11 +44,13 @@ _READERS = frozenset("""len print str repr int float bool isinstance format hash
 # Calls that hand their tensor arguments on to a function they run (activation
 # checkpointing): whether those meet is up to that function, out of sight.
 _FORWARDERS = frozenset({"checkpoint", "checkpoint_sequential"})
-# Functions that want CPU data for the argument at that position or keyword.
+# Functions that want (or take) CPU data for the arguments at these positions or keywords.
 _CPU_ARGUMENTS = {
-    "pack_padded_sequence": (1, "lengths"),
-    "bincount": (0, "input"),
-    "reshape_from_tensor_shape": (1, "shape"),  # torch.onnx.operators: a CPU shape tensor
+    "pack_padded_sequence": ((1, "lengths"),),
+    "bincount": ((0, "input"),),
+    "reshape_from_tensor_shape": ((1, "shape"),),  # torch.onnx.operators: a CPU shape tensor
+    # the CTC loss reads its lengths on the CPU, whatever device the log-probabilities are on
+    "ctc_loss": ((2, "input_lengths"), (3, "target_lengths")),
 }
 # Functions whose argument at that position or keyword is a size (`F.pad(x, [dx // 2, ...])`,
 # `F.interpolate(x, size=s)`): a tensor there is read as integers, on whatever device it is.
@@ -86,6 +88,15 @@ _SCALAR_KEYWORDS = frozenset("start end step steps size n m low high fill_value"
 def _sizes(call: cst.Call, arg: cst.Arg) -> bool:
     """``arg`` is the size argument of ``call`` (``_SIZE_ARGUMENTS``)."""
     return given_as(call, arg, _SIZE_ARGUMENTS.get((dotted_name(call.func) or "").rsplit(".", 1)[-1]))
+
+
+def _cpu_taker(call: cst.Call, last: str) -> str:
+    """The ``_CPU_ARGUMENTS`` entry of ``call``: by its function's name, or ``ctc_loss`` for
+    a CTC loss module called (``nn.CTCLoss()(...)``, ``self.ctc(...)``)."""
+    built = dotted_name(call.func.func) if isinstance(call.func, cst.Call) else None
+    if (built or "").endswith("CTCLoss") or "ctc" in last.lower():
+        return "ctc_loss"
+    return last
 
 
 def given_as(call: cst.Call, arg: cst.Arg, where: tuple[int, str] | None) -> bool:
@@ -538,7 +549,7 @@ class Uses:
             return False  # `for x, w in zip(xs, weights)`: 0-dim rows
         if _sizes(call, arg):
             return False  # `F.pad(x, [dx // 2, dx - dx // 2])`: sizes, read as integers
-        if given_as(call, arg, _CPU_ARGUMENTS.get(last)):
+        if any(given_as(call, arg, where) for where in _CPU_ARGUMENTS.get(_cpu_taker(call, last), ())):
             return False
         if isinstance(call.func, cst.Attribute) and call.func.attr.value in _MOVES:
             return False  # `x.to(cpu_tensor)`: names a device, mixes nothing

@@ -31,7 +31,9 @@ class DiscardedToResult(Rule):
     place and is correct), objects whose `.to` works in place (a tokenizer's
     `BatchEncoding`, a project's own class with a `to` method, a graph or data object the
     code indexes by an attribute no tensor has: DGL's `g.ndata["feat"]`, PyG's `batch.x[mask]`,
-    even when it comes from a loader) or receivers of unknown type.
+    even when it comes from a loader) or receivers of unknown type. Nor a move to the
+    device the tensor is on already: `x.to(x.device)`, or `y.to(x.device)` right after
+    `y = x` (or `y = x.long()`), with no branch between: the move does nothing.
 
     ## Why is this bad?
     Unlike `nn.Module.to`, `Tensor.to` is not in place: it returns a new tensor on the
@@ -224,6 +226,8 @@ class DiscardedToResult(Rule):
         ):
             return
         receiver = call.func.value
+        if self._to_own_device(receiver, call):
+            return
         evidence = ()
         if self.ctx.value_by_use(receiver).kind is not Kind.TENSOR:
             check = narrowing.tensor_check(self.ctx.ancestors, receiver, self.ctx.qualified_name)
@@ -361,6 +365,40 @@ class DiscardedToResult(Rule):
         found = indexes.get(id(use))
         return None if found is None else (
             (found, f"`{code_of(use)}` is used as an index: a CPU index works on a tensor on any device"),)
+
+    def _to_own_device(self, receiver: cst.BaseExpression, call: cst.Call) -> bool:
+        """``x.to(x.device)``, or ``y.to(x.device)`` right after ``y = x`` (or ``y = x.long()``):
+        the target is the device the tensor is on already, and the move does nothing."""
+        if call.func.attr.value != "to":
+            return False
+        target = next((a.value for a in call.args if a.keyword is None or a.keyword.value == "device"), None)
+        if not (isinstance(target, cst.Attribute) and target.attr.value == "device"):
+            return False
+        source = code_of(target.value)
+        if code_of(receiver) == source:
+            return True
+        value = self._assigned_just_before(receiver.value) if isinstance(receiver, cst.Name) else None
+        return value is not None and _derived_in_place(value, source)
+
+    def _assigned_just_before(self, name: str) -> cst.BaseExpression | None:
+        """The value the simple statements just before this one, in its block, last assign to
+        ``name`` (no branch or loop between: it is the value the statement sees)."""
+        ancestors = self.ctx.ancestors
+        line, block = (ancestors[-2], ancestors[-3]) if len(ancestors) >= 3 else (None, None)
+        body = getattr(block, "body", None)
+        if not isinstance(line, cst.SimpleStatementLine) or not isinstance(body, (list, tuple)):
+            return None
+        index = next((i for i, statement in enumerate(body) if statement is line), 0)
+        for statement in reversed(body[:index]):
+            if not isinstance(statement, cst.SimpleStatementLine):
+                return None
+            for small in reversed(statement.body):
+                targets = ([t.target for t in small.targets] if isinstance(small, cst.Assign)
+                           else [small.target] if isinstance(small, (cst.AnnAssign, cst.AugAssign)) else [])
+                if any(n.value == name for target in targets for n in collect(target, cst.Name)):
+                    plain = isinstance(small, cst.Assign) and len(targets) == 1 and isinstance(targets[0], cst.Name)
+                    return small.value if plain else None  # an unpacking or an update: out of sight
+        return None
 
     def _built_placed(self, receiver: cst.BaseExpression) -> bool:
         """Every binding of the name in its scope (of ``self.<attr>`` in the function) but

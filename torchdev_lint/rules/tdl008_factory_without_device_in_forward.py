@@ -86,7 +86,7 @@ class FactoryWithoutDeviceInForward(Rule):
     only used as an index, for its shape, as a size or dimension (`x.reshape(G, -1)`,
     `y.repeat(G, 1)`: read as one integer, whatever the device), logged (`.item()`,
     `print`), moved before use, or given where PyTorch wants CPU data
-    (`pack_padded_sequence` lengths, `torch.bincount`) is left alone. Meeting Python numbers (a shape, `len()`, a parameter
+    (`pack_padded_sequence` lengths, a CTC loss's lengths, `torch.bincount`) is left alone. Meeting Python numbers (a shape, `len()`, a parameter
     annotated `int`/`float`) or other tensors built on the CPU right there (CPU-only index
     arithmetic) mixes nothing; the result is followed on. A tensor handed to the project's
     own code (a method of the class, a function of the file or of a project file it
