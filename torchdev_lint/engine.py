@@ -358,6 +358,10 @@ def lint_source(
     # they are not looked for (unless TDL090 must know which noqa codes they use).
     running = rule_classes if preview or unused_wanted else [cls for cls in rule_classes if not cls.preview]
     wanted = [cls for cls in running if cls.wants(source)]
+    if wanted and index is not None:
+        found = index.sites_of(path, source)
+        if found is not None:  # the index's tree shows where each rule could report
+            wanted = [cls for cls in wanted if cls.sites is None or not cls.sites.isdisjoint(found)]
     if not wanted and module is None:
         # No rule needs the tree, but a broken file is still reported: the stdlib parser
         # checks it at a fraction of LibCST's cost (unless the project index just did), and

@@ -51,6 +51,9 @@ class Rule:
     # Every finding of a preview rule is POSSIBLE (shown with --preview): its first-look
     # precision (benchmarks/precision/) has not earned the default output.
     preview: ClassVar[bool] = False
+    # The kinds of place its findings can be at (`analysis/sites.py`): a file holding none is
+    # not parsed for it. None: anywhere its text prefilter (`wants`) lets through.
+    sites: ClassVar[frozenset[str] | None] = None
     VALID: ClassVar[list[Valid]] = []
     INVALID: ClassVar[list[Invalid]] = []
 

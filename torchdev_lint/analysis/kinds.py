@@ -147,8 +147,18 @@ LOADER_NAME = re.compile(r"(?i)loader")
 # Functions that restore tensors from a file, taking `map_location` second.
 TORCH_LOADERS = frozenset({"torch.load", "torch.jit.load", "torch.serialization.load"})
 TORCH_SAVERS = frozenset({"torch.save", "torch.jit.save", "torch.serialization.save"})
+# Functions that turn a tensor argument into a NumPy array by calling its `numpy()`
+# (through `__array__`): which positional arguments they convert (None: all of them).
+NUMPY_CONVERTERS = {
+    **{f"numpy.{name}": (0,) for name in """array asarray asanyarray ascontiguousarray isnan
+       isinf isfinite sum mean std var max min argmax argmin abs sqrt exp log round clip
+       unique sort argsort nonzero transpose squeeze""".split()},
+    "numpy.save": (1,), "numpy.savetxt": (1,),
+    **{f"matplotlib.pyplot.{name}": None for name in "plot scatter imshow hist bar".split()},
+    "PIL.Image.fromarray": (0,),
+}
 
-_MOVE_METHODS = frozenset({"to", "cuda", "xpu", "mps"})
+MOVE_METHODS = frozenset({"to", "cuda", "xpu", "mps"})
 
 
 _ANNOTATION_WRAPPERS = frozenset({"Optional", "Union", "Annotated", "Final", "ClassVar"})
@@ -369,21 +379,21 @@ def method_call_value(receiver: Value, method: str, call: cst.Call) -> Value:
             return Value(Kind.TENSOR, maybe_accelerator=True, placed=True)
         if method == "to" and changes_dtype_only(call):
             return receiver
-        if method in _MOVE_METHODS:
+        if method in MOVE_METHODS:
             to_cpu = moves_to_cpu(call)
             return Value(Kind.TENSOR, maybe_accelerator=not to_cpu, on_cpu=to_cpu, placed=not to_cpu)
         return receiver
-    if receiver.kind is Kind.BATCH and method in _MOVE_METHODS and not moves_to_cpu(call) and not (
+    if receiver.kind is Kind.BATCH and method in MOVE_METHODS and not moves_to_cpu(call) and not (
             method == "to" and changes_dtype_only(call)):
         return Value(Kind.BATCH, maybe_accelerator=True, placed=True)  # `batch.to(device)`
     if receiver.kind is Kind.MODULE and method in MODULE_SELF_METHODS:
-        moved = method in _MOVE_METHODS and not moves_to_cpu(call) and not (
+        moved = method in MOVE_METHODS and not moves_to_cpu(call) and not (
             method == "to" and changes_dtype_only(call))
         return Value(Kind.MODULE, placed=(receiver.placed or moved) and method != "cpu")
     if receiver.kind is Kind.UNKNOWN:
         # Whatever was moved to a device is there: if it is a tensor (or holds tensors),
         # what is computed from it is too (TDL009). The kind stays unknown.
-        if method in _MOVE_METHODS and not moves_to_cpu(call) and not (
+        if method in MOVE_METHODS and not moves_to_cpu(call) and not (
             method == "to" and changes_dtype_only(call)
         ):
             return MOVED_UNKNOWN

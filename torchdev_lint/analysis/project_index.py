@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from torchdev_lint import limits, pyast
-from torchdev_lint.analysis import kinds, requirements, run_order
+from torchdev_lint.analysis import kinds, requirements, run_order, sites
 
 _MAX_DEPTH = 20  # re-export chains longer than this are not followed
 # Code that names these may put tensors on an accelerator (Lightning and Accelerate place
@@ -198,6 +198,8 @@ class ModuleFacts:
     # which calls of a run come before a load (`ProjectIndex.saved_earlier_in_every_run`)
     run_calls: list[str] = field(default_factory=list)
     digest: str = ""  # of the file's bytes: code that follows calls into it depends on them
+    # the kinds of place a rule could report at (`sites.of_tree`); None: not known, check all
+    sites: tuple[str, ...] | None = None
     # why the file was not read (over the budget of `limits.py`): it contributes no facts
     skipped: str = ""
 
@@ -1769,6 +1771,10 @@ def _parse_without_fstrings(text: str) -> ast.Module | None:
     return pyast.parse(blank)
 
 
+def _digest(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=12).hexdigest()
+
+
 def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | None:
     """What one file defines and imports; None when it cannot be read or parsed (the lint
     reports that); no facts but why (``skipped``) when it is over the size or depth budget
@@ -1791,6 +1797,7 @@ def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | No
     if why is not None:
         return skipped(full, why)
     tree = pyast.parse(source)
+    whole = tree is not None  # not a tree without the f-strings (they may name devices)
     if tree is None:
         tree = _parse_without_fstrings(text)
     if tree is None:
@@ -1798,7 +1805,10 @@ def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | No
     if len(_PARSED) >= _PARSED_LIMIT:
         del _PARSED[next(iter(_PARSED))]
     _PARSED[len(text), hash(text)] = None
-    facts = ModuleFacts(module_name(full)[0], full, digest=hashlib.blake2b(data, digest_size=12).hexdigest())
+    facts = ModuleFacts(module_name(full)[0], full, digest=_digest(data))
+    if whole:
+        found = sites.of_tree(tree)
+        facts.sites = tuple(sorted(found)) if found is not None else None
     reader = _Reader(facts, os.path.basename(full) == "__init__.py", "is_available" in text)
     reader.read(tree)
     lines = _Lines(text)
@@ -2882,6 +2892,16 @@ class ProjectIndex:
     def holds(self, path: str) -> bool:
         """The index read the file at ``path`` (not a notebook, nor a file outside the run)."""
         return os.path.abspath(path) in self.paths
+
+    def sites_of(self, path: str, text: str) -> frozenset[str] | None:
+        """Where a rule could report in ``path`` (``sites.py``), when the index read this very
+        text; None when it did not (an editor's unsaved buffer, a notebook) or cannot say."""
+        facts = self._module_at(os.path.abspath(path))
+        if facts is None or facts.sites is None:
+            return None
+        if facts.digest != _digest(text.encode("utf-8", "surrogatepass")):
+            return None
+        return frozenset(facts.sites)
 
     def _module_at(self, path: str) -> ModuleFacts | None:
         return next((m for m in self.modules.get(self.paths.get(path) or "", []) if m.path == path), None)

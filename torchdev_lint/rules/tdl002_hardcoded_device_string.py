@@ -10,6 +10,7 @@ from torchdev_lint import fixes
 from torchdev_lint.analysis import kinds, portability, tree
 from torchdev_lint.analysis.guards import code_of, is_guarded, reads_only_guarded
 from torchdev_lint.analysis.requirements import of_file
+from torchdev_lint.analysis.sites import CUDA_STRING
 from torchdev_lint.finding import Applicability, Fix
 from torchdev_lint.rule import Invalid, Rule, Valid
 
@@ -178,6 +179,7 @@ class HardcodedDeviceString(Rule):
 
     code = "TDL002"
     name = "hardcoded-device-string"
+    sites = frozenset({CUDA_STRING})
     message = "`\"cuda\"` hardcodes a CUDA device: this line fails on machines without one"
     fix_title = "Use a device chosen at run time"
 

@@ -9,10 +9,9 @@ from torchdev_lint.analysis.guards import code_of
 from torchdev_lint.analysis.imports import dotted_name
 from torchdev_lint.analysis.kinds import Kind
 from torchdev_lint.analysis.tree import collect
+from torchdev_lint.analysis.sites import DISCARDED_MOVE, RESULT_MOVES
 from torchdev_lint.finding import Applicability, Fix
 from torchdev_lint.rule import Invalid, Rule, Valid
-
-_MOVES = frozenset({"to", "cuda", "cpu"})
 
 
 class DiscardedToResult(Rule):
@@ -91,6 +90,7 @@ class DiscardedToResult(Rule):
 
     code = "TDL003"
     name = "discarded-to-result"
+    sites = frozenset({DISCARDED_MOVE})
     message = "Result of a tensor move is discarded: `Tensor.to()` is not in place"
     fix_title = "Assign the result back"
 
@@ -222,7 +222,7 @@ class DiscardedToResult(Rule):
         if not (
             isinstance(call, cst.Call)
             and isinstance(call.func, cst.Attribute)
-            and call.func.attr.value in _MOVES
+            and call.func.attr.value in RESULT_MOVES
         ):
             return
         receiver = call.func.value
@@ -433,7 +433,7 @@ class DiscardedToResult(Rule):
         tensor is dropped with the dict it was put in."""
         element = comp.value if isinstance(comp, cst.DictComp) else comp.elt
         if not (isinstance(element, cst.Call) and isinstance(element.func, cst.Attribute)
-                and element.func.attr.value in _MOVES and comp.for_in.inner_for_in is None):
+                and element.func.attr.value in RESULT_MOVES and comp.for_in.inner_for_in is None):
             return
         iterable = comp.for_in.iter
         source = (iterable.func.value if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Attribute)
@@ -581,7 +581,7 @@ def _computed_from(sites: list[cst.CSTNode], name: str, inputs: dict[str, cst.Pa
 
 def _names_a_device(call: cst.Call) -> bool:
     """``x.to(d)``, ``x.cuda()``, ``x.cpu()`` or a ``device=``: the result's device is chosen here."""
-    return (isinstance(call.func, cst.Attribute) and call.func.attr.value in _MOVES) or any(
+    return (isinstance(call.func, cst.Attribute) and call.func.attr.value in RESULT_MOVES) or any(
         a.keyword is not None and a.keyword.value == "device" for a in call.args)
 
 

@@ -8,6 +8,7 @@ from torchdev_lint import fixes
 from torchdev_lint.analysis import guards, kinds, portability, provenance, requirements, run_order
 from torchdev_lint.analysis.guards import code_of
 from torchdev_lint.analysis.tree import collect, walk
+from torchdev_lint.analysis.sites import LOADER_CALL
 from torchdev_lint.finding import Applicability, Fix
 from torchdev_lint.rule import Invalid, Rule, Valid
 
@@ -157,6 +158,7 @@ class LoadWithoutMapLocation(Rule):
 
     code = "TDL004"
     name = "load-without-map-location"
+    sites = frozenset({LOADER_CALL})
     message = "`torch.load` without `map_location`: tensors go back to the device they were saved from"
     fix_title = "Pass `map_location`"
 

@@ -9,6 +9,7 @@ from torchdev_lint.analysis.guards import code_of
 from torchdev_lint.analysis.kinds import OPTIMIZER_NAME, Kind
 from torchdev_lint.analysis import tree
 from torchdev_lint.analysis.tree import collect, walk
+from torchdev_lint.analysis.sites import OPTIMIZER_CALL
 from torchdev_lint.finding import Applicability, Fix
 from torchdev_lint.rule import Invalid, Rule, Valid
 
@@ -124,6 +125,7 @@ class OptimizerBeforeTo(Rule):
 
     code = "TDL005"
     name = "optimizer-before-to"
+    sites = frozenset({OPTIMIZER_CALL})
     message = "Optimizer built from the model's parameters before the model is moved"
     fix_title = "Build the optimizer after the move"
 

@@ -19,6 +19,7 @@ from torchdev_lint.analysis.kinds import (
     keyed_by_strings,
     changes_dtype_only,
 )
+from torchdev_lint.analysis.sites import FACTORY_IN_METHOD
 from torchdev_lint.finding import Applicability, Fix
 from torchdev_lint.rule import Invalid, Rule, Valid
 
@@ -200,6 +201,7 @@ class FactoryWithoutDeviceInForward(Rule):
 
     code = "TDL008"
     name = "factory-without-device-in-forward"
+    sites = frozenset({FACTORY_IN_METHOD})
     message = "Tensor factory in `forward` without `device=`: it builds its tensor on the CPU"
     fix_title = "Add `device=<input>.device`"
 

@@ -5,7 +5,9 @@ import libcst as cst
 from torchdev_lint.analysis import decisions, receivers, tree
 from torchdev_lint.analysis.guards import runs_on_cpu
 from torchdev_lint.analysis.imports import dotted_name
-from torchdev_lint.analysis.kinds import Kind
+from torchdev_lint.analysis.kinds import NUMPY_CONVERTERS, Kind
+from torchdev_lint.analysis.project_index import names_devices
+from torchdev_lint.analysis.sites import NUMPY_CONVERSION
 from torchdev_lint.finding import Applicability, Fix
 from torchdev_lint.rule import Invalid, Rule, Valid
 
@@ -19,16 +21,6 @@ _NO_GRAD_STEPS = frozenset({"validation_step", "test_step", "predict_step"})
 _GRADLESS_METHODS = frozenset(
     "detach argmax argmin argsort eq ne lt le gt ge long int bool numpy tolist item".split()
 )
-# Functions that turn a tensor argument into a NumPy array by calling its `numpy()`
-# (through `__array__`): which positional arguments they convert (None: all of them).
-_CONVERTERS = {
-    **{f"numpy.{name}": (0,) for name in """array asarray asanyarray ascontiguousarray isnan
-       isinf isfinite sum mean std var max min argmax argmin abs sqrt exp log round clip
-       unique sort argsort nonzero transpose squeeze""".split()},
-    "numpy.save": (1,), "numpy.savetxt": (1,),
-    **{f"matplotlib.pyplot.{name}": None for name in "plot scatter imshow hist bar".split()},
-    "PIL.Image.fromarray": (0,),
-}
 
 
 class NumpyOnAccelerator(Rule):
@@ -106,6 +98,7 @@ class NumpyOnAccelerator(Rule):
 
     code = "TDL009"
     name = "numpy-on-accelerator"
+    sites = frozenset({NUMPY_CONVERSION})
     message = "`.numpy()` on a tensor that may be on an accelerator: call `.cpu()` first"
     fix_title = "Insert `.cpu()` before `.numpy()`"
 
@@ -321,7 +314,10 @@ class NumpyOnAccelerator(Rule):
 
     @classmethod
     def wants(cls, source: str) -> bool:
-        return any(word in source for word in ("numpy", "cv2", "fromarray", "pyplot"))
+        # and something that may put a value on an accelerator: a move or a device named (the
+        # outputs of a model it calls are there then), module state, or a Lightning step's batch
+        return any(word in source for word in ("numpy", "cv2", "fromarray", "pyplot")) and (
+            names_devices(source) or "register_" in source or "_step" in source)
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
@@ -380,8 +376,8 @@ class NumpyOnAccelerator(Rule):
         qualified = self.ctx.qualified_name(call.func) or ""
         if qualified.startswith("cv2."):
             converted = None
-        elif qualified in _CONVERTERS:
-            converted = _CONVERTERS[qualified]
+        elif qualified in NUMPY_CONVERTERS:
+            converted = NUMPY_CONVERTERS[qualified]
         else:
             return
         if runs_on_cpu(self.ctx.ancestors, self.ctx.qualified_name):
