@@ -1234,6 +1234,41 @@ def test_a_script_whose_model_calls_cuda_kernels_needs_cuda(project, capsys):
     assert [f[3] for f in findings(capsys, project, "TDL001")] == ["possible"]
 
 
+ADVERSARY = """\
+import torch
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+class Adv(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(1, 1)
+    def load_weights(self, path):
+        ckpt = torch.load(path)
+        self.fc.load_state_dict(ckpt["fc"])
+class Model:
+    def __init__(self):
+        self.adv = Adv().to(device)
+        {call}
+    def save(self):
+        torch.save({{"fc": self.adv.fc.state_dict()}}, "adv.pth")
+m = Model()
+m.save()
+"""
+
+
+@pytest.mark.parametrize("loading, confidence", [
+    # built, but nothing calls its `load_weights` (another file's class has one): only what runs
+    # on its own (`__init__`, `forward`, a trainer's hooks) runs on the object
+    ("pass", "possible"),
+    ("self.adv.load_weights('adv.pth')", "certain"),
+    ("Adv().load_weights('adv.pth')", "certain"),  # on the object the call builds
+])
+def test_building_a_class_runs_only_the_methods_something_calls(project, capsys, loading, confidence):
+    write(project, {"train.py": ADVERSARY.format(call=loading),
+                    "other.py": "class Other:\n    def load_weights(self, path):\n        return path\n"
+                                "Other().load_weights('x')\n"})
+    assert [f[3] for f in findings(capsys, project, "TDL004")] == [confidence]
+
+
 @pytest.mark.parametrize("setup, confidence", [
     # a Cython wrapper of a kernel nvcc compiles (py-faster-rcnn's `gpu_nms`)
     ("from distutils.extension import Extension\n"

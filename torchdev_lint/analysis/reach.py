@@ -10,11 +10,14 @@ helper nothing there names runs where its other callers run (importers, out of t
 not where this choice does: a hardcoded ``.cuda()`` in it is not shown to fail.
 
 Scopes are the module's top level and each function; a method is reached through
-``self.<name>`` or by building its class (every method of an object made on the path runs
-on it).
+``self.<name>``, or once its class is built on the path: the methods that run on their own
+(``__init__``, ``forward``, a trainer's hooks) and those the path reads as an attribute
+(``m.fit()``) of whatever object.
 """
 
 from __future__ import annotations
+
+import re
 
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
@@ -23,6 +26,11 @@ import libcst as cst
 
 from torchdev_lint.analysis.tree import children
 
+# Methods that run without the code naming them once their class is built: Python's own
+# (`__init__`, `__call__`, `__getitem__`), a module's `forward`, the hooks a trainer calls
+# (Lightning's `training_step`, `configure_optimizers`, `on_train_epoch_end`...).
+_RUNS_ON_ITS_OWN = re.compile(r"__\w+__|forward|setup|teardown|prepare_data|backward|configure_\w+|\w+_step"
+                              r"|\w+_dataloader|on_\w+|\w+_epoch_end|optimizer_zero_grad")
 # Step: a node and what it shows, as ``Rule.report(evidence=...)`` takes it.
 Step = tuple["cst.CSTNode", str]
 # Who holds parsed options (`args = parser.parse_args()`, `opt`, `cfg`): `args.no_cuda`
@@ -44,6 +52,7 @@ class _Scope:
     names: set[str] = field(default_factory=set)  # names it reads or binds
     self_attrs: set[str] = field(default_factory=set)  # `self.<name>` it uses
     attributes: set[str] = field(default_factory=set)  # `<name>.<attr>` it uses, as code
+    attribute_names: set[str] = field(default_factory=set)  # the `<attr>` of every `x.<attr>` in it
 
 
 @dataclass
@@ -68,6 +77,7 @@ class Reach:
         self.functions: dict[str, list[_Scope]] = {}  # plain functions by name
         self.methods: dict[int, dict[str, list[_Scope]]] = {}  # class -> name -> methods
         self.classes: dict[str, list[cst.ClassDef]] = {}
+        self.owners: dict[str, list[cst.ClassDef]] = {}  # method name -> the classes defining it
         self.choices: list[_Choice] = []
         self.holders = set(_OPTION_HOLDERS)
         self._read(is_choice)
@@ -84,6 +94,8 @@ class Reach:
                 inner = self.scopes[id(node)] = _Scope(node, klass)
                 if klass is not None:
                     self.methods.setdefault(id(klass), {}).setdefault(node.name.value, []).append(inner)
+                    if klass not in self.owners.setdefault(node.name.value, []):
+                        self.owners[node.name.value].append(klass)
                 else:
                     self.functions.setdefault(node.name.value, []).append(inner)
                 stack += [(child, inner, None, ()) for child in reversed(children(node)) if child is not node.name]
@@ -98,6 +110,7 @@ class Reach:
                 stack += [(child, scope, klass, targets) for child in reversed(children(node)) if child is not node.keyword]
                 continue
             elif kind is cst.Attribute:
+                scope.attribute_names.add(node.attr.value)
                 owner = node.value.attr if isinstance(node.value, cst.Attribute) else node.value
                 if isinstance(owner, cst.Name):  # `args.no_cuda`, `self.args.no_cuda`
                     if owner is node.value and owner.value in ("self", "cls"):
@@ -169,11 +182,11 @@ class Reach:
         return [s for s in self.scopes.values() if name in s.names and s is not scope]
 
     def _callees(self, scope: _Scope) -> list[_Scope]:
+        """The functions ``scope`` names and the methods of its own class it uses by
+        ``self.<name>``; the classes it builds run what ``_reached`` says."""
         found: list[_Scope] = []
         for name in scope.names:
             found += self.functions.get(name, ())
-            for klass in self.classes.get(name, ()):
-                found += [s for group in self.methods.get(id(klass), {}).values() for s in group]
         if scope.klass is not None:
             own = self.methods.get(id(scope.klass), {})
             for name in scope.self_attrs:
@@ -194,18 +207,43 @@ class Reach:
         return None
 
     def _reached(self, choice: _Choice) -> dict[int, _Scope | None]:
+        """The scopes the choice's run reaches, each with the scope that reaches it. Building
+        a class runs what runs on its own (``__init__``, ``forward``, a framework's hooks); its
+        other methods run where a reached scope uses an attribute of that name (``m.fit()``),
+        whichever object it is read from."""
         reached: dict[int, _Scope | None] = {}
         todo = []
+        built: set[int] = set()
+        used: dict[str, _Scope] = {}  # attribute names the reached scopes read, and who reads each
+
+        def reach(callee: _Scope, by: _Scope | None) -> None:
+            if id(callee.node) not in reached:
+                reached[id(callee.node)] = by
+                todo.append(callee)
+
         for seed in self._seeds(choice):
-            if id(seed.node) not in reached:
-                reached[id(seed.node)] = None
-                todo.append(seed)
+            reach(seed, None)
         while todo:
             scope = todo.pop(0)
             for callee in self._callees(scope):
-                if id(callee.node) not in reached:
-                    reached[id(callee.node)] = scope
-                    todo.append(callee)
+                reach(callee, scope)
+            for name in scope.attribute_names:
+                if name in used:
+                    continue
+                used[name] = scope
+                for klass in self.owners.get(name, ()):
+                    if id(klass) in built:
+                        for method in self.methods[id(klass)][name]:
+                            reach(method, scope)
+            for name in scope.names:
+                for klass in self.classes.get(name, ()):
+                    if id(klass) in built:
+                        continue
+                    built.add(id(klass))
+                    for method_name, group in self.methods.get(id(klass), {}).items():
+                        if _RUNS_ON_ITS_OWN.fullmatch(method_name) or method_name in used:
+                            for method in group:
+                                reach(method, scope if _RUNS_ON_ITS_OWN.fullmatch(method_name) else used[method_name])
         return reached
 
     def _chain(self, reached: dict[int, _Scope | None], node: cst.CSTNode) -> list[Step]:
