@@ -82,13 +82,16 @@ def findings(tree: Path, preview: bool) -> list:
 
 
 def relative_paths(value, root: str):
-    """``value`` (a finding as JSON) with the paths under ``root`` made relative to it."""
+    """``value`` (a finding as JSON) with the paths under ``root`` made relative to it, in
+    its fields and in the text of its messages (the scratch copy's name differs per run)."""
     if isinstance(value, dict):
         return {key: relative_paths(item, root) for key, item in value.items()}
     if isinstance(value, list):
         return [relative_paths(item, root) for item in value]
     if isinstance(value, str) and value.startswith(root + os.sep):
         return value[len(root) + 1:]
+    if isinstance(value, str):
+        return value.replace(root + os.sep, "")
     return value
 
 
