@@ -2575,16 +2575,21 @@ class ProjectIndex:
             layer = following
         return None
 
-    def _imported_modules(self, path: str) -> Iterator[ModuleFacts]:
-        """The other project modules the file at ``path`` imports from (by name or ``*``)."""
+    def _imported_modules(self, path: str) -> list[ModuleFacts]:
+        """The other project modules the file at ``path`` imports from (by name or ``*``),
+        found once per file: the questions that follow imports a few modules deep ask it for
+        the same files again and again (a package of a thousand modules made that quadratic)."""
         full = os.path.abspath(path)
-        module = next((m for m in self.modules.get(self.paths.get(full) or "", []) if m.path == full), None)
-        if module is None:
-            return
-        for qualified in [*module.names.values(), *module.stars]:
-            for found in (self._module(qualified, full), (self.locate(qualified, full) or (None,))[0]):
-                if found is not None and found.path != full:
-                    yield found
+        key = ("imported modules", full)
+        found = self._memo.get(key)
+        if found is None:
+            found = self._memo[key] = []
+            module = next((m for m in self.modules.get(self.paths.get(full) or "", []) if m.path == full), None)
+            for qualified in [*module.names.values(), *module.stars] if module is not None else ():
+                for imported in (self._module(qualified, full), (self.locate(qualified, full) or (None,))[0]):
+                    if imported is not None and imported.path != full:
+                        found.append(imported)
+        return found
 
     def cuda_only_import(self, path: str, depth: int = 2) -> str | None:
         """A project module the file at ``path`` imports from (by name or ``*``), directly or
@@ -2800,7 +2805,10 @@ class ProjectIndex:
     def _shown(self, path: str) -> str:
         """``path`` as evidence names it: from the folder that holds every indexed file, so
         that `train.py` and `backup/train.py` stay apart."""
-        return os.path.relpath(path, self.root()).replace(os.sep, "/")
+        key = ("shown", path)
+        if key not in self._memo:
+            self._memo[key] = os.path.relpath(path, self.root()).replace(os.sep, "/")
+        return self._memo[key]
 
     def indexed_folder(self) -> str:
         """Where the index looked, as evidence names it (relative to the working directory
@@ -2911,16 +2919,29 @@ class ProjectIndex:
         one outside any package (a script, or a module beside the scripts) or a test. No:
         nothing in the project uses it, as for an unused copy of a model package."""
         full = os.path.abspath(path)
+        key = ("run from", full)
+        if key not in self._memo:
+            self._memo[key] = self._run_from(full)
+        return self._memo[key]
+
+    def _run_from(self, full: str) -> bool:
         reached, todo = {full}, [full]
         while todo:
             for importer in self._importers().get(todo.pop(), ()):
+                if importer.path in reached:
+                    continue  # already asked: each importer once (a package of a thousand modules)
+                reached.add(importer.path)
                 name = os.path.basename(importer.path)
-                if not module_name(importer.path)[1] or name.startswith(("test", "conftest")):
+                if not self._in_package(importer.path) or name.startswith(("test", "conftest")):
                     return True
-                if importer.path not in reached:
-                    reached.add(importer.path)
-                    todo.append(importer.path)
+                todo.append(importer.path)
         return False
+
+    def _in_package(self, path: str) -> bool:
+        key = ("in package", path)
+        if key not in self._memo:
+            self._memo[key] = module_name(path)[1]
+        return self._memo[key]
 
     def device_weights(self) -> str | None:
         """Where the project saves weights that may be on an accelerator: a ``torch.save`` of
