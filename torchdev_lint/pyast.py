@@ -30,3 +30,15 @@ def parse(source: str, mode: str = "exec") -> ast.AST | None:
                 return ast.parse(source, mode=mode)  # a foreign thread's parse interrupted ours
         except _UNPARSABLE:
             return None
+
+
+def dotted(node: ast.expr) -> str | None:
+    """``a.b.c`` for a Name/Attribute chain of the stdlib tree, else None."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))

@@ -260,15 +260,6 @@ def python_files(directory: str) -> list[str]:
     return found
 
 
-def _dotted(node: ast.expr) -> str | None:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
 
 
 def _absolute(module: str, is_package: bool, level: int, target: str | None) -> str:
@@ -290,7 +281,7 @@ class _Reader:
         self.asks_cuda = asks_cuda  # the text tests `cuda.is_available()` somewhere
 
     def qualify(self, node: ast.expr) -> str | None:
-        dotted = _dotted(node)
+        dotted = pyast.dotted(node)
         if dotted is None:
             return None
         head, _, rest = dotted.partition(".")
@@ -414,11 +405,11 @@ class _Reader:
             if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
                 text = annotation.value
             else:
-                text = _dotted(annotation) or ""
+                text = pyast.dotted(annotation) or ""
             last = text.rsplit(".", 1)[-1]
             if last in kinds.TENSOR_CLASSES:
                 return "tensor"
-            qualified = self.qualify(annotation) if _dotted(annotation) else None
+            qualified = self.qualify(annotation) if pyast.dotted(annotation) else None
             if qualified and kinds.is_module_class(qualified) and last in ("Module", "Sequential"):
                 return "module"
             return None
@@ -512,7 +503,7 @@ def _path_text(expr: ast.expr, resolve, depth: int, nesting: int = 0) -> str:
         if isinstance(expr.op, ast.Mod) and isinstance(expr.left, ast.Constant):
             return _PRINTF.sub("{}", left)
     if isinstance(expr, ast.Call):
-        func = _dotted(expr.func) or ""
+        func = pyast.dotted(expr.func) or ""
         # `'{}.pkl'.format(epoch)`: a method of a literal, which has no dotted name
         last = expr.func.attr if isinstance(expr.func, ast.Attribute) else func.rsplit(".", 1)[-1]
         args = [a for a in expr.args if not isinstance(a, ast.Starred)]
@@ -652,7 +643,7 @@ def _read_files(reader: _Reader, tree: ast.Module, lines: set[int]) -> tuple[lis
             if qualified in kinds.TORCH_SAVERS:
                 path = _saved_file(node)
                 found, paths = saves, [path] if path is not None else []
-            elif _WRITER_WORDS.search(_dotted(node.func) or ""):
+            elif _WRITER_WORDS.search(pyast.dotted(node.func) or ""):
                 found, paths = others, [*node.args, *(k.value for k in node.keywords)]
             else:
                 continue
@@ -725,7 +716,7 @@ def process_groups(tree: ast.Module, text: str) -> list[str]:
     if "init_process_group" not in text:
         return groups
     for node in _walk(tree):
-        if isinstance(node, ast.Call) and (_dotted(node.func) or "").rsplit(".", 1)[-1] == "init_process_group":
+        if isinstance(node, ast.Call) and (pyast.dotted(node.func) or "").rsplit(".", 1)[-1] == "init_process_group":
             backend = next((k.value for k in node.keywords if k.arg == "backend"), node.args[0] if node.args else None)
             nccl = isinstance(backend, ast.Constant) and backend.value == "nccl"
             groups.append("nccl" if nccl else "other")
@@ -928,7 +919,7 @@ def _is_cpu_move(call: ast.Call) -> bool:
     if call.func.attr != "to":
         return False
     first = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "device"), None)
-    if isinstance(first, ast.Call) and (_dotted(first.func) or "").rsplit(".", 1)[-1] == "device" \
+    if isinstance(first, ast.Call) and (pyast.dotted(first.func) or "").rsplit(".", 1)[-1] == "device" \
             and len(first.args) == 1:
         first = first.args[0]  # `torch.device("cpu")`
     return isinstance(first, ast.Constant) and first.value == "cpu"
@@ -1060,7 +1051,7 @@ def state_movers(tree: ast.Module) -> list[str]:
         for loop in (n for n in _walk(node) if isinstance(n, (ast.For, ast.AsyncFor))):
             iterated = loop.iter.func.value if isinstance(loop.iter, ast.Call) and isinstance(
                 loop.iter.func, ast.Attribute) else loop.iter
-            owner = _dotted(iterated) or ""
+            owner = pyast.dotted(iterated) or ""
             if owner.endswith(".state") and owner[:-6] in params and any(
                     isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr in ("to", "cuda")
                     for c in _walk(loop)):
@@ -1356,14 +1347,14 @@ def _moves_when_available(function: ast.FunctionDef | ast.AsyncFunctionDef) -> b
 
 def _asks_cuda(test: ast.expr) -> bool:
     """``torch.cuda.is_available()`` (``_ends_when_no_cuda`` reads its negative forms)."""
-    return isinstance(test, ast.Call) and not test.args and (_dotted(test.func) or "").endswith("cuda.is_available")
+    return isinstance(test, ast.Call) and not test.args and (pyast.dotted(test.func) or "").endswith("cuda.is_available")
 
 
 def _stops(statement: ast.stmt) -> bool:
     """``raise ...`` or ``sys.exit(...)``: the run ends there."""
     return isinstance(statement, ast.Raise) or (
         isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call)
-        and _dotted(statement.value.func) in ("sys.exit", "exit", "quit", "os._exit"))
+        and pyast.dotted(statement.value.func) in ("sys.exit", "exit", "quit", "os._exit"))
 
 
 def _main_guard(statement: ast.stmt) -> bool:
@@ -1406,7 +1397,7 @@ def _device_move(node: ast.AST) -> ast.expr | None:
     if node.func.attr != "to" or not (node.args or node.keywords) or _is_cpu_move(node):
         return None
     first = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "device"), None)
-    if first is None or (_dotted(first) or "").rsplit(".", 1)[-1] in _DTYPES:
+    if first is None or (pyast.dotted(first) or "").rsplit(".", 1)[-1] in _DTYPES:
         return None
     return node.func.value
 
@@ -1830,7 +1821,7 @@ def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | No
     facts.top_imports = top_imports(tree, facts.name, reader.is_init)
     facts.runs_code = any(_main_guard(s) or isinstance(s, (ast.For, ast.While, ast.With)) or (
         isinstance(s, ast.Expr) and isinstance(s.value, ast.Call)
-        and not (_dotted(s.value.func) or "").startswith(_SETUP_CALLS)) for s in tree.body)
+        and not (pyast.dotted(s.value.func) or "").startswith(_SETUP_CALLS)) for s in tree.body)
     if "cuda." in text:
         facts.cuda_defs = cuda_defs(reader, tree, lines.containing(["cuda."]))
     calls = definition_calls(tree)

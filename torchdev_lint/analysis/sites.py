@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import sys
 
+from torchdev_lint import pyast
 from torchdev_lint.analysis import kinds
 
 CUDA_STRING = "cuda-string"  # a string naming a CUDA device, or `current_device()`, read as a device
@@ -238,7 +239,7 @@ class _Walk:
             return
         if frame.owner is not None and len(targets) == 1 and _on_self(targets[0], frame):
             frame.attributes.append((targets[0].attr, value))
-        dotted = _dotted(value)
+        dotted = pyast.dotted(value)
         for target in targets:
             _bind_all(target, value, frame, self.assigned)  # `a, b = x.chunk(2)`: each part of the value
             if isinstance(target, ast.Name) and dotted is not None:  # `load = torch.load`: an alias
@@ -283,7 +284,7 @@ class _Walk:
                 self._quiet(keyword.value)
         # `.to(d)`, `torch.device(d)`, `set_default_device(d)`, `Generator(d)`, `load(f, d)`, and
         # the movers `move_to(x, d)`, `to_device(x, d)`..., by any name the file gives them
-        if _dotted(call.func) is not None and not any(
+        if pyast.dotted(call.func) is not None and not any(
                 "to" in last or "device" in last.lower() or last in ("load", "Generator")
                 for last in (q.rpartition(".")[2] for q in names.qualified(call.func))):
             for arg in call.args:
@@ -345,7 +346,7 @@ class _Walk:
         if isinstance(value, ast.IfExp):
             return self._optimizer_class(value.body, frame, depth) and self._optimizer_class(value.orelse, frame, depth)
         if isinstance(value, ast.Call):
-            return (_dotted(value.func) or "").endswith("getattr")
+            return (pyast.dotted(value.func) or "").endswith("getattr")
         if isinstance(value, ast.Name):
             return _names_optimizer(value.id) or self._holds_optimizer(value, frame, depth)
         if isinstance(value, ast.Attribute):
@@ -365,7 +366,7 @@ class _Names:
         self.memo: dict[str, set[str]] = {}
 
     def qualified(self, node: ast.expr) -> set[str]:
-        dotted = _dotted(node)
+        dotted = pyast.dotted(node)
         if dotted is None:
             return set()
         known = self.memo.get(dotted)
@@ -479,7 +480,7 @@ class _Values:
         torch = [q for q in qualified if q.startswith("torch.")]
         if torch:
             return any(kinds.is_tensor_function(q) or kinds.is_variable_class(q) for q in torch)
-        last = (_dotted(call.func) or "").rpartition(".")[2]
+        last = (pyast.dotted(call.func) or "").rpartition(".")[2]
         if last[:1].isupper() and "Tensor" not in last and "Variable" not in last:
             return False  # a class: a layer or an object, not a tensor
         # a function of the project (it may return a tensor), not of a library
@@ -621,12 +622,3 @@ def _on_self(target: ast.expr, method: _Frame) -> bool:
             and target.value.id == method.self_name)
 
 
-def _dotted(node: ast.expr) -> str | None:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
