@@ -100,13 +100,15 @@ def findings(capsys, paths: list[str], tier: tuple[str, ...] = ("--preview",)) -
                   for f in json.loads(capsys.readouterr().out))
 
 
+@pytest.mark.parametrize("tier", [(), ("--preview",)], ids=["default", "preview"])
 @pytest.mark.parametrize("folder", ["testdata", "benchmarks/user-bugs"])
-def test_findings_are_the_same_when_every_rule_runs_on_every_file(folder, capsys, monkeypatch):
+def test_findings_are_the_same_when_every_rule_runs_on_every_file(folder, tier, capsys, monkeypatch):
     monkeypatch.chdir(ROOT)
-    with_sites = findings(capsys, [folder])
+    with_sites = findings(capsys, [folder], tier)
     for cls in RULES_WITH_SITES:
         monkeypatch.setattr(cls, "sites", None)
-    assert with_sites and findings(capsys, [folder]) == with_sites
+        monkeypatch.setattr(cls, "may_be_certain", classmethod(lambda cls, index, path, found: True))
+    assert with_sites and findings(capsys, [folder], tier) == with_sites
 
 
 def test_a_file_without_sites_is_not_parsed_by_libcst(tmp_path, capsys, monkeypatch):
@@ -120,6 +122,41 @@ def test_a_file_without_sites_is_not_parsed_by_libcst(tmp_path, capsys, monkeypa
     monkeypatch.chdir(tmp_path)
     findings(capsys, ["."], tier=())  # the default output's rules
     assert parsed == ["train.py"]
+
+
+NOISY_MODEL = """\
+import torch
+import torch.nn as nn
+
+
+class Noisy(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.fc(x) + torch.randn(4)
+"""
+
+
+@pytest.mark.parametrize("moved", [True, False])
+def test_the_default_tier_skips_a_module_nothing_moves(moved, tmp_path, capsys, monkeypatch):
+    """TDL008 is certain only where the project moves the module's class: where nothing does,
+    the default output would show none of its findings, so it does not parse the file for it."""
+    (tmp_path / "model.py").write_text(NOISY_MODEL)
+    move = ".to(device)" if moved else ""
+    (tmp_path / "train.py").write_text(
+        "import torch\nfrom model import Noisy\n\n"
+        "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+        f"model = Noisy(){move}\nprint(model(torch.ones(2, 4, device=device)))\n")
+    parsed = []
+    real = engine.parse
+    monkeypatch.setattr(engine, "parse", lambda path, source: parsed.append(Path(path).name) or real(path, source))
+    monkeypatch.chdir(tmp_path)
+    default = findings(capsys, ["."], tier=())
+    assert ("model.py" in parsed) is moved
+    assert default == ([("model.py", 11, 29, "TDL008", "certain")] if moved else [])
+    assert findings(capsys, ["."]) == [("model.py", 11, 29, "TDL008", "certain" if moved else "possible")]
 
 
 def test_text_the_index_did_not_read_is_checked_by_every_rule(tmp_path):

@@ -355,13 +355,16 @@ def lint_source(
     ``target_devices``: the machines the code must run on; None infers it per file."""
     unused_wanted = apply_noqa and any(cls.code == UNUSED_NOQA for cls in rule_classes)
     # Every finding of a preview rule is possible: the default tier would drop them all, so
-    # they are not looked for (unless TDL090 must know which noqa codes they use).
-    running = rule_classes if preview or unused_wanted else [cls for cls in rule_classes if not cls.preview]
+    # they are not looked for (unless TDL090 must know which noqa codes they use); nor are a
+    # rule's findings in a file where none of them could be certain (`Rule.may_be_certain`).
+    certain_only = not (preview or unused_wanted)
+    running = [cls for cls in rule_classes if not cls.preview] if certain_only else rule_classes
     wanted = [cls for cls in running if cls.wants(source)]
     if wanted and index is not None:
         found = index.sites_of(path, source)
         if found is not None:  # the index's tree shows where each rule could report
-            wanted = [cls for cls in wanted if cls.sites is None or not cls.sites.isdisjoint(found)]
+            wanted = [cls for cls in wanted if (cls.sites is None or not cls.sites.isdisjoint(found)) and (
+                not certain_only or cls.may_be_certain(index, path, found))]
     if not wanted and module is None:
         # No rule needs the tree, but a broken file is still reported: the stdlib parser
         # checks it at a fraction of LibCST's cost (unless the project index just did), and

@@ -74,6 +74,13 @@ class Rule:
         return True
 
     @classmethod
+    def may_be_certain(cls, index, path: str, found: frozenset[str]) -> bool:
+        """Whether a finding of this rule in ``path``, whose sites are ``found``, could be
+        certain, as the project ``index`` reads it: where none could, the default tier does
+        not look (it would show none)."""
+        return True
+
+    @classmethod
     def documentation(cls) -> str:
         return textwrap.dedent(cls.__doc__ or "").strip()
 

@@ -142,10 +142,16 @@ def module_moved_by_project(ctx, klass: cst.ClassDef) -> tuple[cst.CSTNode, str]
     of the module are built there too."""
     name = klass.name.value
     index = ctx.index if ctx.index is not None and _indexed(ctx) else _one_file_index(ctx)
-    if index is None or not index.moved_to_device(name, ctx.path) or index.default_device() is not None:
+    if index is None or not any_moved_by_project(index, ctx.path, {name}):
         return None
     return klass.name, (f"the project moves `{name}` modules to a device (`.to(device)`/`.cuda()` of one, "
                         "of a module holding one, or of what a function building one returns)")
+
+
+def any_moved_by_project(index, path: str, names: set[str]) -> bool:
+    """``module_moved_by_project``'s question for the classes ``names`` of ``path``, asked of
+    the index alone: before the file is parsed, whether any of them could answer it."""
+    return any(index.moved_to_device(name, path) for name in names) and index.default_device() is None
 
 
 def moved_by_override(ctx, attribute: str) -> bool:

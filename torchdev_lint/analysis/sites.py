@@ -24,6 +24,10 @@ OPTIMIZER_CALL = "optimizer-call"  # a call that may build an optimizer
 TENSOR_ATTRIBUTE = "tensor-attribute"  # a module's method storing what may be a tensor on `self`
 FACTORY_IN_METHOD = "factory-in-method"  # a torch factory without `device=` in a module's method
 NUMPY_CONVERSION = "numpy-conversion"  # a value that may be on an accelerator handed to NumPy
+# A method's sites also name the classes around it, as `factory-in-method@Net`: a rule whose
+# certain findings need the project to move (or build) modules of the class asks about those
+# (`Rule.may_be_certain`).
+IN_CLASS = "@"
 
 RESULT_MOVES = frozenset({"to", "cuda", "cpu"})  # moves that return the moved tensor
 _FACTORIES = frozenset(f"torch.{name}" for name in kinds.NEW_TENSOR_FACTORIES)
@@ -66,6 +70,10 @@ class _Frame:
         self.module_like = self.is_class and any(not isinstance(b, ast.Name) or b.id != "object" for b in node.bases)
         self.in_module_method = (owner is not None and owner.module_like) or (
             parent is not None and parent.in_module_method)
+        self.name = node.name if self.is_class else ""
+        # the classes whose methods hold this scope, outermost first
+        self.classes: tuple[str, ...] = (parent.classes if parent is not None else ()) + (
+            (owner.name,) if owner is not None else ())
         self.bindings: dict[str, list[ast.expr | None]] = {}
         self.attributes: list[tuple[str, ast.expr]] = []  # what a method assigns to `self.<name>`
         self.registered: set[str] = set()  # a class's buffers and parameters registered by name
@@ -107,12 +115,19 @@ class _Frame:
 
 
 def of_tree(tree: ast.Module) -> frozenset[str] | None:
-    """The kinds of site in the file; None when a star import may bind any name (then the
-    file's names cannot be resolved here)."""
+    """The kinds of site in the file, and for methods' sites each kind with the classes around
+    them (``IN_CLASS``); None when a star import may bind any name (then the file's names
+    cannot be resolved here)."""
     walk = _Walk()
     if not walk.run(tree):
         return None
     return walk.sites()
+
+
+def classes_of(found: frozenset[str], kind: str) -> set[str]:
+    """The classes around the sites of ``kind`` in ``found`` (``of_tree``'s answer)."""
+    prefix = f"{kind}{IN_CLASS}"
+    return {site[len(prefix):] for site in found if site.startswith(prefix)}
 
 
 class _StarImport(Exception):
@@ -273,9 +288,11 @@ class _Walk:
             if not more:
                 break
             state |= more
-        if any(m.owner.module_like and values.maybe_tensor(value, m, state, top=True)
-               for m in self.methods for _, value in m.attributes):
-            found.add(TENSOR_ATTRIBUTE)
+        for method in self.methods:
+            if method.owner.module_like and any(values.maybe_tensor(value, method, state, top=True)
+                                                for _, value in method.attributes):
+                found.add(TENSOR_ATTRIBUTE)
+                found.update(f"{TENSOR_ATTRIBUTE}{IN_CLASS}{name}" for name in method.classes)
         return frozenset(found)
 
     def _quiet_arguments(self, call: ast.Call, names: _Names) -> None:
@@ -308,6 +325,7 @@ class _Walk:
             found.add(LOADER_CALL)
         if frame.in_module_method and qualified & _FACTORIES and not spread and not keywords & {"device", "out"}:
             found.add(FACTORY_IN_METHOD)
+            found.update(f"{FACTORY_IN_METHOD}{IN_CLASS}{name}" for name in frame.classes)
         if last == "numpy" and not positional and "force" not in keywords:
             if values.placed(func.value, frame):
                 found.add(NUMPY_CONVERSION)

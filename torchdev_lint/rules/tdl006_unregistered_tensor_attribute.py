@@ -11,7 +11,7 @@ from torchdev_lint.analysis.guards import code_of
 from torchdev_lint.analysis.imports import dotted_name
 from torchdev_lint.analysis.kinds import Kind, changes_dtype_only, moves_to_cpu, plain_literal
 from torchdev_lint.analysis.project_index import MOVE_OVERRIDES
-from torchdev_lint.analysis.sites import TENSOR_ATTRIBUTE
+from torchdev_lint.analysis.sites import TENSOR_ATTRIBUTE, classes_of
 from torchdev_lint.finding import Applicability, Fix
 from torchdev_lint.rule import Invalid, Rule, Valid
 
@@ -165,6 +165,11 @@ class UnregisteredTensorAttribute(Rule):
     code = "TDL006"
     name = "unregistered-tensor-attribute"
     sites = frozenset({TENSOR_ATTRIBUTE})
+
+    @classmethod
+    def may_be_certain(cls, index, path: str, found: frozenset[str]) -> bool:
+        # certain only where the project moves modules of the class (`moves.module_moved_by_project`)
+        return moves.any_moved_by_project(index, path, classes_of(found, TENSOR_ATTRIBUTE))
     message = "Tensor kept as a plain module attribute: `model.to()` leaves it behind; register it as a buffer"
     fix_title = "Use `register_buffer(..., persistent=False)`"
 

@@ -19,7 +19,7 @@ from torchdev_lint.analysis.kinds import (
     keyed_by_strings,
     changes_dtype_only,
 )
-from torchdev_lint.analysis.sites import FACTORY_IN_METHOD
+from torchdev_lint.analysis.sites import FACTORY_IN_METHOD, classes_of
 from torchdev_lint.finding import Applicability, Fix
 from torchdev_lint.rule import Invalid, Rule, Valid
 
@@ -202,6 +202,11 @@ class FactoryWithoutDeviceInForward(Rule):
     code = "TDL008"
     name = "factory-without-device-in-forward"
     sites = frozenset({FACTORY_IN_METHOD})
+
+    @classmethod
+    def may_be_certain(cls, index, path: str, found: frozenset[str]) -> bool:
+        # certain only where the project moves modules of the class (`moves.module_moved_by_project`)
+        return moves.any_moved_by_project(index, path, classes_of(found, FACTORY_IN_METHOD))
     message = "Tensor factory in `forward` without `device=`: it builds its tensor on the CPU"
     fix_title = "Add `device=<input>.device`"
 
