@@ -190,6 +190,12 @@ class UnregisteredTensorAttribute(Rule):
               "        return x\n"),
         Valid("import torch\nclass Helper:\n    def __init__(self):\n"
               "        self.table = torch.arange(10)\n"),
+        # Replaced at once by a tensor placed by hand: the CPU one is never kept.
+        Valid("import torch\nimport torch.nn as nn\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+              "class Loss(nn.Module):\n    def __init__(self, std, k):\n        super().__init__()\n"
+              "        self.std = torch.from_numpy(std).float()\n"
+              "        self.std = torch.cat([self.std] * k).to(device)\n"
+              "    def forward(self, x):\n        return x / self.std\n"),
         Valid("import torch\nimport torch.nn as nn\nclass M(nn.Module):\n"
               "    def __init__(self):\n        super().__init__()\n"
               "        self.mask = torch.ones(4)\n    def forward(self, x):\n"
@@ -634,8 +640,12 @@ class UnregisteredTensorAttribute(Rule):
                 continue
             reported.add(attr)  # one finding per attribute, at its first tensor assignment
             last = [a for a in in_init if a.attr == attr and a.method == assignment.method][-1]
-            if last.kind == "other" and self._no_tensor(last.value) and self._unconditional(state, last):
-                continue  # made something else before use: `self.bands = self.bands.tolist()`
+            if last is not assignment and self._unconditional(state, last) and (
+                    (last.kind == "other" and self._no_tensor(last.value)) or _placed(last.origin)):
+                # what the module keeps is made before use: something else (`self.bands =
+                # self.bands.tolist()`) or a tensor placed by hand (`self.std = torch.cat([self.std]
+                # * k).to(device)`)
+                continue
             if (
                 assignment.zero_dim
                 or _placed(assignment.origin)
