@@ -472,6 +472,28 @@ def test_confirm_spells_the_gpu_as_the_suite_does(tmp_path, accepted, value):
     assert env["PYTEST_TORCH_DEVICE"] == value
 
 
+@pytest.mark.parametrize("version, cpu_only", [
+    ("cuda: Optional[str] = None\nhip: Optional[str] = None\n", True),
+    ("cuda = None\nhip = None\n", True),
+    ("cuda: Optional[str] = '12.8'\nhip: Optional[str] = None\n", False),  # a CUDA build: ask torch
+    ("cuda: Optional[str] = None\nhip: Optional[str] = '6.4'\n", False),  # ROCm
+    ("cuda = None\n", False),  # in doubt: ask torch
+])
+def test_confirm_asks_no_child_about_a_cpu_build_of_torch(tmp_path, monkeypatch, version, cpu_only):
+    from torchdev_lint import confirm
+
+    (tmp_path / "torch").mkdir()
+    (tmp_path / "torch" / "__init__.py").write_text("")
+    (tmp_path / "torch" / "version.py").write_text(f"from typing import Optional\n__version__ = '2.13.0'\n{version}")
+    monkeypatch.chdir(tmp_path)  # the child would import this torch (its path starts there)
+    assert confirm._cpu_only_build() is cpu_only
+    asked = []
+    monkeypatch.setattr(confirm.subprocess, "run", lambda *a, **k: asked.append(a) or subprocess.CompletedProcess(
+        a, 0, stdout="True\n"))
+    assert confirm._gpu_here() is (not cpu_only)
+    assert bool(asked) is (not cpu_only)
+
+
 def test_the_action_runs_confirm_before_the_annotations_when_asked():
     sys.path.insert(0, str(ROOT / "action"))
     try:

@@ -117,13 +117,46 @@ def _store(args, root: Path) -> verdict_store.VerdictStore:
 
 
 def _gpu_here() -> bool:
-    """Whether torch here sees a GPU (asked in a child: this process never imports torch)."""
+    """Whether torch here sees a GPU (asked in a child: this process never imports torch). A
+    build made for neither CUDA nor ROCm (its ``torch/version.py`` says so) sees none: no child,
+    whose import of torch costs seconds of CPU."""
+    if _cpu_only_build():
+        return False
     try:
         done = subprocess.run([sys.executable, "-c", "import torch; print(torch.cuda.is_available())"],
                               capture_output=True, text=True, timeout=300)
     except (OSError, subprocess.TimeoutExpired):
         return False
     return done.stdout.strip() == "True"
+
+
+def _cpu_only_build() -> bool:
+    """Whether the torch the child would import is a build without CUDA and ROCm, read from its
+    ``version.py`` (``cuda = None``, ``hip = None``: ``torch.cuda.is_available()`` is False
+    there whatever the machine has). False when in doubt."""
+    import ast
+    import importlib.machinery
+
+    try:
+        # The child runs `python -c`: the working directory comes first on its path.
+        spec = importlib.machinery.PathFinder.find_spec("torch", [os.getcwd(), *sys.path[1:]])
+        locations = list(spec.submodule_search_locations or ()) if spec is not None else []
+        if len(locations) != 1:
+            return False
+        with open(os.path.join(locations[0], "version.py"), encoding="utf-8") as handle:
+            tree = ast.parse(handle.read())
+    except (OSError, ValueError, SyntaxError, ImportError):
+        return False
+    values = {}
+    for node in tree.body:
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+            target, value = node.target.id, node.value
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            target, value = node.targets[0].id, node.value
+        else:
+            continue
+        values[target] = value
+    return all(isinstance(values.get(name), ast.Constant) and values[name].value is None for name in ("cuda", "hip"))
 
 
 def _interrupted(signum, frame) -> None:

@@ -436,7 +436,7 @@ class TraceFunctionMode(TorchFunctionMode):
         """A request for a CUDA device: an event everywhere; on a machine without GPU, the error."""
         rt = self.rt
         site = self._user_site(caller)
-        rt.request_cuda(what or _move_text(func, target), target, site=site, stack=rt.stack(2))
+        rt.request_cuda(what or _move_text(func, target), target, site=site)  # the stack: when new
 
     # -- device= and factories ----------------------------------------------------------
     def _device_request(self, func, args, kwargs):

@@ -23,6 +23,7 @@ from __future__ import annotations
 import gc
 import threading
 import weakref
+from collections.abc import Mapping
 
 import torch
 
@@ -227,6 +228,38 @@ class IdentityMap:
         return out
 
 
+class _Lazy:
+    """A value of a record computed only when a recorder writes the record: ``function(*args)``."""
+
+    __slots__ = ("function", "args")
+
+    def __init__(self, function, *args):
+        self.function = function
+        self.args = args
+
+
+class _Record(Mapping):
+    """An event's fields for ``recorder.event``, whose ``_Lazy`` values are computed when the
+    recorder copies the record (a new event), not for a repeat, which it only counts."""
+
+    __slots__ = ("_fields",)
+
+    def __init__(self, fields: dict):
+        self._fields = fields
+
+    def __getitem__(self, key):
+        value = self._fields[key]
+        if type(value) is _Lazy:
+            value = self._fields[key] = value.function(*value.args)
+        return value
+
+    def __iter__(self):
+        return iter(self._fields)
+
+    def __len__(self) -> int:
+        return len(self._fields)
+
+
 class Runtime:
     def __init__(self, mode: str, keep_going: bool, users: sites.UserFiles, recorder,
                  device_count: int = 1):
@@ -338,8 +371,15 @@ class Runtime:
         raised = self.mode == "cpu-only" and not self.keep_going
         if error is None:
             error = AssertionError(NO_CUDA_TEXT)
-        self.event("cuda-request", (tuple(site or ()), what), site=site, stack=stack or self.stack(2), what=what,
-                   target=target, raised=raised, error=f"{type(error).__name__}: {error}")
+        # The same request repeats on every step of a training loop, and the recorder only counts
+        # a repeat: the stack (a walk up every frame) is taken only when the event is new. It is
+        # taken from a frame below the callers' (the recorder's, ours: never the program's), so it
+        # names the same frames.
+        if not stack:
+            stack = _Lazy(sites.stack, self.users)
+        self.recorder.event(("cuda-request", tuple(site or ()), what), _Record(
+            {"kind": "cuda-request", "site": site, "stack": stack, "what": what, "target": target,
+             "raised": raised, "error": f"{type(error).__name__}: {error}"}))
         if raised:
             raise error
 
