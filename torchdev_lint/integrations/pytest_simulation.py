@@ -559,16 +559,11 @@ class Simulation:
             else str(store.path)
 
     def _static_findings(self, paths: set[str]) -> list:
-        from torchdev_lint.api import check_paths
-
-        missing = sorted(p for p in paths if p not in self._findings and os.path.isfile(p))
-        for path in missing:
-            self._findings[path] = []
-        if missing:
-            # Every tier: the test's run is the evidence a possible finding lacked.
-            found, _errors = check_paths(missing, preview=True, verdicts=False)  # unreadable files: no finding to name
-            for f in found:
-                self._findings.setdefault(os.path.realpath(f.path), []).append(f)
+        """Every tier's findings in ``paths`` (the test's run is the evidence a possible finding
+        lacked), each file checked once a session, with one index per package (``_lint``)."""
+        for path in sorted(paths):
+            if path not in self._findings and os.path.isfile(path):
+                self._lint(path)  # an unreadable file: no finding to name
         return [f for p in sorted(paths) for f in self._findings.get(p, ())]
 
 
