@@ -165,13 +165,13 @@ class UnregisteredTensorAttribute(Rule):
     code = "TDL006"
     name = "unregistered-tensor-attribute"
     sites = frozenset({TENSOR_ATTRIBUTE})
+    message = "Tensor kept as a plain module attribute: `model.to()` leaves it behind; register it as a buffer"
+    fix_title = "Use `register_buffer(..., persistent=False)`"
 
     @classmethod
     def may_be_certain(cls, index, path: str, found: frozenset[str]) -> bool:
         # certain only where the project moves modules of the class (`moves.module_moved_by_project`)
         return moves.any_moved_by_project(index, path, classes_of(found, TENSOR_ATTRIBUTE))
-    message = "Tensor kept as a plain module attribute: `model.to()` leaves it behind; register it as a buffer"
-    fix_title = "Use `register_buffer(..., persistent=False)`"
 
     VALID = [
         Valid("import torch\nimport torch.nn as nn\nclass M(nn.Module):\n"

@@ -202,13 +202,13 @@ class FactoryWithoutDeviceInForward(Rule):
     code = "TDL008"
     name = "factory-without-device-in-forward"
     sites = frozenset({FACTORY_IN_METHOD})
+    message = "Tensor factory in `forward` without `device=`: it builds its tensor on the CPU"
+    fix_title = "Add `device=<input>.device`"
 
     @classmethod
     def may_be_certain(cls, index, path: str, found: frozenset[str]) -> bool:
         # certain only where the project moves modules of the class (`moves.module_moved_by_project`)
         return moves.any_moved_by_project(index, path, classes_of(found, FACTORY_IN_METHOD))
-    message = "Tensor factory in `forward` without `device=`: it builds its tensor on the CPU"
-    fix_title = "Add `device=<input>.device`"
 
     VALID = [
         Valid("import torch\nimport torch.nn as nn\nclass Net(nn.Module):\n"
