@@ -172,3 +172,25 @@ def test_the_default_tier_does_not_look_for_preview_findings(tmp_path, monkeypat
         # TDL007 and TDL012 are preview rules: asked only in the preview tier
         preview = {"TDL007", "TDL012"}
         assert codes & preview == (preview if tier else set())
+
+
+_PLAIN = "import torch\n\n\ndef f(x):\n    '''Doc (with brackets) and words.'''\n    return x + 1\n"
+
+
+@pytest.mark.parametrize("text", [
+    _PLAIN,
+    _PLAIN + "y = " + " + ".join(["x"] * 600) + "\n",  # an operator chain
+    _PLAIN + "ok = " + " and ".join(["x"] * 600) + "\nz = 1\n",  # keyword operators only
+    _PLAIN + "def g():\n    s = (" + " ".join(["'a'"] * 3100) + ")\n",  # adjacent strings
+    _PLAIN + "t = " + "(" * 150 + "1" + ")" * 150 + "\n",  # deep, within CPython's limit
+    _PLAIN + "w = [\n" + "    x.a.b,\n" * 400 + "]\n",  # long, nothing deep
+    _PLAIN.replace("\n", "\r\n") + "q = " + " + ".join(["x"] * 600) + "\r\n",  # Windows lines
+], ids=["plain", "chain", "keywords", "strings", "brackets", "long-list", "crlf"])
+def test_measuring_between_statements_finds_what_the_whole_scan_finds(text):
+    """The index scans only the stretches between statement starts that could pass a limit:
+    the answer (where, what) is the whole scan's."""
+    from torchdev_lint import pyast
+
+    tree = pyast.parse(text)
+    assert tree is not None
+    assert limits._measure_statements(text, pyast.statement_lines(tree)) == limits._measure(text)

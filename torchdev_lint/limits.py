@@ -6,6 +6,8 @@ chain of 3000 terms takes 17 s, 1000 chained subscripts 6 s, and more than 3000 
 concatenated strings fail as a "syntax error". One linear scan (a regular expression that
 skips strings and comments) measures bracket depth and the longest chain, so such a file is
 reported in one line instead of taking the run down.
+Where the stdlib parser has read the file (the project index), only the stretches between
+statement starts holding enough brackets, operators and strings to pass a limit are scanned.
 
 The project index (``analysis/project_index.py``) reads files nobody named, the rest of each
 named file's package, with the stdlib parser: it keeps to the same limits, and to a size
@@ -18,6 +20,8 @@ from __future__ import annotations
 import re
 import sys
 from dataclasses import dataclass
+from itertools import accumulate
+from typing import Sequence
 
 # CPython's own limit (its tokenizer refuses a 201st open bracket): deeper is never valid Python.
 MAX_BRACKET_DEPTH = 200
@@ -76,28 +80,58 @@ _MEASURED: dict[tuple[int, int], Excess | None] = {}
 _MEASURED_LIMIT = 4096
 
 
-def measure(source: str) -> Excess | None:
+def measure(source: str, statement_lines: Sequence[int] | None = None) -> Excess | None:
     """The first place ``source`` passes a limit, or None when LibCST can parse it safely.
-    Remembered for the last few thousand texts (by length and hash)."""
+    Remembered for the last few thousand texts (by length and hash). ``statement_lines``: the
+    lines where the file's statements start (``pyast.statement_lines``), when the stdlib
+    parser has read it: only the statements that could pass a limit are then scanned."""
     key = (len(source), hash(source))
     try:
         return _MEASURED[key]
     except KeyError:
         pass
-    found = _measure(source)
+    found = _measure(source) if statement_lines is None else _measure_statements(source, statement_lines)
     if len(_MEASURED) >= _MEASURED_LIMIT:
         del _MEASURED[next(iter(_MEASURED))]
     _MEASURED[key] = found
     return found
 
 
-def index_budget(size: int, source: str | None = None) -> str | None:
+def index_budget(size: int, source: str | None = None, statement_lines: Sequence[int] | None = None) -> str | None:
     """Why the project index must not read a file of ``size`` bytes (and text ``source``,
-    when it has been read), or None when it may."""
+    when it has been read, with its ``statement_lines`` when parsed), or None when it may."""
     if size > MAX_INDEX_BYTES:
         return f"{size / 1e6:.1f} MB, over the index's budget of {MAX_INDEX_BYTES / 1e6:.1f} MB"
-    excess = measure(source) if source is not None else None
+    excess = measure(source, statement_lines) if source is not None else None
     return f"too complex: {excess.what}" if excess is not None else None
+
+
+# A stretch of code passes no limit when it holds few characters that can make a bracket, an
+# operator or a string (``_SYMBOLS``), and few words that can be keyword operators: its
+# operators and brackets are at most their sum (MAX_CHAIN), its open brackets and strings at
+# most the characters (MAX_BRACKET_DEPTH, MAX_STRINGS).
+_QUIET_SYMBOLS = 200
+_SYMBOLS = str.maketrans("", "", "([{+-*/%@&|^~<>!=.\\'\"")
+_KEYWORD_OPERATOR = re.compile(r"\b(?:and|or|not|if|else|lambda|await|in|is)\b")
+
+
+def _measure_statements(source: str, statement_lines: Sequence[int]) -> Excess | None:
+    """``_measure``, scanning only the stretches between statement starts that could pass a
+    limit. A statement starts a line at bracket depth 0, where the scan starts afresh, so each
+    stretch scanned alone finds what the whole scan finds there (offsets shifted)."""
+    if "\r" in source:  # the parser's lines may end at a lone "\r", the split below only at "\n"
+        return _measure(source)
+    line_starts = list(accumulate(map((1).__add__, map(len, source.split("\n"))), initial=0))
+    bounds = sorted({0, len(source), *(line_starts[line - 1] for line in statement_lines if 0 < line < len(line_starts))})
+    for start, end in zip(bounds, bounds[1:]):
+        stretch = source[start:end]
+        symbols = len(stretch) - len(stretch.translate(_SYMBOLS))
+        if symbols <= _QUIET_SYMBOLS and symbols + len(_KEYWORD_OPERATOR.findall(stretch)) < MAX_CHAIN:
+            continue
+        found = _measure(stretch)
+        if found is not None:
+            return Excess(start + found.offset, found.what, found.invalid)
+    return None
 
 
 def _measure(source: str) -> Excess | None:

@@ -42,3 +42,20 @@ def dotted(node: ast.expr) -> str | None:
         return None
     parts.append(node.id)
     return ".".join(reversed(parts))
+
+
+def statement_lines(tree: ast.Module) -> list[int]:
+    """The line of every statement of ``tree`` (nested ones too): where each starts, at bracket
+    depth 0 (``limits.measure`` scans between them)."""
+    lines = []
+    todo = list(tree.body)
+    while todo:
+        node = todo.pop()
+        lines.append(node.lineno)
+        for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+            for item in getattr(node, name, ()):
+                if isinstance(item, ast.stmt):
+                    todo.append(item)
+                else:  # an `except` clause, a `case`: its statements
+                    todo.extend(item.body)
+    return lines

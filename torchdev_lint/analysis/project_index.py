@@ -1784,11 +1784,14 @@ def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | No
             return None
     data = source.encode("utf-8", "surrogatepass") if isinstance(source, str) else source
     text = data.decode("utf-8", "replace")
-    why = limits.index_budget(len(data), text)
+    why = limits.index_budget(len(data))
     if why is not None:
         return skipped(full, why)
-    tree = pyast.parse(source)
+    tree = pyast.parse(source)  # CPython's parser keeps to its own limits
     whole = tree is not None  # not a tree without the f-strings (they may name devices)
+    why = limits.index_budget(len(data), text, pyast.statement_lines(tree) if whole else None)
+    if why is not None:
+        return skipped(full, why)
     if tree is None:
         tree = _parse_without_fstrings(text)
     if tree is None:
