@@ -140,8 +140,8 @@ def test_gpu_only_package():
 
 
 @needs_cuda
-def test_cuda_generator():
-    torch.randn(2, device="cuda", generator=torch.Generator(device="cuda"))
+def test_cuda_generator_of_torch_C():
+    torch.randn(2, device="cuda", generator=torch._C.Generator(device="cuda"))
 
 
 @needs_cuda
@@ -548,8 +548,9 @@ def test_what_the_simulator_cannot_do_is_a_skip_with_the_reason(pytester):
         "here",
         "3 tests skipped: the simulated GPU cannot run them",
     ])
-    # a CUDA generator: a CPU build of torch has no CUDA to make one; a CUDA build without a GPU
-    # reaches the real CUDA runtime, which raises
+    # a CUDA generator made by torch._C's own class (torch.Generator(device="cuda") is simulated):
+    # a CPU build of torch has no CUDA to make one; a CUDA build without a GPU reaches the real
+    # CUDA runtime, which raises
     assert re.search(r"^SKIPPED \[1\] tests/test_unsupported.py:29: (this CUDA API \(CUDA generators, legacy "
                      r"torch.cuda tensor types\) is not simulated|this test reached the real CUDA runtime, which the "
                      r"simulated GPU does not replace)", run(pytester, *SIM).stdout.str(), re.M)

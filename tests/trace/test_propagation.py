@@ -172,6 +172,7 @@ EXPECTED = [
     ('linalg.inv(cuda)', 'cuda:0'),
     ('multinomial(cuda)', 'cuda:0'),
     ('distributions.Normal(cuda).sample()', 'cuda:0'),
+    ('Generator(device=cuda)', 'cuda:0'),
     ('Linear.cuda().weight', 'cuda:0'),
     ('Linear.to(cuda).bias', 'cuda:0'),
     ('Linear.to(cuda tensor).weight', 'cuda:0'),
@@ -262,9 +263,6 @@ DIFFERS = {
         "cuda:0", "ERR RuntimeError: Cannot access accelerator device when none is available.",
         "an index alone asks torch's C++ accelerator registry, which a CPU build lacks (.to(0), Module.to(0), "
         "device=0 are simulated)"),
-    "Generator(device=cuda)": (
-        "a CUDA generator", "ERR RuntimeError: Cannot get CUDA generator without ATen_cuda library.",
-        "CUDA generators are not simulated: pytest --simulate-gpu skips such a test with that reason"),
     "script: a mix inside a scripted function": (
         "ERR RuntimeError: The following operation failed in the TorchScript interpreter.",
         "ERR RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!",

@@ -462,7 +462,17 @@ class TraceFunctionMode(TorchFunctionMode):
             index = int(target.split(":")[1])
             if index >= rt.device_count:
                 raise RuntimeError("CUDA error: invalid device ordinal")
-            out = func(*args, **{**kwargs, "device": CPU})
+            if kwargs.get("generator") is not None:
+                # which device SimDispatchMode checks the generator against (a CPU op runs)
+                local = self.local
+                previous = getattr(local, "factory_device", None)
+                local.factory_device = target
+                try:
+                    out = func(*args, **{**kwargs, "device": CPU})
+                finally:
+                    local.factory_device = previous
+            else:
+                out = func(*args, **{**kwargs, "device": CPU})
             inputs = [a for a in args if isinstance(a, Tensor)]
             if isinstance(out, Tensor) and any(out is a for a in inputs):
                 out = out.clone()  # as_tensor(cpu_t, device='cuda') copies on a GPU

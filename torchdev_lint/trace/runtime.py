@@ -282,6 +282,8 @@ class Runtime:
         self.accelerated = False  # the program has asked for a device other than the CPU
         self.gpu_requests = 0  # how often (pytest's verdicts: whether a test asked for the GPU)
         self._devices: dict[str, torch.device] = {}
+        # the C++ generator (its _cdata) of each simulated CUDA generator -> a weak reference to it
+        self.generators: dict = {}
         self.local = threading.local()  # .ambient: see TraceFunctionMode._call_sim
         # Called on every torch call the modes intercept (pytest's verdicts: FindingLines.probe)
         self.line_probe = None

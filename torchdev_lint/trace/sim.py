@@ -22,6 +22,7 @@ import re
 import sys
 import threading
 import types
+import weakref
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -69,6 +70,14 @@ def _decide(func):
     return NORMAL, None
 
 
+def _generator_argument(func) -> tuple[int, str] | None:
+    """(position, name) of the op's ``Generator?`` argument (random ops), or None."""
+    for i, a in enumerate(func._schema.arguments):
+        if "Generator" in str(a.type):
+            return i, a.name
+    return None
+
+
 def _fresh(func) -> tuple[bool, ...]:
     """Which outputs are new storage (not a view or an in-place result of an input)."""
     return tuple(r.alias_info is None for r in func._schema.returns)
@@ -85,15 +94,15 @@ class SimDispatchMode(TorchDispatchMode):
         super().__init__()
         self.rt = rt
         self.local = rt.local
-        self._rules: dict = {}  # id(op) -> (kind, extra, fresh outputs, op)
+        self._rules: dict = {}  # id(op) -> (kind, extra, fresh outputs, op, generator argument)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         if kwargs is None:
             kwargs = {}
         rule = self._rules.get(id(func))  # OpOverload.__hash__ is Python code: key by id
         if rule is None:
-            rule = self._rules[id(func)] = (*_decide(func), _fresh(func), func)
-        kind, extra, fresh, _ = rule
+            rule = self._rules[id(func)] = (*_decide(func), _fresh(func), func, _generator_argument(func))
+        kind, extra, fresh, _, generator = rule
         if kind == SELF_ONLY:
             out = func(*args, **kwargs)
             if args and isinstance(args[0], Tensor):
@@ -140,6 +149,8 @@ class SimDispatchMode(TorchDispatchMode):
                         mixed = True
         except (RuntimeError, NotImplementedError, TypeError, AttributeError):  # tensors without storage
             accel, has_cpu, mixed, tensors = _gather(args, kwargs, skip, strict)
+        if generator is not None:
+            self._check_generator(func, args, kwargs, generator, accel, tensors)
         if accel is None:
             out = func(*args, **kwargs)
             if not tensors:
@@ -193,6 +204,33 @@ class SimDispatchMode(TorchDispatchMode):
         devices.sort(key=lambda d: (d == CPU, d))  # accelerator first, as CUDA words it
         text = gpu_text(rt, func, candidates, devices, strict)
         report_mismatch(rt, str(func.overloadpacket), [(i, t) for i, _, t in candidates], devices, text)
+
+    def _check_generator(self, func, args, kwargs, argument, accel, tensors) -> None:
+        """A random op given a generator of another device type than its own: a GPU's kernel
+        refuses it (ATen's check_generator), the CPU's would not know (a simulated CUDA
+        generator is a CPU one)."""
+        position, name = argument
+        gen = args[position] if position < len(args) else kwargs.get(name)
+        if gen is None:
+            return
+        if accel is not None:
+            device = accel
+        elif tensors:
+            device = CPU
+        else:  # a factory: the device= it was asked for (modes.py), or the composite's operands'
+            local = self.local
+            device = getattr(local, "factory_device", None) or getattr(local, "ambient", None) or CPU
+        kind = device.split(":", 1)[0]
+        if kind not in ("cpu", "cuda"):
+            return  # the meta device's kernels take any generator
+        where = generator_device(self.rt, gen)
+        found = where.split(":", 1)[0]
+        if found == kind:
+            return
+        text = GENERATOR_TEXT.format(expected=kind, found=found)
+        candidates = [(i, a) for i, a in enumerate((*args, *kwargs.values())) if isinstance(a, Tensor)]
+        devices = sorted({device, where}, key=lambda d: (d == CPU, d))
+        report_mismatch(self.rt, str(func.overloadpacket), candidates, devices, text)
 
     def _not_on_cpu(self, func, t, index) -> None:
         """An operand the CUDA kernel takes on the CPU only is on the accelerator."""
@@ -604,6 +642,132 @@ class _Event(*_EVENT_BASES):
         return 0.0
 
 
+# -- CUDA generators: torch.Generator(device="cuda"), torch.cuda.default_generators ----------
+
+# ATen's check_generator (ATen/core/Generator.h), where a kernel meets a generator of another device type
+GENERATOR_TEXT = "Expected a '{expected}' device type for generator but found '{found}'"
+_CGenerator = torch._C.Generator
+
+
+class _GeneratorMeta(type(_CGenerator)):
+    # every generator is a torch.Generator while the simulator stands in for the class, as before
+    def __instancecheck__(cls, obj):
+        return type(_CGenerator).__instancecheck__(_CGenerator, obj)
+
+    def __subclasscheck__(cls, sub):
+        return type(_CGenerator).__subclasscheck__(_CGenerator, sub)
+
+
+class SimGenerator(_CGenerator, metaclass=_GeneratorMeta):
+    """``torch.Generator`` under the simulator. For the CPU (or any device but CUDA) it makes the
+    generator torch makes; for CUDA, a CPU generator that reports the simulated device: it seeds
+    and draws as a CPU generator does (the CPU's stream, not a GPU's Philox one), and
+    SimDispatchMode refuses it where a GPU would (a CPU op), and a CPU generator in a CUDA op."""
+
+    _rt = None  # the Runtime, while patched
+
+    def __new__(cls, device=None):
+        rt = cls._rt
+        target = None
+        if rt is not None and device is not None:
+            with contextlib.suppress(RuntimeError, TypeError):
+                target = rt.normalize(device if not isinstance(device, int) else torch.device(device))
+        if target is None or not target.startswith("cuda"):
+            return _CGenerator() if device is None else _CGenerator(device)
+        rt.accelerated = True
+        rt.gpu_requests += 1
+        rt.request_cuda(f"torch.Generator(device='{target}')", target)
+        return _sim_generator(rt, target)
+
+    @property
+    def device(self):
+        return torch.device(self._tdl_dev)
+
+    def __reduce__(self):  # copy.deepcopy, pickle: a CUDA generator again, with the same state
+        return SimGenerator, (self._tdl_dev,), _CGenerator.__reduce__(self)[2]
+
+    def __repr__(self):
+        return f"<torch._C.Generator object at {hex(id(self))}>"
+
+
+SimGenerator.__module__ = "torch"  # pickled as torch.Generator, which it is while patched
+SimGenerator.__name__ = SimGenerator.__qualname__ = "Generator"
+
+
+def _sim_generator(rt: Runtime, target: str):
+    index = int(target.split(":")[1])
+    if index >= rt.device_count:
+        raise RuntimeError("CUDA error: invalid device ordinal")
+    gen = _CGenerator.__new__(SimGenerator)
+    gen._tdl_dev = target
+    rt.generators[gen._cdata] = weakref.ref(gen)
+    return gen
+
+
+def generator_device(rt: Runtime, gen) -> str:
+    """Where a generator is, as a GPU sees it: "cuda:N" for a simulated CUDA generator (the
+    dispatcher hands ops a new Python object for it: it is found by its C++ generator), else
+    its real device."""
+    ref = rt.generators.get(gen._cdata)
+    if ref is not None:
+        found = ref()
+        if found is not None and found._cdata == gen._cdata:
+            return found._tdl_dev
+    device = _CGenerator.device.__get__(gen)
+    return CPU if device.type == "cpu" else str(device)
+
+
+def _reduce_generator(gen):
+    # pickle would look torch.Generator up and find SimGenerator, not this class: name that
+    return SimGenerator, (_CGenerator.device.__get__(gen),), _CGenerator.__reduce__(gen)[2]
+
+
+def patch_generators(rt: Runtime, patches: Patches) -> None:
+    """``torch.Generator(device="cuda")``, ``torch.cuda.default_generators`` and the
+    ``torch.cuda`` seeding functions, on simulated CUDA generators (see SimGenerator)."""
+    import copyreg
+
+    patches.set(SimGenerator, "_rt", rt)
+    patches.set(torch, "Generator", SimGenerator)
+    previous = copyreg.dispatch_table.get(_CGenerator)
+    copyreg.dispatch_table[_CGenerator] = _reduce_generator
+
+    def restore():
+        if previous is None:
+            copyreg.dispatch_table.pop(_CGenerator, None)
+        else:
+            copyreg.dispatch_table[_CGenerator] = previous
+
+    patches.on_undo(restore)
+    defaults = tuple(_sim_generator(rt, f"cuda:{i}") for i in range(rt.device_count))
+    cuda = torch.cuda
+
+    def current():
+        return defaults[rt.current_index]
+
+    def manual_seed(seed):
+        current().manual_seed(int(seed))
+
+    def manual_seed_all(seed):
+        for gen in defaults:
+            gen.manual_seed(int(seed))
+
+    def seed_all():
+        value = current().seed()
+        for gen in defaults:
+            gen.manual_seed(value)
+
+    for name, value in {
+        "default_generators": defaults,
+        "manual_seed": manual_seed,
+        "manual_seed_all": manual_seed_all,
+        "seed": lambda: current().seed(),
+        "seed_all": seed_all,
+        "initial_seed": lambda: current().initial_seed(),
+    }.items():
+        patches.set(cuda, name, value)
+
+
 class Patches:
     """Attribute patches, undone in reverse order."""
 
@@ -710,11 +874,6 @@ def patch_cuda(rt: Runtime, patches: Patches) -> None:
         "reset_max_memory_allocated": returning(None),
         "mem_get_info": lambda device=None: (80 * 2**30, 80 * 2**30),
         "memory_summary": lambda *a, **k: "(simulated device: no memory statistics)",
-        "manual_seed": returning(None),
-        "manual_seed_all": returning(None),
-        "seed": returning(None),
-        "seed_all": returning(None),
-        "initial_seed": lambda: torch.initial_seed(),
         "get_rng_state": lambda device="cuda": torch.get_rng_state(),
         "get_rng_state_all": lambda: [torch.get_rng_state() for _ in range(count)],
         "set_rng_state": returning(None),
@@ -743,6 +902,7 @@ def patch_cuda(rt: Runtime, patches: Patches) -> None:
             if hasattr(accelerator, name):
                 patches.set(accelerator, name, value)
 
+    patch_generators(rt, patches)
     patch_autocast(rt, patches)
     # cuDNN is never acceptable here (the RNN path would warn that torch lacks cuDNN)
     patches.set(torch.backends.cudnn, "is_acceptable", lambda tensor: False)

@@ -14,7 +14,7 @@ _SENTENCE_END = re.compile(r"(?<=[a-z)\]'][.!?])\s+(?=[A-Z])")
 DEVICE_ERROR = re.compile(
     r"Expected all tensors to be on the same device|is not on the expected device|"
     r"can't convert \S+ device type tensor|Input and (?:hidden|parameter) tensors are not (?:at|on) the same device|"
-    r"Expected object of device type|Tensors of the same index must be on the same device|"
+    r"Expected object of device type|device type for generator but found|Tensors of the same index must be on the same device|"
     r"indices should be either on cpu or on the same device|Expected tensor for argument #\d+ .* to have the same device|"
     r"expected self and mask to be on the same device|argument should be a 1D CPU int64 tensor, but got \S+ (?!cpu )\S+ |"
     # a library's own check (kornia: "Patch and homography must be on the same device")
