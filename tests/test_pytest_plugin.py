@@ -551,8 +551,9 @@ def test_what_the_simulator_cannot_do_is_a_skip_with_the_reason(pytester):
     # a CUDA generator made by torch._C's own class (torch.Generator(device="cuda") is simulated):
     # a CPU build of torch has no CUDA to make one; a CUDA build without a GPU reaches the real
     # CUDA runtime, which raises
-    assert re.search(r"^SKIPPED \[1\] tests/test_unsupported.py:29: (this CUDA API \(CUDA generators, legacy "
-                     r"torch.cuda tensor types\) is not simulated|this test reached the real CUDA runtime, which the "
+    assert re.search(r"^SKIPPED \[1\] tests/test_unsupported.py:29: (this CUDA API \(a CUDA generator of "
+                     r"torch._C's own class or made before the simulation, legacy torch.cuda tensor types\) is not "
+                     r"simulated|this test reached the real CUDA runtime, which the "
                      r"simulated GPU does not replace)", run(pytester, *SIM).stdout.str(), re.M)
 
 

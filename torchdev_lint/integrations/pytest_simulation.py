@@ -50,7 +50,8 @@ NOT_SIMULATED = (
     ("CUDA_HOME", "building a CUDA extension needs the CUDA toolkit: custom CUDA kernels are not simulated"),
     ("nvcc", "building a CUDA extension needs the CUDA toolkit: custom CUDA kernels are not simulated"),
     ("CUDA graph", "CUDA graphs are not simulated"),
-    ("ATen_cuda", "this CUDA API (CUDA generators, legacy torch.cuda tensor types) is not simulated"),
+    ("ATen_cuda", "this CUDA API (a CUDA generator of torch._C's own class or made before the simulation, "
+                  "legacy torch.cuda tensor types) is not simulated"),
     ("type torch.cuda.", "the legacy torch.cuda tensor types are not simulated"),
     ("not linked with support for cuda devices", REAL_CUDA),
     (NO_CUDA_TEXT, REAL_CUDA),
