@@ -177,6 +177,20 @@ def test_a_script_runs_where_the_helper_it_imports_chooses(project, capsys, help
     assert found == [("train.py", 4, "TDL001", "certain" if certain else "possible")]
 
 
+@pytest.mark.parametrize("choice, certain", [
+    ('device = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")\n', True),
+    # the CPU choice switched off in a comment: the script runs on cuda:0 only
+    ('# device = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")\ndevice = torch.device("cuda:0")\n',
+     False),
+])
+def test_a_cpu_choice_in_a_comment_is_no_cpu_path_for_what_the_script_imports(project, capsys, choice, certain):
+    write(project, {"utils.py": "import torch\ndef noise(shape):\n    return torch.zeros(shape).cuda()\n",
+                    "detect.py": "import torch\nfrom utils import noise\n" + choice
+                                 + "x = torch.ones(2, device=device) + noise(2).to(device)\nprint(x)\n"})
+    found = [f for f in findings(capsys, project, "TDL001") if f[0] == "utils.py"]
+    assert found == [("utils.py", 3, "TDL001", "certain" if certain else "possible")]
+
+
 @pytest.mark.parametrize("config, certain", [
     # the configuration class the script builds picks the CPU without CUDA: its run does too
     ("    device: torch.device = torch.device('cuda:0' if torch.cuda.is_available() else 'cpu')\n", True),

@@ -859,6 +859,11 @@ _WORD = re.compile(r"[A-Za-z_]\w*")
 _IMPORT_STATEMENT = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+)?import[ \t]+(?:\([^)]*\)|[^\n]*)", re.MULTILINE)
 
 
+def _without_comments(text: str) -> str:
+    """``text`` with each comment blanked by as many spaces (offsets and lines kept)."""
+    return _NOT_CODE.sub(lambda m: " " * len(m.group(0)) if m.group(0)[0] == "#" else m.group(0), text)
+
+
 def _code_only(text: str) -> str:
     """``text`` with its comments and plain strings blanked (f-strings kept)."""
     return _NOT_CODE.sub(lambda m: m.group(0) if "f" in (m.group("prefix") or "").lower() else " ", text)
@@ -1817,8 +1822,15 @@ def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | No
     facts.groups = process_groups(tree, text)
     facts.cpu_path = cpu_path(text, lines)
     facts.cpu_choice = cpu_choice(text, lines)
+    if (facts.cpu_path or facts.cpu_choice) and "#" in text:
+        # read again without the comments (`# device = "cuda" if ... else "cpu"`, a line
+        # switched off), only where the text shows one: blanking them costs a scan
+        code = _without_comments(text)
+        facts.cpu_path, facts.cpu_choice = cpu_path(code, lines), cpu_choice(code, lines)
+    else:
+        code = text
     if facts.cpu_choice:
-        facts.cpu_choice_defs = cpu_choice_defs(tree, set(_cpu_choices(text, lines)))
+        facts.cpu_choice_defs = cpu_choice_defs(tree, set(_cpu_choices(code, lines)))
     if "is_available" in text or "cuda." in text:
         facts.stops_without_cuda = stops_without_cuda(reader, tree)
     facts.top_imports = top_imports(tree, facts.name, reader.is_init)
