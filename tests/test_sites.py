@@ -111,14 +111,20 @@ def test_findings_are_the_same_when_every_rule_runs_on_every_file(folder, tier, 
     assert with_sites and findings(capsys, [folder], tier) == with_sites
 
 
-def test_a_file_without_sites_is_not_parsed_by_libcst(tmp_path, capsys, monkeypatch):
+@pytest.fixture
+def parsed(monkeypatch) -> list[str]:
+    """The names of the files LibCST parses, in order."""
+    names: list[str] = []
+    real = engine.parse
+    monkeypatch.setattr(engine, "parse", lambda path, source: names.append(Path(path).name) or real(path, source))
+    return names
+
+
+def test_a_file_without_sites_is_not_parsed_by_libcst(tmp_path, capsys, monkeypatch, parsed):
     (tmp_path / "plots.py").write_text(
         "import numpy as np\nimport torch\n\ndef show(scores, device):\n"
         "    return np.array(scores).argmax()\n")
     (tmp_path / "train.py").write_text("import torch\nstate = torch.load('w.pt')\n")  # a site of TDL004
-    parsed = []
-    real = engine.parse
-    monkeypatch.setattr(engine, "parse", lambda path, source: parsed.append(Path(path).name) or real(path, source))
     monkeypatch.chdir(tmp_path)
     findings(capsys, ["."], tier=())  # the default output's rules
     assert parsed == ["train.py"]
@@ -140,7 +146,7 @@ class Noisy(nn.Module):
 
 
 @pytest.mark.parametrize("moved", [True, False])
-def test_the_default_tier_skips_a_module_nothing_moves(moved, tmp_path, capsys, monkeypatch):
+def test_the_default_tier_skips_a_module_nothing_moves(moved, tmp_path, capsys, monkeypatch, parsed):
     """TDL008 is certain only where the project moves the module's class: where nothing does,
     the default output would show none of its findings, so it does not parse the file for it."""
     (tmp_path / "model.py").write_text(NOISY_MODEL)
@@ -149,9 +155,6 @@ def test_the_default_tier_skips_a_module_nothing_moves(moved, tmp_path, capsys, 
         "import torch\nfrom model import Noisy\n\n"
         "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
         f"model = Noisy(){move}\nprint(model(torch.ones(2, 4, device=device)))\n")
-    parsed = []
-    real = engine.parse
-    monkeypatch.setattr(engine, "parse", lambda path, source: parsed.append(Path(path).name) or real(path, source))
     monkeypatch.chdir(tmp_path)
     default = findings(capsys, ["."], tier=())
     assert ("model.py" in parsed) is moved
