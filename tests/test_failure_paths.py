@@ -2313,3 +2313,75 @@ if __name__ == '__main__':
     main(None)
 """})
     assert [f[3] for f in findings(capsys, project, "TDL001")] == ["certain"]
+
+
+FLAG_MODELS = """\
+import torch
+
+def get_model(net, pretrained=False, distilled=False):
+    if pretrained:
+        if distilled:
+            net.load_state_dict(torch.load('weights/distilled.pth'))
+        else:
+            net.load_state_dict(torch.load('weights/plain.pth'))
+    return net
+"""
+FLAG_TRAIN = """\
+import torch
+net = torch.nn.Linear(2, 2).cuda()
+torch.save(net.state_dict(), 'weights/plain.pth')
+torch.save(net.state_dict(), 'weights/distilled.pth')
+"""
+FLAG_PREDICT = """\
+import torch
+from models import get_model
+
+device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')
+net = torch.nn.Linear(2, 2).to(device)
+"""
+
+
+@pytest.mark.parametrize("calls, confidences", [
+    # every call skips the distilled branch: only the plain load runs
+    ("net = get_model(net, True, False)\nother = get_model(net, False, True)\n", [("possible", 6), ("certain", 8)]),
+    # by keyword, and a default left as it is
+    ("net = get_model(net, pretrained=True)\n", [("possible", 6), ("certain", 8)]),
+    # no call passes `pretrained`: neither load runs
+    ("net = get_model(net)\nnet = get_model(net, distilled=True)\n", [("possible", 6), ("possible", 8)]),
+    # a value the code cannot read may be anything: both branches may run
+    ("import sys\nnet = get_model(net, sys.argv[1] == 'p', sys.argv[2] == 'd')\n", [("certain", 6), ("certain", 8)]),
+    ("options = {'pretrained': True}\nnet = get_model(net, **options)\n", [("certain", 6), ("certain", 8)]),
+    # handed on as a value, it may be called with anything
+    ("factory = get_model\nnet = get_model(net, True, False)\n", [("certain", 6), ("certain", 8)]),
+])
+def test_a_branch_no_call_takes_is_not_shown_to_run(project, capsys, calls, confidences):
+    """`if pretrained:` in a function every project call passes `pretrained=False` (or leaves
+    the default) never runs: its load is not shown to fail, whatever the file it names holds."""
+    write(project, {"models.py": FLAG_MODELS, "train.py": FLAG_TRAIN, "predict.py": FLAG_PREDICT + calls})
+    assert [(f[3], f[1]) for f in findings(capsys, project, "TDL004") if f[0] == "models.py"] == confidences
+
+
+def test_a_method_branch_no_call_takes(project, capsys):
+    """A method's flag read by `if resume is not None:`: the only call, through an object of
+    its class, passes None."""
+    write(project, {"trainer.py": """\
+import torch
+
+class Trainer:
+    def __init__(self, net):
+        self.device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')
+        self.net = net.to(self.device)
+
+    def fit(self, epochs, resume=None):
+        if resume is not None:
+            self.net.load_state_dict(torch.load(resume))
+        for _ in range(epochs):
+            torch.save(self.net.state_dict(), 'last.pth')
+
+trainer = Trainer(torch.nn.Linear(2, 2))
+trainer.fit(3, resume=None)
+"""})
+    cli.main(["--isolated", "--no-cache", "--preview", "--show-evidence", "--select", "TDL004", str(project)])
+    out = capsys.readouterr().out
+    assert "this runs only when `resume` is given, and no call of `fit` in the project passes that " \
+           "(trainer.py:15): no run reaches it" in out

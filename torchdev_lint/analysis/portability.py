@@ -48,7 +48,8 @@ from typing import Sequence
 
 import libcst as cst
 
-from torchdev_lint.analysis import classes, conditions, guards, kinds, project_index, provenance, reach, requirements
+from torchdev_lint.analysis import classes, conditions, flags, guards, kinds, project_index, provenance, reach, \
+    requirements
 from torchdev_lint.analysis.guards import code_of
 from torchdev_lint.analysis.imports import dotted_name
 from torchdev_lint.analysis.reach import Step
@@ -1231,7 +1232,7 @@ def runs_without_cuda(ctx, ancestors: Sequence[cst.CSTNode], library: bool = Fal
                                         f"({users}): its code runs only where they do"),))
     step = _unimportable(ctx, module) or ctx.once(("portability: archived",), lambda: _archived(ctx, module)) \
         or ctx.once(("portability: vendored",), lambda: _vendored(ctx, module)) or _never_named(ctx, ancestors) \
-        or _never_called(ctx, ancestors)
+        or _never_called(ctx, ancestors) or flags.never_taken(ctx, ancestors)
     if step is not None:
         return Verdict(False, (step,))
     for scope in reversed(ancestors):

@@ -24,7 +24,7 @@ import os
 import re
 import stat
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from torchdev_lint import limits, pyast
@@ -197,6 +197,9 @@ class ModuleFacts:
     # each call it makes, with its scope and its place in the scope's blocks (`run_order.read`):
     # which calls of a run come before a load (`ProjectIndex.saved_earlier_in_every_run`)
     run_calls: list[str] = field(default_factory=list)
+    # its functions with an `if` on a parameter (`run_order.read`): a branch no caller's
+    # literal takes never runs (`ProjectIndex.calls_of`)
+    flag_scopes: list[str] = field(default_factory=list)
     digest: str = ""  # of the file's bytes: code that follows calls into it depends on them
     # the kinds of place a rule could report at (`sites.of_tree`); None: not known, check all
     sites: tuple[str, ...] | None = None
@@ -1771,6 +1774,20 @@ def _digest(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=12).hexdigest()
 
 
+def _uncalled_reference(path: str, name: str) -> int | None:
+    """The first line of the file at ``path`` that reads ``name`` (a name or an attribute)
+    other than to call it; 0 when none does; None when the file cannot be read or parsed."""
+    try:
+        with open(path, "rb") as handle:
+            tree = ast.parse(handle.read())
+    except (OSError, SyntaxError, ValueError):
+        return None
+    called = {id(node.func) for node in ast.walk(tree) if type(node) is ast.Call}
+    lines = [node.lineno for node in ast.walk(tree) if id(node) not in called and isinstance(node.ctx if isinstance(
+        node, (ast.Name, ast.Attribute)) else None, ast.Load) and (node.id if type(node) is ast.Name else node.attr) == name]
+    return min(lines, default=0)
+
+
 def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | None:
     """What one file defines and imports; None when it cannot be read or parsed (the lint
     reports that); no facts but why (``skipped``) when it is over the size or depth budget
@@ -1818,7 +1835,9 @@ def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | No
         facts.saves, facts.other_writes, facts.loads = _read_files(reader, tree, files)
         facts.saved_tails = saved_path_tails(reader, scopes)
     facts.defs, facts.attributes = attributes(tree, text)
-    facts.run_calls = run_order.read(tree, scopes, reader.qualify, facts.names)
+    flag_scopes: set[str] = set()
+    facts.run_calls = run_order.read(tree, scopes, reader.qualify, facts.names, flag_scopes)
+    facts.flag_scopes = sorted(flag_scopes)
     facts.groups = process_groups(tree, text)
     facts.cpu_path = cpu_path(text, lines)
     facts.cpu_choice = cpu_choice(text, lines)
@@ -2067,7 +2086,7 @@ class ProjectIndex:
         found = self.locate(qualified, origin)
         line = next((entry.rpartition(":")[2] for entry in found[0].cpu_choice_defs
                      if entry.rpartition(":")[0] == found[1]), None) if found is not None else None
-        return f"{self._shown(found[0].path)}:{line}" if line is not None else None
+        return f"{self.shown(found[0].path)}:{line}" if line is not None else None
 
     def saves_when_called(self, qualified: str, origin: str | None = None) -> bool:
         """``qualified`` is a project function or class whose code calls ``torch.save``
@@ -2270,7 +2289,7 @@ class ProjectIndex:
                     said = f"`{detail}` raises without CUDA" if callee == run_order.CUDA else \
                         f"`{callee.lstrip('.')}` needs CUDA" if callee.lstrip(".") in needing else None
                 if said is not None:
-                    found.append((line, place, f"{said}, {self._shown(module.path)}:{line}"))
+                    found.append((line, place, f"{said}, {self.shown(module.path)}:{line}"))
             found = [(place, said) for _, place, said in sorted(found)[:_WANTED_PER_SCOPE]]
             self._memo[key] = found
         return found
@@ -2286,7 +2305,7 @@ class ProjectIndex:
                 return said
         found_callers = self._run_callers()
         callers = [(caller, caller_scope, caller_place) for key in run_order.callers_of(scope) if scope
-                   for caller, caller_scope, caller_place, arguments in found_callers.get(key, ())
+                   for caller, caller_scope, caller_place, _, arguments in found_callers.get(key, ())
                    if run_order.passes(arguments, guard) and self._may_run(scope, arguments, caller)]
         visits[0] += 1
         if not callers or scope in seen or visits[0] > 64:
@@ -2300,6 +2319,42 @@ class ProjectIndex:
             first = first or found
         return first
 
+    def calls_of(self, scope: str, path: str) -> list[tuple[str, int, str]] | None:
+        """Every project call that may run ``scope`` (as ``run_order.read`` names it: "train",
+        "Net" for its ``__init__``, "Net.load" for a method) of the module at ``path``, as
+        (file, line, the arguments it passes); None when the index does not hold the
+        module or ``scope`` tests none of its parameters (``ModuleFacts.flag_scopes``)."""
+        module = self._module_at(os.path.abspath(path))
+        if module is None or scope not in module.flag_scopes:
+            return None
+        key = ("calls of", scope)
+        if key not in self._memo:  # who calls a scope does not depend on which module asks
+            found = self._run_callers()
+            self._memo[key] = sorted((caller.path, line, arguments) for name in run_order.callers_of(scope)
+                                     for caller, _, _, line, arguments in found.get(name, ())
+                                     if self._may_run(scope, arguments, caller))
+        return self._memo[key]
+
+    def named_uncalled(self, path: str, name: str, callers: Iterable[str], limit: int = 40) -> str | None:
+        """Where a project file names ``name`` (a function, class or method of the module at
+        ``path``) other than to call it (``{"vgg": get_vgg}``, ``callbacks=[self.restore]``),
+        as "<file>:<line>"; "" when none does: the files that import the module, mention an
+        attribute of that name or call it (``callers``), the module's own included. None when
+        more than ``limit`` files are to be read, or one cannot be: who calls it is not known."""
+        full = os.path.abspath(path)
+        key = ("named uncalled", full, name)
+        if key not in self._memo:
+            paths = {full, *(m.path for m in self._importers().get(full, ())), *self._mentions().get(name, ()),
+                     *callers}
+            found: str | None = None if len(paths) > limit else ""
+            for each in sorted(paths) if found == "" else ():
+                line = _uncalled_reference(each, name)
+                if line != 0:
+                    found = None if line is None else f"{self.shown(each)}:{line}"
+                    break
+            self._memo[key] = found
+        return self._memo[key]
+
     def _may_run(self, scope: str, arguments: str, caller: ModuleFacts) -> bool:
         """A call with ``arguments`` (``run_order.read``'s detail) in the module ``caller`` may
         run ``scope``: unless ``scope`` is a method and the object it is called on is bound,
@@ -2307,7 +2362,7 @@ class ProjectIndex:
         (``tissue_trainable = SegformerTissueTrainable(...)`` then
         ``tissue_trainable.create_model(...)`` runs no other class's ``create_model``)."""
         klass, dot, _ = scope.partition(".")
-        receiver = arguments.partition(";")[2]
+        receiver = run_order.receiver_of(arguments)
         made = self._instances(caller.path).get(receiver) if dot and receiver not in ("", "self") else None
         return not made or any(klass == c or klass in self._ancestors(c) or c in self._ancestors(klass) for c in made)
 
@@ -2357,16 +2412,16 @@ class ProjectIndex:
             self._memo[("run scopes",)] = found
         return found
 
-    def _run_callers(self) -> dict[str, list[tuple[ModuleFacts, str, str, str]]]:
+    def _run_callers(self) -> dict[str, list[tuple[ModuleFacts, str, str, int, str]]]:
         """For each name called anywhere in the project, where and how: (module, scope, place,
-        the arguments it passes)."""
+        line, the arguments it passes)."""
         found = self._memo.get(("run callers",))
         if found is None:
             found = {}
             for modules in self.modules.values():
                 for module in modules:
-                    for scope, callee, _, place, arguments in run_order.entries(module.run_calls):
-                        found.setdefault(callee, []).append((module, scope, place, arguments))
+                    for scope, callee, line, place, arguments in run_order.entries(module.run_calls):
+                        found.setdefault(callee, []).append((module, scope, place, line, arguments))
             self._memo[("run callers",)] = found
         return found
 
@@ -2462,12 +2517,12 @@ class ProjectIndex:
         for qualified in [*module.names.values(), *module.stars, *module.lazy_imports]:
             for found in (self._module(qualified, full), (self.locate(qualified, full) or (None,))[0]):
                 if found is not None and found.cuda_extensions:
-                    return self._shown(found.path)
+                    return self.shown(found.path)
                 if found is not None and found.path != full:
                     wrappers.append(found.path)
             last = qualified.rsplit(".", 1)[-1]
             if last in builders and last != "":
-                return self._shown(builders[last])
+                return self.shown(builders[last])
         # importing a module of a package runs the package's `__init__` first, and what it imports
         package = module.name.rpartition(".")[0]
         while package:
@@ -2551,7 +2606,7 @@ class ProjectIndex:
             importers = sorted(self._importers().get(full, ()), key=lambda m: m.path)
             needs = [(m, m.gpu_library and f"it imports {m.gpu_library}" or self.gpu_library_imported(m.path))
                      for m in importers]
-            self._memo[key] = f"{self._shown(needs[0][0].path)}: {needs[0][1]}" \
+            self._memo[key] = f"{self.shown(needs[0][0].path)}: {needs[0][1]}" \
                 if needs and all(how for _, how in needs) else None
         return self._memo[key]
 
@@ -2567,7 +2622,7 @@ class ProjectIndex:
             if hit is not None:
                 steps, at = [], hit.path
                 while at is not None:  # from the module that imports the library back to the first
-                    steps.append(self._shown(at))
+                    steps.append(self.shown(at))
                     at = chain.get(at)
                 steps.reverse()
                 return steps[0] + "".join(f", which imports {step}" for step in steps[1:]) \
@@ -2613,7 +2668,7 @@ class ProjectIndex:
                     if module.path in seen:
                         continue
                     seen.add(module.path)
-                    shown = self._shown(module.path)
+                    shown = self.shown(module.path)
                     if module.cuda_only:
                         return f"{via}, which imports {shown}" if via else shown
                     following.append((module.path, via or shown))
@@ -2626,7 +2681,7 @@ class ProjectIndex:
         for modules in self.modules.values():
             for module in modules:
                 if module.default_device:
-                    return f"{self._shown(module.path)}:{module.default_device.split()[-1]}"
+                    return f"{self.shown(module.path)}:{module.default_device.split()[-1]}"
         return None
 
     def moved_to_device(self, name: str, path: str | None = None) -> bool:
@@ -2781,7 +2836,7 @@ class ProjectIndex:
                             first = min(first, (module.path, int(line))) if first else (module.path, int(line))
                         elif module.names_devices:
                             others_on_cpu = False
-            self._memo[key] = (f"{self._shown(first[0])}:{first[1]}"
+            self._memo[key] = (f"{self.shown(first[0])}:{first[1]}"
                                if first is not None and others_on_cpu else None)
         return self._memo[key]
 
@@ -2796,7 +2851,7 @@ class ProjectIndex:
                            for modules in self.modules.values() for m in modules for entry in m.weight_saves
                            if (entry.startswith("cpu:") or self._writes_from_cpu(m))
                            and (tests or not is_test_path(m.path)))
-            self._memo[key] = f"{self._shown(found[0][0])}:{found[0][1]}" if found else None
+            self._memo[key] = f"{self.shown(found[0][0])}:{found[0][1]}" if found else None
         return self._memo[key]
 
     def root(self) -> str:
@@ -2808,7 +2863,7 @@ class ProjectIndex:
                 else os.path.commonpath(paths) if paths else os.getcwd()
         return root
 
-    def _shown(self, path: str) -> str:
+    def shown(self, path: str) -> str:
         """``path`` as evidence names it: from the folder that holds every indexed file, so
         that `train.py` and `backup/train.py` stay apart."""
         key = ("shown", path)
@@ -2850,7 +2905,7 @@ class ProjectIndex:
                     if not importer.names_devices:
                         todo.append(importer.path)
                         continue
-                    users.add(self._shown(importer.path))
+                    users.add(self.shown(importer.path))
                     shown = getattr(importer, fact)
                     if shown and (named is None or _names(importer, named)) \
                             and self._cuda_def_names().isdisjoint(importer.top_calls) \
@@ -2859,7 +2914,7 @@ class ProjectIndex:
                             and self.cuda_extension_imported(importer.path) is None:
                         where.append((importer.path, int(shown.split()[-1])))
             first = min(where) if where else None
-            self._memo[key] = (f"{self._shown(first[0])}:{first[1]}" if first else None, tuple(sorted(users)))
+            self._memo[key] = (f"{self.shown(first[0])}:{first[1]}" if first else None, tuple(sorted(users)))
         return self._memo[key]
 
     def stopped_without_cuda(self, path: str) -> str | None:
@@ -2896,7 +2951,7 @@ class ProjectIndex:
                     for q in [*module.names.values(), *module.stars]]
         for found in (module, *imported):
             if found is not None and found.stops_without_cuda:
-                return f"{self._shown(found.path)}:{found.stops_without_cuda.removeprefix('line ')}"
+                return f"{self.shown(found.path)}:{found.stops_without_cuda.removeprefix('line ')}"
         return None
 
     def _top_importers(self) -> dict[str, list[ModuleFacts]]:
@@ -2961,7 +3016,7 @@ class ProjectIndex:
                            for modules in self.modules.values() for m in modules
                            for entry in m.weight_saves
                            if entry.startswith("plain:") and not self._writes_from_cpu(m))
-            self._memo[key] = f"{self._shown(found[0][0])}:{found[0][1]}" if found else None
+            self._memo[key] = f"{self.shown(found[0][0])}:{found[0][1]}" if found else None
         return self._memo[key]
 
     def saved_under(self, tail: str) -> str | None:
@@ -2971,7 +3026,7 @@ class ProjectIndex:
         key = ("saved under", tail)
         if key not in self._memo:
             found = sorted(m.path for modules in self.modules.values() for m in modules if tail in m.saved_tails)
-            self._memo[key] = self._shown(found[0]) if found else None
+            self._memo[key] = self.shown(found[0]) if found else None
         return self._memo[key]
 
     def saved_whole_around(self, part: str) -> str | None:
@@ -2989,7 +3044,7 @@ class ProjectIndex:
                 classes and all(any(part in parts.get(c, ()) for c in {klass, *self._ancestors(klass)})
                                 for klass in classes)
                 for _, _, classes in saves)
-            self._memo[key] = f"`{saves[0][2][0]}`, {self._shown(saves[0][0])}:{saves[0][1]}" if whole else None
+            self._memo[key] = f"`{saves[0][2][0]}`, {self.shown(saves[0][0])}:{saves[0][1]}" if whole else None
         return self._memo[key]
 
     def _class_parts(self) -> dict[str, set[str]]:
@@ -3151,6 +3206,8 @@ class ProjectIndex:
         facts.append(("loads saved earlier in every run", tuple(
             (line, self.saved_earlier_in_every_run(full, line)) for _, callee, line, _, _
             in run_order.entries(module.run_calls) if callee == run_order.LOAD)))
+        facts.append(("calls of definitions with flags", tuple(
+            (scope, _digest(repr(self.calls_of(scope, full)).encode())) for scope in module.flag_scopes)))
         facts.append(("CUDA needed earlier in every run", tuple(
             (line, callee, self.cuda_needed_earlier_in_every_run(full, line, callee)) for _, callee, line, _, _
             in run_order.entries(module.run_calls) if callee in (run_order.LOAD, ".cuda"))))

@@ -35,7 +35,8 @@ _MODE_SWITCHES = frozenset({"train", "eval"})
 
 
 def read(tree: ast.Module, scopes: list[tuple[ast.AST, list[ast.AST]]],
-         qualify: Callable[[ast.expr], str | None], imported: dict[str, str]) -> list[str]:
+         qualify: Callable[[ast.expr], str | None], imported: dict[str, str],
+         flag_scopes: set[str] | None = None) -> list[str]:
     """``ModuleFacts.run_calls``: one entry per call, "scope|callee@line|place|detail". The
     scope is the function the call is made in ("" for the module's own code), a method as
     "Class.name" (only ``x.name(...)`` calls it), a class's ``__init__`` as the class's name
@@ -50,19 +51,25 @@ def read(tree: ast.Module, scopes: list[tuple[ast.AST, list[ast.AST]]],
     ("line:column": of two calls in one statement, the one that ends first returns first, as
     ``train(...)`` inside ``torch.load(train(...))``). The detail says which arguments a
     call passes ("2,path,device": two positional and two keywords; "*" for ``*args`` or
-    ``**kwargs``) and, after ";", the object it is called on (``_receiver``); for a load, the
+    ``**kwargs``), after ";" the object it is called on (``_receiver``), and after another
+    ";" what the arguments' literals say (``_literals``); for a load, the
     optional parameter it runs under ("path:1" for ``if path is not None:`` in ``def
     create(self, name, path=None)``): a call that does not pass it does not load; for a
     ``CUDA`` call, the function called. ``scopes`` holds each scope's calls
     (``project_index._scope_nodes``): only statements are walked here, and each call is
-    placed by its line."""
+    placed by its line. ``flag_scopes`` receives the scopes with an ``if`` on one of their
+    parameters (``if pretrained:``): which branches run depends on what their callers pass."""
     names: dict[int, str] = {id(tree): ""}
+    parameters: dict[int, set[str]] = {}  # function -> its parameters' names
     # scope -> (first line, last line, place of the enclosing block, index in it, "x" or "",
     # the optional parameter the block runs under, the statement, under a test whether a file exists)
     regions: dict[int, list[tuple[int, int, str, int, str, str, ast.stmt, bool]]] = {}
 
     def define(function: ast.FunctionDef | ast.AsyncFunctionDef, name: str, method: bool) -> None:
         names.setdefault(id(function), name)
+        if flag_scopes is not None:
+            parameters[id(function)] = {a.arg for a in (*function.args.posonlyargs, *function.args.args,
+                                                         *function.args.kwonlyargs)}
         block(function.body, id(function), "", _optional(function, method), "", False)
 
     def block(statements: list[ast.stmt], owner: int, place: str, optional: dict[str, int], guard: str,
@@ -87,6 +94,9 @@ def read(tree: ast.Module, scopes: list[tuple[ast.AST, list[ast.AST]]],
             exclusive = "x" if kind is ast.If or kind is ast.Match else ""
             own_end = min((b[0].lineno - 1 for b in branches if b), default=statement.lineno)
             spans.append((statement.lineno, own_end, place, index, exclusive, guard, statement, missing))
+            if kind is ast.If and owner in parameters and names[owner] not in flag_scopes \
+                    and any(type(n) is ast.Name and n.id in parameters[owner] for n in ast.walk(statement.test)):
+                flag_scopes.add(names[owner])
             tested = _tested_parameter(statement.test, optional) if kind is ast.If else None
             absent = kind is ast.If and _asks_existence(statement.test)
             for number, branch in enumerate(branches):
@@ -122,7 +132,8 @@ def read(tree: ast.Module, scopes: list[tuple[ast.AST, list[ast.AST]]],
                 if callee == CUDA and _evaluated_if(statement, node):
                     continue  # `torch.cuda.current_device() if torch.cuda.is_available() else "cpu"`
                 detail = guard if callee == LOAD else (ast.unparse(node.func) if callee == CUDA
-                                                       else f"{_arguments(node)};{_receiver(node.func)}")
+                                                       else f"{_arguments(node)};{_receiver(node.func)};"
+                                                            f"{_literals(node)}")
                 where = f"{_join(place, f'{index}.-1{exclusive}')},{node.end_lineno}:{node.end_col_offset}"
                 found[f"{name}|{callee}@{node.lineno}|{where}|{detail}"] = None
     return list(found)
@@ -154,6 +165,62 @@ def _arguments(call: ast.Call) -> str:
     if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
         return "*"
     return ",".join([str(len(call.args)), *(k.arg for k in call.keywords if k.arg)])
+
+
+# what a literal argument says of a flag: true, false, None; "?" for anything else
+TRUE, FALSE, NONE, UNKNOWN = "1", "0", "n", "?"
+
+
+def literal_mark(value: ast.expr | None) -> str:
+    """What a flag holding ``value`` (an argument, a parameter's default) is, by its literal."""
+    if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.USub):
+        value = value.operand
+    if not isinstance(value, ast.Constant) or value.value is ...:
+        return UNKNOWN
+    return NONE if value.value is None else TRUE if value.value else FALSE
+
+
+def _literals(call: ast.Call) -> str:
+    """``read``'s detail of what a call's arguments are as flags: each positional one's
+    ``literal_mark``, then "keyword=mark" ("1,0,pretrained=1"); "" when it unpacks."""
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return ""
+    return ",".join([*(literal_mark(a) for a in call.args), *(f"{k.arg}={literal_mark(k.value)}" for k in call.keywords)])
+
+
+def takes_branch(arguments: str, flags: list[tuple[str, int, str, str]]) -> bool:
+    """A call whose detail is ``arguments`` may run a branch that runs only when each flag
+    (parameter, position, what it must be, its default's mark) is what it must be: true
+    ("1"), false ("0": a false literal or None), None ("n"), not None ("!n"). Only a literal
+    the call passes, or a default it leaves, can say it does not."""
+    count, _, rest = arguments.partition(";")
+    if count == "*":
+        return True
+    marks = rest.partition(";")[2].split(",") if rest.count(";") else []
+    positional = [m for m in marks if m and "=" not in m]
+    keywords = dict(m.split("=", 1) for m in marks if "=" in m)
+    for name, position, must, default in flags:
+        mark = positional[position] if 0 <= position < len(positional) else keywords.get(name, default)
+        if not _may_be(mark, must):
+            return False
+    return True
+
+
+def _may_be(mark: str, must: str) -> bool:
+    if mark == UNKNOWN:
+        return True
+    if must == TRUE:
+        return mark == TRUE
+    if must == FALSE:
+        return mark in (FALSE, NONE)
+    if must == NONE:
+        return mark == NONE
+    return mark != NONE  # "!n": not None
+
+
+def receiver_of(arguments: str) -> str:
+    """The object a call whose detail is ``arguments`` is made on ("" for a plain call)."""
+    return arguments.split(";")[1] if arguments.count(";") else ""
 
 
 def _receiver(func: ast.expr) -> str:
