@@ -2385,3 +2385,62 @@ trainer.fit(3, resume=None)
     out = capsys.readouterr().out
     assert "this runs only when `resume` is given, and no call of `fit` in the project passes that " \
            "(trainer.py:15): no run reaches it" in out
+
+
+def test_a_static_method_branch_no_call_takes(project, capsys):
+    """A static method has no `self`: its first parameter is the callers' first argument.
+    `path != None` asks for a path, and no call passes one."""
+    write(project, {"trainer.py": """\
+import torch
+
+class Trainer:
+    def __init__(self, net):
+        self.device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')
+        self.net = net.to(self.device)
+
+    @staticmethod
+    def test(model, loader, path=None):
+        if path != None:
+            model.load_state_dict(torch.load(path)['state_dict'])
+        return [model(x) for x in loader]
+
+trainer = Trainer(torch.nn.Linear(2, 2))
+Trainer.test(trainer.net, [torch.ones(2)])
+""", "train.py": "import torch\nnet = torch.nn.Linear(2, 2).cuda()\ntorch.save({'state_dict': net.state_dict()}, 'best.pth')\n"})
+    assert [f[3] for f in findings(capsys, project, "TDL004") if f[0] == "trainer.py"] == ["possible"]
+    write(project, {"trainer.py": (project / "trainer.py").read_text().replace("[torch.ones(2)])", "[], 'best.pth')")})
+    assert [f[3] for f in findings(capsys, project, "TDL004") if f[0] == "trainer.py"] == ["certain"]
+
+
+FOLLOWING_HEAD = """\
+import torch
+
+
+class Head(torch.nn.Module):
+    def forward(self, x):
+        anchors = torch.ones(3).cuda()
+        return torch.zeros(3, device=x.device) + anchors
+"""
+
+
+@pytest.mark.parametrize("users, confidence", [
+    # the only user moves everything with `.cuda()` and chooses no CPU: what `forward` follows is CUDA
+    ({"train.py": "import torch\nfrom model import Head\nnet = Head().cuda()\nprint(net(torch.ones(3).cuda()))\n"},
+     "possible"),
+    # a configuration names the device; the trainer that reads it is written for CUDA
+    ({"config.py": "import torch\nfrom model import Head\ndevice = torch.device('cuda')\nhead = Head()\n",
+      "train.py": "import torch\nfrom config import head\nprint(head.cuda()(torch.ones(3).cuda()))\n"}, "possible"),
+    # the trainer chooses the CPU where there is no GPU: the hardcoded anchors fail there
+    ({"train.py": "import torch\nfrom model import Head\n"
+                  "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+                  "print(Head()(torch.ones(3).to(device)))\n"}, "certain"),
+    # a test runs the head on the CPU, beside a CUDA-only trainer
+    ({"train.py": "import torch\nfrom model import Head\nnet = Head().cuda()\nprint(net(torch.ones(3).cuda()))\n",
+      "check_head.py": "import torch\nfrom model import Head\nprint(Head()(torch.ones(3, device=torch.device('cpu'))))\n"},
+     "certain"),
+])
+def test_device_following_code_runs_where_its_users_do(project, capsys, users, confidence):
+    """`forward` follows its input's device, so it runs wherever its callers put the input:
+    where every project module that uses it is written for CUDA, that is a CUDA device."""
+    write(project, {"model.py": FOLLOWING_HEAD, **users})
+    assert [f[3] for f in findings(capsys, project, "TDL001") if f[0] == "model.py"] == [confidence]

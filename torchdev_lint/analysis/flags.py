@@ -42,7 +42,9 @@ def never_taken(ctx, ancestors: Sequence[cst.CSTNode]) -> Step | None:
         return None
     at, scope = found
     function = ancestors[at]
-    flags, test = _flags(function, ancestors[at + 1:], scope != function.name.value)
+    static = any(isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod"
+                 for d in function.decorators)
+    flags, test = _flags(function, ancestors[at + 1:], at == 3 and not static)
     if not flags:
         return None
     calls = index.calls_of(scope, ctx.path)
@@ -122,8 +124,8 @@ def _mark(default: cst.BaseExpression | None) -> str:
 
 def _tested(test: cst.BaseExpression, holds: bool) -> list[tuple[str, str]]:
     """The parameters a test requires something of when it ``holds`` (or fails): ``flag``,
-    ``not flag``, ``flag is None``, ``flag is not None``, and every part of an ``and`` that
-    holds (of an ``or`` that fails)."""
+    ``not flag``, ``flag is None``, ``flag is not None`` (``==``/``!=`` alike), and every part
+    of an ``and`` that holds (of an ``or`` that fails)."""
     if isinstance(test, cst.Name):
         return [(test.value, _TRUE if holds else _FALSE)]
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
@@ -131,9 +133,9 @@ def _tested(test: cst.BaseExpression, holds: bool) -> list[tuple[str, str]]:
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.left, cst.Name):
         target = test.comparisons[0]
         if isinstance(target.comparator, cst.Name) and target.comparator.value == "None":
-            if isinstance(target.operator, cst.IsNot):
+            if isinstance(target.operator, (cst.IsNot, cst.NotEqual)):
                 holds = not holds
-            elif not isinstance(target.operator, cst.Is):
+            elif not isinstance(target.operator, (cst.Is, cst.Equal)):
                 return []
             return [(test.left.value, _NONE if holds else _NOT_NONE)]
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And if holds else cst.Or):

@@ -606,6 +606,16 @@ def _facts(ctx, module: cst.Module) -> _FileFacts:
         if library is not None:
             facts.cuda_only = (module, f"the file needs CUDA anyway: it imports {library}, which drives "
                                        "NVIDIA GPUs only")
+    if facts.device_generic and facts.cpu_choice is None and ctx.index is not None and ctx.path != "-":
+        # code other files use follows their device: where every one of them that places
+        # tensors is written for CUDA only, what it follows is a CUDA device
+        users = ctx.index.users_on_cuda(ctx.path)
+        if users is not None:
+            for node, (at, _) in facts.device_generic.items():
+                facts.cuda_scopes.setdefault(node, (at, f"every project module that uses this file ({users}) is "
+                                                        "written for CUDA, or used only by modules that are: "
+                                                        "the device this follows is a CUDA one"))
+            facts.device_generic.clear()
     # a function no other module imports (one they import is their API: `predict(..., device=...)`)
     for function in module.body:
         step = facts.device_generic.get(function) if isinstance(function, cst.FunctionDef) else None

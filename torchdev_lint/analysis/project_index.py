@@ -2896,25 +2896,56 @@ class ProjectIndex:
         full = os.path.abspath(path)
         key = ("users cpu path", full, fact, named)
         if key not in self._memo:
-            reached, todo, where, users = {full}, [full], [], set()
+            where, users = [], self._device_users(full)
+            for importer in users:
+                shown = getattr(importer, fact)
+                if shown and (named is None or _names(importer, named)) \
+                        and self._cuda_def_names().isdisjoint(importer.top_calls) \
+                        and self._cuda_def_names().isdisjoint(importer.defs) \
+                        and not (fact == "cpu_choice" and importer.unguarded_cuda) \
+                        and self.cuda_extension_imported(importer.path) is None:
+                    where.append((importer.path, int(shown.split()[-1])))
+            first = min(where) if where else None
+            self._memo[key] = (f"{self.shown(first[0])}:{first[1]}" if first else None,
+                               tuple(sorted(self.shown(u.path) for u in users)))
+        return self._memo[key]
+
+    def users_on_cuda(self, path: str) -> str | None:
+        """Every project module that uses the module at ``path`` and names a device
+        (``_device_users``) is written for CUDA: it makes no CPU choice, and calls ``.cuda()``
+        outside any device test or imports a GPU-only library (a CPU path it shows, such as a
+        ``map_location``, is no run of its own on the CPU), or shows no CPU path at all and is
+        itself used only so (up to three modules up: a configuration a CUDA-only trainer
+        reads). The device its code follows is a CUDA one. The files of its users, or None
+        (one may run on the CPU, or the users are out of sight)."""
+        full = os.path.abspath(path)
+        if not self._used_on_cuda_only(full, 0, {full}):
+            return None
+        return ", ".join(sorted(self.shown(u.path) for u in self._device_users(full)))
+
+    def _used_on_cuda_only(self, full: str, depth: int, seen: set[str]) -> bool:
+        users = self._device_users(full)
+        return bool(users) and all(not u.cpu_choice and (
+            u.unguarded_cuda or bool(u.gpu_library) or not u.cpu_path and depth < 2 and u.path not in seen
+            and self._used_on_cuda_only(u.path, depth + 1, seen | {u.path})) for u in users)
+
+    def _device_users(self, full: str) -> list[ModuleFacts]:
+        """The modules that import the module at ``full``, directly or through modules that
+        name no device (a package's ``__init__`` re-exporting it), and name a device themselves
+        (found once)."""
+        key = ("device users", full)
+        if key not in self._memo:
+            reached, todo, users = {full}, [full], []
             while todo:
                 for importer in self._importers().get(todo.pop(), ()):
                     if importer.path in reached:
                         continue
                     reached.add(importer.path)
-                    if not importer.names_devices:
+                    if importer.names_devices:
+                        users.append(importer)
+                    else:
                         todo.append(importer.path)
-                        continue
-                    users.add(self.shown(importer.path))
-                    shown = getattr(importer, fact)
-                    if shown and (named is None or _names(importer, named)) \
-                            and self._cuda_def_names().isdisjoint(importer.top_calls) \
-                            and self._cuda_def_names().isdisjoint(importer.defs) \
-                            and not (fact == "cpu_choice" and importer.unguarded_cuda) \
-                            and self.cuda_extension_imported(importer.path) is None:
-                        where.append((importer.path, int(shown.split()[-1])))
-            first = min(where) if where else None
-            self._memo[key] = (f"{self.shown(first[0])}:{first[1]}" if first else None, tuple(sorted(users)))
+            self._memo[key] = users
         return self._memo[key]
 
     def stopped_without_cuda(self, path: str) -> str | None:
