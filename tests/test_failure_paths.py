@@ -2444,3 +2444,41 @@ def test_device_following_code_runs_where_its_users_do(project, capsys, users, c
     where every project module that uses it is written for CUDA, that is a CUDA device."""
     write(project, {"model.py": FOLLOWING_HEAD, **users})
     assert [f[3] for f in findings(capsys, project, "TDL001") if f[0] == "model.py"] == [confidence]
+
+
+LEARNER = """\
+import torch
+
+
+class Agent:
+    def __init__(self):
+        self.device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')
+        self.net = torch.nn.Linear(2, 2).to(self.device)
+
+    def train(self):
+        \"\"\"Train a new model; test it with `test`.\"\"\"
+        torch.save(self.net.state_dict(), 'agent.pth')
+
+    def test(self, path):
+        print("no model to test" if path is None else path)
+        self._load(path)
+
+    def _load(self, path):
+        self.net.load_state_dict(torch.load(path))
+"""
+
+
+@pytest.mark.parametrize("runs, confidence", [
+    # nothing calls `test`: the word in a docstring and a message calls nothing
+    ("from learner import Agent\nAgent().train()\n", "possible"),
+    ("from learner import Agent\nagent = Agent()\nagent.train()\nagent.test('agent.pth')\n", "certain"),
+    # another file's `torch.load` is torch's, not a call of the agent's `load`
+    ("import torch\nfrom learner import Agent\nstats = torch.load('stats.pt')\nAgent().train()\n", "possible"),
+])
+def test_a_method_nothing_calls_in_its_program(project, capsys, runs, confidence):
+    """Each folder holds a program of its own (`dqn/`, `ppo/`, neither importing the other):
+    what one calls does not call the other's methods of the same name."""
+    other = "from learner import Agent\nagent = Agent()\nagent.test('agent.pth')\nagent._load('agent.pth')\n"
+    write(project, {"dqn/learner.py": LEARNER, "dqn/run.py": runs, "ppo/learner.py": LEARNER, "ppo/run.py": other})
+    assert [(f[0], f[3]) for f in findings(capsys, project, "TDL004") if f[0].endswith("learner.py")] == [
+        ("dqn/learner.py", confidence), ("ppo/learner.py", "certain")]

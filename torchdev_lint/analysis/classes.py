@@ -4,7 +4,9 @@ which methods ``__init__`` (or ``forward``) reaches through ``self.method(...)``
 from __future__ import annotations
 
 import collections
+import io
 import re
+import tokenize
 from typing import Callable, Iterable, Iterator
 
 import libcst as cst
@@ -60,6 +62,34 @@ _PLAIN_BASES = frozenset({"object", "nn.Module", "torch.nn.Module", "Module"})
 _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 
 
+def _names_in_code(source: str) -> collections.Counter[str]:
+    """How often each name appears where code may use it: in the code, in an f-string, or
+    as a whole string literal (``getattr(self, "test")``, ``choices=["train", "test"]``); not
+    in a comment nor a sentence ("no model to test"), which call nothing. Every word of the
+    text when it does not tokenize."""
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        return collections.Counter(_IDENTIFIER.findall(source))
+    found: collections.Counter[str] = collections.Counter()
+    for token in tokens:
+        if token.type == tokenize.NAME:
+            found[token.string] += 1
+        elif token.type == tokenize.STRING or token.type not in _PLAIN_TOKENS:  # f-string parts (3.12)
+            text = token.string
+            quote = text.lstrip("rRbBuUfF")[:1] if token.type == tokenize.STRING else ""
+            inner = text.lstrip("rRbBuUfF").strip(quote) if quote else text
+            if token.type != tokenize.STRING or "f" in text[:text.find(quote)].lower() \
+                    or _IDENTIFIER.fullmatch(inner.strip()):
+                found.update(_IDENTIFIER.findall(inner))
+    return found
+
+
+# token kinds that hold no name a call could use
+_PLAIN_TOKENS = frozenset({tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
+                           tokenize.OP, tokenize.NUMBER, tokenize.ENDMARKER, tokenize.ERRORTOKEN})
+
+
 def uncalled_methods(module: cst.Module, source: str, mentioned_elsewhere: Callable[[str], bool | None]
                      ) -> frozenset[tuple[str, str]]:
     """(class, method) for the methods of the file's top-level classes that nothing calls: no
@@ -72,7 +102,7 @@ def uncalled_methods(module: cst.Module, source: str, mentioned_elsewhere: Calla
     for _ in classes:  # bases of the file's own, in any order
         plain.update(k.name.value for k in classes if not k.decorators and all(
             code_of(b.value) in _PLAIN_BASES or code_of(b.value) in plain for b in k.bases))
-    words = collections.Counter(_IDENTIFIER.findall(source))
+    words = _names_in_code(source)
     defined: collections.Counter[str] = collections.Counter(
         s.name.value for s in module.body if isinstance(s, cst.FunctionDef))
     uses: dict[str, set[str]] = {}

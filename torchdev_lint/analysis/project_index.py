@@ -48,6 +48,7 @@ _WRITER_WORDS = re.compile("|".join(_FILE_WORDS), re.IGNORECASE)
 _ATTRIBUTE = re.compile(r"\.[ \t]*([A-Za-z_]\w*)")
 _GETATTR = re.compile(r"""getattr\([^"'\n]*["']([A-Za-z_]\w*)["']""")
 _SELF_ATTRIBUTE = re.compile(r"self\.([A-Za-z_]\w*)")
+_QUALIFIED_ATTRIBUTE = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\.[ \t]*([A-Za-z_]\w*)")
 # What may start a process group other than `init_process_group(backend="nccl")`: a CPU
 # backend named anywhere, or a launcher that picks the backend itself (gloo on a CPU).
 _OTHER_GROUPS = ("gloo", "Accelerator", "lightning", "init_distributed", "device_mesh")
@@ -684,13 +685,15 @@ def _self_attributes(tree: ast.Module, memo: dict) -> dict[int, dict[str, list[a
 _COMMENT_LINES = re.compile(r"(?m)^[ \t]*#.*$")
 
 
-def attributes(tree: ast.Module, text: str) -> tuple[list[str], list[str]]:
+def attributes(tree: ast.Module, text: str, imported: dict[str, str] | None = None) -> tuple[list[str], list[str]]:
     """The functions and methods a module defines (at the top level and in class
     bodies), and the attribute names its text mentions where it may reach another
     module's method of that name: ``x.name``, ``getattr(x, "name")``, but not
-    ``self.name`` of a name it defines itself (its own method, or an override). Strings
-    count too (the answer errs towards "mentioned"), but not a line that is only a comment
-    (a call left commented out calls nothing)."""
+    ``self.name`` of a name it defines itself (its own method, or an override), nor an
+    attribute of a library module it imports (``torch.load`` calls no project ``load``;
+    ``imported``: its imported names, local -> qualified). Strings count too (the answer
+    errs towards "mentioned"), but not a line that is only a comment (a call left commented
+    out calls nothing)."""
     text = _COMMENT_LINES.sub("", text)
     defined: set[str] = set()
     todo = list(tree.body)
@@ -706,7 +709,11 @@ def attributes(tree: ast.Module, text: str) -> tuple[list[str], list[str]]:
         m.group(1) for m in _SELF_ATTRIBUTE.finditer(text)
         if m.group(1) in defined and (m.start() == 0 or not (text[m.start() - 1].isalnum() or text[m.start() - 1] in "_."))
     )
-    reached = {n for n, count in mentioned.items() if own[n] < count}
+    libraries = {local for local, qualified in (imported or {}).items()
+                 if qualified.split(".")[0] in run_order.FOREIGN_ROOTS}
+    of_libraries = collections.Counter(
+        m.group(2) for m in _QUALIFIED_ATTRIBUTE.finditer(text) if m.group(1) in libraries) if libraries else {}
+    reached = {n for n, count in mentioned.items() if own[n] + of_libraries.get(n, 0) < count}
     return sorted(defined), sorted(reached.union(_GETATTR.findall(text)))
 
 
@@ -1834,7 +1841,7 @@ def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | No
     if files:
         facts.saves, facts.other_writes, facts.loads = _read_files(reader, tree, files)
         facts.saved_tails = saved_path_tails(reader, scopes)
-    facts.defs, facts.attributes = attributes(tree, text)
+    facts.defs, facts.attributes = attributes(tree, text, facts.names)
     flag_scopes: set[str] = set()
     facts.run_calls = run_order.read(tree, scopes, reader.qualify, facts.names, flag_scopes)
     facts.flag_scopes = sorted(flag_scopes)
@@ -2205,13 +2212,14 @@ class ProjectIndex:
         return found
 
     def mentioned_elsewhere(self, name: str, path: str) -> bool | None:
-        """Does a project module other than the one at ``path`` mention attribute ``name``
-        (``ModuleFacts.attributes``)? If not, a method of that name defined at ``path`` is
-        called only from there. None when the index does not hold the file."""
+        """Does a project module other than the one at ``path``, of its program
+        (``same_program``), mention attribute ``name`` (``ModuleFacts.attributes``)? If not,
+        a method of that name defined at ``path`` is called only from there. None when the
+        index does not hold the file."""
         full = os.path.abspath(path)
         if full not in self.paths:
             return None
-        return bool(self._mentions().get(name, set()) - {full})
+        return any(other != full and self.same_program(full, other) for other in self._mentions().get(name, ()))
 
     def _mentions(self) -> dict[str, set[str]]:
         """Attribute name -> the paths of the modules that mention it, built once."""
@@ -3035,20 +3043,55 @@ class ProjectIndex:
             self._memo[key] = module_name(path)[1]
         return self._memo[key]
 
-    def device_weights(self) -> str | None:
-        """Where the project saves weights that may be on an accelerator: a ``torch.save`` of
-        weights not moved to the CPU first ("plain" in ``weight_saves``) in a module that may
-        place tensors on devices (it, a project module it uses, or one that imports it names a
-        device: not ``_writes_from_cpu``). The checkpoints it writes, those it publishes too,
-        can then hold accelerator tensors. "<file>:<line>" of the first such save, or None."""
-        key = ("device weights",)
+    def device_weights(self, path: str) -> str | None:
+        """Where the program of the module at ``path`` (``same_program``) saves weights that
+        may be on an accelerator: a ``torch.save`` of weights not moved to the CPU first
+        ("plain" in ``weight_saves``) in a module that may place tensors on devices (it, a
+        project module it uses, or one that imports it names a device: not
+        ``_writes_from_cpu``). A program that saves no weights reads those another writes
+        (an inference folder beside the training one): the whole project's count then. The
+        checkpoints it writes, those it publishes too, can then hold accelerator tensors.
+        "<file>:<line>" of the first such save, or None."""
+        full = os.path.abspath(path)
+        key = ("device weights", self._program_of(full))
         if key not in self._memo:
-            found = sorted((m.path, save_entry(entry)[1])
-                           for modules in self.modules.values() for m in modules
-                           for entry in m.weight_saves
+            savers = [m for modules in self.modules.values() for m in modules if m.weight_saves]
+            own = [m for m in savers if self.same_program(full, m.path)]
+            found = sorted((m.path, save_entry(entry)[1]) for m in own or savers for entry in m.weight_saves
                            if entry.startswith("plain:") and not self._writes_from_cpu(m))
             self._memo[key] = f"{self.shown(found[0][0])}:{found[0][1]}" if found else None
         return self._memo[key]
+
+    def same_program(self, one: str, other: str) -> bool:
+        """The modules at ``one`` and ``other`` may run in one program: one of them is at the
+        project's root, or they are in the same folder, or in folders whose modules import
+        one another's, however indirectly. A repository that keeps one program per folder
+        (``a3c/``, ``dqn/``, ``ppo/``, none importing another) does not call in one what
+        another defines, nor read in one what another writes."""
+        first, second = self._program_of(one), self._program_of(other)
+        return first is None or second is None or first == second
+
+    def _program_of(self, full: str) -> int | None:
+        """The number ``same_program`` compares: shared by the folders whose modules import
+        one another's; None for a module at the project's root."""
+        programs = self._memo.get(("programs",))
+        if programs is None:
+            root, parent = self.root(), {}
+
+            def find(folder: str) -> str:
+                while parent.setdefault(folder, folder) != folder:
+                    folder = parent[folder]
+                return folder
+
+            for target, importers in self._importers().items():
+                for importer in importers:
+                    one, other = os.path.dirname(target), os.path.dirname(importer.path)
+                    if root not in (one, other):  # the root's modules serve every program
+                        parent[find(one)] = find(other)
+            folders = {os.path.dirname(m.path) for modules in self.modules.values() for m in modules} - {root}
+            roots = sorted({find(f) for f in folders})
+            programs = self._memo[("programs",)] = {f: roots.index(find(f)) for f in folders}
+        return programs.get(os.path.dirname(full))
 
     def saved_under(self, tail: str) -> str | None:
         """A module whose torch save writes a path kept under the attribute or key ``tail``
@@ -3216,7 +3259,7 @@ class ProjectIndex:
         facts.append(("saved names", self.saved_names()))
         facts.append(("package CPU path", self.package_cpu_path(full)))
         facts.append(("weights saved on the CPU", self.cpu_weights()))
-        facts.append(("weights saved from a device", self.device_weights()))
+        facts.append(("weights saved from a device", self.device_weights(full)))
         facts.append(("weights saved on the CPU somewhere", self.some_cpu_weights()))
         facts.append(("users' CPU path", self.users_cpu_path(full)))
         facts.append(("users' CPU choice", self.users_cpu_path(full, "cpu_choice")))

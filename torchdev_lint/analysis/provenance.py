@@ -1092,11 +1092,11 @@ def _project(ctx) -> ProjectIndex:
 
 
 def weights_saved_from_a_device(ctx) -> str | None:
-    """Where the project saves weights from code that may place them on an accelerator
-    ("<file>:<line>", the index's ``device_weights``): the evidence that checkpoints it
-    writes, or publishes, can hold accelerator tensors. None: nothing in sight does, and a
-    file it loads comes from elsewhere, saved on a device the code does not show."""
-    return _project(ctx).device_weights()
+    """Where the file's program saves weights from code that may place them on an
+    accelerator ("<file>:<line>", the index's ``device_weights``): the evidence that
+    checkpoints it writes, or publishes, can hold accelerator tensors. None: nothing in sight
+    does, and a file it loads comes from elsewhere, saved on a device the code does not show."""
+    return _project(ctx).device_weights(ctx.path)
 
 
 def saved_whole_around(ctx, receiver: cst.BaseExpression) -> str | None:

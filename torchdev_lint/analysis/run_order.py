@@ -25,7 +25,7 @@ LOAD = "!load"  # a torch load
 CUDA = "!cuda"  # a torch call that raises without CUDA (`torch.cuda.synchronize()`)
 
 # calls through these modules are never the project's own functions
-_FOREIGN_ROOTS = frozenset(sys.stdlib_module_names) | frozenset({
+FOREIGN_ROOTS = frozenset(sys.stdlib_module_names) | frozenset({
     "torch", "numpy", "scipy", "PIL", "cv2", "matplotlib", "pandas", "sklearn", "tqdm", "wandb", "yaml",
     "torchvision", "torchaudio", "transformers", "tensorboardX", "skimage", "imageio", "h5py"})
 _BUILTINS = frozenset(dir(builtins))
@@ -279,14 +279,14 @@ def _callee(call: ast.Call, qualify: Callable[[ast.expr], str | None], imported:
     func = call.func
     if isinstance(func, ast.Name):
         if func.id in imported:
-            return "" if imported[func.id].split(".")[0] in _FOREIGN_ROOTS else func.id
+            return "" if imported[func.id].split(".")[0] in FOREIGN_ROOTS else func.id
         return "" if func.id in _BUILTINS else func.id
     if not isinstance(func, ast.Attribute):
         return ""
     root = func.value
     while isinstance(root, ast.Attribute):
         root = root.value
-    if isinstance(root, ast.Name) and imported.get(root.id, "").split(".")[0] in _FOREIGN_ROOTS:
+    if isinstance(root, ast.Name) and imported.get(root.id, "").split(".")[0] in FOREIGN_ROOTS:
         return ""
     if func.attr in _MODE_SWITCHES and (call.keywords and call.keywords[0].arg == "mode" or len(call.args) == 1
                                         and isinstance(call.args[0], ast.Constant)
@@ -349,7 +349,7 @@ def _instance_of(assign: ast.Assign, imported: dict[str, str]) -> tuple[str, str
     while isinstance(root, ast.Attribute):
         root = root.value
     if not made[:1].isupper() or isinstance(root, ast.Name) and imported.get(root.id, "").split(".")[0] in \
-            _FOREIGN_ROOTS:
+            FOREIGN_ROOTS:
         return None
     name = target.id if isinstance(target, ast.Name) else target.attr if isinstance(target, ast.Attribute) else None
     return (name, made) if name else None
