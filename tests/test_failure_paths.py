@@ -2482,3 +2482,24 @@ def test_a_method_nothing_calls_in_its_program(project, capsys, runs, confidence
     write(project, {"dqn/learner.py": LEARNER, "dqn/run.py": runs, "ppo/learner.py": LEARNER, "ppo/run.py": other})
     assert [(f[0], f[3]) for f in findings(capsys, project, "TDL004") if f[0].endswith("learner.py")] == [
         ("dqn/learner.py", confidence), ("ppo/learner.py", "certain")]
+
+
+@pytest.mark.parametrize("forward, confidence", [
+    # zip pairs the rows with the lengths; the rows go into a CPU buffer that is moved whole
+    ("        out = torch.zeros(2, 4)\n        for i, (row, n) in enumerate(zip(self.table, lengths)):\n"
+     "            out[i, :n] = row[:n]\n        return out.to(lengths.device)\n", [("enc.py", 6, "TDL006", "possible")]),
+    # the table itself meets the lengths
+    ("        return self.table[:2] * lengths[:, None]\n", [("enc.py", 6, "TDL006", "certain")]),
+])
+def test_pairing_an_attribute_with_the_inputs_is_no_meeting(project, capsys, forward, confidence):
+    """`zip` computes nothing with what it pairs: a meeting is where a pair is used."""
+    write(project, {"enc.py": """\
+import torch
+from torch import nn
+class Encoding(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.table = torch.ones(8, 4)
+    def forward(self, lengths):
+""" + forward + "net = Encoding().to('cuda')\n"})
+    assert findings(capsys, project, "TDL006") == confidence

@@ -41,6 +41,9 @@ _PLACING_COPIES = frozenset({"torch.as_tensor", "torch.tensor", "torch.asarray"}
 # Calls that only read, log or convert their argument to Python values.
 _READERS = frozenset("""len print str repr int float bool isinstance format hash id type
     logging.info logging.debug logging.warning""".split())
+# Builtins that pair or collect their arguments without computing with them: what meets is
+# in the code that reads the pairs (`for row, n in zip(self.table, lengths)`).
+_COLLECTORS = frozenset({"zip", "enumerate", "list", "tuple", "iter", "reversed"})
 # Calls that hand their tensor arguments on to a function they run (activation
 # checkpointing): whether those meet is up to that function, out of sight.
 _FORWARDERS = frozenset({"checkpoint", "checkpoint_sequential"})
@@ -330,13 +333,13 @@ class Uses:
 
     def _combines(self, call: cst.Call) -> bool:
         """A call that computes with its tensor arguments together: a torch function, a
-        submodule, a tensor method; not a move, a logger or a builtin that reads them, nor a
+        submodule, a tensor method; not a move, a logger, a builtin that reads or pairs them, nor a
         function of the project (what it does with them is in its body: a shape test first,
         say), where the values are handed on, not shown to meet."""
         func = call.func
         name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
         return name not in _MOVES and name not in _READERS and name not in LOG_METHODS \
-            and name not in _FORWARDERS \
+            and name not in _FORWARDERS and not (isinstance(func, cst.Name) and name in _COLLECTORS) \
             and name not in ("append", "extend", "insert", "add", "update", "setdefault", "get") \
             and not (self.callees is not None and self.callees.target(call, self.klass, self.self_name) is not None)
 
