@@ -11,6 +11,7 @@ from typing import Callable, Iterable, Iterator
 
 import libcst as cst
 
+from torchdev_lint.analysis import run_order
 from torchdev_lint.analysis.guards import code_of
 from torchdev_lint.analysis.tree import collect
 
@@ -58,23 +59,25 @@ def reachable(calls: dict[str, set[str]], starts: Iterable[str]) -> set[str]:
 _MODULE_HOOKS = frozenset({"forward", "extra_repr", "reset_parameters", "_apply", "_load_from_state_dict",
                            "_save_to_state_dict", "_replicate_for_data_parallel", "_get_name", "_check_input_dim"})
 # Bases whose machinery calls no other method of a subclass.
-_PLAIN_BASES = frozenset({"object", "nn.Module", "torch.nn.Module", "Module"})
+PLAIN_BASES = frozenset({"object", "nn.Module", "torch.nn.Module", "Module"})
 _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 
 
-def _names_in_code(source: str) -> collections.Counter[str]:
+def _names_in_code(source: str, libraries: frozenset[str] = frozenset()) -> collections.Counter[str]:
     """How often each name appears where code may use it: in the code, in an f-string, or
     as a whole string literal (``getattr(self, "test")``, ``choices=["train", "test"]``); not
-    in a comment nor a sentence ("no model to test"), which call nothing. Every word of the
-    text when it does not tokenize."""
+    in a comment nor a sentence ("no model to test"), which call nothing, nor as an attribute
+    of a library module the file imports (``libraries``: ``torch.load`` is no ``load`` of
+    the file's). Every word of the text when it does not tokenize."""
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
     except (tokenize.TokenError, SyntaxError, ValueError):
         return collections.Counter(_IDENTIFIER.findall(source))
     found: collections.Counter[str] = collections.Counter()
-    for token in tokens:
+    for at, token in enumerate(tokens):
         if token.type == tokenize.NAME:
-            found[token.string] += 1
+            if not (at > 1 and tokens[at - 1].string == "." and tokens[at - 2].string in libraries):
+                found[token.string] += 1
         elif token.type == tokenize.STRING or token.type not in _PLAIN_TOKENS:  # f-string parts (3.12)
             text = token.string
             quote = text.lstrip("rRbBuUfF")[:1] if token.type == tokenize.STRING else ""
@@ -90,6 +93,21 @@ _PLAIN_TOKENS = frozenset({tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, toke
                            tokenize.OP, tokenize.NUMBER, tokenize.ENDMARKER, tokenize.ERRORTOKEN})
 
 
+def _library_names(module: cst.Module) -> frozenset[str]:
+    """The names the module's top-level imports bind to libraries (``torch``, ``np``)."""
+    found = set()
+    for statement in module.body:
+        for small in statement.body if isinstance(statement, cst.SimpleStatementLine) else ():
+            if isinstance(small, cst.Import):
+                found.update(code_of(a.asname.name) if a.asname else code_of(a.name).split(".")[0]
+                             for a in small.names if code_of(a.name).split(".")[0] in run_order.FOREIGN_ROOTS)
+            elif isinstance(small, cst.ImportFrom) and small.module is not None and not small.relative \
+                    and code_of(small.module).split(".")[0] in run_order.FOREIGN_ROOTS \
+                    and not isinstance(small.names, cst.ImportStar):
+                found.update(code_of(a.asname.name) if a.asname else code_of(a.name) for a in small.names)
+    return frozenset(found)
+
+
 def uncalled_methods(module: cst.Module, source: str, mentioned_elsewhere: Callable[[str], bool | None]
                      ) -> frozenset[tuple[str, str]]:
     """(class, method) for the methods of the file's top-level classes that nothing calls: no
@@ -101,8 +119,8 @@ def uncalled_methods(module: cst.Module, source: str, mentioned_elsewhere: Calla
     plain: set[str] = set()
     for _ in classes:  # bases of the file's own, in any order
         plain.update(k.name.value for k in classes if not k.decorators and all(
-            code_of(b.value) in _PLAIN_BASES or code_of(b.value) in plain for b in k.bases))
-    words = _names_in_code(source)
+            code_of(b.value) in PLAIN_BASES or code_of(b.value) in plain for b in k.bases))
+    words = _names_in_code(source, _library_names(module))
     defined: collections.Counter[str] = collections.Counter(
         s.name.value for s in module.body if isinstance(s, cst.FunctionDef))
     uses: dict[str, set[str]] = {}

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from torchdev_lint import limits, pyast
-from torchdev_lint.analysis import kinds, requirements, run_order, sites
+from torchdev_lint.analysis import classes, kinds, reach, requirements, run_order, sites
 
 _MAX_DEPTH = 20  # re-export chains longer than this are not followed
 # Code that names these may put tensors on an accelerator (Lightning and Accelerate place
@@ -1781,6 +1781,34 @@ def _digest(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=12).hexdigest()
 
 
+def _attribute_scopes(path: str, foreign: set[str]) -> dict[str, set[str]] | bool:
+    """``ProjectIndex._mention_scopes`` for every attribute the file at ``path`` mentions;
+    False when it cannot be read or parsed."""
+    try:
+        with open(path, "rb") as handle:
+            tree = ast.parse(handle.read())
+    except (OSError, SyntaxError, ValueError):
+        return False
+    found: dict[str, set[str]] = {}
+    todo: list[tuple[ast.AST, str]] = [(tree, "")]
+    while todo:
+        node, scope = todo.pop()
+        kind = type(node)
+        if kind is ast.Attribute and not (type(node.value) is ast.Name and node.value.id in foreign):
+            found.setdefault(node.attr, set()).add(scope)
+        elif kind is ast.Constant and type(node.value) is str and node.value.isidentifier():
+            found.setdefault(node.value, set()).add("")
+        if kind is ast.ClassDef and scope == "" and all(ast.unparse(b) in classes.PLAIN_BASES for b in node.bases) \
+                and not node.decorator_list:
+            for member in node.body:
+                plain = type(member) in (ast.FunctionDef, ast.AsyncFunctionDef) and not member.decorator_list
+                todo.append((member, member.name if plain else ""))
+            todo.extend((b, "") for b in node.bases)
+            continue
+        todo.extend((child, scope) for child in ast.iter_child_nodes(node))
+    return found
+
+
 def _uncalled_reference(path: str, name: str) -> int | None:
     """The first line of the file at ``path`` that reads ``name`` (a name or an attribute)
     other than to call it; 0 when none does; None when the file cannot be read or parsed."""
@@ -2219,7 +2247,39 @@ class ProjectIndex:
         full = os.path.abspath(path)
         if full not in self.paths:
             return None
-        return any(other != full and self.same_program(full, other) for other in self._mentions().get(name, ()))
+        return any(other != full and self.same_program(full, other) and self._live_mention(other, name, {name})
+                   for other in sorted(self._mentions().get(name, ())))
+
+    def _live_mention(self, path: str, name: str, seen: set[str]) -> bool:
+        """The module at ``path`` mentions attribute ``name`` in code that may run: outside
+        any method of a plain class, or in a method that something may call in turn (one
+        that runs on its own, ``forward``, a dunder; or one whose name a live mention reads,
+        up to three methods up). ``self.algo.load(path)`` inside an ``Agent.load`` nothing
+        calls calls nothing."""
+        scopes = self._mention_scopes(path, name)
+        if scopes is None or "" in scopes:
+            return True
+        for method in sorted(scopes - seen):
+            if reach.RUNS_ON_ITS_OWN.fullmatch(method) or len(seen) > 3:
+                return True
+            if any(self._live_mention(other, method, seen | {method})
+                   for other in sorted({path, *self._mentions().get(method, ())}) if self.same_program(path, other)):
+                return True
+        return False
+
+    def _mention_scopes(self, path: str, name: str) -> set[str] | None:
+        """The methods (of classes with no base but ``object`` or ``nn.Module``, undecorated)
+        in whose bodies the module at ``path`` mentions attribute ``name`` (not of a library
+        module, ``torch.load``), "" for a mention anywhere else or a string spelling it; None
+        when it does not parse (read once per module)."""
+        key = ("mention scopes", path)
+        found = self._memo.get(key)
+        if found is None:
+            module = self._module_at(path)
+            foreign = {local for local, qualified in (module.names if module is not None else {}).items()
+                       if qualified.split(".")[0] in run_order.FOREIGN_ROOTS}
+            found = self._memo[key] = _attribute_scopes(path, foreign)
+        return found.get(name, set()) if found is not False else None
 
     def _mentions(self) -> dict[str, set[str]]:
         """Attribute name -> the paths of the modules that mention it, built once."""

@@ -29,7 +29,7 @@ from torchdev_lint.analysis.tree import children
 # Methods that run without the code naming them once their class is built: Python's own
 # (`__init__`, `__call__`, `__getitem__`), a module's `forward`, the hooks a trainer calls
 # (Lightning's `training_step`, `configure_optimizers`, `on_train_epoch_end`...).
-_RUNS_ON_ITS_OWN = re.compile(r"__\w+__|forward|setup|teardown|prepare_data|backward|configure_\w+|\w+_step"
+RUNS_ON_ITS_OWN = re.compile(r"__\w+__|forward|setup|teardown|prepare_data|backward|configure_\w+|\w+_step"
                               r"|\w+_dataloader|on_\w+|\w+_epoch_end|optimizer_zero_grad")
 # Step: a node and what it shows, as ``Rule.report(evidence=...)`` takes it.
 Step = tuple["cst.CSTNode", str]
@@ -241,9 +241,9 @@ class Reach:
                         continue
                     built.add(id(klass))
                     for method_name, group in self.methods.get(id(klass), {}).items():
-                        if _RUNS_ON_ITS_OWN.fullmatch(method_name) or method_name in used:
+                        if RUNS_ON_ITS_OWN.fullmatch(method_name) or method_name in used:
                             for method in group:
-                                reach(method, scope if _RUNS_ON_ITS_OWN.fullmatch(method_name) else used[method_name])
+                                reach(method, scope if RUNS_ON_ITS_OWN.fullmatch(method_name) else used[method_name])
         return reached
 
     def _chain(self, reached: dict[int, _Scope | None], node: cst.CSTNode) -> list[Step]:
