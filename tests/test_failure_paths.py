@@ -2527,3 +2527,35 @@ def test_a_chain_of_methods_nothing_calls(project, capsys, train, confidence):
                     "    def learn(self):\n        self.algo.learn()\n",
         "train.py": train})
     assert [f[3] for f in findings(capsys, project, "TDL004") if f[0] == "model.py"] == [confidence]
+
+
+@pytest.mark.parametrize("fallback, confidence", [
+    ('torch.device("cpu")', "certain"),
+    # `torch.cuda` is a module: calling it raises, so the `else` branch chooses nothing
+    ('torch.cuda("cpu")', "possible"),
+])
+def test_a_fallback_that_raises_is_no_cpu_path(project, capsys, fallback, confidence):
+    write(project, {"train.py": "import torch\nif torch.cuda.is_available():\n    device = torch.device('cuda')\n"
+                                f"else:\n    device = {fallback}\nnet = torch.nn.Linear(2, 2).to(device)\n"
+                                "print(net(torch.ones(2).cuda()))\n"})
+    assert [f[3] for f in findings(capsys, project, "TDL001")] == [confidence]
+
+
+@pytest.mark.parametrize("choose, confidence", [
+    # the trainer's own CPU choice sits in a helper whose one call is commented out
+    ("        # self.device = self._get_device()\n        self.device = 'cuda'\n", "possible"),
+    ("        self.device = self._get_device()\n", "certain"),
+])
+def test_a_cpu_choice_in_a_helper_nothing_calls_is_none(project, capsys, choose, confidence):
+    """The loss takes the trainer's device; the trainer moves its model with `.cuda()` and its
+    only CPU choice is in `_get_device`, which runs only where something calls it."""
+    write(project, {
+        "loss.py": "import torch\nclass Contrastive(torch.nn.Module):\n    def __init__(self, device):\n"
+                   "        super().__init__()\n        self.device = device\n    def forward(self, x):\n"
+                   "        mask = torch.eye(2).cuda()\n        return (x * mask).to(self.device)\n",
+        "trainer.py": "import torch\nfrom loss import Contrastive\nclass Trainer:\n    def __init__(self):\n"
+                      + choose + "        self.loss = Contrastive(self.device)\n"
+                      "        self.net = torch.nn.Linear(2, 2).cuda()\n    def _get_device(self):\n"
+                      "        return 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+                      "print(Trainer().loss(torch.ones(2, 2).cuda()))\n"})
+    assert [f[3] for f in findings(capsys, project, "TDL001") if f[0] == "loss.py"] == [confidence]

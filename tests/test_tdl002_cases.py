@@ -543,6 +543,20 @@ def test_a_device_bound_again_before_anything_reads_it_places_nothing(between, c
     assert [f.confidence.value for f in first] == ["certain" if certain else "possible"]
 
 
+@pytest.mark.parametrize("again, certain", [
+    # the new binding reads the first value only where CUDA is present
+    ('device = torch.device(device if torch.cuda.is_available() else "cpu")\n', False),
+    ('device = device if torch.cuda.is_available() else "cpu"\n', False),
+    # it reads it on every machine (the file runs without CUDA elsewhere): the literal is placed
+    ('device = torch.device(device)\nother = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+     'x = torch.ones(2).to(other)\n', True),
+])
+def test_a_device_bound_again_from_itself_under_a_cuda_test(again, certain):
+    code = 'import torch\ndevice = "cuda:0"\n' + again + "w = torch.ones(2).to(device)\n"
+    result = lint_source("t.py", code, [RULE], preview=True)
+    assert [f.confidence.value for f in result.findings if f.line == 2] == ["certain" if certain else "possible"]
+
+
 SHADOWED = (
     'import torch\ndevice = "cuda"\n'
     'def train(model, device="cuda" if torch.cuda.is_available() else "cpu"):\n'

@@ -82,10 +82,15 @@ def _is_cpu_literal(node: cst.CSTNode) -> bool:
 
 
 def _mentions_cpu(node: cst.CSTNode) -> bool:
+    """``node`` names the CPU as a device; not as what a ``.cuda(...)`` call is given
+    (``torch.cuda("cpu")`` calls a module, ``x.cuda("cpu")`` asks for a CUDA device: both
+    raise, and choose nothing)."""
     found = False
 
     def enter(child: cst.CSTNode) -> bool:
         nonlocal found
+        if isinstance(child, cst.Call) and isinstance(child.func, cst.Attribute) and child.func.attr.value == "cuda":
+            return False
         found = found or _is_cpu_literal(child)
         return not found
 

@@ -757,6 +757,17 @@ def cpu_choice(text: str, lines: "_Lines") -> str:
     return f"line {first}" if first is not None else ""
 
 
+def _named_choices(tree: ast.Module, code: str, choices: list[int]) -> list[int]:
+    """The CPU choices at lines ``choices`` that are not in a function nothing in the file
+    names (``def _get_device(self)`` whose one call is commented out: ``code`` is the text
+    without comments); only a private one (``_name``) counts: a public one may be what
+    other modules call."""
+    unnamed = [(node.lineno, node.end_lineno or node.lineno) for node in ast.walk(tree)
+               if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("_")
+               and not node.name.startswith("__") and len(re.findall(rf"\b{node.name}\b", code)) == 1]
+    return [line for line in choices if not any(start <= line <= end for start, end in unnamed)]
+
+
 def cpu_choice_defs(tree: ast.Module, choices: set[int]) -> list[str]:
     """The module's top-level functions whose code makes one of the CPU choices at the lines
     ``choices`` (``def run(net, loader): ... .to("cuda:0" if torch.cuda.is_available() else
@@ -1884,7 +1895,9 @@ def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | No
     else:
         code = text
     if facts.cpu_choice:
-        facts.cpu_choice_defs = cpu_choice_defs(tree, set(_cpu_choices(code, lines)))
+        choices = _named_choices(tree, code, list(_cpu_choices(code, lines)))
+        facts.cpu_choice = f"line {choices[0]}" if choices else ""
+        facts.cpu_choice_defs = cpu_choice_defs(tree, set(choices))
     if "is_available" in text or "cuda." in text:
         facts.stops_without_cuda = stops_without_cuda(reader, tree)
     facts.top_imports = top_imports(tree, facts.name, reader.is_init)

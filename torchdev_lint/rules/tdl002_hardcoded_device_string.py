@@ -156,7 +156,9 @@ class HardcodedDeviceString(Rule):
     one branch of a choice with the CPU or with the caller's device (`"cuda" if backend ==
     "nccl" else "cpu"`, `if device is None: device = "cuda"`), the old-torch stand-in for
     `torch.accelerator`, a device bound at the top level to a name the file binds again
-    before anything reads it, and one bound to a name the file never reads (a function with
+    before anything reads it but a test for CUDA (`device = "cuda:0"`, then `device =
+    torch.device(device if torch.cuda.is_available() else "cpu")`), and one bound to a name
+    the file never reads (a function with
     a `device` parameter of its own reads that one; or reads only under a GPU test:
     `if use_gpu: x = x.to(gpu)`) and no other module imports (a notebook), or that the
     modules importing it (by name, by `*` or as `config.CUDA_DEVICE`) read only under a test
@@ -598,7 +600,8 @@ class HardcodedDeviceString(Rule):
         name = assign.targets[0].target.value
         rebound = _rebound_before_read(self.ctx, path[0], line, name)
         if rebound is not None:
-            return rebound, f"`{name}` is bound again here before anything reads it: the device places nothing"
+            return rebound, (f"`{name}` is bound again here, and read before only where CUDA is present (if at "
+                             "all): the device places nothing on a machine without CUDA")
         index = self.ctx.index
         imported = index.imported_from(self.ctx.path) if index is not None and self.ctx.path != "-" else None
         if self.ctx.path.endswith(".ipynb"):
@@ -879,9 +882,11 @@ def _moved(path: Sequence[cst.CSTNode]) -> str | None:
 
 
 def _rebound_before_read(ctx, module: cst.Module, line: cst.CSTNode, name: str) -> cst.CSTNode | None:
-    """The first top-level statement after ``line`` that names ``name``, when it only binds it
-    again (``device = "cuda:0"``, then ``device = "cuda:0" if ... else "cpu"``): the first value
-    is never read. The statements naming each name are read once per file."""
+    """The first top-level statement after ``line`` that names ``name``, when it binds it
+    again and reads it, if at all, only where CUDA is present (``device = "cuda:0"``, then
+    ``device = "cuda:0" if ... else "cpu"`` or ``torch.device(device if
+    torch.cuda.is_available() else "cpu")``): without CUDA the first value is never read. The
+    statements naming each name are read once per file."""
     naming = ctx.once(("TDL002: top-level statements by name",), lambda: _statements_by_name(module))
     where = ctx.once(("TDL002: top-level positions",), lambda: {id(s): i for i, s in enumerate(module.body)})
     position = where.get(id(line))
@@ -892,11 +897,22 @@ def _rebound_before_read(ctx, module: cst.Module, line: cst.CSTNode, name: str) 
     statement = module.body[positions[after]]
     assign = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1 \
         else None
-    named = [n for n in tree.collect(statement, cst.Name) if n.value == name]
-    if isinstance(assign, cst.Assign) and len(assign.targets) == 1 and len(named) == 1 \
-            and named[0] is assign.targets[0].target:
-        return statement
-    return None
+    if not (isinstance(assign, cst.Assign) and len(assign.targets) == 1
+            and isinstance(assign.targets[0].target, cst.Name) and assign.targets[0].target.value == name):
+        return None
+    reads = [path for path in _paths_to(assign.value, name)]
+    return statement if all(is_guarded(path, ctx.qualified_name) for path in reads) else None
+
+
+def _paths_to(node: cst.CSTNode, name: str, above: tuple[cst.CSTNode, ...] = ()) -> Iterator[tuple]:
+    """The path from ``node`` down to each read of ``name`` in it."""
+    path = (*above, node)
+    if isinstance(node, cst.Name) and node.value == name:
+        yield path
+        return
+    for child in tree.children(node):
+        if not (isinstance(node, cst.Attribute) and child is node.attr):
+            yield from _paths_to(child, name, path)
 
 
 def _statements_by_name(module: cst.Module) -> dict[str, list[int]]:
