@@ -1041,6 +1041,7 @@ def test_where_a_cpu_choice_is_made_decides_what_it_reaches(project, capsys, cho
     ("import cupy\n", "possible"),
     ("from diff_surfel_rasterization import GaussianRasterizer\n", "possible"),
     ("from gsplat import rasterization\n", "possible"),  # Gaussian splatting kernels: CUDA only
+    ("from nvidia.dali.pipeline import Pipeline\n", "possible"),  # batches decoded on the GPU
 ])
 @pytest.mark.parametrize("through", [False, True])
 def test_a_project_module_that_requires_a_gpu_library(project, capsys, engine, confidence, through):

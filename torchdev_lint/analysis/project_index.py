@@ -1532,8 +1532,9 @@ def required_gpu_library(tree: ast.Module) -> str:
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
                 [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else []
             for name in names:
-                if name.split(".")[0] in requirements.GPU_LIBRARIES:
-                    return name.split(".")[0]
+                library = requirements.library_of(name, requirements.GPU_LIBRARIES)
+                if library is not None:
+                    return library
     return ""
 
 

@@ -79,7 +79,8 @@ CUDA_LIBRARIES = frozenset({"tensorrt", "pycuda", "cupy", "torch_tensorrt", "tor
                             "correlation_package", "correlation_cuda", "resample2d_package",
                             "channelnorm_package"})
 # With the libraries used for their CUDA kernels: a module that must import one needs CUDA.
-GPU_LIBRARIES = CUDA_LIBRARIES | {"apex", "bitsandbytes", "triton"}
+# NVIDIA DALI feeds batches decoded on the GPU (`device_id=0`, the "mixed" decoder).
+GPU_LIBRARIES = CUDA_LIBRARIES | {"apex", "bitsandbytes", "triton", "nvidia.dali"}
 # `to_cuda(batch)`, `move_to_gpu(x)`: a mover, which a device argument would make portable.
 _MOVING_WORDS = frozenset({"to", "move", "moved", "send"})
 
@@ -93,7 +94,14 @@ def imported_library(statement: cst.CSTNode, libraries: frozenset[str]) -> str |
         names = [dotted_name(statement.module) or ""]
     else:
         return None
-    return next((n.split(".")[0] for n in names if n.split(".")[0] in libraries), None)
+    return next((found for found in (library_of(n, libraries) for n in names) if found), None)
+
+
+def library_of(module: str, libraries: frozenset[str]) -> str | None:
+    """The one of ``libraries`` that ``module`` is or is part of (``nvidia.dali.ops`` of
+    ``nvidia.dali``), or None."""
+    parts = module.split(".")
+    return parts[0] if parts[0] in libraries else ".".join(parts[:2]) if ".".join(parts[:2]) in libraries else None
 
 
 def _imports_cuda_library(statement: cst.BaseSmallStatement) -> bool:
