@@ -2560,3 +2560,34 @@ def test_a_cpu_choice_in_a_helper_nothing_calls_is_none(project, capsys, choose,
                       "        return 'cuda' if torch.cuda.is_available() else 'cpu'\n"
                       "print(Trainer().loss(torch.ones(2, 2).cuda()))\n"})
     assert [f[3] for f in findings(capsys, project, "TDL001") if f[0] == "loss.py"] == [confidence]
+
+
+@pytest.mark.parametrize("flag, confidence", [
+    # the script evaluates and exits: `train` is never called
+    ("True", "possible"),
+    ("False", "certain"),
+])
+def test_a_constant_flag_that_exits_first_leaves_the_rest_unrun(project, capsys, flag, confidence):
+    write(project, {"run.py": f"""\
+import sys
+import torch
+
+evaluation = {flag}
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def train(x):
+    return x.cuda()
+
+
+def test(x):
+    return x.to(device)
+
+
+if evaluation:
+    print(test(torch.ones(2)))
+    sys.exit(0)
+
+print(train(torch.ones(2)))
+"""})
+    assert [f[3] for f in findings(capsys, project, "TDL001")] == [confidence]

@@ -5,7 +5,9 @@ shows that the file runs without CUDA, but only the code that runs in the same r
 there: the function (or the module's top level) that makes the choice and the code that
 uses it, the code that reads the name, attribute or option it binds, and everything those
 name (call, build, hand on as a callback), down the file's own functions and classes, but
-not what they name only in a branch that needs CUDA (``if torch.cuda.is_available(): main()``). A
+not what they name only in a branch that needs CUDA (``if torch.cuda.is_available(): main()``)
+or that the file's constant flags rule out (``if evaluation: ... sys.exit(0)`` under
+``evaluation = True`` leaves the training loop after it unrun). A
 helper nothing there names runs where its other callers run (importers, out of this file),
 not where this choice does: a hardcoded ``.cuda()`` in it is not shown to fail.
 
@@ -24,6 +26,8 @@ from typing import Callable, Sequence
 
 import libcst as cst
 
+from torchdev_lint.analysis import conditions
+from torchdev_lint.analysis.guards import is_exit
 from torchdev_lint.analysis.tree import children
 
 # Methods that run without the code naming them once their class is built: Python's own
@@ -80,6 +84,7 @@ class Reach:
         self.owners: dict[str, list[cst.ClassDef]] = {}  # method name -> the classes defining it
         self.choices: list[_Choice] = []
         self.holders = set(_OPTION_HOLDERS)
+        self._flags: dict[str, bool] | None = None
         self._read(is_choice)
         self._paths: dict[int, dict[int, _Scope | None]] = {}
 
@@ -127,8 +132,27 @@ class Reach:
                     self.choices.append(self._choice(node, why, scope, targets))
             below = children(node)
             if kind.__name__ in _BRANCHING:
-                below = [child for child in below if not self._needs_cuda(node, child)]
+                below = [child for child in self._run_by_flags(node, below) if not self._needs_cuda(node, child)]
             stack += [(child, scope, klass, targets) for child in reversed(below)]
+
+    def _run_by_flags(self, node: cst.CSTNode, below: list[cst.CSTNode]) -> list[cst.CSTNode]:
+        """The parts of ``node`` that the file's constant flags let run (``evaluation = True``
+        at the top, set nowhere else): not the branch of ``if evaluation:`` the flag rules
+        out, nor the statements after an ``if evaluation: ... sys.exit(0)``."""
+        if self._flags is None:
+            self._flags = {name: value.value == "True" for name, value in conditions.module_constants(self.module).items()
+                           if isinstance(value, cst.Name) and value.value in ("True", "False")}
+        if not self._flags:
+            return below
+        if isinstance(node, cst.If) and isinstance(node.test, cst.Name) and node.test.value in self._flags:
+            holds = self._flags[node.test.value]
+            return [child for child in below if not (child is node.body and not holds or child is node.orelse and holds)]
+        for at, statement in enumerate(below):
+            if isinstance(statement, cst.If) and isinstance(statement.test, cst.Name) \
+                    and self._flags.get(statement.test.value) is True and isinstance(statement.body, cst.IndentedBlock) \
+                    and statement.body.body and is_exit(statement.body.body[-1]):
+                return below[:at + 1]
+        return below
 
     def _choice(self, node: cst.CSTNode, why: str, scope: _Scope, targets) -> _Choice:
         choice = _Choice((node, why), scope)
