@@ -709,8 +709,7 @@ def attributes(tree: ast.Module, text: str, imported: dict[str, str] | None = No
         m.group(1) for m in _SELF_ATTRIBUTE.finditer(text)
         if m.group(1) in defined and (m.start() == 0 or not (text[m.start() - 1].isalnum() or text[m.start() - 1] in "_."))
     )
-    libraries = {local for local, qualified in (imported or {}).items()
-                 if qualified.split(".")[0] in run_order.FOREIGN_ROOTS}
+    libraries = _library_names(imported or {})
     of_libraries = collections.Counter(
         m.group(2) for m in _QUALIFIED_ATTRIBUTE.finditer(text) if m.group(1) in libraries) if libraries else {}
     reached = {n for n, count in mentioned.items() if own[n] + of_libraries.get(n, 0) < count}
@@ -1793,14 +1792,24 @@ def _digest(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=12).hexdigest()
 
 
-def _attribute_scopes(path: str, foreign: set[str]) -> dict[str, set[str]] | bool:
-    """``ProjectIndex._mention_scopes`` for every attribute the file at ``path`` mentions;
-    False when it cannot be read or parsed."""
+def _library_names(imported: dict[str, str]) -> set[str]:
+    """The local names of ``imported`` (local -> qualified) bound to libraries (``torch``,
+    ``np``): their attributes are no project function's."""
+    return {local for local, qualified in imported.items() if qualified.split(".")[0] in run_order.FOREIGN_ROOTS}
+
+
+def _parsed(path: str) -> ast.Module | None:
+    """The file at ``path`` parsed again, for a question its facts do not answer (asked of
+    few files: the trees are not kept); None when it cannot be read or parsed."""
     try:
         with open(path, "rb") as handle:
-            tree = ast.parse(handle.read())
+            return ast.parse(handle.read())
     except (OSError, SyntaxError, ValueError):
-        return False
+        return None
+
+
+def _attribute_scopes(tree: ast.Module, foreign: set[str]) -> dict[str, set[str]]:
+    """``ProjectIndex._mention_scopes`` for every attribute ``tree`` mentions."""
     found: dict[str, set[str]] = {}
     todo: list[tuple[ast.AST, str]] = [(tree, "")]
     while todo:
@@ -1821,14 +1830,9 @@ def _attribute_scopes(path: str, foreign: set[str]) -> dict[str, set[str]] | boo
     return found
 
 
-def _uncalled_reference(path: str, name: str) -> int | None:
-    """The first line of the file at ``path`` that reads ``name`` (a name or an attribute)
-    other than to call it; 0 when none does; None when the file cannot be read or parsed."""
-    try:
-        with open(path, "rb") as handle:
-            tree = ast.parse(handle.read())
-    except (OSError, SyntaxError, ValueError):
-        return None
+def _uncalled_reference(tree: ast.Module, name: str) -> int:
+    """The first line of ``tree`` that reads ``name`` (a name or an attribute) other than to
+    call it; 0 when none does."""
     called = {id(node.func) for node in ast.walk(tree) if type(node) is ast.Call}
     lines = [node.lineno for node in ast.walk(tree) if id(node) not in called and isinstance(node.ctx if isinstance(
         node, (ast.Name, ast.Attribute)) else None, ast.Load) and (node.id if type(node) is ast.Name else node.attr) == name]
@@ -2287,13 +2291,12 @@ class ProjectIndex:
         module, ``torch.load``), "" for a mention anywhere else or a string spelling it; None
         when it does not parse (read once per module)."""
         key = ("mention scopes", path)
-        found = self._memo.get(key)
-        if found is None:
-            module = self._module_at(path)
-            foreign = {local for local, qualified in (module.names if module is not None else {}).items()
-                       if qualified.split(".")[0] in run_order.FOREIGN_ROOTS}
-            found = self._memo[key] = _attribute_scopes(path, foreign)
-        return found.get(name, set()) if found is not False else None
+        if key not in self._memo:
+            module, tree = self._module_at(path), _parsed(path)
+            self._memo[key] = None if tree is None else _attribute_scopes(
+                tree, _library_names(module.names if module is not None else {}))
+        found = self._memo[key]
+        return found.get(name, set()) if found is not None else None
 
     def _mentions(self) -> dict[str, set[str]]:
         """Attribute name -> the paths of the modules that mention it, built once."""
@@ -2430,7 +2433,8 @@ class ProjectIndex:
                      *callers}
             found: str | None = None if len(paths) > limit else ""
             for each in sorted(paths) if found == "" else ():
-                line = _uncalled_reference(each, name)
+                tree = _parsed(each)
+                line = None if tree is None else _uncalled_reference(tree, name)
                 if line != 0:
                     found = None if line is None else f"{self.shown(each)}:{line}"
                     break
