@@ -1225,6 +1225,10 @@ def test_a_device_another_module_imports_is_read_there(project, capsys):
     ("def loss(self, depth):\n        return torch.zeros(1, device=depth.device)\n", "possible"),
     # a method takes the device: the object follows its caller's choice
     ("def to_device(self, device):\n        self.device = device\n", "certain"),
+    # ... or reads the device the user chose off the options it is handed
+    ("def __init__(self, args):\n        self.device = torch.device(args.device)\n", "certain"),
+    # a config object's other fields choose nothing
+    ("def __init__(self, args):\n        self.lr = args.lr\n", "possible"),
 ])
 def test_a_class_is_device_generic_only_where_it_takes_the_device(project, capsys, method, confidence):
     write(project, {"trainer.py": "import torch\nclass Trainer:\n    " + method

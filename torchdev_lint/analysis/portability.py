@@ -8,8 +8,8 @@ only where the code would otherwise run on a machine without CUDA. Guards and
 - the function is device-generic: it takes a device (``device``, ``*_device``; not a GPU
   number it hands to ``.cuda(device)``) or reads the ``.device`` of an input (``x.device``,
   ``args.device``; not ``self.device``, which the class may have set from a literal);
-- its class is, through a method that takes the device (an object that follows its
-  caller's choice);
+- its class is, through a method that takes the device, as a parameter or as the parsed
+  options' ``args.device`` (an object that follows its caller's choice);
 - the file chooses a device with a CPU branch (``"cuda" if ... else "cpu"``, an ``if``
   that sets ``"cpu"``), or offers a command-line option that turns CUDA off (``--cpu``,
   ``--no-cuda``, ``--device``).
@@ -505,12 +505,20 @@ def _reads_device(function: cst.FunctionDef) -> Step | None:
         if found:
             return False
         if isinstance(node, cst.Attribute) and node.attr.value == "device" and _root(node.value) in inputs:
-            found.append((node, f"`{function.name.value}` follows the device of `{code_of(node)}`"))
+            how = "takes the device chosen in its options," if _options_device(node) else "follows the device of"
+            found.append((node, f"`{function.name.value}` {how} `{code_of(node)}`"))
             return False
         return True
 
     walk(function.body, enter)
     return found[0] if found else None
+
+
+def _options_device(node: cst.CSTNode) -> bool:
+    """``args.device``, ``opt.device``: the device the user chose, read off the parsed options
+    a caller handed in (not a tensor's device)."""
+    return isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) \
+        and node.value.value in reach.OPTION_HOLDERS
 
 
 def _calls_cuda_only(ctx, function: cst.FunctionDef) -> Step | None:
@@ -650,10 +658,11 @@ def _facts(ctx, module: cst.Module) -> _FileFacts:
                     and _built_on_cuda_only(ctx, module, node, step[0]):
                 del facts.device_generic[method]  # its CPU path is one no caller takes
                 continue
-            # a method that takes the device makes the class's object follow its caller's choice;
-            # one that follows an input's `.device` is portable itself, and says nothing of the
-            # other methods (that input may be what the class moved with `.cuda()`)
-            if step is not None and isinstance(step[0], cst.Param):
+            # a method that takes the device (as a parameter, or as the parsed options' `.device`:
+            # `self.device = torch.device(args.device)`) makes the class's object follow its
+            # caller's choice; one that follows an input's `.device` is portable itself, and says
+            # nothing of the other methods (that input may be what the class moved with `.cuda()`)
+            if step is not None and (isinstance(step[0], cst.Param) or _options_device(step[0])):
                 facts.device_generic[node] = (step[0], f"class `{node.name.value}` is device-generic: " + step[1])
                 break
     return facts

@@ -39,7 +39,7 @@ RUNS_ON_ITS_OWN = re.compile(r"__\w+__|forward|setup|teardown|prepare_data|backw
 Step = tuple["cst.CSTNode", str]
 # Who holds parsed options (`args = parser.parse_args()`, `opt`, `cfg`): `args.no_cuda`
 # reads the `--no-cuda` choice.
-_OPTION_HOLDERS = frozenset({"args", "arg", "opt", "opts", "options", "flags", "FLAGS", "config", "cfg",
+OPTION_HOLDERS = frozenset({"args", "arg", "opt", "opts", "options", "flags", "FLAGS", "config", "cfg",
                              "hparams", "hp", "params"})
 _PARSE = frozenset({"parse_args", "parse_known_args"})
 
@@ -83,7 +83,7 @@ class Reach:
         self.classes: dict[str, list[cst.ClassDef]] = {}
         self.owners: dict[str, list[cst.ClassDef]] = {}  # method name -> the classes defining it
         self.choices: list[_Choice] = []
-        self.holders = set(_OPTION_HOLDERS)
+        self.holders = set(OPTION_HOLDERS)
         self._flags: dict[str, bool] | None = None
         self._read(is_choice)
         self._paths: dict[int, dict[int, _Scope | None]] = {}

@@ -99,7 +99,7 @@ class HardcodedCudaCall(Rule):
     Certain when the line runs on a machine without CUDA that the code is meant for: declared
     by `target-devices` (a machine without CUDA in it), or shown by the code, nearest scope
     first (the function takes a device or follows an input's `.device`, a method of its
-    class takes one, or the file chooses the CPU: `"cuda" if torch.cuda.is_available() else
+    class takes one, as a parameter or as the options' `args.device`, or the file chooses the CPU: `"cuda" if torch.cuda.is_available() else
     "cpu"`, `--cpu`, `--no-cuda`, `--device`, a `--cuda` flag off by default, and the line
     runs in the run that
     makes the choice: in the function that makes it or reads what it binds, in what the code
