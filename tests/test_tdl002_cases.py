@@ -639,3 +639,18 @@ def test_a_device_string_that_only_defaults_an_option_is_the_users_choice(use, f
             "    args = parser.parse_args()\n    return model.to(args.device)\n")
     found = [(f.line, f.column) for f in lint_source("t.py", code, [RULE], preview=True).findings]
     assert found == ([(5, 14)] if flagged else [])
+
+
+LOCAL = ("import torch\ndef build(x):\n{declared}    DEVICE = 'cuda'\n"
+         "    device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n{read}    return x.to(device)\n")
+
+
+@pytest.mark.parametrize("declared, read, certain", [
+    ("", "", False),  # bound to a local name nothing reads: it places nothing
+    ("", "    x = x.to(DEVICE)\n", True),
+    ("    global DEVICE\n", "", True),  # the module's name: other code may read it
+])
+def test_a_device_bound_to_a_local_nothing_reads_places_nothing(declared, read, certain):
+    result = lint_source("t.py", LOCAL.format(declared=declared, read=read), [RULE], preview=True)
+    line = 4 if declared else 3
+    assert [f.confidence.value == "certain" for f in result.findings if f.line == line] == [certain]

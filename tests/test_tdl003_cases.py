@@ -195,3 +195,19 @@ def test_a_move_to_the_device_the_tensor_is_on_does_nothing(before, move, flagge
     code = "import torch\ndef generate(model, other):\n" + before + move + "    return model(x)\n"
     findings = lint_source("example.py", code, [RULE], preview=True).findings
     assert [f.line for f in findings] == ([code.count("\n") - 1] if flagged else [])
+
+
+@pytest.mark.parametrize("before, confidence", [
+    # computed from values the code moved to the CPU: the dropped move to the CPU does nothing
+    ("emb = F.normalize(emb, dim=1).to('cpu')", "possible"),
+    ("emb = F.normalize(emb, dim=1).cpu()", "possible"),
+    # computed from the module's input: the dropped move is what would bring it to the CPU
+    ("emb = F.normalize(emb, dim=1)", "certain"),
+])
+def test_a_dropped_move_to_the_cpu_of_a_value_already_there(before, confidence):
+    code = ("import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\nclass Loss(nn.Module):\n"
+            "    def contrast(self, emb, labels):\n        " + before + "\n"
+            "        sim = torch.mm(emb, emb.t()) / self.temperature\n        sim.to('cpu')\n"
+            "        return F.cross_entropy(sim, labels)\n")
+    result = lint_source("example.py", code, [RULE], preview=True)
+    assert [f.confidence.value for f in result.findings] == [confidence]

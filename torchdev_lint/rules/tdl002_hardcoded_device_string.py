@@ -164,8 +164,8 @@ class HardcodedDeviceString(Rule):
     modules importing it (by name, by `*` or as `config.CUDA_DEVICE`) read only under a test
     for CUDA or in comparisons (`if torch.cuda.is_available(): return CUDA_DEVICE`,
     `CUDA_DEVICE if torch.cuda.is_available() else "cpu"`, `device == CUDA_DEVICE`), or to a
-    `self` attribute its class never reads (building a `torch.device` needs no CUDA; nothing
-    is placed without it).
+    `self` attribute its class never reads, or to a local name its function never reads
+    (building a `torch.device` needs no CUDA; nothing is placed without it).
 
         ## When not to use
     In a project that only ever runs on CUDA (a multi-GPU trainer, a library of CUDA
@@ -589,7 +589,7 @@ class HardcodedDeviceString(Rule):
         CUDA)."""
         if len(path) < 3 or not isinstance(path[0], cst.Module):
             return None
-        unread = self._unread_attribute(path)
+        unread = self._unread_attribute(path) or _unread_local(path)
         if unread is not None:
             return unread
         line = path[1]
@@ -922,3 +922,20 @@ def _statements_by_name(module: cst.Module) -> dict[str, list[int]]:
         for name in {n.value for n in tree.collect(statement, cst.Name)}:
             found.setdefault(name, []).append(index)
     return found
+
+
+def _unread_local(path) -> tuple[cst.CSTNode, str] | None:
+    """``DEVICE = "cuda"`` in a function that never reads ``DEVICE`` (a name of its own, not
+    declared ``global``): the device places nothing."""
+    function = next((n for n in reversed(path) if isinstance(n, cst.FunctionDef)), None)
+    assign = next((n for n in reversed(path) if isinstance(n, cst.Assign)), None)
+    if function is None or assign is None or path.index(assign) < path.index(function) \
+            or len(assign.targets) != 1 or not isinstance(assign.targets[0].target, cst.Name):
+        return None
+    target = assign.targets[0].target
+    name = target.value
+    if any(name in {n.name.value for n in g.names} for g in tree.collect(function.body, cst.Global)):
+        return None
+    if any(n.value == name and n is not target for n in tree.collect(function.body, cst.Name)):
+        return None
+    return assign, f"`{name}` is never read in `{function.name.value}`: the device places nothing"

@@ -80,7 +80,9 @@ class DiscardedToResult(Rule):
     up in `__init__` and used elsewhere: whether it ever meets the device is out of sight),
     when the tensor was already placed on a device (`torch.randn(..., device=d)`, a kept
     move or cast to a CUDA tensor type, `x = x.type(torch.cuda.FloatTensor)`, a Parameter wrapping such a tensor, for a name or a `self.<attr>` the function
-    assigns): the move may do nothing, and when only the dtype changes (`x.to(torch.float16)`,
+    assigns): the move may do nothing, when a dropped move to the CPU gets a value built there or
+    computed only from values the code moved there (`emb = emb.cpu()`, then `sim = emb @ emb.t()`;
+    `sim.to("cpu")` does nothing), and when only the dtype changes (`x.to(torch.float16)`,
     `mask.to(q.dtype)`): a dropped cast leaves the tensor on its device, so no device meets
     another there.
 
@@ -252,6 +254,10 @@ class DiscardedToResult(Rule):
             # Built on, or moved to, a device already: the move may do nothing (dead code).
             evidence += ((receiver, f"`{code_of(receiver)}` is already placed on a device the "
                                     "code chose: the move may do nothing"),)
+        elif kinds.moves_to_cpu(call) and self.ctx.value_by_use(receiver).on_cpu:
+            placed = True  # computed from values the code put on the CPU: there already
+            evidence += ((receiver, f"`{code_of(receiver)}` is on the CPU already (built there or computed "
+                                    "from values moved there): the move does nothing"),)
         dtype_only = call.func.attr.value == "to" and kinds.changes_dtype_only(call)
         if dtype_only:
             evidence += ((call, "only the dtype changes: the tensor stays where it is, on its device"),)
