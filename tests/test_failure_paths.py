@@ -330,6 +330,21 @@ def test_an_attribute_a_move_override_of_another_file_assigns_follows_the_module
     assert findings(capsys, project, "TDL006") == flagged
 
 
+@pytest.mark.parametrize("pruner, confidence", [
+    # a pruning loop sets the attribute from each module's weight: the class's own CPU tensor
+    # may never be what `forward` meets
+    ("def prune(model):\n    for m in model.modules():\n        if hasattr(m, 'stride'):\n"
+     "            m.stride = (m.conv.weight.abs() > 0.1).float()\n", "possible"),
+    ("def prune(model):\n    for m in model.modules():\n        if hasattr(m, 'stride'):\n"
+     "            m.stride[0] = 0\n", "certain"),  # an item set in place: still the class's tensor
+])
+def test_an_attribute_other_code_replaces_is_not_the_class_s_own(project, capsys, pruner, confidence):
+    write(project, {"head.py": HEAD, "prune.py": pruner, "train.py": (
+        "import torch\nfrom head import Head\nfrom prune import prune\nmodel = Head().to('cuda')\nprune(model)\n"
+        "print(model(torch.rand(1, 3, 4, 4, device='cuda')))\n")})
+    assert findings(capsys, project, "TDL006") == [("head.py", 7, "TDL006", confidence)]
+
+
 @pytest.mark.parametrize("line, confidence", [
     ("preds.append(model(x.to(device)).argmax(1).numpy())", "certain"),  # placed by a move in sight
     # through torch functions of the placed output, and the caller's device parameter

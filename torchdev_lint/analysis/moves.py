@@ -160,6 +160,13 @@ def moved_by_override(ctx, attribute: str) -> bool:
     return ctx.index is not None and ctx.index.moved_by_override(attribute)
 
 
+def replaced_from_outside(ctx, attribute: str) -> bool:
+    """Project code sets ``attribute`` on objects other than ``self`` (a pruning loop's
+    ``module.prune_mask = (module.weight.abs() > t).float()``): what the class built there may
+    not be what its methods meet."""
+    return ctx.index is not None and ctx.index.replaced_from_outside(attribute)
+
+
 def module_built_unmoved(ctx, klass: cst.ClassDef) -> tuple[cst.CSTNode, str] | None:
     """An evidence step when the project builds modules of class ``klass`` (a loss made in the
     training script) and moves none of them: whatever the module keeps stays on the CPU, so a

@@ -55,6 +55,9 @@ _OTHER_GROUPS = ("gloo", "Accelerator", "lightning", "init_distributed", "device
 # Methods of a module class that PyTorch calls on every move (`_apply`) or that move it; an
 # override of one that assigns an attribute moves that attribute with the module.
 MOVE_OVERRIDES = frozenset({"_apply", "to", "cuda", "cpu", "type", "half", "float", "double"})
+# `module.prune_mask = ...`, `net.head.grid = ...` at the start of a line: an attribute set on
+# another object than `self` (not an item of it, not a comparison)
+_REPLACED = re.compile(r"^[ \t]*(?!self\.|cls\.)[A-Za-z_]\w*(?:\.\w+)*\.(\w+)[ \t]*=(?!=)", re.MULTILINE)
 _MOVE_OVERRIDE = re.compile(r"def[ \t]+(?:" + "|".join(sorted(MOVE_OVERRIDES)) + r")[ \t]*\(")
 
 
@@ -195,6 +198,9 @@ class ModuleFacts:
     plain_modules: dict[str, list[str]] = field(default_factory=dict)
     # attributes a method of ``MOVE_OVERRIDES`` assigns (`m.stride = fn(m.stride)` in `_apply`)
     override_moved: list[str] = field(default_factory=list)
+    # attributes its code assigns on an object other than `self` (`module.prune_mask = mask`
+    # in a pruning loop): the object's class does not own what that attribute holds
+    replaced: list[str] = field(default_factory=list)
     # each call it makes, with its scope and its place in the scope's blocks (`run_order.read`):
     # which calls of a run come before a load (`ProjectIndex.saved_earlier_in_every_run`)
     run_calls: list[str] = field(default_factory=list)
@@ -1935,6 +1941,7 @@ def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | No
     facts.init_calls = init_calls(tree, calls)
     if _MOVE_OVERRIDE.search(text):
         facts.override_moved = override_moved(tree)
+    facts.replaced = sorted(set(_REPLACED.findall(text)))
     if ".state" in text:
         facts.state_movers = state_movers(tree)
     imported_devices = {local: qualified for local, qualified in facts.names.items() if _names_a_device(local)}
@@ -2814,6 +2821,15 @@ class ProjectIndex:
         (``ModuleFacts.override_moved``): the module's moves carry it along."""
         return attribute in self._override_moved()
 
+    def replaced_from_outside(self, attribute: str) -> bool:
+        """Code of the project assigns ``attribute`` on an object other than ``self``
+        (``ModuleFacts.replaced``): what a class keeps there may be that value instead."""
+        names = self._memo.get(("replaced",))
+        if names is None:
+            names = frozenset(a for modules in self.modules.values() for m in modules for a in m.replaced)
+            self._memo[("replaced",)] = names
+        return attribute in names
+
     def _override_moved(self) -> frozenset[str]:
         names = self._memo.get(("override moved",))
         if names is None:
@@ -3349,6 +3365,8 @@ class ProjectIndex:
         facts.append(("process groups NCCL only", self.nccl_groups_only(full)))
         facts.append(("defs that need CUDA", self.cuda_def_names()))
         facts.append(("attributes moved by overrides", tuple(sorted(self._override_moved()))))
+        facts.append(("attributes replaced from outside", tuple(
+            a for a in module.attributes if self.replaced_from_outside(a))))
         facts.append(("classes moved to a device", tuple(c for c in module.classes if self.moved_to_device(c))))
         facts.append(("default device set", self.default_device()))
         facts.append(("CUDA extension imported", self.cuda_extension_imported(full)))

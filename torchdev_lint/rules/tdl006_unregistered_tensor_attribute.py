@@ -154,7 +154,8 @@ class UnregisteredTensorAttribute(Rule):
     between, and the project moves modules of this class to a device (`.to(device)` or
     `.cuda()` of one, of a module that holds one, of what a function building one returns, or
     a parameter of a function that moves it). Possible otherwise: the attribute is handed on
-    or returned, or nothing in sight moves the module. `--show-evidence` prints the three
+    or returned, other project code sets it on objects of its own (`m.prune_mask = ...` in a
+    pruning loop: the methods may meet that value), or nothing in sight moves the module. `--show-evidence` prints the three
     steps. See [confidence](../confidence.md).
 
     ## When not to use
@@ -668,6 +669,8 @@ class UnregisteredTensorAttribute(Rule):
         the module to an accelerator. None where either is out of sight."""
         if not first.on_cpu:
             return None  # `torch.ceil(self.A * k)` of a tensor passed in: on the caller's device
+        if moves.replaced_from_outside(self.ctx, first.attr):
+            return None  # what the methods meet may be the value other code put there
         meeting = uses.attribute_meeting(state.node, first.attr, reachable, self.resolver)
         moved = moves.module_moved_by_project(self.ctx, state.node)
         if meeting is None or moved is None:
@@ -721,6 +724,9 @@ class UnregisteredTensorAttribute(Rule):
         )
         evidence = path if path is not None else ((state.node, f"`{state.node.name.value}` is an nn.Module: "
                                                    "`model.to()` moves its parameters, buffers and submodules only"),)
+        if path is None and moves.replaced_from_outside(self.ctx, attr):
+            evidence += ((first.node, f"project code sets `.{attr}` on objects other than `self`: what the "
+                                      "methods meet may be the value it puts there"),)
         self.report(first.node, message, fix=lambda: self._fix(state, first, others, rewritten),
                     evidence=evidence, certain=path is not None)
 
@@ -729,7 +735,7 @@ class UnregisteredTensorAttribute(Rule):
         (a loss made beside the model): a buffer would stay on the CPU with it, so the line
         that fails is where the attribute meets the method's inputs, and the cure is a move
         there. Reported so; False where the module may be moved or no meeting is in sight."""
-        if state.holds_state or not first.on_cpu:
+        if state.holds_state or not first.on_cpu or moves.replaced_from_outside(self.ctx, first.attr):
             # a module with parameters or submodules is moved by whoever runs it (a buffer
             # follows); a value derived from a tensor passed in is on the caller's device
             return False
