@@ -116,6 +116,11 @@ def test_preview_only():
     # a helper reached through a call reads the argument the caller gave
     (f"def place(t, where):\n    return t.to(where)\nmodel = nn.Linear(2, 2).to({MACHINE})\n"
      "def run(x, device):\n    return model(place(x, device))\n", [(5, 12)]),
+    # `if` tests decide: the model moves whenever CUDA is there, the batches when the user asks
+    ("parser = argparse.ArgumentParser()\nparser.add_argument('--cuda', action='store_true')\n"
+     "args = parser.parse_args()\nmodel = nn.Linear(3, 2)\nif torch.cuda.is_available():\n    model.cuda()\n"
+     "for data in [torch.zeros(4, 3)]:\n    if args.cuda and torch.cuda.is_available():\n"
+     "        data = data.cuda()\n    out = model(data)\n", [(10, 11)]),
 ])
 def test_flagged(code, expected):
     assert positions(code) == expected
@@ -154,6 +159,21 @@ def test_flagged(code, expected):
     # `cuda:0` against a user's option: not this rule's pair (TDL002 reads hardcoded devices)
     "parser = argparse.ArgumentParser()\nargs = parser.parse_args()\n"
     "model = nn.Linear(3, 2).to(args.device)\nprint(model(torch.zeros(4, 3).to('cuda:0')))\n",
+    # one `if` test decides both, for the model moved in place and for the batches
+    "parser = argparse.ArgumentParser()\nparser.add_argument('--cuda', action='store_true')\n"
+    "args = parser.parse_args()\nmodel = nn.Linear(3, 2)\nif args.cuda:\n    model.cuda()\n"
+    "for data in [torch.zeros(4, 3)]:\n    if args.cuda:\n        data = data.cuda()\n    out = model(data)\n",
+    "model = nn.Linear(3, 2)\nif torch.cuda.is_available():\n    model.cuda()\n"
+    "for data in [torch.zeros(4, 3)]:\n    if torch.cuda.is_available():\n        data = data.cuda()\n"
+    "    out = model(data)\n",
+    # an option that is no device choice: the move to CUDA runs whenever the feature is on
+    "parser = argparse.ArgumentParser()\nargs = parser.parse_args()\n"
+    f"model = nn.Linear(3, 2).to({MACHINE})\nx = torch.zeros(4, 3)\n"
+    "if args.flip_test:\n    x = x.cuda()\nprint(model(x))\n",
+    # a move under a test that reads the CPU is no move to CUDA on the user's word
+    "parser = argparse.ArgumentParser()\nargs = parser.parse_args()\nmodel = nn.Linear(3, 2)\n"
+    "if torch.cuda.is_available():\n    model.cuda()\nx = torch.zeros(4, 3)\nif not args.cpu:\n"
+    "    x = x.cuda()\nprint(model(x))\n",
     # a name bound to both kinds of decision is none in particular
     f"device = {MACHINE}\nif flag:\n    device = args.device\nx = torch.ones(3).to(device)\n"
     "print(x + torch.ones(3).to(args.device))\n",

@@ -426,9 +426,14 @@ def _placement_of(ctx: FileContext, expr: cst.BaseExpression, where: Where, dept
         sites = _name_sites(ctx, expr.value, where)
         if isinstance(sites, tuple):  # a parameter: placed where the function moves it (`x = x.to(device)`)
             sites = _reassigned(ctx, expr.value, where)
+        if sites is None:  # `for x in loader:` as well: only a move under an `if` can say where x is
+            sites = _self_moves(ctx, expr.value, where)
         if not sites:
             return None
-        return _same([placement_of(ctx, value, at, depth + 1) for value, at in sites])
+        found = [placement_of(ctx, value, at, depth + 1) for value, at in sites]
+        if all(f is None for f in found):  # built unplaced: a module may be moved in place
+            return _moved_in_place(ctx, expr.value, sites[0][1], depth)
+        return _same(found) or _guarded_rebinding(expr.value, sites, found)
     if isinstance(expr, cst.Attribute):
         if isinstance(expr.value, cst.Name) and expr.value.value == where.self_name and where.klass is not None:
             sites = _attribute_sites(ctx, where.klass).get(expr.attr.value, [])
@@ -472,6 +477,8 @@ def _call_placement(ctx, call: cst.Call, where: Where, depth: int) -> Placement 
             decision = decision_of(ctx, device, where, depth + 1) if device is not None else None
             if device is None and method == "cuda":
                 decision = Decision(CURRENT_GPU, call, "`.cuda()` puts it on the current GPU")
+            if decision is not None and decision.kind == CURRENT_GPU:
+                decision = _guard_decision(ctx, call, where, depth) or decision
             if decision is None:
                 return None
             return Placement(decision, ((call, f"`{code_of(call)}` places the value there"),))
@@ -517,6 +524,90 @@ def _call_placement(ctx, call: cst.Call, where: Where, depth: int) -> Placement 
     if found is None:
         return None
     return Placement(found.decision, ((call, f"`{name}(...)` returns the value"), *found.steps))
+
+
+def _guards(ctx, scope: cst.CSTNode) -> dict[int, cst.BaseExpression]:
+    """Each call of ``scope`` that an ``if`` body holds -> the innermost such ``if``'s test."""
+
+    def compute():
+        found: dict[int, cst.BaseExpression] = {}
+        for branch in tree.collect(scope, cst.If, skip=(cst.Lambda,)):  # pre-order: inner ones last
+            for call in tree.collect(branch.body, cst.Call, skip=(cst.Lambda, cst.FunctionDef)):
+                found[id(call)] = branch.test
+        return found
+
+    return ctx.once(("decisions: guards", id(scope)), compute)
+
+
+def _guard_decision(ctx, call: cst.Call, where: Where, depth: int) -> Decision | None:
+    """A move to CUDA only where an ``if`` says so: the machine decides under
+    ``if torch.cuda.is_available():``, the user under ``if args.cuda:`` (the value stays on
+    the CPU otherwise); ``if config.FLIP_TEST:`` is about something else."""
+    test = _guards(ctx, where.function or where.module).get(id(call))
+    if test is None or isinstance(test, cst.UnaryOperation) or "cpu" in conditions.words(code_of(test)):
+        return None
+    kind = _test_kind(ctx, test, where, depth + 1)
+    if kind == MACHINE and conditions.implies(test) is conditions.ACCELERATOR:
+        return Decision(MACHINE, test, f"the machine decides: `{code_of(test)}` moves it to CUDA")
+    if kind == USER and conditions.words(code_of(test)) & _DEVICE_WORDS:  # not a feature flag
+        return Decision(USER, test, f"the user decides: `{code_of(test)}` moves it to CUDA")
+    return None
+
+
+def _self_move(value: cst.BaseExpression, name: str) -> bool:
+    """``x.cuda()``, ``x.to(device)``: ``name`` moved and bound again."""
+    return isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
+        and value.func.attr.value in ("to", "cuda") and isinstance(value.func.value, cst.Name) \
+        and value.func.value.value == name
+
+
+def _self_moves(ctx, name: str, where: Where) -> list[tuple[cst.BaseExpression, Where]] | None:
+    """The ``x = x.cuda()`` bindings of ``name`` in the scope, with a None for each binding of
+    another shape (a loop's target), or None when there is no such move."""
+    node = where.function or where.module
+    sites = ctx.bindings(node).get(name) or ()
+    moves = [(s.value, where) for s in sites if _plain(s) and _self_move(s.value, name)]
+    if not moves:
+        return None
+    return moves + [(None, where) for s in sites if not (_plain(s) and _self_move(s.value, name))]
+
+
+def _guarded_rebinding(name: str, sites: list, found: list) -> Placement | None:
+    """``x = batch`` then ``if args.cuda: x = x.cuda()``: where the guard's decision puts x
+    (the CPU when it does not move it)."""
+    moved = [f for (value, _), f in zip(sites, found) if f is not None and _self_move(value, name)]
+    if not moved or len(moved) != sum(f is not None for f in found):
+        return None
+    if not all(f.decision.kind in (MACHINE, USER) and isinstance(f.decision.node, cst.BaseExpression)
+               and not isinstance(f.decision.node, cst.Call) for f in moved):
+        return None  # only an `if`'s test: a move that always runs leaves no CPU side
+    return _same(moved)
+
+
+def _moved_in_place(ctx, name: str, where: Where, depth: int) -> Placement | None:
+    """``model.cuda()`` / ``model.to(device)`` as a statement of the scope that binds
+    ``model`` (``where``): modules move in place."""
+    scope = where.function or where.module
+    moves = ctx.once(("decisions: moves in place", id(scope)), lambda: _in_place_moves(scope))
+    calls = moves.get(name)
+    if not calls:
+        return None
+    found = _same([_call_placement(ctx, call, where, depth + 1) for call in calls])
+    if found is None:
+        return None
+    return Placement(found.decision, ((calls[0], f"`{code_of(calls[0])}` moves `{name}` in place"),
+                                      *found.steps[1:]))
+
+
+def _in_place_moves(scope: cst.Module | cst.FunctionDef) -> dict[str, list[cst.Call]]:
+    moves: dict[str, list[cst.Call]] = {}
+    body = scope if isinstance(scope, cst.Module) else scope.body
+    for statement in tree.collect(body, cst.Expr, skip=(cst.Lambda, cst.FunctionDef, cst.ClassDef)):
+        call = statement.value
+        if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value in (
+                "to", "cuda") and isinstance(call.func.value, cst.Name):
+            moves.setdefault(call.func.value.value, []).append(call)
+    return moves
 
 
 def _moved_back(ctx, module: cst.BaseExpression, where: Where) -> bool:

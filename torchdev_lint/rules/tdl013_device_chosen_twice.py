@@ -37,9 +37,11 @@ class DeviceChosenTwice(Rule):
       `self.device` set from one of these;
     - one GPU against each process's own: `"cuda:0"` against `f"cuda:{local_rank}"`.
 
-    Values are followed through names, `self.<attr>` set in any method of the class, the
-    file's own functions (what they return, their parameters read as the caller's arguments)
-    and operations on them.
+    A move under an `if` is that test's decision: `if torch.cuda.is_available(): model.cuda()`
+    is the machine's, `if args.cuda: x = x.cuda()` the user's (the value stays on the CPU
+    otherwise). Values are followed through names, modules moved in place (`model.to(device)`
+    as a statement), `self.<attr>` set in any method of the class, the file's own functions
+    (what they return, their parameters read as the caller's arguments) and operations on them.
 
     It does not flag one decision used everywhere; two places that read the same decision (a
     helper handed the script's `device`, a class whose every construction in the file is
