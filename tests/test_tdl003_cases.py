@@ -106,6 +106,11 @@ def test_a_cast_to_a_cuda_tensor_type_places_the_tensor(cast, confidence):
     ("        labels[0].cuda()\n", "possible"),
     # built here on the CPU: it does not follow the module
     ("        labels = torch.zeros(2, dtype=torch.long)\n        labels.cuda()\n", "certain"),
+    # a move bound after the drop does not say where the value was at the drop
+    ("        labels = labels.view(-1)\n        labels.cuda()\n        labels = labels.long().cuda()\n", "possible"),
+    # ... unless a loop brings it back around
+    ("        labels = labels.view(-1)\n        for _ in range(2):\n            labels.cuda()\n"
+     "            labels = labels.long().cuda()\n", "certain"),
 ])
 def test_a_module_input_arrives_on_the_module_device(dropped, confidence):
     code = ("import torch\nimport torch.nn as nn\nclass Full(nn.Module):\n"

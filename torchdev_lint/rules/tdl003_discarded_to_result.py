@@ -276,7 +276,7 @@ class DiscardedToResult(Rule):
                                "computation on the device: left on the CPU, it meets only CPU values"),)
         else:
             evidence += (rest, (use, f"`{code_of(receiver)}` is used here as if it had moved"))
-        arrived = self._module_input(scope, receiver, rest) or self._batches_placed(rest)
+        arrived = self._module_input(scope, receiver, rest, node) or self._batches_placed(rest)
         if arrived is not None:
             evidence += (arrived,)
         self.report(call, fix=fix, evidence=evidence,
@@ -294,10 +294,12 @@ class DiscardedToResult(Rule):
                        "them is there already, where the move does nothing")
 
     def _module_input(self, scope: cst.CSTNode, receiver: cst.BaseExpression,
-                      rest: tuple[cst.CSTNode, str] | None) -> tuple[cst.CSTNode, str] | None:
+                      rest: tuple[cst.CSTNode, str] | None, dropped: cst.Expr) -> tuple[cst.CSTNode, str] | None:
         """The value is an input of a module's method, and only the module puts the rest on the
         device: by that same convention its inputs arrive on the module's device, where the
-        move does nothing. Where it fails, a caller passes a value from elsewhere: not shown."""
+        move does nothing. Where it fails, a caller passes a value from elsewhere: not shown.
+        What the value is at the drop is what the bindings before it made (those after it
+        count only inside a loop around it)."""
         if rest is None or rest[0] is not scope or not isinstance(scope, cst.FunctionDef):
             return None
         root = receiver
@@ -312,6 +314,7 @@ class DiscardedToResult(Rule):
         param = inputs.get(root.value)
         # bound again in the function: only as computed from the inputs (`x = torch.cat(x)`)
         sites = [s for s in self.ctx.bindings(scope).get(root.value, ()) if param is None or s is not param.name]
+        sites = _reaching(self.ctx, sites, dropped)
         source = _computed_from(sites, root.value, inputs) if sites else param
         if source is None:
             return None
@@ -567,6 +570,15 @@ def _deleted(statement: cst.Del) -> set[str]:
     target = statement.target
     targets = [e.value for e in target.elements] if isinstance(target, (cst.Tuple, cst.List)) else [target]
     return {code_of(t) for t in targets}
+
+
+def _reaching(ctx, sites: list[cst.CSTNode], dropped: cst.Expr) -> list[cst.CSTNode]:
+    """The bindings that may reach the dropped statement: those above it, and any inside a
+    loop that holds it."""
+    module = ctx.ancestors[0]
+    line = ctx.line_of(dropped, module)
+    loops = [a for a in ctx.ancestors if isinstance(a, (cst.For, cst.While))]
+    return [s for s in sites if ctx.line_of(s, module) < line or any(tree.contains(loop, s) for loop in loops)]
 
 
 def _computed_from(sites: list[cst.CSTNode], name: str, inputs: dict[str, cst.Param]) -> cst.Param | None:
