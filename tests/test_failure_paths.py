@@ -2610,3 +2610,20 @@ if evaluation:
 print(train(torch.ones(2)))
 """})
     assert [f[3] for f in findings(capsys, project, "TDL001")] == [confidence]
+
+
+@pytest.mark.parametrize("built, confidence", [
+    # a third-party library's loss: what it does with the labels is its code (it may move them)
+    ("from metric_lib.losses import AngularLoss\n", "possible"),
+    # torch's own modules compute with what they are handed
+    ("from torch.nn import CosineEmbeddingLoss as AngularLoss\n", "certain"),
+])
+def test_a_value_handed_to_a_library_object_is_not_shown_to_meet(project, capsys, built, confidence):
+    write(project, {
+        "loss.py": "import torch\nfrom torch import nn\n" + built + "class Loss(nn.Module):\n"
+                   "    def __init__(self):\n        super().__init__()\n        self.fn = AngularLoss()\n"
+                   "    def forward(self, emb):\n        anchor = torch.tensor([0, 1])\n"
+                   "        return self.fn(emb, anchor)\n",
+        "train.py": "import torch\nfrom loss import Loss\nloss = Loss().to('cuda')\n"
+                    "print(loss(torch.rand(2, 3, device='cuda')))\n"})
+    assert [f[3] for f in findings(capsys, project, "TDL008")] == [confidence]

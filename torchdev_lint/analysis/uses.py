@@ -341,7 +341,31 @@ class Uses:
         return name not in _MOVES and name not in _READERS and name not in LOG_METHODS \
             and name not in _FORWARDERS and not (isinstance(func, cst.Name) and name in _COLLECTORS) \
             and name not in ("append", "extend", "insert", "add", "update", "setdefault", "get") \
-            and not (self.callees is not None and self.callees.target(call, self.klass, self.self_name) is not None)
+            and not (self.callees is not None and self.callees.target(call, self.klass, self.self_name) is not None) \
+            and not self._library_object(func)
+
+    def _library_object(self, func: cst.BaseExpression) -> bool:
+        """``self.loss_fn`` that the class builds from a third-party library
+        (``self.loss_fn = AngularLoss()`` of pytorch_metric_learning): what it does with
+        its arguments is the library's code (which may move labels to the embeddings' device),
+        not shown to meet. Not torch's modules, nor the project's."""
+        index = self.callees.index if self.callees is not None else None
+        if index is None or self.klass is None or not (
+                isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)
+                and func.value.value == self.self_name):
+            return False
+        built = [assign.value for assign in tree.collect(self.klass, cst.Assign)
+                 if len(assign.targets) == 1 and isinstance(assign.targets[0].target, cst.Attribute)
+                 and assign.targets[0].target.attr.value == func.attr.value]
+        if not built or not all(isinstance(value, cst.Call) for value in built):
+            return False
+        for value in built:
+            qualified = self.qualify(value.func) or ""
+            module = qualified.rpartition(".")[0]
+            if not module or qualified.split(".")[0] in ("torch", "torchvision", "torchaudio") \
+                    or index.is_project_module(module, self.callees.path):
+                return False
+        return True
 
     def from_inputs(self, expr: cst.BaseExpression, inputs: set[str], depth: int = 0) -> bool:
         """Is ``expr`` a tensor computed from the parameters ``inputs`` (where the caller's

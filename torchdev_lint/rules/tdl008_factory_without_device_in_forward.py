@@ -190,7 +190,8 @@ class FactoryWithoutDeviceInForward(Rule):
     `self.rnn(x, (h0, c0))`) with no move between, it is not a 0-dim scalar, and the project
     moves modules of this class to a device (directly, as a submodule, through a function
     that builds or moves one). Possible otherwise: the factory's value is returned or handed
-    to code out of sight, or nothing in sight moves the module. See
+    to code out of sight (an object built from a third-party library, whose code may move
+    it), or nothing in sight moves the module. See
     [confidence](../confidence.md).
 
     ## When not to use
