@@ -194,3 +194,23 @@ def test_editing_a_base_class_checks_its_subclasses_again(tmp_path):
         os.path.join("pkg", "base.py"), os.path.join("pkg", "model.py")}
     assert json.loads(after.stdout) == json.loads(lint(work, "--preview", cache=None).stdout)
     assert not any(f["path"].endswith("model.py") for f in json.loads(after.stdout))
+
+
+def test_changing_a_signature_another_file_calls_checks_the_caller_again(tmp_path):
+    """Whether a call can bind its arguments is a fact of the callee's file, here behind a
+    package's re-export: a script's line after `Net()` runs once `Net` stops requiring `cfg`."""
+    work = tmp_path / "work"
+    (work / "nets").mkdir(parents=True)
+    (work / "nets" / "__init__.py").write_text("from .model import Net\n")
+    model = work / "nets" / "model.py"
+    model.write_text("from torch import nn\n\nclass Net(nn.Module):\n    def __init__(self, cfg):\n"
+                     "        super().__init__()\n")
+    (work / "evaluate.py").write_text(
+        "import torch\nfrom nets import Net\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+        "model = Net().to(device)\nprint(model(torch.ones(2).cuda()))\n")
+    first = lint(work, "--preview")
+    assert [f["confidence"] for f in json.loads(first.stdout) if f["code"] == "TDL001"] == ["possible"]
+    model.write_text("from torch import nn\n\nclass Net(nn.Module):\n    def __init__(self, cfg=None):\n"
+                     "        super().__init__()\n")
+    after = lint(work, "--preview")
+    assert [f["confidence"] for f in json.loads(after.stdout) if f["code"] == "TDL001"] == ["certain"]

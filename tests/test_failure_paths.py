@@ -2627,3 +2627,32 @@ def test_a_value_handed_to_a_library_object_is_not_shown_to_meet(project, capsys
         "train.py": "import torch\nfrom loss import Loss\nloss = Loss().to('cuda')\n"
                     "print(loss(torch.rand(2, 3, device='cuda')))\n"})
     assert [f[3] for f in findings(capsys, project, "TDL008")] == [confidence]
+
+
+@pytest.mark.parametrize("built, certain", [
+    ("Net(cfg)", True),
+    ("Net()", False),  # `__init__` takes `cfg`: TypeError on every machine, before the line
+    ("Net(cfg, K=13)", False),  # no parameter `K`
+    ("Net(cfg, 1, 2)", False),  # too many positional arguments
+    ("Net(*parts)", True),  # what a starred call binds is out of sight
+])
+def test_a_call_that_cannot_bind_its_arguments_stops_the_run_first(project, capsys, built, certain):
+    write(project, {
+        "nets/__init__.py": "from .model import Net\n",
+        "nets/model.py": "import torch.nn as nn\nclass Net(nn.Module):\n    def __init__(self, cfg, width=8):\n"
+                         "        super().__init__()\n        self.fc = nn.Linear(width, 2)\n",
+        "evaluate.py": "import torch\nimport nets\ncfg, parts = {}, ()\n"
+                       "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+                       f"model = nets.{built}.to(device)\nprint(model(torch.ones(8).cuda()))\n"})
+    assert [f[3] == "certain" for f in findings(capsys, project, "TDL001")] == [certain]
+
+
+def test_a_call_that_cannot_bind_inside_a_try_may_be_caught(project, capsys):
+    write(project, {
+        "model.py": "import torch.nn as nn\nclass Net(nn.Module):\n    def __init__(self, cfg):\n"
+                    "        super().__init__()\n",
+        "evaluate.py": "import torch\nfrom model import Net\n"
+                       "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+                       "try:\n    model = Net().to(device)\nexcept TypeError:\n    model = Net(None).to(device)\n"
+                       "print(model(torch.ones(8).cuda()))\n"})
+    assert [f[3] for f in findings(capsys, project, "TDL001")] == ["certain"]

@@ -1164,6 +1164,52 @@ def _list_loader(ctx, module: cst.Module) -> Step | None:
          for call in collect(module, cst.Call) if code_of(call.func).endswith("DataListLoader")), None))
 
 
+def _stopped_first(ctx, ancestors: Sequence[cst.CSTNode]) -> Step | None:
+    """A statement that runs before the line, in its block or a block around it (up to its
+    function), calls the project's function or class with arguments it cannot bind
+    (``Dual_net()`` whose ``__init__`` takes ``cfg``; ``PointNet_cls(K=13)`` of a class
+    without ``K``): it raises TypeError on every machine, so the line never runs. Not
+    inside a ``try``, whose handler may catch it."""
+    if ctx.index is None or ctx.path == "-":
+        return None
+    for index in range(len(ancestors) - 1, 0, -1):
+        block, statement = ancestors[index - 1], ancestors[index]
+        if isinstance(block, (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.Try, cst.ExceptHandler)):
+            return None
+        if not isinstance(block, (cst.Module, cst.IndentedBlock)):
+            continue
+        at = next((i for i, s in enumerate(block.body) if s is statement), None)
+        first = ctx.once(("portability: first bad call", id(block)),
+                         lambda block=block: _first_bad_call(ctx, ancestors[0], block))
+        if at is not None and first is not None and first[0] <= at:
+            return first[1], (f"`{code_of(first[1].func)}(...)` raises TypeError on every machine ({first[2]}): "
+                              "the run stops there, before this line")
+    return None
+
+
+def _first_bad_call(ctx, module: cst.Module, block: cst.Module | cst.IndentedBlock) -> tuple[int, cst.Call, str] | None:
+    """The first simple statement of ``block`` with a call ``ProjectIndex.unbindable`` says
+    raises: (its place in the block, the call, why)."""
+    defined = {s.name.value for s in module.body if isinstance(s, (cst.FunctionDef, cst.ClassDef))}
+    own = ctx.index.module_of(ctx.path)
+    for at, statement in enumerate(block.body):
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for call in collect(statement, cst.Call, skip=(cst.Lambda,)):
+            if any(arg.star for arg in call.args):
+                continue
+            qualified = ctx.qualified_name(call.func)
+            if qualified is None and isinstance(call.func, cst.Name) and call.func.value in defined and own:
+                qualified = f"{own}.{call.func.value}"
+            if not qualified or qualified.startswith("torch."):
+                continue
+            why = ctx.index.unbindable(qualified, ctx.path, sum(a.keyword is None for a in call.args),
+                                       [a.keyword.value for a in call.args if a.keyword is not None])
+            if why is not None:
+                return at, call, why
+    return None
+
+
 def _off_the_path(ctx, ancestors: Sequence[cst.CSTNode]) -> Step | None:
     """The line is not where the code's CPU path runs: in an ``except`` handler (it runs
     only after the ``try`` failed, which nothing shows a machine without CUDA does), or in
@@ -1256,7 +1302,7 @@ def runs_without_cuda(ctx, ancestors: Sequence[cst.CSTNode], library: bool = Fal
                                         f"({users}): its code runs only where they do"),))
     step = _unimportable(ctx, module) or ctx.once(("portability: archived",), lambda: _archived(ctx, module)) \
         or ctx.once(("portability: vendored",), lambda: _vendored(ctx, module)) or _never_named(ctx, ancestors) \
-        or _never_called(ctx, ancestors) or flags.never_taken(ctx, ancestors)
+        or _never_called(ctx, ancestors) or flags.never_taken(ctx, ancestors) or _stopped_first(ctx, ancestors)
     if step is not None:
         return Verdict(False, (step,))
     for scope in reversed(ancestors):

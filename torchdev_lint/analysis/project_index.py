@@ -196,6 +196,10 @@ class ModuleFacts:
     # parameters it keeps on `self`, "position:name" (`plain_modules`,
     # `ProjectIndex.plain_module`): `DiceLoss(2).cuda()` moves nothing
     plain_modules: dict[str, list[str]] = field(default_factory=dict)
+    # its top-level functions' and classes' (their own `__init__`'s) parameters, as
+    # "positional|*|keyword-only|**" with "=" after a name that has a default (`signatures`):
+    # a call that cannot bind to them raises TypeError (`ProjectIndex.unbindable`)
+    signatures: dict[str, str] = field(default_factory=dict)
     # attributes a method of ``MOVE_OVERRIDES`` assigns (`m.stride = fn(m.stride)` in `_apply`)
     override_moved: list[str] = field(default_factory=list)
     # attributes its code assigns on an object other than `self` (`module.prune_mask = mask`
@@ -1095,6 +1099,48 @@ _REGISTERS = frozenset({"register_buffer", "register_parameter", "register_modul
                         "__setattr__"})
 
 
+def signatures(tree: ast.Module) -> dict[str, str]:
+    """The parameters of the module's top-level functions, and of its classes' own
+    ``__init__`` (less ``self``; not a decorated class, a dataclass's ``__init__`` is made for
+    it, nor one with a ``__new__``, which may take other arguments), each
+    "positional|*|keyword-only|**"."""
+    found = {}
+    for node in tree.body:
+        function = node
+        if isinstance(node, ast.ClassDef):
+            if node.decorator_list or any(isinstance(m, ast.FunctionDef) and m.name == "__new__" for m in node.body):
+                continue
+            function = next((m for m in node.body if isinstance(m, ast.FunctionDef) and m.name == "__init__"), None)
+        if not isinstance(function, ast.FunctionDef) or function.decorator_list:
+            continue
+        arguments = function.args
+        positional = [*arguments.posonlyargs, *arguments.args][1 if function is not node else 0:]
+        first_default = len(positional) - len(arguments.defaults)
+        names = [a.arg + ("=" if i >= first_default else "") for i, a in enumerate(positional)]
+        keyword = [a.arg + ("" if d is None else "=") for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults)]
+        found[node.name] = "|".join((",".join(names), "*" if arguments.vararg else "", ",".join(keyword),
+                                     "**" if arguments.kwarg else ""))
+    return found
+
+
+def unbound(signature: str, positional: int, keywords: list[str]) -> str | None:
+    """Why a call with ``positional`` arguments and ``keywords`` cannot bind to
+    ``signature`` (``signatures``' form), or None when it can."""
+    params, star, keyword_only, double_star = signature.split("|")
+    names = [p for p in params.split(",") if p]
+    only = [k for k in keyword_only.split(",") if k]
+    if positional > len(names) and not star:
+        return f"takes {len(names)} positional arguments, not {positional}"
+    known = {n.rstrip("=") for n in (*names, *only)}
+    unknown = next((k for k in keywords if k not in known), None)
+    if unknown is not None and not double_star:
+        return f"has no parameter `{unknown}`"
+    missing = next((n for n in names[positional:] + only if not n.endswith("=") and n not in keywords), None)
+    if missing is not None:
+        return f"needs `{missing}`, which the call does not pass"
+    return None
+
+
 def plain_modules(reader: "_Reader", tree: ast.Module) -> dict[str, list[str]]:
     """The module's top-level classes deriving ``nn.Module`` alone that keep no tensors: the
     body holds only methods (and a docstring), no method registers anything, and what the
@@ -1968,6 +2014,7 @@ def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | No
         facts.unread_imports = unread_imports(text, facts.names)
     if "Module" in text:
         facts.plain_modules = plain_modules(reader, tree)
+    facts.signatures = signatures(tree)
     devices = _device_lines(text, lines) if names_devices(text) else set()
     facts.names_devices = bool(devices)
     if devices or "load(" in text:
@@ -2820,6 +2867,27 @@ class ProjectIndex:
         """A move override somewhere in the project assigns an attribute of this name
         (``ModuleFacts.override_moved``): the module's moves carry it along."""
         return attribute in self._override_moved()
+
+    def unbindable(self, qualified: str, origin: str, positional: int, keywords: list[str]) -> str | None:
+        """Why a call of the project's function or class ``qualified`` (as ``origin`` names
+        it) with these arguments raises TypeError on every machine; None when it may bind,
+        or the callee is not the project's (or not known)."""
+        signature = self.signature(qualified, origin)
+        why = unbound(signature, positional, keywords) if signature is not None else None
+        return f"`{qualified.rpartition('.')[2]}` {why}" if why else None
+
+    def signature(self, qualified: str, origin: str) -> str | None:
+        """``ModuleFacts.signatures``' entry for the project's function or class
+        ``qualified`` (as ``origin`` names it), through a package's re-exports."""
+        for _ in range(3):  # a package's `__init__` may import it from the module that defines it
+            module_name, _, name = qualified.rpartition(".")
+            module = self._module(module_name, origin) if module_name else None
+            if module is None:
+                return None
+            if name in module.signatures or name not in module.names:
+                return module.signatures.get(name)
+            qualified, origin = module.names[name], module.path
+        return None
 
     def replaced_from_outside(self, attribute: str) -> bool:
         """Code of the project assigns ``attribute`` on an object other than ``self``

@@ -111,7 +111,9 @@ class HardcodedCudaCall(Rule):
     GPU numbers with a second GPU in it), and where the file, function or class needs CUDA anyway (apex/bitsandbytes/triton at the top of the file, a
     CUDA-only `torch.cuda` call, an `nn.DataParallel` subclass), or every run that reaches the
     line has first made a call that raises without CUDA, here or in a caller in any file
-    (`torch.set_default_tensor_type("torch.cuda.FloatTensor")` before the call that leads here).
+    (`torch.set_default_tensor_type("torch.cuda.FloatTensor")` before the call that leads here),
+    or a call before the line cannot bind its arguments to the project's function or class
+    (`Net()` whose `__init__` takes `cfg`: TypeError on every machine).
     `--show-evidence` prints the step. See [confidence](../confidence.md).
 
         ## When not to use
