@@ -2656,3 +2656,25 @@ def test_a_call_that_cannot_bind_inside_a_try_may_be_caught(project, capsys):
                        "try:\n    model = Net().to(device)\nexcept TypeError:\n    model = Net(None).to(device)\n"
                        "print(model(torch.ones(8).cuda()))\n"})
     assert [f[3] for f in findings(capsys, project, "TDL001")] == ["certain"]
+
+
+LOSSES = ("import torch\nfrom torch import nn\nclass BinaryDice(nn.Module):\n    def forward(self, p, t):\n"
+          "        p = p.cuda()\n        return (p * t).sum()\n"
+          "class Dice(nn.Module):\n    def forward(self, p, t):\n        return BinaryDice()(p, t)\n")
+
+
+@pytest.mark.parametrize("extra, certain", [
+    # the script builds `Dice`, which runs `BinaryDice`: a CPU run of the script reaches the line
+    ("", True),
+    # a helper nothing in the script names runs nowhere: its `.cuda()` does not make the script
+    # GPU-only
+    ("def inverse_freq(a):\n    return torch.tensor([a, 1 - a]).cuda()\n", True),
+    # one the script calls does: its CPU choice is no path it runs
+    ("def inverse_freq(a):\n    return torch.tensor([a, 1 - a]).cuda()\nw = inverse_freq(0.5)\n", False),
+])
+def test_a_class_the_importer_builds_runs_what_it_uses(project, capsys, extra, certain):
+    write(project, {"losses.py": LOSSES, "train.py": (
+        "import torch\nfrom losses import Dice\n" + extra
+        + "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+        "loss = Dice().to(device)\nprint(loss(torch.ones(2, device=device), torch.ones(2, device=device)))\n")})
+    assert [f[3] == "certain" for f in findings(capsys, project, "TDL001") if f[0] == "losses.py"] == [certain]

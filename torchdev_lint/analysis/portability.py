@@ -737,9 +737,35 @@ def _importers_run_without_cuda(ctx, ancestors: Sequence[cst.CSTNode]) -> Step |
     if named is None and not _imported_code(ctx, module):
         return None
     where, _users = ctx.index.users_cpu_path(ctx.path, "cpu_choice", named)
+    through = None
+    if where is None and isinstance(definition, cst.ClassDef):
+        # a class the importers name may build this one (`DiceLoss` runs `BinaryDiceLoss`); not
+        # a function, which a class may call with the CUDA device it fills in itself
+        for user in _named_by(module, named):
+            where, _users = ctx.index.users_cpu_path(ctx.path, "cpu_choice", user)
+            if where is not None:
+                through = user
+                break
     if where is None:
         return None
-    return module, f"the file runs without CUDA: code that imports it runs without CUDA ({where})"
+    how = f", through `{through}`, which uses `{named}`" if through else ""
+    return module, f"the file runs without CUDA: code that imports it runs without CUDA ({where}){how}"
+
+
+def _named_by(module: cst.Module, name: str, depth: int = 3) -> list[str]:
+    """The module's top-level functions and classes whose code names ``name``, and those
+    that name them, ``depth`` levels up: what runs it when an importer calls them."""
+    definitions = [s for s in module.body if isinstance(s, (cst.FunctionDef, cst.ClassDef))]
+    found: list[str] = []
+    wanted = {name}
+    for _ in range(depth):
+        users = [d.name.value for d in definitions if d.name.value not in wanted and d.name.value not in found
+                 and any(n.value in wanted for n in collect(d, cst.Name) if n is not d.name)]
+        if not users:
+            break
+        found += users
+        wanted = set(users)
+    return found
 
 
 def _unimportable(ctx, module: cst.Module) -> Step | None:
