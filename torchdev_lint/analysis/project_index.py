@@ -1971,9 +1971,10 @@ def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | No
     in_functions = any("cuda" in calls for each in facts.def_calls.values() for calls in each)
     # a script's function that nothing in it names (a helper left from an experiment) does
     # not run in its runs: its `.cuda()` says nothing of the script's CPU choice
+    named = collections.Counter(_WORD.findall(code)) if in_functions and facts.runs_code else None
     in_run = in_functions and any("cuda" in calls for name, each in facts.def_calls.items()
-                                  if not facts.runs_code or reach.RUNS_ON_ITS_OWN.fullmatch(name)
-                                  or len(re.findall(rf"\b{re.escape(name)}\b", code)) > 1 for calls in each)
+                                  if named is None or reach.RUNS_ON_ITS_OWN.fullmatch(name) or named[name] > 1
+                                  for calls in each)
     facts.unguarded_cuda = ".cuda(" in text and (in_run or "cuda" in facts.top_calls)
     # what an importer runs: not the file's `__main__` block (a smoke test of its model)
     facts.cuda_only = ".cuda(" in text and not facts.cpu_path and not facts.cpu_choice and (
