@@ -576,11 +576,9 @@ def _guarded_rebinding(name: str, sites: list, found: list) -> Placement | None:
     """``x = batch`` then ``if args.cuda: x = x.cuda()``: where the guard's decision puts x
     (the CPU when it does not move it)."""
     moved = [f for (value, _), f in zip(sites, found) if f is not None and _self_move(value, name)]
-    if not moved or len(moved) != sum(f is not None for f in found):
+    if not moved or len(moved) != sum(f is not None for f in found) \
+            or any(f.decision.kind not in (MACHINE, USER) for f in moved):
         return None
-    if not all(f.decision.kind in (MACHINE, USER) and isinstance(f.decision.node, cst.BaseExpression)
-               and not isinstance(f.decision.node, cst.Call) for f in moved):
-        return None  # only an `if`'s test: a move that always runs leaves no CPU side
     return _same(moved)
 
 

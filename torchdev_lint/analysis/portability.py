@@ -741,7 +741,7 @@ def _importers_run_without_cuda(ctx, ancestors: Sequence[cst.CSTNode]) -> Step |
     if where is None and isinstance(definition, cst.ClassDef):
         # a class the importers name may build this one (`DiceLoss` runs `BinaryDiceLoss`); not
         # a function, which a class may call with the CUDA device it fills in itself
-        for user in _named_by(module, named):
+        for user in _named_by(_names_in(ctx, module), named):
             where, _users = ctx.index.users_cpu_path(ctx.path, "cpu_choice", user)
             if where is not None:
                 through = user
@@ -752,15 +752,15 @@ def _importers_run_without_cuda(ctx, ancestors: Sequence[cst.CSTNode]) -> Step |
     return module, f"the file runs without CUDA: code that imports it runs without CUDA ({where}){how}"
 
 
-def _named_by(module: cst.Module, name: str, depth: int = 3) -> list[str]:
+def _named_by(names_in: dict[str, set[str]], name: str, depth: int = 3) -> list[str]:
     """The module's top-level functions and classes whose code names ``name``, and those
-    that name them, ``depth`` levels up: what runs it when an importer calls them."""
-    definitions = [s for s in module.body if isinstance(s, (cst.FunctionDef, cst.ClassDef))]
+    that name them, ``depth`` levels up (``names_in``: ``_names_in``): what runs it when an
+    importer calls them."""
     found: list[str] = []
     wanted = {name}
     for _ in range(depth):
-        users = [d.name.value for d in definitions if d.name.value not in wanted and d.name.value not in found
-                 and any(n.value in wanted for n in collect(d, cst.Name) if n is not d.name)]
+        users = [own for own, names in names_in.items() if own and own not in wanted and own not in found
+                 and names & wanted]
         if not users:
             break
         found += users
@@ -911,7 +911,7 @@ def _called_definitions(ctx, module: cst.Module, imported: frozenset[str]) -> fr
     if _DYNAMIC_LOOKUPS.search(ctx.source):
         return None
     defined = {s.name.value for s in module.body if isinstance(s, (cst.FunctionDef, cst.ClassDef))}
-    names_in = _definitions_named(module, defined)
+    names_in = _names_in(ctx, module)
     starred = {n for n in defined if not n.startswith("_")} if "import *" in imported else set()
     called = set(names_in.get("", ())) | (defined & imported) | starred | {
         n for n in defined if ctx.index.mentioned_elsewhere(n, ctx.path) is not False}
@@ -941,7 +941,13 @@ def _named_definitions(ctx, module: cst.Module) -> frozenset[str] | None:
     if any(called not in defined for called in lookups) or not _runs_something(module, defined):
         return None
     # a definition names the others too (recursion aside)
-    return frozenset(set().union(*_definitions_named(module, defined).values()))
+    return frozenset(set().union(*_names_in(ctx, module).values()))
+
+
+def _names_in(ctx, module: cst.Module) -> dict[str, set[str]]:
+    """``_definitions_named`` for every top-level definition of the file, read once."""
+    return ctx.once(("portability: definitions named",), lambda: _definitions_named(
+        module, {s.name.value for s in module.body if isinstance(s, (cst.FunctionDef, cst.ClassDef))}))
 
 
 def _definitions_named(module: cst.Module, defined: set[str]) -> dict[str, set[str]]:
