@@ -136,6 +136,18 @@ def test_a_closed_standard_input_is_closed_in_the_served_run(checker):
     assert b"standard input: it is closed" in served[2]
 
 
+def test_confirm_runs_the_projects_tests_under_the_caller_not_the_checker(checker, tmp_path):
+    """`confirm` executes the project's tests: they are the caller's children (its signals, its
+    terminal, its CPU accounting), whatever checker is warm."""
+    _, _, env = checker
+    (tmp_path / "test_parent.py").write_text(
+        "import os\n\n\ndef test_parent():\n    open('parent.txt', 'w').write(str(os.getppid()))\n")
+    process = subprocess.Popen([sys.executable, "-m", "torchdev_lint", "confirm", "-q", "-p", "no:cacheprovider",
+                                "test_parent.py"], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    _, err = process.communicate(timeout=300)
+    assert int((tmp_path / "parent.txt").read_text()) == process.pid, err
+
+
 def test_the_served_run_reads_the_callers_directory_environment_and_settings(checker, tmp_path):
     _, _, env = checker
     (tmp_path / "pyproject.toml").write_text("[tool.torchdev-lint]\npreview = true\nignore = ['TDL001']\n")
@@ -314,6 +326,7 @@ def test_the_key_changes_with_the_tools_code(tmp_path, monkeypatch):
     rule.write_text("A = 22\n")
     assert launcher.fingerprint() != before
     assert launcher._wanted(["trace", "x.py"], {}) is False and launcher._wanted(["x.py"], {}) is True
+    assert launcher._wanted(["confirm", "-m", "not gpu"], {}) is False  # it runs the project's tests
     assert launcher._wanted(["--", "--no-daemon"], {}) is True  # a file so named, not the option
 
 

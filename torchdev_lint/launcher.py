@@ -13,8 +13,9 @@ caller whose context, as the kernel tells it, is its own.
 This module is all the command loads on that path, so it imports nothing heavy. When no
 checker answers, it starts one in the background for the next run and checks in this
 process. It stays off on CI (``CI`` set: one-shot machines), with ``--no-daemon`` or
-``TORCHDEV_LINT_DAEMON=0``, off POSIX, and for the ``trace``, ``server`` and ``rules``
-commands. The checker leaves after ``TORCHDEV_LINT_DAEMON_IDLE`` seconds without a run
+``TORCHDEV_LINT_DAEMON=0``, off POSIX, and for the ``trace``, ``confirm``, ``server`` and
+``rules`` commands (the first two execute the user's code: it runs under the caller, where its
+signals, terminal and time accounting are). The checker leaves after ``TORCHDEV_LINT_DAEMON_IDLE`` seconds without a run
 (default 900) and is keyed by the tool's code, Python and the caller's context, so an upgrade
 never talks to an old one and a caller with other privileges starts one of its own.
 ``torchdev-lint daemon status|stop`` shows or stops the checkers. It needs Linux (/proc):
@@ -47,7 +48,7 @@ import torchdev_lint
 
 ENV_SWITCH = "TORCHDEV_LINT_DAEMON"
 ENV_RUNTIME_DIR = "TORCHDEV_LINT_RUNTIME_DIR"
-_IN_PROCESS_COMMANDS = frozenset({"trace", "server", "rules"})
+_IN_PROCESS_COMMANDS = frozenset({"trace", "confirm", "server", "rules"})
 _OFF, _ON = frozenset({"0", "false", "no", "off"}), frozenset({"1", "true", "yes", "on"})
 _SOCKET_PATH_LIMIT = 100  # sun_path holds 108 bytes on Linux, 104 on macOS
 _SOCKET_NAME_SIZE = len("/") + 20 + len(".sock")  # a key (code and context) per socket
