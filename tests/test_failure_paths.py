@@ -283,6 +283,20 @@ def test_an_attribute_is_certain_where_the_project_moves_its_module(project, cap
     assert findings(capsys, project, "TDL006") == [("model.py", line, "TDL006", confidence.split()[0])]
 
 
+@pytest.mark.parametrize("choice, found", [
+    ("device = 'cpu'\n", ("model.py", 8, "TDL006", "possible")),
+    ("device = torch.device('cpu')\n", ("model.py", 8, "TDL006", "possible")),
+    # chosen again where CUDA is there: the move may put the module on the GPU
+    ("device = 'cpu'\nif torch.cuda.is_available():\n    device = 'cuda'\n", ("model.py", 6, "TDL006", "certain")),
+])
+def test_a_move_to_a_name_the_script_binds_only_to_the_cpu_moves_nothing(project, capsys, choice, found):
+    """A teaching script's `device = "cpu"` ... `model.to(device)` puts no module on an
+    accelerator: the attribute is not left behind by a move, as where nothing moves it."""
+    write(project, {"model.py": NORMALIZE, "train.py": "import torch\nfrom model import Normalize\n" + choice
+                    + "net = Normalize([0.5]).to(device)\n"})
+    assert findings(capsys, project, "TDL006") == [found]
+
+
 def test_a_python_list_made_from_the_tensor_is_no_attribute_left_behind(project, capsys):
     write(project, {"enc.py": """\
         import torch

@@ -954,10 +954,7 @@ def _is_cpu_move(call: ast.Call) -> bool:
     if call.func.attr != "to":
         return False
     first = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "device"), None)
-    if isinstance(first, ast.Call) and (pyast.dotted(first.func) or "").rsplit(".", 1)[-1] == "device" \
-            and len(first.args) == 1:
-        first = first.args[0]  # `torch.device("cpu")`
-    return isinstance(first, ast.Constant) and first.value == "cpu"
+    return first is not None and _cpu_value(first)
 
 
 def weight_saves(reader: "_Reader", tree: ast.Module, lines: set[int]) -> list[str]:
@@ -1509,14 +1506,20 @@ def moved_and_handed(scopes: list[tuple[ast.AST, list[ast.AST]]]) -> tuple[list[
     found: set[str] = set()
     params: dict[str, list[int]] = {}
     handed: set[str] = set()
+    cpu = _cpu_names(scopes[0][1]) if scopes else set()
     for scope, nodes in scopes:
         moved_names = set()
         made = {t.id: _called_name(node.value) for node in nodes if isinstance(node, ast.Assign)
                 and isinstance(node.value, ast.Call) for t in node.targets if isinstance(t, ast.Name)}
+        local = set() if scope is scopes[0][0] else {t.id for node in nodes if isinstance(node, ast.Assign)
+                                                     for t in node.targets if isinstance(t, ast.Name)}
         for node in nodes:
             if not isinstance(node, ast.Call):
                 continue
             receiver = _device_move(node)
+            target = node.args[0] if node.args else None
+            if receiver is not None and isinstance(target, ast.Name) and target.id in cpu - local:
+                receiver = None  # `device = "cpu"` ... `model.to(device)`: it stays on the CPU
             if receiver is not None:
                 while isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Attribute) \
                         and receiver.func.attr in ("eval", "train", "float", "half", "double", "to", "cuda"):
@@ -1541,6 +1544,25 @@ def moved_and_handed(scopes: list[tuple[ast.AST, list[ast.AST]]]) -> tuple[list[
             if positions:
                 params.setdefault(scope.name, []).extend(positions)
     return sorted(found - {""}), params, sorted(handed)
+
+
+def _cpu_names(nodes: list[ast.AST]) -> set[str]:
+    """The names the module's own code binds, every time, to the CPU (``device = "cpu"``,
+    ``torch.device("cpu")``): a move to one of them puts nothing on an accelerator."""
+    values: dict[str, list[ast.expr]] = {}
+    for node in nodes:
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    values.setdefault(target.id, []).append(node.value)
+    return {name for name, each in values.items() if all(_cpu_value(value) for value in each)}
+
+
+def _cpu_value(value: ast.expr) -> bool:
+    if isinstance(value, ast.Call) and (pyast.dotted(value.func) or "").rsplit(".", 1)[-1] == "device" \
+            and len(value.args) == 1:
+        value = value.args[0]  # `torch.device("cpu")`
+    return isinstance(value, ast.Constant) and value.value == "cpu"
 
 
 _INDENTED_IMPORT = re.compile(r"^[ \t]+(?:from[ \t]+\S+[ \t]+)?import[ \t]", re.MULTILINE)
