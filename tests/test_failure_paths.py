@@ -297,6 +297,24 @@ def test_a_move_to_a_name_the_script_binds_only_to_the_cpu_moves_nothing(project
     assert findings(capsys, project, "TDL006") == [found]
 
 
+@pytest.mark.parametrize("split, confidence", [
+    # a network split over two GPUs: model-parallel code, for a machine that has them
+    ("head = torch.nn.Linear(2, 2).to('cuda:0')\ntail = torch.nn.Linear(2, 2).to('cuda:1')\nprint(head, tail)\n",
+     "possible"),
+    ("head = torch.nn.Linear(2, 2).cuda(0)\ntail = torch.nn.Linear(2, 2).cuda(1)\nprint(head, tail)\n", "possible"),
+    # a second GPU only as an option's default: the user may pass the CPU
+    ("import argparse\np = argparse.ArgumentParser()\np.add_argument('--device', default='cuda:1')\n"
+     "head = torch.nn.Linear(2, 2).to('cuda:0')\nprint(head)\n", "certain"),
+    ("x = torch.zeros(2, device='cuda:1')\nprint(x)\n", "possible"),
+    # a report of GPU 1's memory puts no work there
+    ("print(torch.cuda.memory_allocated(device='cuda:1'))\nhead = torch.nn.Linear(2, 2).to('cuda:0')\nprint(head)\n",
+     "certain"),
+])
+def test_a_file_putting_work_on_a_second_gpu_is_multi_gpu_code(project, capsys, split, confidence):
+    write(project, {"train.py": "import torch\n" + CHOOSES + split})
+    assert {f[3] for f in findings(capsys, project, "TDL001,TDL002")} == {confidence}
+
+
 def test_a_python_list_made_from_the_tensor_is_no_attribute_left_behind(project, capsys):
     write(project, {"enc.py": """\
         import torch
@@ -397,6 +415,8 @@ def test_a_flag_compared_with_a_bool_guards_like_not(project, capsys, test):
 
 
 def test_a_second_gpu_is_multi_gpu_code(project, capsys):
+    """A file that puts work on GPU 1 is written for a machine with two GPUs: its plain
+    `.cuda()` too (a first look judged a model split over cuda:0 and cuda:1 that way)."""
     write(project, {"demo.py": """\
         import torch
         device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -405,7 +425,7 @@ def test_a_second_gpu_is_multi_gpu_code(project, capsys):
         b = torch.ones(2).cuda()
         """})
     assert findings(capsys, project, "TDL001") == [("demo.py", 4, "TDL001", "possible"),
-                                                   ("demo.py", 5, "TDL001", "certain")]
+                                                   ("demo.py", 5, "TDL001", "possible")]
 
 
 @pytest.mark.parametrize("after, flagged", [
@@ -1450,6 +1470,10 @@ def test_a_device_named_for_where_data_is_kept_is_no_cpu_path(project, capsys, c
     ("attack(net)", "possible"),  # the CUDA default, taken by every call
     ("attack(net, device=torch.device('cpu'))", "certain"),
     ("attack(net, device=args.device)", "certain"),
+    # the script's own `device`, bound only to CUDA, whatever the parameter of that name holds
+    ("device = torch.device('cuda:0')\n    attack(net, device)", "possible"),
+    ("device = torch.device('cuda:0')\n    for device in ('cpu', 'cuda'):\n        attack(net, device)", "certain"),
+    ("device = 'cuda' if torch.cuda.is_available() else 'cpu'\n    attack(net, device)", "certain"),
 ])
 def test_a_device_parameter_every_call_fills_with_cuda(project, capsys, call, confidence):
     write(project, {"attack.py": "import torch\ndef attack(model, device='cuda'):\n"

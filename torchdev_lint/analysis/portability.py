@@ -447,7 +447,8 @@ def _built_on_cuda_only(ctx, module: cst.Module, definition: cst.ClassDef | cst.
     else:
         positional = [p.name.value for p in definition.params.params]
     name = definition.name.value
-    passed: list[cst.BaseExpression | None] = []
+    passed: list[tuple[cst.BaseExpression | None, bool]] = []
+    top = {id(call) for call in collect(module, cst.Call, skip=(cst.FunctionDef, cst.ClassDef, cst.Lambda))}
     # in a package, only calls from the module's own definitions: one its `__main__` block or
     # top level makes is a demo of an API its users call with their device
     package = ctx.path.endswith(".py") and (Path(ctx.path).parent / "__init__.py").is_file()
@@ -462,13 +463,36 @@ def _built_on_cuda_only(ctx, module: cst.Module, definition: cst.ClassDef | cst.
                             and a.keyword.value == param.name.value), None)
             index = positional.index(param.name.value) if param.name.value in positional else None
             plain = [a.value for a in node.args if a.keyword is None and not a.star]
-            passed.append(keyword if keyword is not None else
-                          plain[index] if index is not None and index < len(plain) else param.default)
+            passed.append((keyword if keyword is not None else
+                           plain[index] if index is not None and index < len(plain) else param.default,
+                           id(node) in top))
         return True
 
     walk(module, enter)
-    return bool(passed) and all(value is not None and conditions.device_named(value) is conditions.ACCELERATOR
-                                for value in passed)
+    bound = _top_level_bindings(module)
+    return bool(passed) and all(
+        value is not None and (conditions.device_named(value) is conditions.ACCELERATOR or (
+            at_top and isinstance(value, cst.Name) and bound.get(value.value) is not None
+            and all(v is not None and conditions.device_named(v) is conditions.ACCELERATOR
+                    for v in bound[value.value])))
+        for value, at_top in passed)
+
+
+def _top_level_bindings(module: cst.Module) -> dict[str, list[cst.BaseExpression | None]]:
+    """What the script's own code (not its functions) binds to each name: the values it
+    assigns, None for a binding of no one value (a loop target, an import). A call made there
+    with ``device`` hands what these say, whatever a function's parameter of that name holds."""
+    bound: dict[str, list[cst.BaseExpression | None]] = {}
+    skip = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+    for assign in collect(module, cst.Assign, skip=skip):
+        for target in assign.targets:
+            for name in collect(target.target, cst.Name):
+                bound.setdefault(name.value, []).append(assign.value if target.target is name else None)
+    for node in collect(module, (cst.For, cst.AsName, cst.AugAssign, cst.AnnAssign), skip=skip):
+        target = node.target if not isinstance(node, cst.AsName) else node.name
+        for name in collect(target, cst.Name):
+            bound.setdefault(name.value, []).append(None)
+    return bound
 
 
 def _gpu_index(function: cst.FunctionDef | cst.ClassDef, name: str) -> bool:
@@ -1155,6 +1179,32 @@ def _to_cuda(call: cst.Call) -> bool:
 _DEVICE_WORDS = re.compile(r"cuda|gpu|cpu|device|available", re.IGNORECASE)
 
 
+def _second_gpu(module: cst.Module) -> Step | None:
+    """The file puts work on a second GPU it names: ``.to("cuda:1")``, ``.cuda(1)``, a torch
+    factory's ``device="cuda:1"`` (not an option's default, which the user may change, nor
+    a report of ``torch.cuda`` memory on that GPU). Model-parallel code (a network split over
+    ``cuda:0`` and ``cuda:1``) is written for a machine with two GPUs, as ``.cuda(1)`` is: a
+    CPU choice elsewhere in the file is boilerplate, not a path its code runs."""
+    for call in collect(module, cst.Call):
+        func = call.func
+        called = dotted_name(func) or ""
+        factory = called.startswith("torch.") and not called.startswith("torch.cuda.")
+        named = [a.value for a in call.args if factory and a.keyword is not None and a.keyword.value == "device"]
+        if isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda") and call.args \
+                and call.args[0].keyword is None:
+            named.append(call.args[0].value)
+        for value in named:
+            if isinstance(value, cst.Call) and (dotted_name(value.func) or "").endswith("device") and value.args:
+                value = value.args[-1].value if len(value.args) == 2 else value.args[0].value  # `torch.device("cuda", 1)`
+            index = conditions.integer_value(value)  # `.cuda(1)`, `.to(1)`, `device=1`
+            if index is None and isinstance(value, cst.SimpleString) and isinstance(value.evaluated_value, str):
+                kind, _, number = value.evaluated_value.partition(":")
+                index = int(number) if kind == "cuda" and number.isdigit() else None
+            if index is not None and index >= 1:
+                return call, f"`{code_of(call)}` puts work on a second GPU: code for a multi-GPU machine"
+    return None
+
+
 def _several_gpus(ctx, scope: cst.CSTNode) -> Step | None:
     """The function (or the module's top level) spreads its model over GPUs it names:
     ``nn.DataParallel(model, device_ids=[0, 1, 2, 3])``, a literal list of GPU numbers (or a
@@ -1345,7 +1395,8 @@ def runs_without_cuda(ctx, ancestors: Sequence[cst.CSTNode], library: bool = Fal
     if provenance.is_test_function(ctx, function, ancestors):
         return Verdict(False, ())
     step = ctx.once(("portability: several GPUs", id(function or module)),
-                    lambda: _several_gpus(ctx, function or module)) or _list_loader(ctx, module)
+                    lambda: _several_gpus(ctx, function or module)) or _list_loader(ctx, module) \
+        or ctx.once(("portability: second GPU",), lambda: _second_gpu(module))
     if step is not None:
         return Verdict(False, (step,))
     step = _off_the_path(ctx, ancestors)

@@ -107,8 +107,9 @@ class HardcodedCudaCall(Rule):
     to a name nothing reads, or an option nothing reads after parsing, is not one). Possible
     where the choice reaches nothing that runs the line (a helper nothing calls), in code judged
     CUDA-only (no CPU path shown; counted in the summary), in test code, in code for a
-    multi-GPU machine (`.cuda(1)`, or a function that hands `nn.DataParallel` a literal list of
-    GPU numbers with a second GPU in it), and where the file, function or class needs CUDA anyway (apex/bitsandbytes/triton at the top of the file, a
+    multi-GPU machine (a file that puts work on a second GPU it names, `.cuda(1)` or
+    `.to("cuda:1")`: a model split over two GPUs; or a function that hands `nn.DataParallel` a
+    literal list of GPU numbers with a second GPU in it), and where the file, function or class needs CUDA anyway (apex/bitsandbytes/triton at the top of the file, a
     CUDA-only `torch.cuda` call, an `nn.DataParallel` subclass), or every run that reaches the
     line has first made a call that raises without CUDA, here or in a caller in any file
     (`torch.set_default_tensor_type("torch.cuda.FloatTensor")` before the call that leads here),
