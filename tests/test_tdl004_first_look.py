@@ -891,6 +891,23 @@ def test_a_loop_calling_the_scripts_own_saving_function_is_a_trainer(shadowed):
     assert found(code) == [(3, 27, "certain" if shadowed else "possible")]
 
 
+@pytest.mark.parametrize("init, confidence", [
+    ("        self.net = torch.nn.Linear(2, 2)\n", "certain"),  # building one saves nothing
+    ("        self.net = torch.nn.Linear(2, 2)\n        torch.save(self.net.state_dict(), 'init.pt')\n", "possible"),
+])
+def test_a_loop_building_objects_that_can_save_is_no_trainer(init, confidence):
+    # MADDPG's team builds its agents in a loop; only their `save` method writes checkpoints
+    code = ("import torch\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+            "class Agent:\n    def __init__(self):\n" + init.replace("Linear(2, 2)", "Linear(2, 2).to(device)")
+            + "    def save(self, path):\n        torch.save(self.net.state_dict(), path)\n"
+            "class Team:\n    def __init__(self, n):\n        self.agents = [Agent() for _ in range(n)]\n"
+            "        for _ in range(n):\n            self.agents.append(Agent())\n"
+            "    def load(self, path):\n        self.agents[0].net.load_state_dict(torch.load(path))\n"
+            "team = Team(2)\nteam.load('team.pt')\n")
+    line = code.splitlines().index("        self.agents[0].net.load_state_dict(torch.load(path))") + 1
+    assert found(code) == [(line, 44, confidence)]
+
+
 def test_a_converter_that_saves_once_is_no_trainer():
     code = TRAINER_START.format(loop="if True:")
     assert found(code) == [(3, 27, "certain")]

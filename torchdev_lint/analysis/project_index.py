@@ -1063,13 +1063,25 @@ _SELF_PART = re.compile(r"^\s*self\.(\w+)\s*(?::[^=\n]*)?=(?!=)", re.MULTILINE)
 
 
 def saving_defs(reader: "_Reader", tree: ast.Module, lines: set[int]) -> list[str]:
-    """The module's top-level functions and classes whose code calls ``torch.save``
-    (``def save_model(model, target_dir, model_name): torch.save(..., target_dir / model_name)``);
-    only those that span one of ``lines`` (that may call a saver) are read."""
+    """The module's top-level functions and classes whose call runs ``torch.save``
+    (``def save_model(model, target_dir, model_name): torch.save(..., target_dir / model_name)``;
+    a class whose ``__init__`` saves: building an agent in a loop saves nothing when only its
+    ``save`` method writes); only those that span one of ``lines`` (that may call a saver)
+    are read."""
     return [node.name for node in tree.body
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
             and any(_first_line(node) <= line <= (node.end_lineno or node.lineno) for line in lines)
-            and any(type(n) is ast.Call and reader.qualify(n.func) in kinds.TORCH_SAVERS for n in _walk(node))]
+            and any(type(n) is ast.Call and reader.qualify(n.func) in kinds.TORCH_SAVERS
+                    for part in _run_when_called(node) for n in _walk(part))]
+
+
+def _run_when_called(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> list[ast.AST]:
+    """The code a call of ``node`` runs: a function's body; for a class, its ``__init__`` and
+    the statements of its body that are not other methods."""
+    if not isinstance(node, ast.ClassDef):
+        return [node]
+    return [part for part in node.body if not isinstance(part, (ast.FunctionDef, ast.AsyncFunctionDef))
+            or part.name == "__init__"]
 
 
 def state_movers(tree: ast.Module) -> list[str]:
