@@ -288,6 +288,9 @@ def test_an_attribute_is_certain_where_the_project_moves_its_module(project, cap
     ("device = torch.device('cpu')\n", ("model.py", 8, "TDL006", "possible")),
     # chosen again where CUDA is there: the move may put the module on the GPU
     ("device = 'cpu'\nif torch.cuda.is_available():\n    device = 'cuda'\n", ("model.py", 6, "TDL006", "certain")),
+    # a function's parameter of that name is its caller's device
+    ("device = 'cpu'\ndef fit(net, device):\n    net.to(device)\nfit(Normalize([0.5]), 'cuda')\n",
+     ("model.py", 6, "TDL006", "certain")),
 ])
 def test_a_move_to_a_name_the_script_binds_only_to_the_cpu_moves_nothing(project, capsys, choice, found):
     """A teaching script's `device = "cpu"` ... `model.to(device)` puts no module on an

@@ -1525,6 +1525,8 @@ def moved_and_handed(scopes: list[tuple[ast.AST, list[ast.AST]]]) -> tuple[list[
                 and isinstance(node.value, ast.Call) for t in node.targets if isinstance(t, ast.Name)}
         local = set() if scope is scopes[0][0] else {t.id for node in nodes if isinstance(node, ast.Assign)
                                                      for t in node.targets if isinstance(t, ast.Name)}
+        if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):  # a parameter `device` is the caller's
+            local.update(a.arg for a in ast.walk(scope.args) if isinstance(a, ast.arg))
         for node in nodes:
             if not isinstance(node, ast.Call):
                 continue
