@@ -318,6 +318,21 @@ def test_a_file_putting_work_on_a_second_gpu_is_multi_gpu_code(project, capsys, 
     assert {f[3] for f in findings(capsys, project, "TDL001,TDL002")} == {confidence}
 
 
+@pytest.mark.parametrize("pick, found", [
+    # the freest GPU, read back from nvidia-smi's report: without the driver its parse raises
+    ("os.system('nvidia-smi -q -d Memory | grep Free > tmp')\n"
+     "gpu = np.argmax([int(x.split()[2]) for x in open('tmp').readlines()])\n", []),
+    ("gpu = int(subprocess.check_output(['nvidia-smi', '--query-gpu=index', '--format=csv']).split()[1])\n",
+     []),
+    ("os.system('nvidia-smi')\n", ["certain"]),  # only printed
+])
+def test_a_gpu_picked_from_nvidia_smi_at_import_needs_the_driver(project, capsys, pick, found):
+    """The rest of the script runs only where there is a GPU: its `.cuda()` is no finding."""
+    write(project, {"train.py": "import os\nimport subprocess\nimport numpy as np\nimport torch\n" + pick + CHOOSES
+                    + "x = torch.ones(2).cuda()\nprint(x)\n"})
+    assert [f[3] for f in findings(capsys, project, "TDL001")] == found
+
+
 def test_a_python_list_made_from_the_tensor_is_no_attribute_left_behind(project, capsys):
     write(project, {"enc.py": """\
         import torch

@@ -104,6 +104,25 @@ def library_of(module: str, libraries: frozenset[str]) -> str | None:
     return parts[0] if parts[0] in libraries else ".".join(parts[:2]) if ".".join(parts[:2]) in libraries else None
 
 
+# Shell calls whose output the code reads back: `os.popen(...).read()`, `check_output`, or
+# `os.system("... > tmp")` and then the file.
+_SHELL_READERS = frozenset({"os.popen", "subprocess.check_output", "subprocess.getoutput"})
+
+
+def _reads_nvidia_smi(call: cst.Call, qualified: str) -> bool:
+    """A GPU picked from ``nvidia-smi``'s report (``os.system('nvidia-smi -q -d Memory | grep
+    Free > tmp')``, then an argmax over the file's lines): without the NVIDIA driver the
+    report is empty or the call raises, and so does what parses it. A plain
+    ``os.system("nvidia-smi")`` that only prints is no such pick."""
+    if qualified not in _SHELL_READERS and qualified != "os.system" or not call.args:
+        return False
+    command = call.args[0].value
+    if isinstance(command, (cst.List, cst.Tuple)) and command.elements:
+        command = command.elements[0].value
+    text = command.evaluated_value if isinstance(command, cst.SimpleString) else None
+    return isinstance(text, str) and "nvidia-smi" in text and (qualified != "os.system" or ">" in text)
+
+
 def _imports_cuda_library(statement: cst.BaseSmallStatement) -> bool:
     return imported_library(statement, CUDA_LIBRARIES) is not None
 
@@ -496,6 +515,8 @@ class Requirements:
             return _nccl_backend(call)
         if qualified in _DDP:
             return _device_ids_given(call)
+        if _reads_nvidia_smi(call, qualified):
+            return True
         func = call.func
         callee = None
         if isinstance(func, cst.Name):
