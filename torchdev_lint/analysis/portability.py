@@ -469,30 +469,16 @@ def _built_on_cuda_only(ctx, module: cst.Module, definition: cst.ClassDef | cst.
         return True
 
     walk(module, enter)
-    bound = _top_level_bindings(module)
+    # a call the script's own code makes hands what the script binds to the name, whatever a
+    # function's parameter of that name holds: every binding must assign a CUDA device
+    bound = ctx.bindings(module)
     return bool(passed) and all(
         value is not None and (conditions.device_named(value) is conditions.ACCELERATOR or (
-            at_top and isinstance(value, cst.Name) and bound.get(value.value) is not None
-            and all(v is not None and conditions.device_named(v) is conditions.ACCELERATOR
-                    for v in bound[value.value])))
+            at_top and isinstance(value, cst.Name) and bool(bound.get(value.value))
+            and all(isinstance(site, (cst.Assign, cst.AnnAssign)) and site.value is not None
+                    and conditions.device_named(site.value) is conditions.ACCELERATOR
+                    for site in bound[value.value])))
         for value, at_top in passed)
-
-
-def _top_level_bindings(module: cst.Module) -> dict[str, list[cst.BaseExpression | None]]:
-    """What the script's own code (not its functions) binds to each name: the values it
-    assigns, None for a binding of no one value (a loop target, an import). A call made there
-    with ``device`` hands what these say, whatever a function's parameter of that name holds."""
-    bound: dict[str, list[cst.BaseExpression | None]] = {}
-    skip = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
-    for assign in collect(module, cst.Assign, skip=skip):
-        for target in assign.targets:
-            for name in collect(target.target, cst.Name):
-                bound.setdefault(name.value, []).append(assign.value if target.target is name else None)
-    for node in collect(module, (cst.For, cst.AsName, cst.AugAssign, cst.AnnAssign), skip=skip):
-        target = node.target if not isinstance(node, cst.AsName) else node.name
-        for name in collect(target, cst.Name):
-            bound.setdefault(name.value, []).append(None)
-    return bound
 
 
 def _gpu_index(function: cst.FunctionDef | cst.ClassDef, name: str) -> bool:
