@@ -59,6 +59,8 @@ TRACES.update({
     "device-mix": _trace("--mode", "sim", "--single-run", "testdata/trace/device_mix.py"),
     "propagation": _trace("--mode", "sim", "--single-run", "tests/trace/propagation_probe.py"),
     "generators": _trace("--mode", "sim", "--single-run", "tests/trace/generator_probe.py"),
+    "placement-generator": _trace("--mode", "sim", "--single-run", "tests/trace/placement_probe.py", "generator"),
+    "placement-late": _trace("--mode", "sim", "--single-run", "tests/trace/placement_probe.py", "late"),
     "torch-func": _trace("--mode", "sim", "--single-run", "testdata/trace/torch_func.py"),
     "torch-func-bug": _trace("--mode", "sim", "--single-run", "testdata/trace/torch_func.py", "bug"),
     "own-tags": _trace("testdata/trace/tdl004_own_tags.py", "{shared}/own_tags.pt"),

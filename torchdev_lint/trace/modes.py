@@ -130,6 +130,9 @@ class TraceFunctionMode(TorchFunctionMode):
             kwargs = {}
         if self.probe is not None:
             self.probe()  # which finding lines make this call (pytest's verdicts)
+        on_accelerator = self.rt.on_accelerator
+        if on_accelerator and getattr(self.local, "dispatch", None) is None:
+            self.rt.enter_dispatch()  # a thread that ran before the first placement, or waited
         handler = self.handlers.get(func)
         if handler is not None:
             return handler(func, args, kwargs)
@@ -137,7 +140,7 @@ class TraceFunctionMode(TorchFunctionMode):
             return self._device_request(func, args, kwargs)
         if func in _CONSTRUCTORS:
             return self._factory(func, args, kwargs)
-        if self.sim:
+        if self.sim and on_accelerator:
             # The operands' accelerator becomes the ambient device while ``func`` runs: code
             # inside it (C++ composites, Python torch functions, where this mode is off) makes
             # tensors with ``device=x.device``, which reads the real cpu; SimDispatchMode gives

@@ -50,7 +50,9 @@ def instrumented(rt):
     def enter_modes():
         stack = contextlib.ExitStack()
         if rt.sim:
-            stack.enter_context(sim.SimDispatchMode(rt))
+            stack.callback(rt.exit_dispatch)
+            if rt.on_accelerator:
+                rt.enter_dispatch()
         stack.enter_context(modes.TraceFunctionMode(rt))
         return stack
 
@@ -59,6 +61,7 @@ def instrumented(rt):
         if undo_guard is not None:
             patches.on_undo(undo_guard)
         if rt.sim:
+            rt.dispatch_mode = sim.SimDispatchMode
             sim.patch_cuda(rt, patches)
             sim.patch_serialization(rt, patches)
             sim.patch_storage(rt, patches)

@@ -284,7 +284,12 @@ class Runtime:
         self._devices: dict[str, torch.device] = {}
         # the C++ generator (its _cdata) of each simulated CUDA generator -> a weak reference to it
         self.generators: dict = {}
-        self.local = threading.local()  # .ambient: see TraceFunctionMode._call_sim
+        self.local = threading.local()  # .ambient: see TraceFunctionMode._call_sim; .dispatch: below
+        # The simulator's dispatch mode (sim.SimDispatchMode), entered by each thread only once a
+        # storage or generator is on a simulated accelerator: before that it has nothing to check,
+        # and it costs about as much as the rest of the simulator on code that stays on the CPU.
+        self.dispatch_mode = None
+        self.on_accelerator = False
         # Called on every torch call the modes intercept (pytest's verdicts: FindingLines.probe)
         self.line_probe = None
 
@@ -312,6 +317,30 @@ class Runtime:
                 del storage._tdl_dev
         else:
             storage._tdl_dev = device
+            if not self.on_accelerator:
+                self.placed_on_accelerator()
+
+    def placed_on_accelerator(self) -> None:
+        """Something now lives on a simulated accelerator: from here on every op is checked."""
+        self.on_accelerator = True
+        self.enter_dispatch()
+
+    def enter_dispatch(self) -> None:
+        """Enter the dispatch mode in this thread (once), at the bottom of the dispatch stack: while
+        the program's own dispatch mode is on (modes leave in the order they came), wait for it."""
+        if self.dispatch_mode is None or getattr(self.local, "dispatch", None) is not None:
+            return
+        if torch._C._len_torch_dispatch_stack():
+            return
+        mode = self.dispatch_mode(self)
+        mode.__enter__()
+        self.local.dispatch = mode
+
+    def exit_dispatch(self) -> None:
+        mode = getattr(self.local, "dispatch", None)
+        if mode is not None:
+            self.local.dispatch = None
+            mode.__exit__(None, None, None)
 
     def torch_device(self, name: str) -> torch.device:
         device = self._devices.get(name)

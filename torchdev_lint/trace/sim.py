@@ -677,7 +677,9 @@ class SimGenerator(_CGenerator, metaclass=_GeneratorMeta):
         rt.accelerated = True
         rt.gpu_requests += 1
         rt.request_cuda(f"torch.Generator(device='{target}')", target)
-        return _sim_generator(rt, target)
+        gen = _sim_generator(rt, target)
+        rt.placed_on_accelerator()
+        return gen
 
     @property
     def device(self):
@@ -739,22 +741,22 @@ def patch_generators(rt: Runtime, patches: Patches) -> None:
             copyreg.dispatch_table[_CGenerator] = previous
 
     patches.on_undo(restore)
-    defaults = tuple(_sim_generator(rt, f"cuda:{i}") for i in range(rt.device_count))
+    defaults = _DefaultGenerators(rt, (_sim_generator(rt, f"cuda:{i}") for i in range(rt.device_count)))
     cuda = torch.cuda
 
     def current():
-        return defaults[rt.current_index]
+        return tuple.__getitem__(defaults, rt.current_index)
 
     def manual_seed(seed):
         current().manual_seed(int(seed))
 
     def manual_seed_all(seed):
-        for gen in defaults:
+        for gen in tuple.__iter__(defaults):
             gen.manual_seed(int(seed))
 
     def seed_all():
         value = current().seed()
-        for gen in defaults:
+        for gen in tuple.__iter__(defaults):
             gen.manual_seed(value)
 
     for name, value in {
@@ -766,6 +768,24 @@ def patch_generators(rt: Runtime, patches: Patches) -> None:
         "initial_seed": lambda: current().initial_seed(),
     }.items():
         patches.set(cuda, name, value)
+
+
+class _DefaultGenerators(tuple):
+    """``torch.cuda.default_generators``: a program that takes one out can hand it to an op, which
+    the dispatch mode checks from then on (seeding through ``torch.cuda`` hands it to none)."""
+
+    def __new__(cls, rt: Runtime, generators):
+        self = super().__new__(cls, generators)
+        self._rt = rt
+        return self
+
+    def __getitem__(self, index):
+        self._rt.placed_on_accelerator()
+        return super().__getitem__(index)
+
+    def __iter__(self):
+        self._rt.placed_on_accelerator()
+        return super().__iter__()
 
 
 class Patches:
@@ -1001,6 +1021,7 @@ def patch_serialization(rt: Runtime, patches: Patches) -> None:
                 "map_location to map your storages to an existing device.")
         target = getattr(obj, "_untyped_storage", obj)
         target._tdl_dev = f"cuda:{index}"
+        rt.placed_on_accelerator()
         return obj
 
     registry = torch.serialization._package_registry
