@@ -359,12 +359,22 @@ def load(path):
 
 def at_import(path):
     return torch.load(path)
+
+
+def in_fixture(path):
+    return torch.load(path)
+
+
+def in_unittest(x):
+    return x.cuda()
 """
 RECORDED_TESTS = """\
 import os
 import tempfile
+import unittest
+import pytest
 import torch
-from pkg.rec import Heads, at_import, load, outer
+from pkg.rec import Heads, at_import, in_fixture, in_unittest, load, outer
 from pkg import unused
 
 _SAVED = os.path.join(tempfile.mkdtemp(), "saved.pt")
@@ -388,6 +398,21 @@ def test_heads():
 
 def test_outer():
     outer(torch.ones(2).cuda())
+
+
+@pytest.fixture
+def loaded(tmp_path):
+    torch.save({"w": torch.ones(1)}, tmp_path / "f.pt")
+    yield in_fixture(tmp_path / "f.pt")
+
+
+def test_fixture(loaded):
+    assert loaded["w"].sum() == 1
+
+
+class TestUnit(unittest.TestCase):
+    def test_unit(self):
+        in_unittest(torch.ones(2))
 """
 
 
@@ -405,7 +430,7 @@ def test_lines_that_ran_are_ran_clean_and_lines_never_run_not_reached(tmp_path):
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "test_rec.py").write_text(RECORDED_TESTS)
     out = simulate(tmp_path)
-    assert "4 passed" in out, out
+    assert "6 passed" in out, out
     _, text, _ = cli("--format", "json", "--preview", "pkg/rec.py", cwd=tmp_path)
     found = {(f["code"], f["line"]): f.get("verdict", {}).get("status") for f in json.loads(text)}
     ran = {line for (code, line), status in found.items() if status is not None and status != "not reached"}
@@ -422,6 +447,9 @@ def test_lines_that_ran_are_ran_clean_and_lines_never_run_not_reached(tmp_path):
     assert [f["verdict"]["status"] for f in json.loads(text)] == ["not reached"]
     entry = verdict_store.VerdictStore(tmp_path / ".torchdev_lint_cache").lookup(RECORDED)
     assert entry.ran(23) == {"sim": {"tests/test_rec.py::test_outer"}}
+    # lines run by a fixture and by a unittest method, below the frames where pytest calls them
+    assert set().union(*entry.ran(40).values()) == {"tests/test_rec.py::test_fixture"}, entry.ran(40)
+    assert set().union(*entry.ran(44).values()) == {"tests/test_rec.py::TestUnit::test_unit"}, entry.ran(44)
     if sys.version_info < (3, 12):
         # EVAL_DEVICE = "cuda": no call, so the recording cannot see it run: no verdict
         assert 4 not in ran and statuses[4] is None, found

@@ -115,12 +115,27 @@ class FindingLines:
 
     @staticmethod
     def _stops() -> frozenset:
-        """The code objects of pytest's runner that call a test's setup, call and teardown: the
-        walk of a torch call ends there, so a deep pytest stack costs nothing per torch call."""
-        runner = sys.modules.get("_pytest.runner")
-        names = ("pytest_runtest_setup", "pytest_runtest_call", "pytest_runtest_teardown")
-        return frozenset(getattr(runner, name).__code__ for name in names
-                         if runner is not None and hasattr(getattr(runner, name, None), "__code__"))
+        """The code objects of pytest (and unittest) that call the project's code: a test function,
+        a fixture, a unittest method, and the runner around them. The walk of a torch call ends
+        at the first one, so pytest's own frames above a test (a dozen) cost nothing per call."""
+        owners = {
+            "_pytest.runner": ("pytest_runtest_setup", "pytest_runtest_call", "pytest_runtest_teardown"),
+            "_pytest.python": ("pytest_pyfunc_call",),
+            "_pytest.fixtures": ("call_fixture_func", "_teardown_yield_fixture"),
+            "unittest.case": ("TestCase._callSetUp", "TestCase._callTestMethod", "TestCase._callTearDown",
+                              "TestCase._callCleanup"),
+        }
+        codes = set()
+        for module_name, names in owners.items():
+            module = sys.modules.get(module_name)
+            for name in names:
+                found = module
+                for part in name.split("."):
+                    found = getattr(found, part, None)
+                code = getattr(found, "__code__", None)
+                if code is not None:
+                    codes.add(code)
+        return frozenset(codes)
 
     # -- Python 3.12+: sys.monitoring ----------------------------------------------------------
     def _py_start(self, code, offset):
