@@ -76,6 +76,22 @@ def test_a_device_parameter_makes_the_function_device_generic():
     assert found(code, TDL001) == [(3, 9, "certain")]
 
 
+@pytest.mark.parametrize("parameter", ["cuda_device", "gpu_device"])
+def test_a_parameter_named_for_a_gpu_picks_which_gpu_not_whether_one(parameter):
+    code = f"""\
+    import torch
+    class Trainer:
+        def joint_train(self, epoch, loader, {parameter}):
+            for x in loader:
+                x.to({parameter})
+        def train(self, epoch, loader):
+            return self.joint_train(epoch, loader, torch.device("cuda"))
+        def setup(self):
+            self.criterion = torch.zeros(2).cuda()
+    """
+    assert found(code, TDL001) == [(9, 26, "possible")]
+
+
 @pytest.mark.parametrize("method, confidence", [
     # a method that takes the device: the module's object follows its caller's choice
     ("def to_device(self, device):\n            self.device = device", "certain"),
@@ -132,6 +148,29 @@ def test_an_exit_only_when_the_user_asked_for_cuda_leaves_the_cpu_path():
     infer(print, torch.ones(1))
     """
     assert found(code, TDL001) == [(9, 18, "certain")]
+
+
+@pytest.mark.parametrize("timing, certain", [
+    # the function that chose the CPU then always synchronizes CUDA: no CPU run gets past it
+    ("    torch.cuda.synchronize(device)\n", False),
+    ("    start = torch.cuda.Event(enable_timing=True)\n", False),
+    # only when the device is CUDA: the CPU choice is a path
+    ("    if device.type == 'cuda':\n        torch.cuda.synchronize(device)\n", True),
+])
+def test_a_cpu_choice_in_a_function_that_needs_cuda_anyway_is_no_cpu_path(timing, certain):
+    code = textwrap.dedent("""\
+    import torch
+    device = torch.device("cuda")
+
+    def shift(d):
+        return torch.eye(4).to(device) + d
+
+    def throughput(n):
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        x = torch.randn(n, 4, device=device)
+        shift(x)
+    """) + timing + 'if __name__ == "__main__":\n    throughput(8)\n'
+    assert default(code, TDL002) == ([(2, 23)] if certain else [])
 
 
 def test_a_function_that_times_with_cuda_events_in_a_loop_is_for_gpus():

@@ -497,15 +497,19 @@ def _gpu_index(function: cst.FunctionDef | cst.ClassDef, name: str) -> bool:
     return found
 
 
+_GPU_WORDS = frozenset({"cuda", "gpu"})
+
+
 def _reads_device(function: cst.FunctionDef) -> Step | None:
     """A device the caller chooses: a device parameter (not one named for where data is kept,
-    ``data_device``), or the ``.device`` of an input (``x.device``, ``args.device``; not of a
-    local the function moved itself, nor ``self.device``)."""
+    ``data_device``, nor for a GPU, ``cuda_device``: the caller picks which GPU), or the
+    ``.device`` of an input (``x.device``, ``args.device``; not of a local the function moved
+    itself, nor ``self.device``)."""
     params = [*function.params.params, *function.params.kwonly_params, *function.params.posonly_params]
     for param in params:
         name = param.name.value
         if (name == "device" or name.endswith("_device") or name == "map_location") and not _gpu_index(function, name) \
-                and not project_index.places_data(name):
+                and not project_index.places_data(name) and not _GPU_WORDS & conditions.words(name):
             return param, f"`{function.name.value}` takes the device as `{name}`"
     # `self.device` may be what the class set from a hardcoded string: an input's device is not
     inputs = {param.name.value for param in params} - {"self", "cls"}
@@ -615,6 +619,9 @@ def _facts(ctx, module: cst.Module) -> _FileFacts:
         return True
 
     walk(module, enter)
+    needs = requirements.of_file(ctx, module)
+    if facts.cpu_choice is not None:
+        _choose_where_cuda_is_not_needed(ctx, module, facts, needs, functions, classes)
     unconditional = [*module.body, *(s for f in functions for s in f.body.body
                                       if isinstance(f.body, cst.IndentedBlock))]
     nccl = next((s for s in unconditional if _opens_nccl_group(s)), None)
@@ -644,7 +651,6 @@ def _facts(ctx, module: cst.Module) -> _FileFacts:
         step = facts.device_generic.get(function) if isinstance(function, cst.FunctionDef) else None
         if isinstance(step and step[0], cst.Param) and _built_on_cuda_only(ctx, module, function, step[0]):
             del facts.device_generic[function]  # every call passes CUDA: a CPU path no caller takes
-    needs = requirements.of_file(ctx, module)
     on_cuda = _classes_built_on_cuda(classes)
     for node in classes:
         methods = [m for m in node.body.body if isinstance(m, cst.FunctionDef)]
@@ -676,6 +682,41 @@ def _facts(ctx, module: cst.Module) -> _FileFacts:
                 facts.device_generic[node] = (step[0], f"class `{node.name.value}` is device-generic: " + step[1])
                 break
     return facts
+
+
+def _choose_where_cuda_is_not_needed(ctx, module: cst.Module, facts: _FileFacts, needs, functions: list,
+                                     classes: list) -> None:
+    """A CPU choice made in a function that always runs code needing CUDA (``device = "cuda" if
+    ... else "cpu"``, then ``torch.cuda.synchronize(device)``) is no CPU path: that function fails
+    without CUDA whatever it chose. The file's CPU path is then another choice, or none."""
+    owner = {id(m): klass for klass in classes for m in klass.body.body if isinstance(m, cst.FunctionDef)}
+    dead = {id(f) for f in functions if needs.needing_statement(f, owner.get(id(f))) is not None}
+    if not dead:
+        return
+    choice = facts.cpu_choice[0]
+    if not any(any(node is choice for node in collect(f, type(choice))) for f in functions if id(f) in dead):
+        return
+    found: list[Step] = []
+
+    def enter(node: cst.CSTNode) -> bool:
+        if found or id(node) in dead:
+            return False
+        if type(node).__name__ in _SAY_CPU_CHOICE and id(node) not in facts.unread:
+            why = _choice_of(ctx, node)
+            if why is not None:
+                found.append((node, f"the file runs without CUDA: it {why}"))
+        return True
+
+    walk(module, enter)
+    placements = [s for s in module.body if isinstance(s, cst.SimpleStatementLine)
+                  for small in s.body if id(small) in facts.cpu_placements]
+    if found:
+        facts.cpu_choice = found[0]
+    elif placements:
+        small = next(small for small in placements[0].body if id(small) in facts.cpu_placements)
+        facts.cpu_choice = (small, f"the file runs without CUDA: it {facts.cpu_placements[id(small)]}")
+    else:
+        facts.cpu_choice = None
 
 
 def _classes_built_on_cuda(classes: list[cst.ClassDef]) -> set[str]:
