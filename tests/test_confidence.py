@@ -173,6 +173,32 @@ def test_a_cpu_choice_in_a_function_that_needs_cuda_anyway_is_no_cpu_path(timing
     assert default(code, TDL002) == ([(2, 23)] if certain else [])
 
 
+def test_a_cpu_choice_elsewhere_in_the_file_still_counts():
+    code = """\
+    import argparse
+    import torch
+    device = torch.device("cuda")
+
+    def shift(d):
+        return torch.eye(4).to(device) + d
+
+    def throughput(n):
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        shift(torch.randn(n, 4, device=device))
+        torch.cuda.synchronize(device)
+
+    if __name__ == "__main__":
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--cpu", action="store_true")
+        args = parser.parse_args()
+        run = "cpu" if args.cpu else "cuda"
+        print(shift(torch.zeros(4, device=run)))
+    """
+    [finding] = lint_source("t.py", textwrap.dedent(code), [TDL002]).findings
+    assert (finding.line, finding.column) == (3, 23)
+    assert "offers --cpu on the command line" in " ".join(step.message for step in finding.evidence)
+
+
 def test_a_function_that_times_with_cuda_events_in_a_loop_is_for_gpus():
     code = "import torch\n" + FALLBACK + textwrap.dedent("""\
     def bench(model, xs):

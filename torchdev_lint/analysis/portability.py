@@ -53,7 +53,7 @@ from torchdev_lint.analysis import classes, conditions, flags, guards, kinds, pr
 from torchdev_lint.analysis.guards import code_of
 from torchdev_lint.analysis.imports import dotted_name
 from torchdev_lint.analysis.reach import Step
-from torchdev_lint.analysis.tree import collect, walk
+from torchdev_lint.analysis.tree import children, collect, walk
 
 
 _CPU_OPTIONS = frozenset({"--cpu", "--no-cuda", "--no_cuda", "--device", "--use-cpu", "--use_cpu"})
@@ -621,7 +621,7 @@ def _facts(ctx, module: cst.Module) -> _FileFacts:
     walk(module, enter)
     needs = requirements.of_file(ctx, module)
     if facts.cpu_choice is not None:
-        _choose_where_cuda_is_not_needed(ctx, module, facts, needs, functions, classes)
+        _choose_where_cuda_is_not_needed(ctx, module, facts, needs, classes)
     unconditional = [*module.body, *(s for f in functions for s in f.body.body
                                       if isinstance(f.body, cst.IndentedBlock))]
     nccl = next((s for s in unconditional if _opens_nccl_group(s)), None)
@@ -684,39 +684,52 @@ def _facts(ctx, module: cst.Module) -> _FileFacts:
     return facts
 
 
-def _choose_where_cuda_is_not_needed(ctx, module: cst.Module, facts: _FileFacts, needs, functions: list,
-                                     classes: list) -> None:
+def _choose_where_cuda_is_not_needed(ctx, module: cst.Module, facts: _FileFacts, needs, classes: list) -> None:
     """A CPU choice made in a function that always runs code needing CUDA (``device = "cuda" if
     ... else "cpu"``, then ``torch.cuda.synchronize(device)``) is no CPU path: that function fails
     without CUDA whatever it chose. The file's CPU path is then another choice, or none."""
     owner = {id(m): klass for klass in classes for m in klass.body.body if isinstance(m, cst.FunctionDef)}
-    dead = {id(f) for f in functions if needs.needing_statement(f, owner.get(id(f))) is not None}
-    if not dead:
-        return
-    choice = facts.cpu_choice[0]
-    if not any(any(node is choice for node in collect(f, type(choice))) for f in functions if id(f) in dead):
-        return
+    skipped: set[int] = set()
+    choice = facts.cpu_choice
+    while choice is not None:
+        function = _enclosing_function(module, choice[0])
+        if function is None or needs.needing_statement(function, owner.get(id(function))) is None:
+            break
+        skipped.add(id(function))
+        choice = _first_cpu_choice(ctx, module, facts, skipped)
+    facts.cpu_choice = choice
+
+
+def _enclosing_function(module: cst.Module, target: cst.CSTNode) -> cst.FunctionDef | None:
+    """The innermost function ``target`` is in, or None at the module's level."""
+    todo: list[tuple[cst.CSTNode, cst.FunctionDef | None]] = [(module, None)]
+    while todo:
+        node, function = todo.pop()
+        if node is target:
+            return function
+        if type(node) is cst.FunctionDef:
+            function = node
+        todo.extend((child, function) for child in children(node))
+    return None
+
+
+def _first_cpu_choice(ctx, module: cst.Module, facts: _FileFacts, skipped: set[int]) -> Step | None:
+    """The first CPU choice (or CPU placement) of the file outside the functions ``skipped``."""
     found: list[Step] = []
 
     def enter(node: cst.CSTNode) -> bool:
-        if found or id(node) in dead:
+        if found or id(node) in skipped:
             return False
-        if type(node).__name__ in _SAY_CPU_CHOICE and id(node) not in facts.unread:
+        if id(node) in facts.cpu_placements:
+            found.append((node, f"the file runs without CUDA: it {facts.cpu_placements[id(node)]}"))
+        elif type(node).__name__ in _SAY_CPU_CHOICE and id(node) not in facts.unread:
             why = _choice_of(ctx, node)
             if why is not None:
                 found.append((node, f"the file runs without CUDA: it {why}"))
-        return True
+        return not found
 
     walk(module, enter)
-    placements = [s for s in module.body if isinstance(s, cst.SimpleStatementLine)
-                  for small in s.body if id(small) in facts.cpu_placements]
-    if found:
-        facts.cpu_choice = found[0]
-    elif placements:
-        small = next(small for small in placements[0].body if id(small) in facts.cpu_placements)
-        facts.cpu_choice = (small, f"the file runs without CUDA: it {facts.cpu_placements[id(small)]}")
-    else:
-        facts.cpu_choice = None
+    return found[0] if found else None
 
 
 def _classes_built_on_cuda(classes: list[cst.ClassDef]) -> set[str]:
