@@ -515,11 +515,27 @@ def test_confirm_asks_no_child_about_a_cpu_build_of_torch(tmp_path, monkeypatch,
     (tmp_path / "torch" / "version.py").write_text(f"from typing import Optional\n__version__ = '2.13.0'\n{version}")
     monkeypatch.chdir(tmp_path)  # the child would import this torch (its path starts there)
     assert confirm._cpu_only_build() is cpu_only
+    (tmp_path / "nvidiactl").write_text("")  # a GPU driver's device file: only torch can tell
+    monkeypatch.setattr(confirm, "_GPU_DEVICE_FILES", (str(tmp_path / "nvidiactl"),))
     asked = []
     monkeypatch.setattr(confirm.subprocess, "run", lambda *a, **k: asked.append(a) or subprocess.CompletedProcess(
         a, 0, stdout="True\n"))
     assert confirm._gpu_here() is (not cpu_only)
     assert bool(asked) is (not cpu_only)
+
+
+def test_confirm_asks_no_child_on_a_linux_machine_without_a_gpu_drivers_device_files(tmp_path, monkeypatch):
+    from torchdev_lint import confirm
+
+    monkeypatch.setattr(confirm, "_cpu_only_build", lambda: False)  # a CUDA build of torch
+    monkeypatch.setattr(confirm.sys, "platform", "linux")
+    monkeypatch.setattr(confirm, "_GPU_DEVICE_FILES", (str(tmp_path / "nvidia[0-9]*"), str(tmp_path / "dxg")))
+    asked = []
+    monkeypatch.setattr(confirm.subprocess, "run", lambda *a, **k: asked.append(a) or subprocess.CompletedProcess(
+        a, 0, stdout="True\n"))
+    assert confirm._gpu_here() is False and asked == []
+    (tmp_path / "nvidia0").write_text("")
+    assert confirm._gpu_here() is True and len(asked) == 1
 
 
 def test_the_action_runs_confirm_before_the_annotations_when_asked():

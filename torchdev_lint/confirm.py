@@ -10,6 +10,7 @@ is a real GPU, and the linter reads the verdicts as JSON.
 from __future__ import annotations
 
 import argparse
+import glob
 import os
 import re
 import signal
@@ -116,11 +117,17 @@ def _store(args, root: Path) -> verdict_store.VerdictStore:
     return verdict_store.VerdictStore.for_root(project)
 
 
+# The device files a GPU driver makes on Linux: NVIDIA's, WSL's GPU bridge, ROCm's.
+_GPU_DEVICE_FILES = ("/dev/nvidiactl", "/dev/nvidia[0-9]*", "/dev/dxg", "/dev/kfd")
+
+
 def _gpu_here() -> bool:
     """Whether torch here sees a GPU (asked in a child: this process never imports torch). A
-    build made for neither CUDA nor ROCm (its ``torch/version.py`` says so) sees none: no child,
-    whose import of torch costs seconds of CPU."""
-    if _cpu_only_build():
+    build made for neither CUDA nor ROCm (its ``torch/version.py`` says so), or a Linux machine
+    without a GPU driver's device files, sees none: no child, whose import of torch costs
+    seconds of CPU."""
+    if _cpu_only_build() or (sys.platform.startswith("linux")
+                             and not any(glob.glob(pattern) for pattern in _GPU_DEVICE_FILES)):
         return False
     try:
         done = subprocess.run([sys.executable, "-c", "import torch; print(torch.cuda.is_available())"],
