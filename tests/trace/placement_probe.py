@@ -6,15 +6,8 @@ import sys
 import threading
 
 import torch
+from probe_cases import case
 from torch.utils._python_dispatch import TorchDispatchMode
-
-
-def case(name, fn):
-    try:
-        text = str(fn())
-    except Exception as error:  # noqa: BLE001 - the answer is the error
-        text = f"ERR {type(error).__name__}: {str(error).strip().splitlines()[0]}"
-    print(f"{name} | {text}", flush=True)
 
 
 class Passthrough(TorchDispatchMode):
@@ -31,25 +24,25 @@ if sys.argv[1] == "generator":
     case("randn(generator=default cuda generator) on the CPU",
          lambda: torch.randn(2, generator=torch.cuda.default_generators[0]))  # mismatch: default generator
     case("cuda.manual_seed, then cpu work",
-         lambda: (torch.cuda.manual_seed(3), torch.randn(2).device)[1])
+         lambda: (torch.cuda.manual_seed(3), torch.randn(2))[1])
 else:
     shared, go, done = {}, threading.Event(), threading.Event()
 
     def worker():
         go.wait()
         case("a thread started before the first placement mixes devices",
-             lambda: (shared["x"] + torch.ones(2)).device)  # mismatch: older thread
+             lambda: shared["x"] + torch.ones(2))  # mismatch: older thread
         done.set()
 
     threading.Thread(target=worker, daemon=True).start()
     with Passthrough():
         # the first placement, while the program's own dispatch mode is on
         shared["x"] = torch.ones(2).cuda()
-        case("placed inside the program's mode", lambda: shared["x"].device)
+        case("placed inside the program's mode", lambda: shared["x"])
     case("the program's mode left cleanly", torch._C._len_torch_dispatch_stack)
     case("mixing after the program's mode ends",
-         lambda: (shared["x"] * torch.ones(2)).device)  # mismatch: after the program's mode
-    case("same device after the program's mode ends", lambda: (shared["x"] * 2).device)
+         lambda: shared["x"] * torch.ones(2))  # mismatch: after the program's mode
+    case("same device after the program's mode ends", lambda: shared["x"] * 2)
     go.set()
     done.wait(30)
 print("DONE", flush=True)

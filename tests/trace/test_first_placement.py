@@ -8,7 +8,7 @@ placement made while the program's own dispatch mode was on.
 """
 
 import pytest
-from tracehelp import ROOT
+from tracehelp import ROOT, printed_cases
 
 PROBE = ROOT / "tests" / "trace" / "placement_probe.py"
 MIXED = "ERR RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!"
@@ -16,12 +16,7 @@ MIXED = "ERR RuntimeError: Expected all tensors to be on the same device, but fo
 
 def _printed(result) -> dict[str, str]:
     assert "DONE" in result.program_output, result.program_output[-2000:]
-    out = {}
-    for line in result.program_output.splitlines():
-        name, sep, rest = line.partition(" | ")
-        if sep:
-            out[name] = rest.replace("ERR SimulatedDeviceError:", "ERR RuntimeError:")
-    return out
+    return printed_cases(result)
 
 
 def _line(marker: str) -> int:

@@ -8,7 +8,7 @@ Code that makes no CUDA generator behaves as before.
 """
 
 import pytest
-from tracehelp import ROOT
+from tracehelp import ROOT, printed_cases
 
 PROBE = ROOT / "tests" / "trace" / "generator_probe.py"
 CPU_GEN = "ERR RuntimeError: Expected a 'cpu' device type for generator but found 'cuda'"
@@ -64,15 +64,6 @@ EXPECTED = {
 }
 
 
-def _printed(result) -> dict[str, str]:
-    out = {}
-    for line in result.program_output.splitlines():
-        name, sep, rest = line.partition(" | ")
-        if sep:
-            out[name] = rest.replace("ERR SimulatedDeviceError:", "ERR RuntimeError:")
-    return out
-
-
 def _line(marker: str) -> int:
     return next(n for n, text in enumerate(PROBE.read_text().splitlines(), 1) if f"# mismatch: {marker}" in text)
 
@@ -87,13 +78,13 @@ def result(traced):
 
 @pytest.mark.traces("generators")
 def test_every_case_is_printed_and_expected(result):
-    assert set(_printed(result)) == set(EXPECTED)
+    assert set(printed_cases(result)) == set(EXPECTED)
 
 
 @pytest.mark.traces("generators")
 @pytest.mark.parametrize(("case", "gpu"), EXPECTED.items(), ids=list(EXPECTED))
 def test_a_cuda_generator_behaves_as_on_a_gpu(case, gpu, result):
-    assert _printed(result)[case] == gpu
+    assert printed_cases(result)[case] == gpu
 
 
 @pytest.mark.traces("generators")

@@ -121,6 +121,18 @@ class Traced:
         return [f for f in self.findings if f["status"] == "confirmed"]
 
 
+def printed_cases(result) -> dict[str, str]:
+    """What a probe program printed (probe_cases.case), case name -> answer, a simulated
+    device's error in a GPU's words (the tracer raises SimulatedDeviceError where torch would
+    raise RuntimeError)."""
+    out = {}
+    for line in result.program_output.splitlines():
+        name, sep, rest = line.partition(" | ")
+        if sep:
+            out[name] = rest.replace("ERR SimulatedDeviceError:", "ERR RuntimeError:")
+    return out
+
+
 def expected_lines(program: Path, marker: str = "expect") -> list[tuple[int, str, str]]:
     """[(line, status, code)] from `# expect: CODE` / `# expect not confirmed: CODE` comments."""
     out = []
