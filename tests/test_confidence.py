@@ -199,6 +199,30 @@ def test_a_cpu_choice_elsewhere_in_the_file_still_counts():
     assert "offers --cpu on the command line" in " ".join(step.message for step in finding.evidence)
 
 
+def test_a_choice_that_dies_without_cuda_reaches_nothing_though_another_choice_stands():
+    code = """\
+    import torch
+    device = torch.device("cuda")
+
+    def shift(d):
+        return torch.eye(4).to(device) + d
+
+    def report(use_cpu):
+        print(torch.zeros(2, device="cpu" if use_cpu else "cuda:0"))
+
+    def throughput(n):
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        shift(torch.randn(n, 4, device=device))
+        torch.cuda.synchronize(device)
+
+    if __name__ == "__main__":
+        throughput(8)
+    """
+    # the file's CPU path is report()'s choice, which never calls shift(); the choice that does
+    # call it dies at torch.cuda.synchronize: no CPU run reaches line 2
+    assert found(code, TDL002) == [(2, 23, "possible")]
+
+
 def test_a_function_that_times_with_cuda_events_in_a_loop_is_for_gpus():
     code = "import torch\n" + FALLBACK + textwrap.dedent("""\
     def bench(model, xs):

@@ -619,9 +619,8 @@ def _facts(ctx, module: cst.Module) -> _FileFacts:
         return True
 
     walk(module, enter)
-    needs = requirements.of_file(ctx, module)
     if facts.cpu_choice is not None:
-        _choose_where_cuda_is_not_needed(ctx, module, facts, needs, classes)
+        _choose_where_cuda_is_not_needed(ctx, module, facts)
     unconditional = [*module.body, *(s for f in functions for s in f.body.body
                                       if isinstance(f.body, cst.IndentedBlock))]
     nccl = next((s for s in unconditional if _opens_nccl_group(s)), None)
@@ -651,6 +650,7 @@ def _facts(ctx, module: cst.Module) -> _FileFacts:
         step = facts.device_generic.get(function) if isinstance(function, cst.FunctionDef) else None
         if isinstance(step and step[0], cst.Param) and _built_on_cuda_only(ctx, module, function, step[0]):
             del facts.device_generic[function]  # every call passes CUDA: a CPU path no caller takes
+    needs = requirements.of_file(ctx, module)
     on_cuda = _classes_built_on_cuda(classes)
     for node in classes:
         methods = [m for m in node.body.body if isinstance(m, cst.FunctionDef)]
@@ -684,33 +684,46 @@ def _facts(ctx, module: cst.Module) -> _FileFacts:
     return facts
 
 
-def _choose_where_cuda_is_not_needed(ctx, module: cst.Module, facts: _FileFacts, needs, classes: list) -> None:
+def _choose_where_cuda_is_not_needed(ctx, module: cst.Module, facts: _FileFacts) -> None:
     """A CPU choice made in a function that always runs code needing CUDA (``device = "cuda" if
     ... else "cpu"``, then ``torch.cuda.synchronize(device)``) is no CPU path: that function fails
     without CUDA whatever it chose. The file's CPU path is then another choice, or none."""
-    owner = {id(m): klass for klass in classes for m in klass.body.body if isinstance(m, cst.FunctionDef)}
+    dies = _dies_without_cuda(ctx, module)
     skipped: set[int] = set()
     choice = facts.cpu_choice
     while choice is not None:
-        function = _enclosing_function(module, choice[0])
-        if function is None or needs.needing_statement(function, owner.get(id(function))) is None:
+        function, klass = _enclosing_function(module, choice[0])
+        if function is None or not dies(function, klass):
             break
         skipped.add(id(function))
         choice = _first_cpu_choice(ctx, module, facts, skipped)
     facts.cpu_choice = choice
 
 
-def _enclosing_function(module: cst.Module, target: cst.CSTNode) -> cst.FunctionDef | None:
-    """The innermost function ``target`` is in, or None at the module's level."""
-    todo: list[tuple[cst.CSTNode, cst.FunctionDef | None]] = [(module, None)]
+def _dies_without_cuda(ctx, module: cst.Module):
+    """Whether a function (a method: with its class) always runs code that needs CUDA."""
+    needs = requirements.of_file(ctx, module)
+    return lambda function, klass: needs.needing_statement(function, klass) is not None
+
+
+def _enclosing_function(module: cst.Module, target: cst.CSTNode) -> tuple[cst.FunctionDef | None,
+                                                                            cst.ClassDef | None]:
+    """The innermost function ``target`` is in (None at the module's level), and its class
+    where it is a method."""
+    # (node, the function it is in, that function's class, the class whose body holds the node)
+    todo: list[tuple[cst.CSTNode, cst.FunctionDef | None, cst.ClassDef | None, cst.ClassDef | None]] = [
+        (module, None, None, None)]
     while todo:
-        node, function = todo.pop()
+        node, function, method_of, body_of = todo.pop()
         if node is target:
-            return function
-        if type(node) is cst.FunctionDef:
-            function = node
-        todo.extend((child, function) for child in children(node))
-    return None
+            return function, method_of
+        kind = type(node)
+        if kind is cst.FunctionDef:
+            function, method_of, body_of = node, body_of, None
+        elif kind is cst.ClassDef:
+            body_of = node
+        todo.extend((child, function, method_of, body_of) for child in children(node))
+    return None, None
 
 
 def _first_cpu_choice(ctx, module: cst.Module, facts: _FileFacts, skipped: set[int]) -> Step | None:
@@ -1486,4 +1499,5 @@ def _reach(ctx, module: cst.Module, facts: _FileFacts) -> reach.Reach:
     def needs_cuda(parent: cst.CSTNode, child: cst.CSTNode) -> bool:
         return guards.runs_only_on_accelerator(parent, child, ctx.qualified_name)
 
-    return ctx.once(("portability: reach",), lambda: reach.Reach(module, is_choice, needs_cuda))
+    return ctx.once(("portability: reach",),
+                    lambda: reach.Reach(module, is_choice, needs_cuda, _dies_without_cuda(ctx, module)))

@@ -72,11 +72,16 @@ class Reach:
     """The scopes of one file and how they name each other; ``path(scope)`` answers."""
 
     def __init__(self, module: cst.Module, is_choice: Callable[[cst.CSTNode], str | None],
-                 needs_cuda: Callable[[cst.CSTNode, cst.CSTNode], bool] = lambda parent, child: False) -> None:
+                 needs_cuda: Callable[[cst.CSTNode, cst.CSTNode], bool] = lambda parent, child: False,
+                 dies_without_cuda: Callable[[cst.FunctionDef, cst.ClassDef | None], bool] = lambda f, k: False,
+                 ) -> None:
         """``needs_cuda(parent, child)``: ``child`` runs only where CUDA is (``if
-        torch.cuda.is_available(): main()``), so nothing in it runs in a choice's CPU run."""
+        torch.cuda.is_available(): main()``), so nothing in it runs in a choice's CPU run.
+        ``dies_without_cuda(function, its class)``: the function always runs code that needs
+        CUDA, so a CPU choice made in it is no CPU run."""
         self.module = module
         self._needs_cuda = needs_cuda
+        self._dies_without_cuda = dies_without_cuda
         self.scopes: dict[int, _Scope] = {}
         self.functions: dict[str, list[_Scope]] = {}  # plain functions by name
         self.methods: dict[int, dict[str, list[_Scope]]] = {}  # class -> name -> methods
@@ -128,7 +133,8 @@ class Reach:
                     self.holders.update(t.value for t in targets if isinstance(t, cst.Name))
             if kind in (cst.IfExp, cst.If, cst.Call, cst.Assign):
                 why = is_choice(node)
-                if why is not None:
+                if why is not None and not (scope.node is not self.module
+                                            and self._dies_without_cuda(scope.node, scope.klass)):
                     self.choices.append(self._choice(node, why, scope, targets))
             below = children(node)
             if kind.__name__ in _BRANCHING:
