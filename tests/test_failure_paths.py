@@ -1193,6 +1193,19 @@ def test_a_move_that_leaves_the_state_where_the_parameters_are_shows_no_failure(
      "certain"),
     # what the package's __init__ defines imports
     ("from data.loader import Loader\n", "certain"),
+    # a name the project's module does not define: the import raises
+    ("from data.loader import Loader, Reader\n", "possible"),
+    ("from helpers import sharpen\n", "possible"),
+    # names bound under a loop, by unpacking or by `global` in a function are there
+    ("from helpers import smooth, low, high, level\n", "certain"),
+    # a module with a `__getattr__` may answer any name
+    ("from lazy import anything\n", "certain"),
+    # a folder without an __init__.py may be part of an installed package of that name
+    ("from tools.writers import Writer\n", "certain"),
+    # a package whose folder holds compiled code's sources: the build adds the module
+    ("from ops import nms_cuda\n", "certain"),
+    # the standard library's module, not the project's file of that name
+    ("from typing import Optional\n", "certain"),
 ])
 def test_a_script_that_fails_when_imported_runs_no_line(project, capsys, imports, confidence):
     write(project, {
@@ -1200,6 +1213,12 @@ def test_a_script_that_fails_when_imported_runs_no_line(project, capsys, imports
         "data/loader.py": "class Loader:\n    pass\n",
         "data/broken.py": "<<<<<<< HEAD\nclass Reader:\n    pass\n=======\n>>>>>>> branch\n",
         "data/extra/readers.py": "class Reader:\n    pass\n",
+        "helpers.py": "for smooth in [abs]:\n    pass\nlow, high = 0, 1\ndef configure():\n    global level\n    level = 2\n",
+        "lazy.py": "def __getattr__(name):\n    return name\n",
+        "tools/readers.py": "class Reader:\n    pass\n",
+        "ops/__init__.py": "",
+        "ops/nms_kernel.cu": "// CUDA source\n",
+        "typing.py": "Alias = int\n",
         "train.py": "import argparse\nimport torch\n" + imports + textwrap.dedent("""\
             parser = argparse.ArgumentParser()
             parser.add_argument("--no-cuda", action="store_true")

@@ -170,6 +170,13 @@ class ModuleFacts:
     # the modules its top level imports outside any `try` or `if`: it cannot be imported
     # without them (`ProjectIndex.missing_import`)
     required_imports: list[str] = field(default_factory=list)
+    # the names those imports take from a module, "module:name" (`from data import Loader`):
+    # the file fails when imported if the module binds no such name
+    required_names: list[str] = field(default_factory=list)
+    # every name its top level binds, in any block (`for`, `with`, `try`, unpacking, `global`
+    # in a function: `top_bindings`); None when it may bind names no reading lists (a module
+    # `__getattr__`, `globals()`, `exec`): any name may be there
+    top_bindings: list[str] | None = field(default_factory=list)
     handed: list[str] = field(default_factory=list)
     # its top-level names and argument-less functions whose device the machine alone picks
     # (`DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")`, `def
@@ -1451,6 +1458,65 @@ def _main_guard(statement: ast.stmt) -> bool:
             and test.comparators[0].value == "__main__")
 
 
+# Files that say a folder's modules may be built rather than checked in.
+_BUILD_FILES = frozenset({"setup.py", "build.py", "CMakeLists.txt", "Makefile", "src", "csrc", "make.sh", "build.sh"})
+_COMPILED_SOURCES = frozenset({"c", "cc", "cpp", "cxx", "cu", "cuh", "h", "hpp", "pyx", "pxd", "so", "pyd"})
+# What lets a module bind names no reading of its statements lists.
+_DYNAMIC_BINDING = re.compile(r"\b(?:globals|vars|exec|setattr)\s*\(|\bsys\.modules\b|__dict__|:=|^\s*def\s+__getattr__\b",
+                              re.MULTILINE)
+_GLOBAL = re.compile(r"^[ \t]*global[ \t]+(\w+(?:[ \t]*,[ \t]*\w+)*)", re.MULTILINE)
+
+
+def top_bindings(tree: ast.Module, text: str) -> list[str] | None:
+    """The names the module's top level binds, in any of its blocks: imports, definitions,
+    targets of assignments (unpacked too), ``for``, ``with`` and ``except ... as``, and names a
+    function declares ``global``. Statements only: no walk of expressions or function bodies.
+    None when the module may bind names dynamically."""
+    if _DYNAMIC_BINDING.search(text):
+        return None
+    found: set[str] = set()
+    for names in _GLOBAL.findall(text):
+        found.update(n.strip() for n in names.split(","))
+    stack: list[ast.stmt] = list(tree.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.add(node.name)
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.update((a.asname or a.name).split(".")[0] for a in node.names if a.name != "*")
+            continue
+        if hasattr(ast, "Match") and isinstance(node, ast.Match):
+            return None  # capture patterns bind names in many shapes
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor)):
+            targets = [node.target]
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
+            targets = [item.optional_vars for item in node.items if item.optional_vars is not None]
+        elif isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
+            found.update(h.name for h in node.handlers if h.name)
+            stack += [s for h in node.handlers for s in h.body]
+        elif type(node).__name__ == "TypeAlias":
+            targets = [node.name]
+        for target in targets:
+            todo = [target]
+            while todo:
+                current = todo.pop()
+                if isinstance(current, ast.Name):
+                    found.add(current.id)
+                elif isinstance(current, (ast.Tuple, ast.List)):
+                    todo += current.elts
+                elif isinstance(current, ast.Starred):
+                    todo.append(current.value)
+        for name in ("body", "orelse", "finalbody"):
+            block = getattr(node, name, None)
+            if isinstance(block, list):
+                stack += block
+    return sorted(found)
+
+
 def _calls(node: ast.AST) -> set[str]:
     """The names of the calls ``node`` makes wherever it runs, as ``cuda_defs`` reads code:
     not in a nested definition; under a test for a device, only the calls both branches make."""
@@ -2022,6 +2088,11 @@ def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | No
         _absolute(facts.name, reader.is_init, node.level, node.module) if node.level else node.module or ""
         for node in tree.body if isinstance(node, ast.ImportFrom)] + [
         alias.name for node in tree.body if isinstance(node, ast.Import) for alias in node.names]
+    facts.required_names = [
+        f"{source}:{alias.name}" for node, source in zip(
+            (n for n in tree.body if isinstance(n, ast.ImportFrom)), facts.required_imports)
+        for alias in node.names if alias.name != "*"]
+    facts.top_bindings = top_bindings(tree, text)
     if _INDENTED_IMPORT.search(text):
         facts.lazy_imports = lazy_imports(reader, tree)
     found = _DEFAULT_DEVICE.search(text) if "set_default_" in text else None
@@ -2752,19 +2823,69 @@ class ProjectIndex:
                         and not self._on_disk(parent.directory, part):
                     return f"{candidate}, which the project does not have"
                 break
+        for entry in module.required_names:
+            source, name = entry.rsplit(":", 1)
+            if not self._binds(source, name, full):
+                return f"`{name}` from {source}, which does not define it"
         return None
+
+    def _binds(self, source: str, name: str, origin: str) -> bool:
+        """``from source import name`` finds ``name``, as far as the project shows: True unless
+        ``source`` is a script's sibling module or a module of a project package, the
+        module's whole top level is readable (``ModuleFacts.top_bindings``) and nothing there,
+        nor a submodule file, nor another module's assignment (`data.Reader = ...`), binds it."""
+        found = self.modules.get(source)
+        if not found or source.split(".")[0] in sys.stdlib_module_names:
+            return True
+        # a sibling is what a script imports (its folder comes first on sys.path), not a package's module
+        here = os.path.dirname(origin)
+        target = next((m for m in found if m.directory == here), None) \
+            if not os.path.exists(os.path.join(here, "__init__.py")) else None
+        if target is None and "." in source and len(found) == 1:
+            target = found[0]
+        if target is None or target.skipped or target.top_bindings is None or target.stars:
+            return True
+        if name in target.top_bindings or self.replaced_from_outside(name):
+            return True
+        stem = os.path.basename(target.path).rsplit(".", 1)[0]
+        if stem == "__init__":
+            return self._on_disk(target.directory, name) or self._builds_extensions(target.directory)
+        # a compiled module or stub beside the source (`data.cpython-311-x86_64-linux-gnu.so`) is what imports
+        return self._siblings(target.directory, stem)
+
+    def _builds_extensions(self, directory: str) -> bool:
+        """``directory`` or its parent holds compiled code's sources or a build script: the
+        modules a build puts there (`deform_conv_cuda`, `_ext/nms`) are not in a checkout."""
+        for folder in (directory, os.path.dirname(directory)):
+            for entry in self._entries(folder) or ():
+                if entry in _BUILD_FILES or entry.rpartition(".")[2] in _COMPILED_SOURCES:
+                    return True
+        return False
+
+    def _siblings(self, directory: str, stem: str) -> bool:
+        """``directory`` holds a file called ``stem`` besides ``stem.py`` (a compiled module, a
+        stub), or cannot be listed."""
+        entries = self._entries(directory)
+        return entries is None or any(e.split(".", 1)[0] == stem and e != f"{stem}.py" for e in entries)
 
     def _on_disk(self, directory: str, name: str) -> bool:
         """A directory (a namespace package) or a file of any kind (a compiled extension,
         a module over the index's budget) called ``name`` in ``directory``."""
-        entries = self._memo.get(("entries", directory))
-        if entries is None:
+        stems = self._memo.get(("stems", directory))
+        if stems is None:
+            stems = self._memo[("stems", directory)] = frozenset(
+                entry.split(".", 1)[0] for entry in self._entries(directory) or ())
+        return name in stems
+
+    def _entries(self, directory: str) -> tuple[str, ...] | None:
+        """The names in ``directory``; None when it cannot be listed."""
+        key = ("entries", directory)
+        if key not in self._memo:
             try:
-                entries = self._memo[("entries", directory)] = frozenset(
-                    entry.split(".", 1)[0] for entry in os.listdir(directory))
+                self._memo[key] = tuple(os.listdir(directory))
             except OSError:
-                entries = self._memo[("entries", directory)] = frozenset()
-        return name in entries
+                self._memo[key] = None
+        return self._memo[key]
 
     def gpu_library_imported(self, path: str) -> str | None:
         """A project module the file at ``path`` imports (by name or ``*``) that must import
