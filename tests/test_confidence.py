@@ -156,6 +156,11 @@ def test_an_exit_only_when_the_user_asked_for_cuda_leaves_the_cpu_path():
     ("    start = torch.cuda.Event(enable_timing=True)\n", False),
     # only when the device is CUDA: the CPU choice is a path
     ("    if device.type == 'cuda':\n        torch.cuda.synchronize(device)\n", True),
+    # the function asserts what its CPU choice denies
+    ("    assert device.type == 'cuda', 'GPU required'\n", False),
+    ("    assert torch.cuda.is_available()\n", False),
+    # an assert that says nothing of the machine
+    ("    assert n > 0\n", True),
 ])
 def test_a_cpu_choice_in_a_function_that_needs_cuda_anyway_is_no_cpu_path(timing, certain):
     code = textwrap.dedent("""\

@@ -1007,6 +1007,52 @@ def test_a_hardcoded_line_off_the_cpu_path_is_possible(project, capsys, body, co
     assert [f[3] for f in findings(capsys, project, "TDL001")] == [confidence]
 
 
+@pytest.mark.parametrize("common, imports, confidence", [
+    # a device constant of the project, imported through a module that re-exports it with `*`
+    ('cpu_device = "cpu"\n', "from helpers import *\n", []),
+    ('cpu_device = "cpu"\n', "from common import cpu_device\n", []),
+    # under another name, then bound to the file's own constant: the same value
+    ('cpu_device = "cpu"\n', "from common import cpu_device as CPU\ncpu_device = CPU\n", []),
+    # through a module whose names no reading lists (`globals()`): its own `*` import still brings it
+    ('cpu_device = "cpu"\n', "from helpers import *\nfrom registry import *\n", []),
+    # rebound in the module that defines it: no constant
+    ('cpu_device = "cpu"\ndef use_gpu():\n    global cpu_device\n    cpu_device = "cuda"\n',
+     "from helpers import *\n", ["certain"]),
+    # bound again by the importing file
+    ('cpu_device = "cpu"\n', "from helpers import *\nfor cpu_device in ('cpu',):\n    pass\n", ["certain"]),
+])
+def test_a_device_compared_with_a_constant_another_module_binds(project, capsys, common, imports, confidence):
+    write(project, {
+        "common.py": common,
+        "helpers.py": "import os\nfrom common import *\n",
+        "registry.py": "from common import *\nglobals()['extra'] = 1\n",
+        "train.py": "import argparse\nimport torch\n" + imports + textwrap.dedent("""\
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--device", default="cpu")
+            args = parser.parse_args()
+            model = torch.nn.Linear(2, 2)
+            if args.device != cpu_device:
+                model = model.cuda()
+            """)})
+    assert [f[3] for f in findings(capsys, project, "TDL001")] == confidence
+
+
+def test_a_folder_beside_the_script_is_what_it_imports_not_a_package_of_that_name_elsewhere(project, capsys):
+    write(project, {
+        "data/__init__.py": "def loader():\n    return None\n",
+        "tools/data/readers.py": "class Reader:\n    pass\n",
+        "tools/run.py": "import argparse\nimport torch\nfrom data.readers import Reader\n" + textwrap.dedent("""\
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--no-cuda", action="store_true")
+            args = parser.parse_args()
+            model = torch.nn.Linear(2, 2)
+            if not args.no_cuda:
+                model.cuda()
+            x = torch.ones(2).cuda()
+            """)})
+    assert [f[3] for f in findings(capsys, project, "TDL001")] == ["certain"]
+
+
 @pytest.mark.parametrize("loss, confidence", [
     ("class Focal(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
      "    def forward(self, x):\n        return x.sum()\n", "possible"),  # no tensors: .cuda() moves nothing

@@ -457,3 +457,23 @@ def test_an_imported_name_read_nowhere_but_in_its_import_is_unread():
     assert unread_imports(text, names) == ["Seq2Seq"]
     # a longer name that contains it is no read of it; a mention in a comment is counted as one
     assert unread_imports(text + "# Seq2Seq is kept for old checkpoints\n", names) == []
+
+
+@pytest.mark.parametrize("check, choice", [
+    # the function goes on only where its device is CUDA: its fallback is no CPU path for importers
+    ("    assert device.type == 'cuda', 'GPU required for training'\n", ""),
+    ("    assert torch.cuda.is_available()\n", ""),
+    # a check that says nothing of the machine, or a device compared with the CPU's
+    ("    assert epochs > 0\n", "line 5"),
+    ("    assert device.type != 'cuda' or epochs > 0\n", "line 5"),
+])
+def test_a_cpu_fallback_the_function_then_asserts_away_is_no_cpu_choice(tmp_path, check, choice):
+    trainer = tmp_path / "trainer.py"
+    trainer.write_text(textwrap.dedent("""\
+        import torch
+
+        def train(model, epochs, device=None):
+            if device is None:
+                device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')
+        """) + check + "    return model.to(device)\n")
+    assert project_index.read_facts(str(trainer)).cpu_choice == choice

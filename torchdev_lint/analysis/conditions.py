@@ -236,16 +236,34 @@ def _names_in(target: cst.BaseExpression) -> list[str]:
 
 
 class _Constants:
-    """The constants of the file being checked, read on the first question about a name."""
+    """The constants of the file being checked, read on the first question about a name;
+    ``imported(name)``: the device string a project module binds the name to, when the file
+    imports it from there (``ProjectIndex.imported_constant``)."""
 
-    def __init__(self, module: cst.Module) -> None:
+    def __init__(self, module: cst.Module, imported: Callable[[str], str | None] | None = None) -> None:
         self.module = module
+        self.imported = imported
         self.values: dict[str, cst.BaseExpression] | None = None
+        self.sites: dict[str, list[cst.CSTNode]] | None = None  # bound other than by an import
+        self.aliased: dict[str, list[cst.CSTNode]] = {}  # bound by an import
 
     def get(self, name: str) -> cst.BaseExpression | None:
         if self.values is None:
             self.values = module_constants(self.module)
-        return self.values.get(name)
+        value = self.values.get(name)
+        if value is None and self.imported is not None and name not in self.values:
+            text = self.imported(name)
+            self.values[name] = value = cst.SimpleString(repr(text)) \
+                if text is not None and self._only_imported(name) else None
+        return value
+
+    def _only_imported(self, name: str) -> bool:
+        """Nothing in the file binds ``name`` but its import (in any scope), if any."""
+        if self.sites is None:
+            self.sites, self.aliased = {}, {}
+            tree.walk(self.module, lambda node: bind_sites(node, self.aliased if isinstance(node, cst.ImportAlias)
+                                                            else self.sites) or True)
+        return name not in self.sites and len(self.aliased.get(name, ())) <= 1
 
 
 # The module of the file being checked (set by FileContext as it enters it; per thread).
@@ -258,9 +276,10 @@ def constant_value(name: str) -> cst.BaseExpression | None:
     return constants.get(name) if constants is not None else None
 
 
-def remember_module(module: cst.Module | None) -> None:
-    """Names in tests of ``module`` may be its constants (None: no file, no constants)."""
-    _constants.set(_Constants(module) if module is not None else None)
+def remember_module(module: cst.Module | None, imported: Callable[[str], str | None] | None = None) -> None:
+    """Names in tests of ``module`` may be its constants, or device strings it imports
+    (``imported``) (None: no file, no constants)."""
+    _constants.set(_Constants(module, imported) if module is not None else None)
 
 
 def device_named(expr: cst.BaseExpression, depth: int = 0) -> Machine:

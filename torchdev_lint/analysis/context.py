@@ -157,7 +157,10 @@ class FileContext:
         self.ancestors.pop()
 
     def _enter_module(self, node: cst.Module) -> None:
-        conditions.remember_module(node)  # tests may compare a device with its constants
+        # tests may compare a device with its constants, or with those it imports
+        imported = (lambda name: self.index.imported_constant(self.path, name)) \
+            if self.index is not None and self.path != "-" else None
+        conditions.remember_module(node, imported)
         self.scopes.append(Scope(node))
 
     def _enter_lambda(self, node: cst.Lambda) -> None:

@@ -46,7 +46,10 @@ present. The test of an `if`/`elif`/`while`, a conditional expression or the lef
 - a device may be compared with a constant of the module (`_CPU_DEVICE =
   torch.device("cpu")`, then `device == _CPU_DEVICE`): a name bound once, by a top-level
   assignment, and bound nowhere else in the file (no other assignment, `global` rebinding,
-  local, parameter, loop variable, `del` or `from m import *`) is read as its value;
+  local, parameter, loop variable, `del` or `from m import *`) is read as its value, and so
+  is a device's string another project module binds that way and the file imports, by name
+  or with `*` (`cpu_device = "cpu"` in `DataUtils/Common.py`, then `from DataUtils.Common
+  import *` and `if config.device != cpu_device:`), when the file binds the name no other way;
 - `not`, `and` and `or` combine these (`if not args.no_cuda and torch.cuda.is_available():`
   guards its body; `if not torch.cuda.is_available() or args.cpu:` guards its `else:`);
   anything else says nothing, and does not guard. Names match by whole words: `output`,

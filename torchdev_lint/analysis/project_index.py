@@ -173,6 +173,9 @@ class ModuleFacts:
     # the names those imports take from a module, "module:name" (`from data import Loader`):
     # the file fails when imported if the module binds no such name
     required_names: list[str] = field(default_factory=list)
+    # its top-level names bound once, in the whole file, to a device's string (`cpu_device =
+    # "cpu"`): what a file importing them compares a device with (`device_constants`)
+    device_constants: dict[str, str] = field(default_factory=dict)
     # every name its top level binds, in any block (`for`, `with`, `try`, unpacking, `global`
     # in a function: `top_bindings`); None when it may bind names no reading lists (a module
     # `__getattr__`, `globals()`, `exec`): any name may be there
@@ -773,14 +776,16 @@ def cpu_choice(text: str, lines: "_Lines") -> str:
     return f"line {first}" if first is not None else ""
 
 
-def _named_choices(tree: ast.Module, code: str, choices: list[int]) -> list[int]:
+def _named_choices(tree: ast.Module, code: str, choices: list[int], needing: list[str]) -> list[int]:
     """The CPU choices at lines ``choices`` that are not in a function nothing in the file
     names (``def _get_device(self)`` whose one call is commented out: ``code`` is the text
-    without comments); only a private one (``_name``) counts: a public one may be what
-    other modules call."""
+    without comments; only a private one, ``_name``, counts: a public one may be what other
+    modules call), nor in one of ``needing`` (``cuda_defs``): a choice followed by ``assert
+    device.type == "cuda"`` is no CPU path."""
     unnamed = [(node.lineno, node.end_lineno or node.lineno) for node in ast.walk(tree)
-               if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("_")
-               and not node.name.startswith("__") and len(re.findall(rf"\b{node.name}\b", code)) == 1]
+               if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and (node.name in needing or (
+                   node.name.startswith("_") and not node.name.startswith("__")
+                   and len(re.findall(rf"\b{node.name}\b", code)) == 1))]
     return [line for line in choices if not any(start <= line <= end for start, end in unnamed)]
 
 
@@ -1297,7 +1302,7 @@ def cuda_defs(reader: "_Reader", tree: ast.Module, lines: set[int]) -> list[str]
             qualified = reader.qualify(node.func) or ""
             if qualified in NEEDS_CUDA or _CUDA_TENSOR_TYPE.match(qualified):
                 return True
-        if isinstance(node, ast.Assert) and _mentions(node.test, ("is_available",)):
+        if isinstance(node, ast.Assert) and (_mentions(node.test, ("is_available",)) or _says_cuda_device(node.test)):
             return True
         return any(needs(child) for child in _children(node))
 
@@ -1311,6 +1316,17 @@ def cuda_defs(reader: "_Reader", tree: ast.Module, lines: set[int]) -> list[str]
             if init is not None and any(needs(s) for s in init.body):
                 verdicts[node.name] = verdicts.get(node.name, True)
     return sorted(name for name, all_need in verdicts.items() if all_need)
+
+
+def _says_cuda_device(test: ast.expr) -> bool:
+    """``device.type == "cuda"``, ``args.device == "cuda:0"``: a device compared equal to CUDA's."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    sides = (test.left, test.comparators[0])
+    cuda = [s for s in sides if isinstance(s, ast.Constant) and isinstance(s.value, str) and s.value.startswith("cuda")]
+    other = [s for s in sides if s not in cuda]
+    name = pyast.dotted(other[0]) or "" if len(cuda) == 1 and other else ""
+    return name.endswith(".type") or "device" in name.lower()
 
 
 def stops_without_cuda(reader: "_Reader", tree: ast.Module) -> str:
@@ -1465,6 +1481,25 @@ _COMPILED_SOURCES = frozenset({"c", "cc", "cpp", "cxx", "cu", "cuh", "h", "hpp",
 _DYNAMIC_BINDING = re.compile(r"\b(?:globals|vars|exec|setattr)\s*\(|\bsys\.modules\b|__dict__|:=|^\s*def\s+__getattr__\b",
                               re.MULTILINE)
 _GLOBAL = re.compile(r"^[ \t]*global[ \t]+(\w+(?:[ \t]*,[ \t]*\w+)*)", re.MULTILINE)
+
+
+_DEVICE_STRING = re.compile(r"(?:cpu|cuda|mps|xpu|npu|hpu)(?::\d+)?$")
+
+
+def device_constants(tree: ast.Module, text: str) -> dict[str, str]:
+    """``NAME = "cpu"`` (or a CUDA, MPS... device's string) at the top level, where nothing
+    else in the file binds ``NAME`` (no other assignment, keyword or ``global``): a constant
+    wherever the name is imported."""
+    found = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str) \
+                and _DEVICE_STRING.match(node.value.value):
+            name = node.targets[0].id
+            if len(re.findall(rf"\b{name}\s*(?:[-+*/%|&^@]|//|\*\*|>>|<<)?=(?!=)", text)) == 1 \
+                    and not re.search(rf"\bglobal\b[^\n]*\b{name}\b", text):
+                found[name] = node.value.value
+    return found
 
 
 def top_bindings(tree: ast.Module, text: str) -> list[str] | None:
@@ -2053,10 +2088,6 @@ def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | No
         facts.cpu_path, facts.cpu_choice = cpu_path(code, lines), cpu_choice(code, lines)
     else:
         code = text
-    if facts.cpu_choice:
-        choices = _named_choices(tree, code, list(_cpu_choices(code, lines)))
-        facts.cpu_choice = f"line {choices[0]}" if choices else ""
-        facts.cpu_choice_defs = cpu_choice_defs(tree, set(choices))
     if "is_available" in text or "cuda." in text:
         facts.stops_without_cuda = stops_without_cuda(reader, tree)
     facts.top_imports = top_imports(tree, facts.name, reader.is_init)
@@ -2064,7 +2095,11 @@ def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | No
         isinstance(s, ast.Expr) and isinstance(s.value, ast.Call)
         and not (pyast.dotted(s.value.func) or "").startswith(_SETUP_CALLS)) for s in tree.body)
     if "cuda." in text:
-        facts.cuda_defs = cuda_defs(reader, tree, lines.containing(["cuda."]))
+        facts.cuda_defs = cuda_defs(reader, tree, lines.containing(["cuda.", "assert"]))
+    if facts.cpu_choice:
+        choices = _named_choices(tree, code, list(_cpu_choices(code, lines)), facts.cuda_defs)
+        facts.cpu_choice = f"line {choices[0]}" if choices else ""
+        facts.cpu_choice_defs = cpu_choice_defs(tree, set(choices))
     calls = definition_calls(tree)
     facts.def_calls = def_calls(tree, facts.cuda_defs, calls)
     top_calls = [_calls(s) for s in tree.body]
@@ -2093,6 +2128,8 @@ def read_facts(path: str, source: str | bytes | None = None) -> ModuleFacts | No
             (n for n in tree.body if isinstance(n, ast.ImportFrom)), facts.required_imports)
         for alias in node.names if alias.name != "*"]
     facts.top_bindings = top_bindings(tree, text)
+    if "cpu" in text or "cuda" in text:
+        facts.device_constants = device_constants(tree, text)
     if _INDENTED_IMPORT.search(text):
         facts.lazy_imports = lazy_imports(reader, tree)
     found = _DEFAULT_DEVICE.search(text) if "set_default_" in text else None
@@ -2803,11 +2840,15 @@ class ProjectIndex:
         if unreadable is None:
             unreadable = self._memo[("unreadable",)] = {
                 name for p, name in self.paths.items() if p not in self.skipped and not self.modules.get(name)}
+        here = os.path.dirname(full)
         for source in module.required_imports:
             parts = source.split(".")
             prefix = parts[0]
             if prefix in unreadable:
                 return f"{prefix}, which does not parse"
+            top = self._module(prefix, full)
+            if self._on_disk(here, prefix) and (top is None or not top.path.startswith(os.path.join(here, prefix))):
+                continue  # the folder beside the script is what it imports, not the package found elsewhere
             for part in parts[1:]:
                 parent = self._module(prefix, full)
                 if parent is None or not parent.path.endswith("__init__.py"):
@@ -2828,6 +2869,43 @@ class ProjectIndex:
             if not self._binds(source, name, full):
                 return f"`{name}` from {source}, which does not define it"
         return None
+
+    def imported_constant(self, path: str, name: str) -> str | None:
+        """The device string ``name`` holds in the file at ``path`` when it imports it from a
+        project module that binds it once to one (``ModuleFacts.device_constants``), by name or
+        with ``*`` (``from DataUtils.Common import *`` bringing ``cpu_device = "cpu"``)."""
+        full = os.path.abspath(path)
+        module = self._module_at(full)
+        if module is None:
+            return None
+        qualified = module.names.get(name)
+        todo = [(*qualified.rpartition(".")[::2], full, 0)] if qualified is not None \
+            else [(s, name, full, 0) for s in module.stars]
+        while todo:  # through the modules' own `*` imports too (a package re-exporting its common names)
+            source, original, origin, depth = todo.pop(0)
+            found = self._module(source, origin)
+            if found is None or depth > 3:
+                continue
+            if original in found.device_constants:
+                return found.device_constants[original]
+            if original not in (found.top_bindings or ()):
+                todo += [(s, original, found.path, depth + 1) for s in found.stars]
+        return None
+
+    def _constants_in_reach(self, module: ModuleFacts) -> tuple:
+        """The device constants ``imported_constant`` may answer with for ``module``: those of
+        the modules it imports names from, and along their ``*`` imports."""
+        found, todo, seen = set(), [(q.rpartition(".")[0], module.path) for q in module.names.values()] + [
+            (s, module.path) for s in module.stars], set()
+        while todo:
+            source, origin = todo.pop()
+            target = self._module(source, origin)
+            if target is None or target.path in seen:
+                continue
+            seen.add(target.path)
+            found.update((target.path, *item) for item in target.device_constants.items())
+            todo += [(s, target.path) for s in target.stars]
+        return tuple(sorted(found))
 
     def _binds(self, source: str, name: str, origin: str) -> bool:
         """``from source import name`` finds ``name``, as far as the project shows: True unless
@@ -3600,6 +3678,7 @@ class ProjectIndex:
             a for a in module.attributes if self.replaced_from_outside(a))))
         facts.append(("classes moved to a device", tuple(c for c in module.classes if self.moved_to_device(c))))
         facts.append(("default device set", self.default_device()))
+        facts.append(("device constants imported", self._constants_in_reach(module)))
         facts.append(("CUDA extension imported", self.cuda_extension_imported(full)))
         facts.append(("CUDA-only module imported", self.cuda_only_import(full)))
         facts.append(("importers need a GPU library", self.importers_need_gpu(full)))
