@@ -628,6 +628,21 @@ def test_one_importer_that_places_with_it_keeps_the_finding(importer):
     assert not any("read by the modules that import it" in e.message for e in finding.evidence)
 
 
+@pytest.mark.parametrize("script, evidence", [
+    # another module's constant, read only as the default of the user's option
+    ("import argparse\nimport torch\nimport config as cfg\nparser = argparse.ArgumentParser()\n"
+     "parser.add_argument('--device', default=cfg.CUDA_DEVICE)\nargs = parser.parse_args()\n"
+     "device = torch.device(args.device if torch.cuda.is_available() else 'cpu')\n", True),
+    # the option's name, help or type read nothing from it; another read places with it
+    ("import argparse\nimport torch\nimport config as cfg\nparser = argparse.ArgumentParser()\n"
+     "parser.add_argument('--device', default='cpu', help=cfg.CUDA_DEVICE)\n"
+     "model = torch.nn.Linear(2, 2).to(cfg.CUDA_DEVICE)\n", False),
+])
+def test_a_constant_read_only_as_an_options_default_is_the_users_choice(script, evidence):
+    finding = constant_finding({**CONSTANT_PROJECT, "train.py": script})
+    assert any("read by the modules that import it" in e.message for e in finding.evidence) == evidence
+
+
 @pytest.mark.parametrize("use, flagged", [
     # only the default of the user's option, as `default='cuda:0'` written in the call is
     ("parser.add_argument('--device', default=DEVICE, type=str)", False),

@@ -1413,7 +1413,9 @@ def device_reads(tree: ast.Module, names: dict[str, str], imported: dict[str, st
     """Of the device names a module reads from others (``names``: local -> qualified; and
     ``config.CUDA_DEVICE`` of a name ``imported`` binds), the qualified names read only where
     CUDA is asked for (the body of ``if torch.cuda.is_available():`` or of a conditional
-    expression testing it) or in a comparison, and those read anywhere else."""
+    expression testing it), in a comparison or as the default of the user's option
+    (``parser.add_argument("--device", default=cfg.device)``: the user's to change, as the
+    same literal written there would be), and those read anywhere else."""
     guarded: set[str] = set()
     unguarded: set[str] = set()
     stack: list[tuple[ast.AST, bool]] = [(tree, False)]
@@ -1434,6 +1436,10 @@ def device_reads(tree: ast.Module, names: dict[str, str], imported: dict[str, st
             continue
         if isinstance(node, ast.Compare):
             stack += [(child, True) for child in (node.left, *node.comparators)]
+            continue
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
+            stack += [(child, asked) for child in (node.func, *node.args)]
+            stack += [(k.value, asked or k.arg == "default") for k in node.keywords]
             continue
         stack += [(child, asked) for child in _children(node)]
     return sorted(guarded - unguarded), sorted(unguarded)
