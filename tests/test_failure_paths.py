@@ -1037,19 +1037,23 @@ def test_a_device_compared_with_a_constant_another_module_binds(project, capsys,
     assert [f[3] for f in findings(capsys, project, "TDL001")] == confidence
 
 
+# A script with a CPU option whose last line hardcodes CUDA: TDL001 is certain where it can run.
+NO_CUDA_SCRIPT = textwrap.dedent("""\
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--no-cuda", action="store_true")
+    args = parser.parse_args()
+    model = torch.nn.Linear(2, 2)
+    if not args.no_cuda:
+        model.cuda()
+    x = torch.ones(2).cuda()
+    """)
+
+
 def test_a_folder_beside_the_script_is_what_it_imports_not_a_package_of_that_name_elsewhere(project, capsys):
     write(project, {
         "data/__init__.py": "def loader():\n    return None\n",
         "tools/data/readers.py": "class Reader:\n    pass\n",
-        "tools/run.py": "import argparse\nimport torch\nfrom data.readers import Reader\n" + textwrap.dedent("""\
-            parser = argparse.ArgumentParser()
-            parser.add_argument("--no-cuda", action="store_true")
-            args = parser.parse_args()
-            model = torch.nn.Linear(2, 2)
-            if not args.no_cuda:
-                model.cuda()
-            x = torch.ones(2).cuda()
-            """)})
+        "tools/run.py": "import argparse\nimport torch\nfrom data.readers import Reader\n" + NO_CUDA_SCRIPT})
     assert [f[3] for f in findings(capsys, project, "TDL001")] == ["certain"]
 
 
@@ -1265,15 +1269,7 @@ def test_a_script_that_fails_when_imported_runs_no_line(project, capsys, imports
         "ops/__init__.py": "",
         "ops/nms_kernel.cu": "// CUDA source\n",
         "typing.py": "Alias = int\n",
-        "train.py": "import argparse\nimport torch\n" + imports + textwrap.dedent("""\
-            parser = argparse.ArgumentParser()
-            parser.add_argument("--no-cuda", action="store_true")
-            args = parser.parse_args()
-            model = torch.nn.Linear(2, 2)
-            if not args.no_cuda:
-                model.cuda()
-            x = torch.ones(2).cuda()
-            """)})
+        "train.py": "import argparse\nimport torch\n" + imports + NO_CUDA_SCRIPT})
     assert [f[3] for f in findings(capsys, project, "TDL001")] == [confidence]
 
 
