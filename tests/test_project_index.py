@@ -466,6 +466,9 @@ def test_an_imported_name_read_nowhere_but_in_its_import_is_unread():
     # a check that says nothing of the machine, or a device compared with the CPU's
     ("    assert epochs > 0\n", "line 5"),
     ("    assert device.type != 'cuda' or epochs > 0\n", "line 5"),
+    # two devices compared with each other, or two strings: no CUDA asked for
+    ("    assert device == model.device\n", "line 5"),
+    ("    assert 'cuda' == 'cuda'\n", "line 5"),
 ])
 def test_a_cpu_fallback_the_function_then_asserts_away_is_no_cpu_choice(tmp_path, check, choice):
     trainer = tmp_path / "trainer.py"

@@ -1325,7 +1325,9 @@ def _says_cuda_device(test: ast.expr) -> bool:
     sides = (test.left, test.comparators[0])
     cuda = [s for s in sides if isinstance(s, ast.Constant) and isinstance(s.value, str) and s.value.startswith("cuda")]
     other = [s for s in sides if s not in cuda]
-    name = pyast.dotted(other[0]) or "" if len(cuda) == 1 and other else ""
+    if len(cuda) != 1 or len(other) != 1:
+        return False
+    name = pyast.dotted(other[0]) or ""
     return name.endswith(".type") or "device" in name.lower()
 
 
