@@ -150,6 +150,25 @@ def test_an_exit_only_when_the_user_asked_for_cuda_leaves_the_cpu_path():
     assert found(code, TDL001) == [(9, 18, "certain")]
 
 
+# A hardcoded CUDA device (line 2) that `shift` uses, and a timing function whose own CPU
+# fallback then always synchronizes CUDA: no CPU run of `throughput` gets past it.
+SHIFT_ON_CUDA = """\
+import torch
+device = torch.device("cuda")
+
+def shift(d):
+    return torch.eye(4).to(device) + d
+
+"""
+SYNCED_THROUGHPUT = """\
+def throughput(n):
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    shift(torch.randn(n, 4, device=device))
+    torch.cuda.synchronize(device)
+
+"""
+
+
 @pytest.mark.parametrize("timing, certain", [
     # the function that chose the CPU then always synchronizes CUDA: no CPU run gets past it
     ("    torch.cuda.synchronize(device)\n", False),
@@ -163,13 +182,7 @@ def test_an_exit_only_when_the_user_asked_for_cuda_leaves_the_cpu_path():
     ("    assert n > 0\n", True),
 ])
 def test_a_cpu_choice_in_a_function_that_needs_cuda_anyway_is_no_cpu_path(timing, certain):
-    code = textwrap.dedent("""\
-    import torch
-    device = torch.device("cuda")
-
-    def shift(d):
-        return torch.eye(4).to(device) + d
-
+    code = SHIFT_ON_CUDA + textwrap.dedent("""\
     def throughput(n):
         device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
         x = torch.randn(n, 4, device=device)
@@ -179,50 +192,25 @@ def test_a_cpu_choice_in_a_function_that_needs_cuda_anyway_is_no_cpu_path(timing
 
 
 def test_a_cpu_choice_elsewhere_in_the_file_still_counts():
-    code = """\
-    import argparse
-    import torch
-    device = torch.device("cuda")
-
-    def shift(d):
-        return torch.eye(4).to(device) + d
-
-    def throughput(n):
-        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-        shift(torch.randn(n, 4, device=device))
-        torch.cuda.synchronize(device)
-
+    code = "import argparse\n" + SHIFT_ON_CUDA + SYNCED_THROUGHPUT + textwrap.dedent("""\
     if __name__ == "__main__":
         parser = argparse.ArgumentParser()
         parser.add_argument("--cpu", action="store_true")
         args = parser.parse_args()
         run = "cpu" if args.cpu else "cuda"
         print(shift(torch.zeros(4, device=run)))
-    """
-    [finding] = lint_source("t.py", textwrap.dedent(code), [TDL002]).findings
+    """)
+    [finding] = lint_source("t.py", code, [TDL002]).findings
     assert (finding.line, finding.column) == (3, 23)
     assert "offers --cpu on the command line" in " ".join(step.message for step in finding.evidence)
 
 
 def test_a_choice_that_dies_without_cuda_reaches_nothing_though_another_choice_stands():
-    code = """\
-    import torch
-    device = torch.device("cuda")
-
-    def shift(d):
-        return torch.eye(4).to(device) + d
-
+    code = SHIFT_ON_CUDA + textwrap.dedent("""\
     def report(use_cpu):
         print(torch.zeros(2, device="cpu" if use_cpu else "cuda:0"))
 
-    def throughput(n):
-        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-        shift(torch.randn(n, 4, device=device))
-        torch.cuda.synchronize(device)
-
-    if __name__ == "__main__":
-        throughput(8)
-    """
+    """) + SYNCED_THROUGHPUT + 'if __name__ == "__main__":\n    throughput(8)\n'
     # the file's CPU path is report()'s choice, which never calls shift(); the choice that does
     # call it dies at torch.cuda.synchronize: no CPU run reaches line 2
     assert found(code, TDL002) == [(2, 23, "possible")]
