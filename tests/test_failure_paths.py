@@ -2795,3 +2795,57 @@ def test_a_class_the_importer_builds_runs_what_it_uses(project, capsys, extra, c
         + "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
         "loss = Dice().to(device)\nprint(loss(torch.ones(2, device=device), torch.ones(2, device=device)))\n")})
     assert [f[3] == "certain" for f in findings(capsys, project, "TDL001") if f[0] == "losses.py"] == [certain]
+
+
+LOSS_TAKING_A_DEVICE = """\
+import torch
+class Loss(torch.nn.Module):
+    def __init__(self, device):
+        super().__init__()
+        self.device = device
+    def forward(self, x):
+        empty = torch.tensor([], device='cuda:0')
+        return x.sum() + len(empty)
+"""
+
+
+@pytest.mark.parametrize("setup, confidence", [
+    # the trainer builds the loss where it chose the CPU: the hardcoded device fails there
+    ("    device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n", "certain"),
+    # every run that builds the loss has set a GPU first (raises without CUDA) ...
+    ("    rank = int(os.environ['LOCAL_RANK'])\n    torch.cuda.set_device(rank)\n"
+     "    device = torch.device('cuda', rank)\n", "possible"),
+    # ... or wrapped the model for GPUs (device ids work for GPU modules only)
+    ("    device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+     "    net = DDP(torch.nn.Linear(2, 2).to(device), device_ids=[0])\n", "possible"),
+    # a device string the trainer chose, set as the GPU: its fix is the choice's, not the loss's
+    ("    device = 'cuda:0' if torch.cuda.is_available() else 'cpu'\n    torch.cuda.set_device(device)\n",
+     "certain"),
+])
+def test_a_method_runs_only_where_every_run_that_builds_its_class_has_needed_cuda(project, capsys, setup,
+                                                                                  confidence):
+    write(project, {"loss.py": LOSS_TAKING_A_DEVICE,
+                    "engine.py": "import os\nimport torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+                                 "from loss import Loss\ndef train():\n" + setup
+                                 + "    criterion = Loss(device)\n    print(criterion(torch.ones(2, device=device)))\n",
+                    "train.py": "from engine import train\nif __name__ == '__main__':\n    train()\n"})
+    assert findings(capsys, project, "TDL002") == [("loss.py", 7, "TDL002", confidence)]
+
+
+def test_a_class_built_also_where_cuda_is_not_needed_keeps_its_finding(project, capsys):
+    # one trainer sets a GPU first, a CPU evaluation script builds the loss too: that run fails
+    write(project, {"loss.py": LOSS_TAKING_A_DEVICE,
+                    "engine.py": "import torch\nfrom loss import Loss\ndef train(rank):\n"
+                                 "    torch.cuda.set_device(rank)\n    return Loss(torch.device('cuda', rank))\n",
+                    "evaluate.py": "import torch\nfrom loss import Loss\n"
+                                   "print(Loss(torch.device('cpu'))(torch.ones(2)))\n"})
+    assert findings(capsys, project, "TDL002") == [("loss.py", 7, "TDL002", "certain")]
+
+
+def test_a_class_a_project_class_derives_from_is_built_out_of_sight(project, capsys):
+    # `Focal(Loss)` instances run `Loss.forward` without any `Loss(...)` call: not every run is seen
+    write(project, {"loss.py": LOSS_TAKING_A_DEVICE + "class Focal(Loss):\n    pass\n",
+                    "engine.py": "import torch\nfrom loss import Loss, Focal\ndef train(rank):\n"
+                                 "    torch.cuda.set_device(rank)\n    return Loss(torch.device('cuda', rank))\n"
+                                 "def evaluate():\n    return Focal(torch.device('cpu'))(torch.ones(2))\n"})
+    assert findings(capsys, project, "TDL002") == [("loss.py", 7, "TDL002", "certain")]

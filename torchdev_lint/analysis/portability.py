@@ -1322,6 +1322,34 @@ def _stopped_first(ctx, ancestors: Sequence[cst.CSTNode]) -> Step | None:
     return None
 
 
+def _cuda_needed_to_reach(ctx, ancestors: Sequence[cst.CSTNode]) -> Step | None:
+    """Every run that reaches the line's top-level function has first called code that
+    raises without CUDA, in a caller however far up; for a method of a top-level class,
+    every run that builds the class (``ProjectIndex.cuda_needed_to_reach``): no machine
+    without CUDA gets here. Not for a static or class method, nor a class with a class
+    method (an alternative constructor builds it out of sight)."""
+    if ctx.index is None or not ctx.path.endswith(".py") or len(ancestors) < 2:
+        return None
+    top = ancestors[1]
+    if isinstance(top, cst.FunctionDef):
+        found = ctx.index.cuda_needed_to_reach(ctx.path, top.name.value)
+        return None if found is None else (
+            top, f"every run that calls `{top.name.value}` has first called code that needs CUDA ({found}): "
+                 "no machine without CUDA gets here")
+    method = next((a for a in ancestors[2:4] if isinstance(a, cst.FunctionDef)), None)
+    if not isinstance(top, cst.ClassDef) or method is None or any(
+            _decorated(m, ("classmethod", "staticmethod")) for m in top.body.body if isinstance(m, cst.FunctionDef)):
+        return None
+    found = ctx.index.cuda_needed_to_reach(ctx.path, top.name.value)
+    return None if found is None else (
+        top, f"every run that builds `{top.name.value}` has first called code that needs CUDA ({found}): its "
+             "methods never run without CUDA")
+
+
+def _decorated(function: cst.FunctionDef, names: tuple[str, ...]) -> bool:
+    return any(code_of(d.decorator) in names for d in function.decorators)
+
+
 def _first_bad_call(ctx, module: cst.Module, block: cst.Module | cst.IndentedBlock) -> tuple[int, cst.Call, str] | None:
     """The first simple statement of ``block`` with a call ``ProjectIndex.unbindable`` says
     raises: (its place in the block, the call, why)."""
@@ -1437,7 +1465,8 @@ def runs_without_cuda(ctx, ancestors: Sequence[cst.CSTNode], library: bool = Fal
                                         f"({users}): its code runs only where they do"),))
     step = _unimportable(ctx, module) or ctx.once(("portability: archived",), lambda: _archived(ctx, module)) \
         or ctx.once(("portability: vendored",), lambda: _vendored(ctx, module)) or _never_named(ctx, ancestors) \
-        or _never_called(ctx, ancestors) or flags.never_taken(ctx, ancestors) or _stopped_first(ctx, ancestors)
+        or _never_called(ctx, ancestors) or flags.never_taken(ctx, ancestors) or _stopped_first(ctx, ancestors) \
+        or _cuda_needed_to_reach(ctx, ancestors)
     if step is not None:
         return Verdict(False, (step,))
     for scope in reversed(ancestors):

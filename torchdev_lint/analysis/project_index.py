@@ -2600,6 +2600,12 @@ class ProjectIndex:
         for other, said in self._wanted(module, scope, question):
             if run_order.precedes(other, place, always):
                 return said
+        return self._done_before_calls(scope, guard, question, seen, visits)
+
+    def _done_before_calls(self, scope: str, guard: str, question: str, seen: set[str],
+                           visits: list[int]) -> str | None:
+        """What ``_done_before`` asks of ``scope``'s callers: each call that may run it (passing
+        ``guard``) comes after such a call; None where a run starts at ``scope``."""
         found_callers = self._run_callers()
         callers = [(caller, caller_scope, caller_place) for key in run_order.callers_of(scope) if scope
                    for caller, caller_scope, caller_place, _, arguments in found_callers.get(key, ())
@@ -2615,6 +2621,32 @@ class ProjectIndex:
                 return None
             first = first or found
         return first
+
+    def cuda_needed_to_reach(self, path: str, scope: str) -> str | None:
+        """Every run that reaches ``scope`` of the module at ``path`` (``run_order.read``'s
+        name: "train", "Net" for a class) has first made a call that raises without CUDA, in
+        a caller however far up (``_done_before``). Asked of a class for its methods: a
+        method runs on an instance, so its runs are those that build the class
+        (``criterion = ComputeLossOTA(...)`` after ``torch.cuda.set_device(local_rank)``),
+        unless a project class derives from it (its instances are built under other names).
+        Where that call is, or None."""
+        full = os.path.abspath(path)
+        key = ("CUDA to reach", full, scope)
+        if key not in self._memo:
+            module = self._module_at(full)
+            derived = scope in module.classes and scope in self._base_names() if module is not None else True
+            self._memo[key] = None if module is None or derived else \
+                self._done_before_calls(scope, "", "cuda", set(), [0])
+        return self._memo[key]
+
+    def _base_names(self) -> frozenset[str]:
+        """The last names of every project class's bases."""
+        found = self._memo.get(("base names",))
+        if found is None:
+            found = self._memo[("base names",)] = frozenset(
+                q.rsplit(".", 1)[-1] for modules in self.modules.values() for module in modules
+                for bases in module.classes.values() for q in bases)
+        return found
 
     def calls_of(self, scope: str, path: str) -> list[tuple[str, int, str]] | None:
         """Every project call that may run ``scope`` (as ``run_order.read`` names it: "train",
@@ -3696,6 +3728,8 @@ class ProjectIndex:
             in run_order.entries(module.run_calls) if callee == run_order.LOAD)))
         facts.append(("calls of definitions with flags", tuple(
             (scope, _digest(repr(self.calls_of(scope, full)).encode())) for scope in module.flag_scopes)))
+        facts.append(("CUDA needed to reach", tuple(
+            (scope, self.cuda_needed_to_reach(full, scope)) for scope in (*module.defs, *module.classes))))
         facts.append(("CUDA needed earlier in every run", tuple(
             (line, callee, self.cuda_needed_earlier_in_every_run(full, line, callee)) for _, callee, line, _, _
             in run_order.entries(module.run_calls) if callee in (run_order.LOAD, ".cuda"))))

@@ -62,7 +62,7 @@ NEEDS_CUDA = frozenset(
 SET_DEVICE = "torch.cuda.set_device"
 # `DistributedDataParallel(model, device_ids=[...])` raises for a module on the CPU (device
 # ids work for GPU modules only; a CPU module takes `device_ids=None`): the wrap needs CUDA.
-_DDP = frozenset({"torch.nn.parallel.DistributedDataParallel",
+DDP = frozenset({"torch.nn.parallel.DistributedDataParallel",
                   "torch.nn.parallel.distributed.DistributedDataParallel"})
 # Collectives of `torch.distributed`: they raise outside a process group, so code that calls
 # one whenever it runs runs only inside a group (an NCCL one, in a file that opens no other).
@@ -513,7 +513,7 @@ class Requirements:
             return not (isinstance(chosen, cst.Name) and chosen.value in self._cuda_strings)
         if (qualified or dotted_name(call.func) or "").rsplit(".", 1)[-1] == "init_process_group":
             return _nccl_backend(call)
-        if qualified in _DDP:
+        if qualified in DDP:
             return _device_ids_given(call)
         if _reads_nvidia_smi(call, qualified):
             return True

@@ -274,7 +274,7 @@ def _callee(call: ast.Call, qualify: Callable[[ast.expr], str | None], imported:
         return SAVE if saved is not None and _holds_weights(saved) else ""
     if qualified in kinds.TORCH_LOADERS:
         return LOAD
-    if _needs_cuda(call, qualified):
+    if _needs_cuda(call, qualified, bound):
         return CUDA
     func = call.func
     if isinstance(func, ast.Name):
@@ -325,15 +325,21 @@ def _evaluated_if(statement: ast.stmt, call: ast.Call) -> bool:
     return False
 
 
-def _needs_cuda(call: ast.Call, qualified: str | None) -> bool:
+def _needs_cuda(call: ast.Call, qualified: str | None, bound: Callable[[], dict[str, list[ast.expr]]]) -> bool:
     """A torch call that raises on a machine without CUDA: one of ``requirements.NEEDS_CUDA``,
-    ``torch.cuda.set_device`` of anything but a name (a device string the code may have
-    chosen), ``torch.set_default_tensor_type`` of a CUDA type."""
+    ``torch.cuda.set_device`` of anything but a name the scope binds to a device string (a
+    choice the code may have made: its fix is the choice's), ``torch.set_default_tensor_type``
+    of a CUDA type, a ``DistributedDataParallel`` wrap given device ids (GPU modules only)."""
     if qualified in requirements.NEEDS_CUDA:
         return True
     first = call.args[0] if call.args else None
     if qualified == requirements.SET_DEVICE:
-        return first is not None and not isinstance(first, ast.Name)
+        return first is not None and not (isinstance(first, ast.Name) and any(
+            isinstance(value, (ast.Constant, ast.JoinedStr, ast.IfExp)) or "device" in ast.unparse(value)
+            for value in bound().get(first.id, ())))
+    if qualified in requirements.DDP:
+        given = next((k.value for k in call.keywords if k.arg == "device_ids"), call.args[1] if len(call.args) > 1 else None)
+        return given is not None and not (isinstance(given, ast.Constant) and given.value is None)
     return qualified == "torch.set_default_tensor_type" and first is not None and "cuda" in ast.unparse(first)
 
 
