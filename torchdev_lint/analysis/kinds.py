@@ -132,6 +132,15 @@ MODULE_BASE_NAMES = frozenset(
 NON_TORCH_PACKAGES = ("mlx.", "flax.", "haiku.", "equinox.", "jax.", "tensorflow.", "keras.",
                       "tinygrad.", "paddle.", "mindspore.")
 MODEL_ZOO_PREFIXES = ("torchvision.models.", "timm.create_model", "timm.models.")
+# A name that says it holds a device: `device`, `DEVICE`, `train_device`, `self.dev`... but
+# not `device_type` (what autocast takes) or `device_ids`/`device_count`.
+_DEVICE_WORD = re.compile(r"(?i)(?:^|_)(?:device|dev)(?:$|_)")
+_NOT_A_DEVICE = re.compile(r"(?i)(?:^|_)(?:type|types|ids?|count|name|str)$")
+
+
+def names_a_device(name: str) -> bool:
+    """``name`` (a variable, attribute or parameter) says it holds a device."""
+    return _DEVICE_WORD.search(name) is not None and _NOT_A_DEVICE.search(name) is None
 OPTIMIZER_PACKAGES = ("torch.optim.", "apex.optimizers.", "bitsandbytes.optim.",
                       "torch_optimizer.", "timm.optim.", "transformers.", "deepspeed.ops.",
                       "lion_pytorch.", "pytorch_lamb.", "adabelief_pytorch.")

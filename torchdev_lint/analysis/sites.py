@@ -166,6 +166,8 @@ class _Walk:
         self.found: set[str] = set()
         self.attribute_values: dict[str, list] | None = None  # `self.<name>` -> (method, value) assigned
         self.optimizer_holders: dict[object, bool] = {}  # a name's or attribute's answer, once
+        # the file's top-level functions -> the positions and names of their device parameters
+        self.device_parameters: dict[str, tuple[set[int], set[str]]] = {}
 
     def run(self, tree: ast.Module) -> bool:
         try:
@@ -220,6 +222,8 @@ class _Walk:
                 continue
             elif kind is ast.ClassDef or kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
                 frame.bind(node.name, _OPAQUE)
+                if kind is ast.FunctionDef and frame.parent is None:
+                    self._note_device_parameters(node)
                 scope = frame.parent if frame.is_class else frame  # class bodies do not enclose methods
                 inner = _Frame(node, scope, owner=frame if frame.is_class and kind is not ast.ClassDef else None)
                 if inner.owner is not None:
@@ -235,6 +239,12 @@ class _Walk:
                     extend(value)
                 elif value is not None:
                     push(value)
+
+    def _note_device_parameters(self, function: ast.FunctionDef) -> None:
+        params = [*function.args.posonlyargs, *function.args.args]
+        names = {a.arg for a in (*params, *function.args.kwonlyargs) if kinds.names_a_device(a.arg)}
+        if names:
+            self.device_parameters[function.name] = ({i for i, a in enumerate(params) if a.arg in names}, names)
 
     def _import(self, node: ast.Import | ast.ImportFrom) -> None:
         for alias in node.names:
@@ -296,16 +306,20 @@ class _Walk:
         return frozenset(found)
 
     def _quiet_arguments(self, call: ast.Call, names: _Names) -> None:
+        # `inference(model, image, "cuda")` of the file's `def inference(model, x, device)`
+        taken = self.device_parameters.get(call.func.id) if isinstance(call.func, ast.Name) else None
         for keyword in call.keywords:
-            if keyword.arg is not None and keyword.arg not in _DEVICE_KEYWORDS:
+            if keyword.arg is not None and keyword.arg not in _DEVICE_KEYWORDS and (
+                    taken is None or keyword.arg not in taken[1]):
                 self._quiet(keyword.value)
         # `.to(d)`, `torch.device(d)`, `set_default_device(d)`, `Generator(d)`, `load(f, d)`, and
         # the movers `move_to(x, d)`, `to_device(x, d)`..., by any name the file gives them
         if pyast.dotted(call.func) is not None and not any(
                 "to" in last or "device" in last.lower() or last in ("load", "Generator")
                 for last in (q.rpartition(".")[2] for q in names.qualified(call.func))):
-            for arg in call.args:
-                self._quiet(arg)
+            for index, arg in enumerate(call.args):
+                if taken is None or index not in taken[0] or any(isinstance(a, ast.Starred) for a in call.args):
+                    self._quiet(arg)
 
     def _call_sites(self, call: ast.Call, frame: _Frame, names: _Names, values: _Values) -> set[str]:
         func = call.func

@@ -26,11 +26,7 @@ _DEVICE_FIRST = frozenset({"torch.set_default_device", "torch.Generator", "torch
 # Helpers named like movers take the device second: `recursive_to(batch, "cuda")`,
 # `move_to(obj, "cuda")`, `to_device(x, "cuda")`, `send_to_device(...)`.
 _MOVER = re.compile(r"(?i)^(?:recursive_to|move_to|(?:\w+_)?to_device|to_cuda|move_to_device)$")
-# A name that says it holds a device: `device`, `DEVICE`, `train_device`, `self.dev`...
-# but not `device_type` (what autocast takes) or `device_ids`/`device_count`.
-_DEVICE_WORD = re.compile(r"(?i)(?:^|_)(?:device|dev)(?:$|_)")
 _MOCKING = re.compile(r"(?i)\bmock|\bmonkeypatch\b|\bmocker\b")
-_NOT_A_DEVICE = re.compile(r"(?i)(?:^|_)(?:type|types|ids?|count|name|str)$")
 
 
 class HardcodedDeviceString(Rule):
@@ -42,8 +38,9 @@ class HardcodedDeviceString(Rule):
     `map_location=` argument of any call, the device argument of `.to(...)` and of
     `torch.Generator(...)`, the second argument of a helper named like a mover
     (`recursive_to(batch, "cuda")`, `move_to(obj, "cuda")`, `to_device(x, "cuda")`), the
-    second argument of `torch.load`, `.to(torch.cuda.current_device())` (an index of a
-    CUDA device), and an assignment to a variable or `self` attribute whose
+    second argument of `torch.load`, the argument given to a device parameter of a function
+    the file defines (`infer(model, image, "cuda")` of `def infer(model, x, device)`),
+    `.to(torch.cuda.current_device())` (an index of a CUDA device), and an assignment to a variable or `self` attribute whose
     name says device (`device = "cuda"`, `DEVICE = "cuda:0"`, `self.device = "cuda"`).
 
     As with TDL001, a use is fine when it only runs where an accelerator is wanted or
@@ -197,6 +194,9 @@ class HardcodedDeviceString(Rule):
         # the device's type is the text "cuda": nothing is placed
         Valid('import torch\ndef normalize(x, mean):\n'
               '    if x.device.type == torch.device("cuda").type:\n        return x - mean\n'),
+        # the string goes to the function's other parameter, or to one that names a device type
+        Valid('import torch\ndef log(msg, device, device_type):\n    print(msg, device, device_type)\n'
+              'log("cuda run", torch.device("cpu"), "cuda")\n'),
         Valid('import torch\ndef same(x, device):\n    if device.type == "cuda":\n'
               '        torch.cuda.synchronize()\n    return x.device == torch.device("cuda")\n'),
         Valid('import torch\nif torch.cuda.is_available():\n    model.to("cuda:0")\n'
@@ -282,6 +282,14 @@ class HardcodedDeviceString(Rule):
             2, 21,
             'import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\ng = torch.Generator(device)\n', possible=True,
         ),
+        Invalid(  # the file's own function takes the device at that position
+            'import torch\ndef infer(model, x, device):\n    return model(x.to(device))\n'
+            'print(infer(model, image, "cuda"))\n',
+            4, 27,
+            'import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            'def infer(model, x, device):\n    return model(x.to(device))\nprint(infer(model, image, device))\n',
+            possible=True,
+        ),
         Invalid(  # a helper named like a mover takes the device second
             'import torch\nbatch = recursive_to(batch, "cuda")\n',
             2, 29,
@@ -353,6 +361,18 @@ class HardcodedDeviceString(Rule):
         # (`analysis/requirements.py`) depends on the whole file.
         self.candidates: list[tuple] = []
         self.mocking: dict[int, bool] = {}  # test function -> whether it fakes with mocks
+        # the file's top-level functions -> the positions and names of their device parameters
+        self.device_parameters: dict[str, tuple[list[int], set[str]]] = {}
+
+    def visit_Module(self, node: cst.Module) -> None:
+        for statement in node.body:
+            if isinstance(statement, cst.FunctionDef):
+                params = [*statement.params.posonly_params, *statement.params.params]
+                names = {p.name.value for p in (*params, *statement.params.kwonly_params)
+                         if kinds.names_a_device(p.name.value)}
+                if names:
+                    self.device_parameters[statement.name.value] = (
+                        [i for i, p in enumerate(params) if p.name.value in names], names)
 
     # -- where a device is chosen --------------------------------------------------------
 
@@ -381,8 +401,11 @@ class HardcodedDeviceString(Rule):
             candidates.append(positional[1])  # `recursive_to(batch, "cuda")`
         elif qualified in kinds.TORCH_LOADERS and len(positional) >= 2:
             candidates.append(positional[1])
+        taken = self.device_parameters.get(node.func.value) if isinstance(node.func, cst.Name) else None
+        if taken is not None and len(positional) == sum(a.keyword is None for a in node.args):  # `inference(model, image, "cuda")` of the file's `def inference(model, x, device)`
+            candidates += [positional[i] for i in taken[0] if i < len(positional)]
         candidates += [a for a in node.args if a.keyword is not None
-                       and a.keyword.value in _DEVICE_KEYWORDS]
+                       and (a.keyword.value in _DEVICE_KEYWORDS or taken is not None and a.keyword.value in taken[1])]
         for arg in candidates:
             path = (*self.ctx.ancestors, arg)
             if (  # `.to(torch.cuda.current_device())`: an index of a CUDA device
@@ -472,8 +495,7 @@ class HardcodedDeviceString(Rule):
     def _binds_device(self, node: cst.Assign | cst.AnnAssign) -> bool:
         """Assigned to a variable or ``self`` attribute whose name says it holds a device."""
         return any(
-            name is not None and _DEVICE_WORD.search(name) and not _NOT_A_DEVICE.search(name)
-            for name in self._variables(node)
+            name is not None and kinds.names_a_device(name) for name in self._variables(node)
         )
 
     def _binds_variable(self, node: cst.Assign | cst.AnnAssign) -> bool:
